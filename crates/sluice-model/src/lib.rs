@@ -1,0 +1,28 @@
+//! The message model of the Segment-compatible tracking API.
+//!
+//! Everything here is pure: bytes and a request context in, validated and
+//! enriched events (or a precise validation error) out. No I/O, no clocks:
+//! the caller passes `received_at`, so tests pin time exactly.
+//!
+//! Modules:
+//! - [`kind`]: the six call types and the collection endpoints that carry them.
+//! - [`limits`]: size and count limits, with the defaults from the spec.
+//! - [`parse`]: request body → [`Envelope`] (write key, validated events).
+//! - [`enrich`]: messageId, receivedAt, clock-skew corrected timestamp, context.ip.
+//! - [`time`]: lenient timestamp parsing and canonical rendering.
+//! - [`routing`]: the `integrations` object decides whether a destination gets a call.
+//! - [`error`]: the validation error type with stable codes.
+
+pub mod enrich;
+pub mod error;
+pub mod kind;
+pub mod limits;
+pub mod parse;
+pub mod routing;
+pub mod time;
+
+pub use error::{ErrorCode, ValidationError};
+pub use kind::{Endpoint, EventType};
+pub use limits::Limits;
+pub use parse::{Envelope, Event, RequestContext, parse_request};
+pub use routing::destination_enabled;

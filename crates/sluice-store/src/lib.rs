@@ -1,0 +1,102 @@
+//! Durable storage for Sluice.
+//!
+//! One trait, [`Store`], is all the rest of Sluice sees. Backends:
+//! - [`sqlite`] (feature `sqlite`, default): embedded, zero setup, single node.
+//!
+//! Modules:
+//! - [`types`]: the records kept and the requests taken.
+//! - [`keys`]: ids, write keys and their hashes (constant-time compare).
+//! - [`error`]: [`StoreError`].
+//! - [`conformance`]: one behavioural suite every backend must pass.
+//!
+//! The data flows one way: `append` commits events together with their
+//! pending deliveries and usage counts (an outbox), delivery workers `claim_due`
+//! and `report` attempts, and the admin API reads.
+
+pub mod conformance;
+pub mod error;
+pub mod keys;
+#[cfg(feature = "sqlite")]
+pub mod sqlite;
+pub mod types;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use std::time::Duration;
+
+pub use error::StoreError;
+pub use types::*;
+
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+/// The storage contract. Every method is atomic; `append` returns only after
+/// the events are durable (committed, fsynced per the backend's policy).
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    // --- settings kept by the service itself -------------------------------
+    /// Reads a service setting (for example the generated admin token hash).
+    async fn get_meta(&self, key: &str) -> Result<Option<String>>;
+    /// Stores `value` under `key` unless a value exists; returns the value kept.
+    async fn put_meta_if_absent(&self, key: &str, value: &str) -> Result<String>;
+
+    // --- sources ------------------------------------------------------------
+    async fn create_source(&self, new: NewSource) -> Result<Source>;
+    async fn list_sources(&self) -> Result<Vec<Source>>;
+    async fn get_source(&self, id: &str) -> Result<Option<Source>>;
+    async fn update_source(&self, id: &str, patch: SourcePatch) -> Result<Option<Source>>;
+    /// Deletes a source, its connections and its usage; events and deliveries
+    /// already stored stay until retention removes them.
+    async fn delete_source(&self, id: &str) -> Result<bool>;
+
+    // --- destinations -------------------------------------------------------
+    /// Fails with [`StoreError::NotFound`] when a connected source is missing.
+    async fn create_destination(&self, new: NewDestination) -> Result<Destination>;
+    async fn list_destinations(&self) -> Result<Vec<Destination>>;
+    async fn get_destination(&self, id: &str) -> Result<Option<Destination>>;
+    async fn update_destination(
+        &self,
+        id: &str,
+        patch: DestinationPatch,
+    ) -> Result<Option<Destination>>;
+    /// Deletes a destination; its pending deliveries become `discarded`.
+    async fn delete_destination(&self, id: &str) -> Result<bool>;
+
+    // --- ingest -------------------------------------------------------------
+    /// Commits each request's events, their pending deliveries (due now) and
+    /// usage counts. Concurrent callers are grouped into one transaction.
+    async fn append(&self, request: AppendRequest) -> Result<()>;
+    /// A source's events, newest first; `before_seq` is an exclusive cursor.
+    async fn recent_events(
+        &self,
+        source_id: &str,
+        before_seq: Option<i64>,
+        limit: u32,
+    ) -> Result<Vec<StoredEvent>>;
+    /// Usage counters for a source, oldest day first, days in `[from, to]`.
+    async fn usage(&self, source_id: &str, from: &str, to: &str) -> Result<Vec<UsageDay>>;
+
+    // --- delivery -----------------------------------------------------------
+    /// Leases up to `limit` pending deliveries due at `now` for `lease`, oldest
+    /// due first. A leased delivery is not handed out again until its lease
+    /// ends, so a crashed worker's work is picked up after the lease.
+    async fn claim_due(
+        &self,
+        now: DateTime<Utc>,
+        limit: u32,
+        lease: Duration,
+    ) -> Result<Vec<DueDelivery>>;
+    /// When the earliest pending, unleased delivery falls due, if any.
+    async fn next_due(&self) -> Result<Option<DateTime<Utc>>>;
+    /// Records attempts and the outcome, and releases the lease.
+    async fn report(&self, reports: Vec<AttemptReport>) -> Result<()>;
+    async fn list_deliveries(&self, filter: &DeliveryFilter) -> Result<Vec<DeliveryRecord>>;
+    async fn get_delivery(&self, id: i64) -> Result<Option<DeliveryRecord>>;
+    /// Attempts of one delivery, oldest first.
+    async fn list_attempts(&self, delivery_id: i64) -> Result<Vec<Attempt>>;
+    /// Moves dead deliveries matching `filter` (its `state` is ignored) back
+    /// to pending, due now, with a fresh retry window. Returns how many.
+    async fn replay(&self, filter: &DeliveryFilter, now: DateTime<Utc>) -> Result<u64>;
+}
+
+/// How long a claimed delivery stays leased when a worker does not report.
+pub const DEFAULT_LEASE: Duration = Duration::from_secs(60);

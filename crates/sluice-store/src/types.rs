@@ -1,0 +1,239 @@
+//! Records the store keeps and the requests it takes.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+/// A source: one write key, many calls.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Source {
+    pub id: String,
+    pub name: String,
+    pub enabled: bool,
+    /// SHA-256 of the write key, hex. The key itself is never stored.
+    pub write_key_hash: String,
+    /// The first few characters of the write key, for display.
+    pub write_key_hint: String,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// Input to [`crate::Store::create_source`]; the caller generates id and key.
+#[derive(Debug, Clone)]
+pub struct NewSource {
+    pub id: String,
+    pub name: String,
+    pub enabled: bool,
+    pub write_key_hash: String,
+    pub write_key_hint: String,
+}
+
+/// A partial update of a source; `None` leaves a field alone.
+#[derive(Debug, Clone, Default)]
+pub struct SourcePatch {
+    pub name: Option<String>,
+    pub enabled: Option<bool>,
+    /// New write key (hash, hint), set by rotation.
+    pub write_key: Option<(String, String)>,
+}
+
+/// One webhook URL entry: the URL and the static headers sent with it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WebhookUrl {
+    pub url: String,
+    #[serde(default)]
+    pub headers: Vec<(String, String)>,
+}
+
+/// Settings of a Webhooks destination, as stored (secret in clear: it is
+/// needed to sign; the admin API masks it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct WebhookSettings {
+    pub urls: Vec<WebhookUrl>,
+    #[serde(default)]
+    pub shared_secret: Option<String>,
+}
+
+/// A destination instance. `kind` is the catalog name, `Webhooks`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Destination {
+    pub id: String,
+    pub name: String,
+    pub kind: String,
+    pub enabled: bool,
+    pub settings: WebhookSettings,
+    /// Connected sources, sorted.
+    pub source_ids: Vec<String>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// Input to [`crate::Store::create_destination`].
+#[derive(Debug, Clone)]
+pub struct NewDestination {
+    pub id: String,
+    pub name: String,
+    pub kind: String,
+    pub enabled: bool,
+    pub settings: WebhookSettings,
+    pub source_ids: Vec<String>,
+}
+
+/// A partial update of a destination; `None` leaves a field alone.
+#[derive(Debug, Clone, Default)]
+pub struct DestinationPatch {
+    pub name: Option<String>,
+    pub enabled: Option<bool>,
+    pub settings: Option<WebhookSettings>,
+    pub source_ids: Option<Vec<String>>,
+}
+
+/// One accepted collection request: committed atomically with its usage
+/// counts and the deliveries it fans out to.
+#[derive(Debug, Clone)]
+pub struct AppendRequest {
+    pub source_id: String,
+    pub received_at: DateTime<Utc>,
+    pub events: Vec<NewEvent>,
+}
+
+/// One event to store, with the destinations it must be delivered to.
+#[derive(Debug, Clone)]
+pub struct NewEvent {
+    pub message_id: String,
+    pub event_type: String,
+    /// The enriched message as JSON text.
+    pub body: String,
+    /// Destination ids to create pending deliveries for.
+    pub destination_ids: Vec<String>,
+}
+
+/// A stored event, as the debugger shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredEvent {
+    /// Store-assigned, increasing: the pagination cursor.
+    pub seq: i64,
+    pub source_id: String,
+    pub message_id: String,
+    pub event_type: String,
+    pub received_at: DateTime<Utc>,
+    pub body: String,
+}
+
+/// Per-source, per-day usage counters (UTC days, `YYYY-MM-DD`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UsageDay {
+    pub day: String,
+    pub api_calls: u64,
+    pub events: u64,
+}
+
+/// Lifecycle of a delivery (one event to one destination).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeliveryState {
+    /// Waiting for its next attempt (`next_attempt_at`).
+    Pending,
+    /// Some URL answered 2xx.
+    Succeeded,
+    /// Given up: non-retryable error, or retry window exhausted.
+    Dead,
+    /// Dropped without sending: destination deleted or switched off.
+    Discarded,
+}
+
+impl DeliveryState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeliveryState::Pending => "pending",
+            DeliveryState::Succeeded => "succeeded",
+            DeliveryState::Dead => "dead",
+            DeliveryState::Discarded => "discarded",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        [
+            DeliveryState::Pending,
+            DeliveryState::Succeeded,
+            DeliveryState::Dead,
+            DeliveryState::Discarded,
+        ]
+        .into_iter()
+        .find(|st| st.as_str() == s)
+    }
+}
+
+/// A delivery the worker has leased and must attempt now.
+#[derive(Debug, Clone)]
+pub struct DueDelivery {
+    pub delivery_id: i64,
+    pub destination_id: String,
+    pub event_seq: i64,
+    pub message_id: String,
+    pub event_body: String,
+    /// Attempts made before this one.
+    pub attempts: u32,
+    /// When the first attempt was made; `None` before the first attempt.
+    pub first_attempt_at: Option<DateTime<Utc>>,
+}
+
+/// One HTTP attempt against one URL.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Attempt {
+    pub delivery_id: i64,
+    pub attempt: u32,
+    pub at: DateTime<Utc>,
+    pub url: String,
+    /// HTTP status, when a response arrived.
+    pub status: Option<u16>,
+    /// Transport error (timeout, TLS, connect), when no response arrived.
+    pub error: Option<String>,
+    pub latency_ms: u64,
+    /// The start of the response body, truncated.
+    pub response: Option<String>,
+}
+
+/// What the worker decided after an attempt.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    Succeeded,
+    Retry { at: DateTime<Utc> },
+    Dead { error: String },
+    Discarded { reason: String },
+}
+
+/// The result of attempting one leased delivery.
+#[derive(Debug, Clone)]
+pub struct AttemptReport {
+    pub delivery_id: i64,
+    pub at: DateTime<Utc>,
+    pub attempts: Vec<Attempt>,
+    pub outcome: Outcome,
+}
+
+/// A delivery as the admin API shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeliveryRecord {
+    pub id: i64,
+    pub destination_id: String,
+    pub source_id: String,
+    pub event_seq: i64,
+    pub message_id: String,
+    pub state: DeliveryState,
+    pub attempts: u32,
+    pub next_attempt_at: Option<DateTime<Utc>>,
+    pub first_attempt_at: Option<DateTime<Utc>>,
+    pub last_error: Option<String>,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// Which deliveries to list or replay. Results are newest first; `before_id`
+/// is the cursor (exclusive).
+#[derive(Debug, Clone, Default)]
+pub struct DeliveryFilter {
+    pub destination_id: Option<String>,
+    pub message_id: Option<String>,
+    pub state: Option<DeliveryState>,
+    pub before_id: Option<i64>,
+    pub limit: u32,
+}
