@@ -43,6 +43,8 @@ pub trait Store: Send + Sync + 'static {
     async fn create_source(&self, new: NewSource) -> Result<Source>;
     async fn list_sources(&self) -> Result<Vec<Source>>;
     async fn get_source(&self, id: &str) -> Result<Option<Source>>;
+    /// The source whose write key hashes to `hash` (see [`keys::hash_secret`]).
+    async fn get_source_by_key_hash(&self, hash: &str) -> Result<Option<Source>>;
     async fn update_source(&self, id: &str, patch: SourcePatch) -> Result<Option<Source>>;
     /// Deletes a source, its connections and its usage; events and deliveries
     /// already stored stay until retention removes them.
@@ -96,6 +98,12 @@ pub trait Store: Send + Sync + 'static {
     /// Moves dead deliveries matching `filter` (its `state` is ignored) back
     /// to pending, due now, with a fresh retry window. Returns how many.
     async fn replay(&self, filter: &DeliveryFilter, now: DateTime<Utc>) -> Result<u64>;
+
+    // --- retention ----------------------------------------------------------
+    /// Deletes events received before `before` whose deliveries are all
+    /// finished (not pending), with their deliveries and attempts; returns
+    /// how many events were deleted. Pending work is never pruned.
+    async fn prune(&self, before: DateTime<Utc>) -> Result<u64>;
 }
 
 /// How long a claimed delivery stays leased when a worker does not report.
