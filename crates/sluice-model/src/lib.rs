@@ -10,6 +10,7 @@
 //! - [`parse`]: request body → [`Envelope`] (write key, validated events).
 //! - [`enrich`]: messageId, receivedAt, clock-skew corrected timestamp, context.ip.
 //! - [`time`]: lenient timestamp parsing and canonical rendering.
+//! - [`text`]: repairs of raw JSON text (lone UTF-16 surrogate escapes) before parsing.
 //! - [`routing`]: the `integrations` object decides whether a destination gets a call.
 //! - [`error`]: the validation error type with stable codes.
 
@@ -19,6 +20,7 @@ pub mod kind;
 pub mod limits;
 pub mod parse;
 pub mod routing;
+pub mod text;
 pub mod time;
 
 pub use error::{ErrorCode, ValidationError};
@@ -26,3 +28,4 @@ pub use kind::{Endpoint, EventType};
 pub use limits::Limits;
 pub use parse::{Envelope, Event, RequestContext, parse_request};
 pub use routing::destination_enabled;
+pub use text::replace_lone_surrogates;
