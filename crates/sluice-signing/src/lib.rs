@@ -1,1 +1,23 @@
-//! TODO
+//! Webhook body serialization and signing that JavaScript receivers agree with.
+//!
+//! Sluice's Webhooks destination signs each delivered body with
+//! `X-Signature` = lowercase hex HMAC-SHA1(shared secret, body). Many
+//! receivers, following Segment's own examples, verify by recomputing the
+//! HMAC over `JSON.stringify(req.body)`: a *re-serialized* parse of the body,
+//! not the raw bytes. Their check only passes when the bytes we send are
+//! exactly what `JSON.stringify(JSON.parse(body))` yields, so the body is
+//! rendered by [`json`] in JavaScript's canonical form before it is signed by
+//! [`signature`].
+//!
+//! Everything here is pure: no I/O, no clocks, no randomness.
+//!
+//! Modules:
+//! - [`json`]: `serde_json::Value` → the exact bytes of JavaScript's
+//!   `JSON.stringify` (key order, number form, string escapes).
+//! - [`signature`]: hex HMAC-SHA1 signing and constant-time verification.
+
+pub mod json;
+pub mod signature;
+
+pub use json::{to_js_json, write_js_json};
+pub use signature::{sign, verify};
