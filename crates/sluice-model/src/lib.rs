@@ -22,6 +22,7 @@ pub mod parse;
 pub mod routing;
 pub mod text;
 pub mod time;
+mod validate;
 
 pub use error::{ErrorCode, ValidationError};
 pub use kind::{Endpoint, EventType};

@@ -1,11 +1,19 @@
 //! Request body → validated, enriched events.
+//!
+//! Order of checks: body size (before any parsing, so an oversized body costs
+//! nothing), lone-surrogate repair, JSON syntax, then for a batch the item
+//! count, and per item its raw size, shape, type, required fields and
+//! enrichment. The first error rejects the whole request.
 
+use std::collections::HashMap;
 use std::net::IpAddr;
 
 use chrono::{DateTime, Utc};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use crate::{Endpoint, EventType, Limits, ValidationError};
+use crate::enrich::{BatchDefaults, enrich, not_an_object, time_field};
+use crate::{Endpoint, ErrorCode, EventType, Limits, ValidationError, text};
 
 /// Facts about the HTTP request that enrichment needs.
 #[derive(Debug, Clone)]
@@ -43,15 +51,178 @@ pub struct Event {
 
 /// Parses, validates and enriches one collection request. A request with any
 /// invalid item is rejected whole.
+///
+/// `body` is the decompressed request body. On a single-call endpoint the
+/// path decides the call's type and overwrites any `type` in the body: the
+/// browser and server libraries post each call to its typed path, so the
+/// path is what the client meant. `writeKey` is taken out of every stored
+/// body (it is a secret) and returned in [`Envelope::write_key`].
 pub fn parse_request(
     endpoint: Endpoint,
     body: &[u8],
     ctx: &RequestContext,
     limits: &Limits,
 ) -> Result<Envelope, ValidationError> {
-    let _ = (endpoint, body, ctx, limits);
-    Err(ValidationError::new(
-        crate::ErrorCode::InvalidJson,
-        "not implemented yet",
-    ))
+    let max = limits.max_body_bytes(endpoint);
+    if body.len() > max {
+        return Err(ValidationError::new(
+            ErrorCode::BodyTooLarge,
+            format!(
+                "request body is {} bytes, over the limit of {max}",
+                body.len()
+            ),
+        ));
+    }
+    let body = text::replace_lone_surrogates(body);
+    match endpoint {
+        Endpoint::Single(event_type) => parse_single(event_type, &body, ctx),
+        Endpoint::Batch => parse_batch(&body, ctx, limits),
+    }
+}
+
+fn parse_single(
+    event_type: EventType,
+    body: &[u8],
+    ctx: &RequestContext,
+) -> Result<Envelope, ValidationError> {
+    let mut call: Map<String, Value> = serde_json::from_slice(body).map_err(body_json_error)?;
+    let write_key = take_write_key(&mut call);
+    let event = enrich(call, event_type, &BatchDefaults::default(), ctx)?;
+    Ok(Envelope {
+        write_key,
+        events: vec![event],
+    })
+}
+
+fn parse_batch(
+    body: &[u8],
+    ctx: &RequestContext,
+    limits: &Limits,
+) -> Result<Envelope, ValidationError> {
+    // Top-level values stay raw so each batch item's exact text (and so its
+    // size) is known; duplicate keys resolve to the last, as in `Value`.
+    let top: HashMap<String, &RawValue> = serde_json::from_slice(body).map_err(body_json_error)?;
+    let raw_items = batch_items(&top)?;
+    if raw_items.len() > limits.max_batch_events {
+        return Err(ValidationError::new(
+            ErrorCode::TooManyEvents,
+            format!(
+                "batch has {} events, over the limit of {}",
+                raw_items.len(),
+                limits.max_batch_events
+            ),
+        ));
+    }
+    let defaults = batch_defaults(&top)?;
+    let mut write_key = top.get("writeKey").and_then(|raw| string_of(raw));
+    let mut events = Vec::with_capacity(raw_items.len());
+    for (index, raw) in raw_items.into_iter().enumerate() {
+        let (call, event_type) = batch_item(raw, limits).map_err(|e| at_index(index, e))?;
+        let mut call = call;
+        let item_key = take_write_key(&mut call);
+        write_key = write_key.or(item_key);
+        events.push(enrich(call, event_type, &defaults, ctx).map_err(|e| at_index(index, e))?);
+    }
+    Ok(Envelope { write_key, events })
+}
+
+/// The raw items of the `batch` array.
+fn batch_items<'a>(
+    top: &HashMap<String, &'a RawValue>,
+) -> Result<Vec<&'a RawValue>, ValidationError> {
+    let not_array = || ValidationError::new(ErrorCode::InvalidField, "'batch' must be an array");
+    let raw = top.get("batch").ok_or_else(not_array)?;
+    serde_json::from_str(raw.get()).map_err(|_| not_array())
+}
+
+/// Batch-level `context`, `integrations` and `sentAt`. The batch-level
+/// `messageId` (analytics-go v2) identifies the request, not any item, and is
+/// ignored.
+fn batch_defaults(top: &HashMap<String, &RawValue>) -> Result<BatchDefaults, ValidationError> {
+    let mut shared: Map<String, Value> = Map::new();
+    for key in ["context", "integrations", "sentAt"] {
+        if let Some(raw) = top.get(key) {
+            let value = serde_json::from_str(raw.get()).map_err(body_json_error)?;
+            shared.insert(key.into(), value);
+        }
+    }
+    Ok(BatchDefaults {
+        context: object_field(&mut shared, "context")?,
+        integrations: object_field(&mut shared, "integrations")?,
+        sent_at: time_field(&shared, "sentAt")?,
+    })
+}
+
+fn object_field(
+    map: &mut Map<String, Value>,
+    key: &str,
+) -> Result<Option<Map<String, Value>>, ValidationError> {
+    match map.remove(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Object(object)) => Ok(Some(object)),
+        Some(_) => Err(not_an_object(key)),
+    }
+}
+
+/// One batch item: within the per-call size limit, an object, with a known
+/// string `type`.
+fn batch_item(
+    raw: &RawValue,
+    limits: &Limits,
+) -> Result<(Map<String, Value>, EventType), ValidationError> {
+    let size = raw.get().len();
+    if size > limits.max_call_bytes {
+        return Err(ValidationError::new(
+            ErrorCode::EventTooLarge,
+            format!(
+                "event is {size} bytes, over the limit of {}",
+                limits.max_call_bytes
+            ),
+        ));
+    }
+    let call: Map<String, Value> = serde_json::from_str(raw.get()).map_err(|_| {
+        ValidationError::new(ErrorCode::InvalidField, "event must be a JSON object")
+    })?;
+    let event_type = match call.get("type") {
+        Some(Value::String(name)) => EventType::from_name(name).ok_or_else(|| {
+            ValidationError::new(
+                ErrorCode::UnknownType,
+                format!("unknown type '{}'", name.escape_debug()),
+            )
+        })?,
+        _ => {
+            return Err(ValidationError::new(
+                ErrorCode::MissingType,
+                "event requires a string 'type'",
+            ));
+        }
+    };
+    Ok((call, event_type))
+}
+
+/// Removes `writeKey` from a call, returning it when it is a string.
+fn take_write_key(call: &mut Map<String, Value>) -> Option<String> {
+    match call.shift_remove("writeKey") {
+        Some(Value::String(key)) => Some(key),
+        _ => None,
+    }
+}
+
+fn string_of(raw: &RawValue) -> Option<String> {
+    serde_json::from_str::<String>(raw.get()).ok()
+}
+
+fn at_index(index: usize, error: ValidationError) -> ValidationError {
+    ValidationError::new(error.code, format!("batch[{index}]: {}", error.message))
+}
+
+/// A body that is not valid JSON reports serde's reason with line and
+/// column; valid JSON of the wrong shape says what was expected.
+fn body_json_error(error: serde_json::Error) -> ValidationError {
+    let message = if error.is_data() {
+        "request body must be a JSON object".to_owned()
+    } else {
+        format!("invalid JSON: {error}")
+    };
+    ValidationError::new(ErrorCode::InvalidJson, message)
 }
