@@ -1,0 +1,3 @@
+module example.com/sluice-receiver
+
+go 1.21
