@@ -1,0 +1,1 @@
+//! Test helpers for Sluice (in progress).
