@@ -1,0 +1,8 @@
+//! Black-box tests of `parse_request`: bytes in, envelope or error out.
+
+mod batch;
+mod enrichment;
+mod limits;
+mod required;
+mod support;
+mod timestamps;

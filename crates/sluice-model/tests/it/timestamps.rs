@@ -1,0 +1,190 @@
+//! receivedAt, originalTimestamp, sentAt and the clock-skew correction.
+
+use sluice_model::{ErrorCode, EventType};
+
+use crate::support::{RECEIVED_AT, at, batch, field, keys, one, rejected, single};
+
+fn track(extra: &str) -> String {
+    format!(r#"{{"userId":"u","event":"E"{extra}}}"#)
+}
+
+#[test]
+fn skew_is_corrected_with_the_wire_example() {
+    let event = one(single(
+        EventType::Track,
+        &track(r#","timestamp":"2024-05-06T19:11:01.152Z","sentAt":"2024-05-06T19:11:01.169Z""#),
+    ));
+    assert_eq!(field(&event, "timestamp"), "2024-05-06T19:11:01.249Z");
+    assert_eq!(
+        field(&event, "originalTimestamp"),
+        "2024-05-06T19:11:01.152Z"
+    );
+    assert_eq!(field(&event, "sentAt"), "2024-05-06T19:11:01.169Z");
+    assert_eq!(field(&event, "receivedAt"), RECEIVED_AT);
+    assert_eq!(event.timestamp, at("2024-05-06T19:11:01.249Z"));
+    assert_eq!(event.received_at, at(RECEIVED_AT));
+}
+
+#[test]
+fn skew_correction_handles_a_client_clock_hours_behind() {
+    let event = one(single(
+        EventType::Track,
+        &track(
+            r#","timestamp":"2024-05-06T16:11:01.000-00:00","sentAt":"2024-05-06T16:11:03.000Z""#,
+        ),
+    ));
+    assert_eq!(field(&event, "timestamp"), "2024-05-06T19:10:59.266Z");
+}
+
+#[test]
+fn batch_sent_at_applies_to_items_without_their_own() {
+    let body = r#"{"sentAt":"2024-05-06T19:11:01.169Z","batch":[
+        {"type":"identify","userId":"u","timestamp":"2024-05-06T19:11:01.152Z"},
+        {"type":"identify","userId":"u","timestamp":"2024-05-06T19:11:01.152Z","sentAt":"2024-05-06T19:11:01.252Z"}]}"#;
+    let events = batch(body).expect("accepted").events;
+    assert_eq!(field(&events[0], "timestamp"), "2024-05-06T19:11:01.249Z");
+    assert_eq!(field(&events[0], "sentAt"), "2024-05-06T19:11:01.169Z");
+    assert_eq!(field(&events[1], "timestamp"), "2024-05-06T19:11:01.166Z");
+    assert_eq!(field(&events[1], "sentAt"), "2024-05-06T19:11:01.252Z");
+}
+
+#[test]
+fn without_sent_at_the_client_timestamp_is_kept_exactly() {
+    let event = one(single(
+        EventType::Track,
+        &track(r#","timestamp":"2015-01-01T00:00:00.123456789+02:00""#),
+    ));
+    assert_eq!(field(&event, "timestamp"), "2014-12-31T22:00:00.123Z");
+    assert_eq!(
+        field(&event, "originalTimestamp"),
+        "2014-12-31T22:00:00.123Z"
+    );
+    assert!(!event.body.contains_key("sentAt"));
+}
+
+#[test]
+fn historical_import_with_sent_at_now_stays_near_the_past_time() {
+    let event = one(single(
+        EventType::Track,
+        &track(r#","timestamp":"2015-01-01T00:00:00Z","sentAt":"2024-05-06T19:11:01.200Z""#),
+    ));
+    assert_eq!(field(&event, "timestamp"), "2015-01-01T00:00:00.066Z");
+}
+
+#[test]
+fn without_client_timestamp_timestamp_is_received_at() {
+    let event = one(single(
+        EventType::Track,
+        &track(r#","sentAt":"2024-05-06T19:11:00.000Z""#),
+    ));
+    assert_eq!(field(&event, "timestamp"), RECEIVED_AT);
+    assert_eq!(field(&event, "sentAt"), "2024-05-06T19:11:00.000Z");
+    assert!(!event.body.contains_key("originalTimestamp"));
+}
+
+#[test]
+fn analytics_go_v2_timestamp_format_is_accepted() {
+    let event = one(single(
+        EventType::Track,
+        &track(r#","timestamp":"2009-11-10T23:00:00+0000""#),
+    ));
+    assert_eq!(field(&event, "timestamp"), "2009-11-10T23:00:00.000Z");
+}
+
+#[test]
+fn zero_and_nine_fractional_digits_are_accepted() {
+    for (sent, want) in [
+        ("2024-05-06T19:11:01Z", "2024-05-06T19:11:01.000Z"),
+        ("2024-05-06T19:11:01.987654321Z", "2024-05-06T19:11:01.987Z"),
+    ] {
+        let event = one(single(
+            EventType::Track,
+            &track(&format!(r#","timestamp":"{sent}""#)),
+        ));
+        assert_eq!(field(&event, "timestamp"), want);
+    }
+}
+
+#[test]
+fn client_original_timestamp_alone_is_skew_corrected() {
+    let event = one(single(
+        EventType::Track,
+        &track(
+            r#","originalTimestamp":"2024-05-06T19:11:01.152Z","sentAt":"2024-05-06T19:11:01.169Z""#,
+        ),
+    ));
+    assert_eq!(field(&event, "timestamp"), "2024-05-06T19:11:01.249Z");
+    assert_eq!(
+        field(&event, "originalTimestamp"),
+        "2024-05-06T19:11:01.152Z"
+    );
+}
+
+#[test]
+fn absurd_skew_falls_back_to_the_client_timestamp() {
+    let event = one(single(
+        EventType::Track,
+        &track(r#","timestamp":"0001-01-01T00:00:00Z","sentAt":"9999-01-01T00:00:00Z""#),
+    ));
+    assert_eq!(field(&event, "timestamp"), "0001-01-01T00:00:00.000Z");
+}
+
+#[test]
+fn unparsable_timestamp_is_rejected_naming_the_field() {
+    for key in ["timestamp", "sentAt", "originalTimestamp"] {
+        let body = format!(r#"{{"batch":[{{"type":"identify","userId":"u","{key}":"soon"}}]}}"#);
+        let error = rejected(batch(&body));
+        assert_eq!(error.code, ErrorCode::InvalidField);
+        assert_eq!(
+            error.message,
+            format!("batch[0]: '{key}' is not an ISO 8601 date-time")
+        );
+    }
+}
+
+#[test]
+fn unparsable_batch_sent_at_is_rejected_without_index() {
+    let error = rejected(batch(r#"{"sentAt":"later","batch":[]}"#));
+    assert_eq!(error.message, "'sentAt' is not an ISO 8601 date-time");
+}
+
+#[test]
+fn non_string_timestamp_is_rejected() {
+    let error = rejected(single(
+        EventType::Track,
+        &track(r#","timestamp":1700000000"#),
+    ));
+    assert_eq!(error.code, ErrorCode::InvalidField);
+    assert_eq!(
+        error.message,
+        "'timestamp' must be an ISO 8601 date-time string"
+    );
+}
+
+#[test]
+fn null_timestamp_counts_as_absent() {
+    let event = one(single(EventType::Track, &track(r#","timestamp":null"#)));
+    assert_eq!(field(&event, "timestamp"), RECEIVED_AT);
+}
+
+#[test]
+fn server_keys_are_appended_in_order_after_client_keys() {
+    let event = one(single(
+        EventType::Track,
+        r#"{"event":"E","userId":"u","timestamp":"2024-05-06T19:11:01.152Z","sentAt":"2024-05-06T19:11:01.169Z","context":{}}"#,
+    ));
+    assert_eq!(
+        keys(&event),
+        [
+            "event",
+            "userId",
+            "timestamp",
+            "sentAt",
+            "context",
+            "type",
+            "messageId",
+            "receivedAt",
+            "originalTimestamp"
+        ]
+    );
+}
