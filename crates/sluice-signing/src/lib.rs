@@ -9,6 +9,16 @@
 //! rendered by [`json`] in JavaScript's canonical form before it is signed by
 //! [`signature`].
 //!
+//! ```
+//! use serde_json::json;
+//! use sluice_signing::{sign, to_js_json, verify};
+//!
+//! let body = to_js_json(&json!({ "b": 1.0, "0": "x", "big": 1e21 }));
+//! assert_eq!(body, r#"{"0":"x","b":1,"big":1e+21}"#);
+//! let signature = sign(b"shared secret", body.as_bytes());
+//! assert!(verify(b"shared secret", body.as_bytes(), &signature));
+//! ```
+//!
 //! Everything here is pure: no I/O, no clocks, no randomness.
 //!
 //! Modules:

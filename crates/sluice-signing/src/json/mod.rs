@@ -7,12 +7,12 @@
 //! - compact: no whitespace between tokens;
 //! - object keys in JavaScript property order: "array index" keys (canonical
 //!   decimal integers `0..=4294967294`) first in ascending numeric order,
-//!   then every other key in insertion order (see [`keys`]);
+//!   then every other key in insertion order (see `keys.rs`);
 //! - numbers in the shortest round-trip form of `Number.prototype.toString`
 //!   (`1` not `1.0`, `1e+21` not `1e21`, `-0` as `0`), after rounding to f64
 //!   exactly as JavaScript's parser does, so integers beyond 2^53 lose
 //!   precision the same way;
-//! - strings escape only `"`, `\` and U+0000–U+001F (see [`string`]).
+//! - strings escape only `"`, `\` and U+0000–U+001F (see `string.rs`).
 //!
 //! Duplicate keys need no handling here: with serde_json's `preserve_order`
 //! a repeated key keeps its first position and takes the last value, which
