@@ -117,8 +117,7 @@ fn parse_batch(
     let mut write_key = top.get("writeKey").and_then(|raw| string_of(raw));
     let mut events = Vec::with_capacity(raw_items.len());
     for (index, raw) in raw_items.into_iter().enumerate() {
-        let (call, event_type) = batch_item(raw, limits).map_err(|e| at_index(index, e))?;
-        let mut call = call;
+        let (mut call, event_type) = batch_item(raw, limits).map_err(|e| at_index(index, e))?;
         let item_key = take_write_key(&mut call);
         write_key = write_key.or(item_key);
         events.push(enrich(call, event_type, &defaults, ctx).map_err(|e| at_index(index, e))?);
@@ -180,8 +179,14 @@ fn batch_item(
             ),
         ));
     }
-    let call: Map<String, Value> = serde_json::from_str(raw.get()).map_err(|_| {
-        ValidationError::new(ErrorCode::InvalidField, "event must be a JSON object")
+    // The whole body already parsed as JSON, so only shape errors (not an
+    // object) and nesting deeper than serde_json's recursion limit remain.
+    let call: Map<String, Value> = serde_json::from_str(raw.get()).map_err(|error| {
+        if error.is_data() {
+            ValidationError::new(ErrorCode::InvalidField, "event must be a JSON object")
+        } else {
+            ValidationError::new(ErrorCode::InvalidJson, format!("invalid JSON: {error}"))
+        }
     })?;
     let event_type = match call.get("type") {
         Some(Value::String(name)) => EventType::from_name(name).ok_or_else(|| {

@@ -256,3 +256,33 @@ fn non_object_context_or_integrations_is_rejected() {
     let error = rejected(batch(r#"{"batch":[],"integrations":[true]}"#));
     assert_eq!(error.message, "'integrations' must be an object");
 }
+
+#[test]
+fn nesting_beyond_the_parser_limit_is_invalid_json_without_overflow() {
+    let depth = 200_000;
+    let deep = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+    let item = format!(r#"{{"type":"identify","userId":"u","traits":{{"d":{deep}}}}}"#);
+    let limits = sluice_model::Limits {
+        max_call_bytes: 1 << 20,
+        max_batch_bytes: 1 << 20,
+        max_batch_events: 10,
+    };
+    let error = rejected(crate::support::batch_with(
+        &format!(r#"{{"batch":[{item}]}}"#),
+        &limits,
+    ));
+    assert_eq!(error.code, ErrorCode::InvalidJson);
+    assert!(
+        error
+            .message
+            .starts_with("batch[0]: invalid JSON: recursion limit exceeded"),
+        "{}",
+        error.message
+    );
+    let error = rejected(crate::support::single_with(
+        EventType::Identify,
+        &item,
+        &limits,
+    ));
+    assert_eq!(error.code, ErrorCode::InvalidJson);
+}
