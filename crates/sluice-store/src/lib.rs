@@ -6,7 +6,7 @@
 //! Modules:
 //! - [`types`]: the records kept and the requests taken.
 //! - [`keys`]: ids, write keys and their hashes (constant-time compare).
-//! - [`error`]: [`StoreError`].
+//! - [`error`]: the error type, [`StoreError`].
 //! - [`conformance`]: one behavioural suite every backend must pass.
 //!
 //! The data flows one way: `append` commits events together with their
@@ -25,6 +25,8 @@ use chrono::{DateTime, Utc};
 use std::time::Duration;
 
 pub use error::StoreError;
+#[cfg(feature = "sqlite")]
+pub use sqlite::{SqliteConfig, SqliteStore, Synchronous};
 pub use types::*;
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;

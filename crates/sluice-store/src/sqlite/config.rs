@@ -1,0 +1,64 @@
+//! How to open a [`super::SqliteStore`].
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Durability of each commit (SQLite `PRAGMA synchronous`, in WAL mode).
+///
+/// Both settings keep every acknowledged event across a process crash or
+/// `kill -9`: `append` answers only after `COMMIT`, and a committed WAL frame
+/// is in the OS page cache before the call returns. They differ on power loss
+/// or a kernel crash.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Synchronous {
+    /// fsync the WAL on every commit: acknowledged events survive power loss.
+    /// One fsync per group commit, so the cost is shared by all grouped calls.
+    #[default]
+    Full,
+    /// fsync only at checkpoints: survives process crashes, but the last
+    /// commits before a power loss may be rolled back.
+    Normal,
+}
+
+impl Synchronous {
+    pub(super) fn pragma_value(self) -> &'static str {
+        match self {
+            Synchronous::Full => "FULL",
+            Synchronous::Normal => "NORMAL",
+        }
+    }
+}
+
+/// Settings of the embedded SQLite backend.
+#[derive(Debug, Clone)]
+pub struct SqliteConfig {
+    /// The database file; its directory is created when missing. The WAL
+    /// (`<path>-wal`) and shared-memory index (`<path>-shm`) live beside it.
+    pub path: PathBuf,
+    pub synchronous: Synchronous,
+    /// How long a statement waits for a lock held by another process (for
+    /// example a backup tool) before failing.
+    pub busy_timeout: Duration,
+    /// Read-only connections kept for concurrent reads (at least 1).
+    pub read_connections: usize,
+    /// Upper bound on the events written by one group commit. Bounds the
+    /// latency a single group adds to everyone queued behind it.
+    pub max_group_events: usize,
+    /// Upper bound on the jobs (calls) folded into one group commit.
+    pub max_group_jobs: usize,
+}
+
+impl SqliteConfig {
+    /// Defaults for a database at `path`: `synchronous = FULL`, 5 s busy
+    /// timeout, 4 readers, groups of up to 8192 events or 1024 calls.
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        SqliteConfig {
+            path: path.into(),
+            synchronous: Synchronous::Full,
+            busy_timeout: Duration::from_secs(5),
+            read_connections: 4,
+            max_group_events: 8192,
+            max_group_jobs: 1024,
+        }
+    }
+}

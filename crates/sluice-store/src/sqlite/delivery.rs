@@ -1,0 +1,142 @@
+//! The delivery workers' side: leasing due work and recording attempts.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use rusqlite::{Connection, params};
+
+use super::rows::{ms, opt_time, small};
+use crate::{Attempt, AttemptReport, DueDelivery, Outcome, Result};
+
+/// Leases up to `limit` due deliveries, oldest due first. Walks the partial
+/// `deliveries_due` index in order, so the cost is the rows returned plus the
+/// still-leased ones skipped.
+pub(super) fn claim_due(
+    conn: &Connection,
+    now: DateTime<Utc>,
+    limit: u32,
+    lease: Duration,
+) -> Result<Vec<DueDelivery>> {
+    let now_ms = ms(now);
+    let lease_ms = i64::try_from(lease.as_millis()).unwrap_or(i64::MAX);
+    let lease_until = now_ms.saturating_add(lease_ms);
+    let mut select = conn.prepare_cached(
+        "SELECT d.id, d.destination_id, d.event_seq, e.message_id, e.body, d.attempts,
+                d.first_attempt_at
+         FROM deliveries d JOIN events e ON e.seq = d.event_seq
+         WHERE d.state = 'pending' AND d.next_attempt_at <= ?1
+           AND (d.lease_until IS NULL OR d.lease_until <= ?1)
+         ORDER BY d.next_attempt_at, d.id
+         LIMIT ?2",
+    )?;
+    let due = select
+        .query_map(params![now_ms, i64::from(limit)], |row| {
+            Ok(DueDelivery {
+                delivery_id: row.get(0)?,
+                destination_id: row.get(1)?,
+                event_seq: row.get(2)?,
+                message_id: row.get(3)?,
+                event_body: row.get(4)?,
+                attempts: small(row, 5)?,
+                first_attempt_at: opt_time(row, 6)?,
+            })
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    let mut lease_stmt =
+        conn.prepare_cached("UPDATE deliveries SET lease_until = ?2 WHERE id = ?1")?;
+    for d in &due {
+        lease_stmt.execute(params![d.delivery_id, lease_until])?;
+    }
+    Ok(due)
+}
+
+/// When the earliest pending delivery may be claimed: its `next_attempt_at`,
+/// or its lease end when that is later. Rows come in `next_attempt_at` order,
+/// so the scan stops at the first row that cannot beat the best so far.
+pub(super) fn next_due(conn: &Connection) -> Result<Option<DateTime<Utc>>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT next_attempt_at, lease_until FROM deliveries
+         WHERE state = 'pending' AND next_attempt_at IS NOT NULL
+         ORDER BY next_attempt_at, id",
+    )?;
+    let mut rows = stmt.query([])?;
+    let mut best: Option<i64> = None;
+    while let Some(row) = rows.next()? {
+        let next: i64 = row.get(0)?;
+        if best.is_some_and(|b| next >= b) {
+            break;
+        }
+        let lease: Option<i64> = row.get(1)?;
+        let ready = lease.map_or(next, |l| l.max(next));
+        best = Some(best.map_or(ready, |b| b.min(ready)));
+    }
+    Ok(best.and_then(DateTime::from_timestamp_millis))
+}
+
+/// Records each report: its attempts, one more attempt round, and the
+/// outcome. A report for a delivery that is no longer pending (discarded
+/// while in flight) keeps its attempts but does not change the state; a
+/// report for an unknown (pruned) delivery is ignored.
+pub(super) fn report(conn: &Connection, reports: &[AttemptReport]) -> Result<()> {
+    for r in reports {
+        let at = ms(r.at);
+        let known = conn
+            .prepare_cached(
+                "UPDATE deliveries SET attempts = attempts + 1, lease_until = NULL,
+                 first_attempt_at = COALESCE(first_attempt_at, ?2), updated_at = ?2
+                 WHERE id = ?1",
+            )?
+            .execute(params![r.delivery_id, at])?;
+        if known == 0 {
+            continue;
+        }
+        insert_attempts(conn, r.delivery_id, &r.attempts)?;
+        let (state, next_attempt_at, error) = match &r.outcome {
+            Outcome::Succeeded => ("succeeded", None, None),
+            Outcome::Retry { at } => ("pending", Some(ms(*at)), last_error(&r.attempts)),
+            Outcome::Dead { error } => ("dead", None, Some(error.clone())),
+            Outcome::Discarded { reason } => ("discarded", None, Some(reason.clone())),
+        };
+        conn.prepare_cached(
+            "UPDATE deliveries SET state = ?2, next_attempt_at = ?3,
+             last_error = COALESCE(?4, last_error)
+             WHERE id = ?1 AND state = 'pending'",
+        )?
+        .execute(params![r.delivery_id, state, next_attempt_at, error])?;
+    }
+    Ok(())
+}
+
+fn insert_attempts(conn: &Connection, delivery_id: i64, attempts: &[Attempt]) -> Result<()> {
+    let mut insert = conn.prepare_cached(
+        "INSERT INTO attempts (delivery_id, attempt, at, url, status, error, latency_ms, response)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    )?;
+    for a in attempts {
+        insert.execute(params![
+            delivery_id,
+            a.attempt,
+            ms(a.at),
+            a.url,
+            a.status,
+            a.error,
+            i64::try_from(a.latency_ms).unwrap_or(i64::MAX),
+            a.response
+        ])?;
+    }
+    Ok(())
+}
+
+/// What went wrong in the last failed attempt, for the delivery's summary:
+/// the transport error, else the HTTP status. URLs are left out since they
+/// may carry credentials.
+fn last_error(attempts: &[Attempt]) -> Option<String> {
+    attempts
+        .iter()
+        .rev()
+        .find_map(|a| match (&a.error, a.status) {
+            (Some(e), _) => Some(e.clone()),
+            (None, Some(status)) if !(200..300).contains(&status) => Some(format!("HTTP {status}")),
+            _ => None,
+        })
+}

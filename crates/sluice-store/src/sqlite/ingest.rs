@@ -1,0 +1,98 @@
+//! The ingest outbox: events, their deliveries and usage in one transaction.
+
+use rusqlite::{Connection, params};
+
+use super::rows::{count, day, ms, sql_limit, time};
+use crate::{AppendRequest, Result, StoredEvent, UsageDay};
+
+/// The writer's measure of a request's size: its events.
+pub(super) fn weight(request: &AppendRequest) -> usize {
+    request.events.len().max(1)
+}
+
+/// Writes one request. Runs inside the writer's group transaction, so the
+/// events, deliveries and counters commit together or not at all. Hot path:
+/// cached statements, no reads.
+pub(super) fn append(conn: &Connection, request: &AppendRequest) -> Result<()> {
+    let received_at = ms(request.received_at);
+    let mut insert_event = conn.prepare_cached(
+        "INSERT INTO events (source_id, message_id, event_type, received_at, body)
+         VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?;
+    let mut insert_delivery = conn.prepare_cached(
+        "INSERT INTO deliveries (event_seq, destination_id, source_id, state, attempts,
+                                 next_attempt_at, updated_at)
+         VALUES (?1, ?2, ?3, 'pending', 0, ?4, ?4)",
+    )?;
+    for event in &request.events {
+        let seq = insert_event.insert(params![
+            request.source_id,
+            event.message_id,
+            event.event_type,
+            received_at,
+            event.body
+        ])?;
+        for destination_id in &event.destination_ids {
+            insert_delivery.execute(params![
+                seq,
+                destination_id,
+                request.source_id,
+                received_at
+            ])?;
+        }
+    }
+    let events = i64::try_from(request.events.len()).unwrap_or(i64::MAX);
+    conn.prepare_cached(
+        "INSERT INTO usage (source_id, day, api_calls, events) VALUES (?1, ?2, 1, ?3)
+         ON CONFLICT (source_id, day)
+         DO UPDATE SET api_calls = api_calls + 1, events = events + excluded.events",
+    )?
+    .execute(params![request.source_id, day(request.received_at), events])?;
+    Ok(())
+}
+
+pub(super) fn recent_events(
+    conn: &Connection,
+    source_id: &str,
+    before_seq: Option<i64>,
+    limit: u32,
+) -> Result<Vec<StoredEvent>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT seq, source_id, message_id, event_type, received_at, body FROM events
+         WHERE source_id = ?1 AND seq < ?2 ORDER BY seq DESC LIMIT ?3",
+    )?;
+    let rows = stmt.query_map(
+        params![source_id, before_seq.unwrap_or(i64::MAX), sql_limit(limit)],
+        |row| {
+            Ok(StoredEvent {
+                seq: row.get(0)?,
+                source_id: row.get(1)?,
+                message_id: row.get(2)?,
+                event_type: row.get(3)?,
+                received_at: time(row, 4)?,
+                body: row.get(5)?,
+            })
+        },
+    )?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+pub(super) fn usage(
+    conn: &Connection,
+    source_id: &str,
+    from: &str,
+    to: &str,
+) -> Result<Vec<UsageDay>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT day, api_calls, events FROM usage
+         WHERE source_id = ?1 AND day >= ?2 AND day <= ?3 ORDER BY day",
+    )?;
+    let rows = stmt.query_map(params![source_id, from, to], |row| {
+        Ok(UsageDay {
+            day: row.get(0)?,
+            api_calls: count(row, 1)?,
+            events: count(row, 2)?,
+        })
+    })?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}

@@ -1,0 +1,97 @@
+//! Conversions between SQLite values and store records.
+//!
+//! Times are stored as integer unix milliseconds (UTC): compact, ordered, and
+//! identical in every backend. Records handed back are therefore truncated to
+//! millisecond precision.
+
+use chrono::{DateTime, Utc};
+use rusqlite::types::Type;
+use rusqlite::{Row, ffi};
+
+use crate::StoreError;
+
+impl From<rusqlite::Error> for StoreError {
+    fn from(e: rusqlite::Error) -> Self {
+        StoreError::Backend(e.to_string())
+    }
+}
+
+impl From<serde_json::Error> for StoreError {
+    fn from(e: serde_json::Error) -> Self {
+        StoreError::Backend(format!("stored JSON: {e}"))
+    }
+}
+
+/// Whether `e` is a UNIQUE or PRIMARY KEY violation, which callers report as
+/// [`StoreError::Conflict`].
+pub(super) fn is_unique_violation(e: &rusqlite::Error) -> bool {
+    e.sqlite_error().is_some_and(|err| {
+        err.extended_code == ffi::SQLITE_CONSTRAINT_UNIQUE
+            || err.extended_code == ffi::SQLITE_CONSTRAINT_PRIMARYKEY
+    })
+}
+
+/// Maps a uniqueness violation to `Conflict(what)`, anything else to `Backend`.
+pub(super) fn conflict_or_backend(e: rusqlite::Error, what: impl Into<String>) -> StoreError {
+    if is_unique_violation(&e) {
+        StoreError::Conflict(what.into())
+    } else {
+        e.into()
+    }
+}
+
+/// Unix milliseconds of `t`.
+pub(super) fn ms(t: DateTime<Utc>) -> i64 {
+    t.timestamp_millis()
+}
+
+/// `t` truncated to what the store keeps, so returned records equal stored ones.
+pub(super) fn truncate(t: DateTime<Utc>) -> DateTime<Utc> {
+    DateTime::from_timestamp_millis(ms(t)).unwrap_or(t)
+}
+
+fn to_time(idx: usize, millis: i64) -> rusqlite::Result<DateTime<Utc>> {
+    DateTime::from_timestamp_millis(millis).ok_or_else(|| {
+        rusqlite::Error::FromSqlConversionFailure(
+            idx,
+            Type::Integer,
+            format!("timestamp {millis} ms out of range").into(),
+        )
+    })
+}
+
+/// Reads a non-null millisecond column as a time.
+pub(super) fn time(row: &Row<'_>, idx: usize) -> rusqlite::Result<DateTime<Utc>> {
+    to_time(idx, row.get(idx)?)
+}
+
+/// Reads a nullable millisecond column as an optional time.
+pub(super) fn opt_time(row: &Row<'_>, idx: usize) -> rusqlite::Result<Option<DateTime<Utc>>> {
+    row.get::<_, Option<i64>>(idx)?
+        .map(|m| to_time(idx, m))
+        .transpose()
+}
+
+/// Reads a non-negative counter stored as INTEGER.
+pub(super) fn count(row: &Row<'_>, idx: usize) -> rusqlite::Result<u64> {
+    let v: i64 = row.get(idx)?;
+    u64::try_from(v)
+        .map_err(|e| rusqlite::Error::FromSqlConversionFailure(idx, Type::Integer, e.into()))
+}
+
+/// Reads a small non-negative integer (attempt numbers).
+pub(super) fn small(row: &Row<'_>, idx: usize) -> rusqlite::Result<u32> {
+    let v: i64 = row.get(idx)?;
+    u32::try_from(v)
+        .map_err(|e| rusqlite::Error::FromSqlConversionFailure(idx, Type::Integer, e.into()))
+}
+
+/// `YYYY-MM-DD` of `t` in UTC: the usage counters' day.
+pub(super) fn day(t: DateTime<Utc>) -> String {
+    t.format("%Y-%m-%d").to_string()
+}
+
+/// Converts a caller's limit to SQL: `0` means no limit (`-1` in SQLite).
+pub(super) fn sql_limit(limit: u32) -> i64 {
+    if limit == 0 { -1 } else { i64::from(limit) }
+}

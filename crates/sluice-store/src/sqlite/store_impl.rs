@@ -1,0 +1,205 @@
+//! [`Store`] for [`SqliteStore`]: writes go to the writer thread, reads to
+//! the read pool. Each method is a thin hop to the function doing the work.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+
+use super::rows::truncate;
+use super::{SqliteStore, deliveries, delivery, destinations, ingest, sources};
+use crate::{
+    AppendRequest, Attempt, AttemptReport, DeliveryFilter, DeliveryRecord, Destination,
+    DestinationPatch, DueDelivery, NewDestination, NewSource, Result, Source, SourcePatch, Store,
+    StoredEvent, UsageDay,
+};
+
+/// Events deleted per retention transaction, so pruning a large backlog
+/// never holds the writer (and so ingest) for long.
+const PRUNE_CHUNK: u32 = 2000;
+
+/// The current time as the store keeps it (milliseconds).
+fn now() -> DateTime<Utc> {
+    truncate(Utc::now())
+}
+
+#[async_trait]
+impl Store for SqliteStore {
+    async fn get_meta(&self, key: &str) -> Result<Option<String>> {
+        let key = key.to_owned();
+        self.readers.run(move |c| sources::get_meta(c, &key)).await
+    }
+
+    async fn put_meta_if_absent(&self, key: &str, value: &str) -> Result<String> {
+        let (key, value) = (key.to_owned(), value.to_owned());
+        self.writer
+            .run(1, move |c| sources::put_meta_if_absent(c, &key, &value))
+            .await
+    }
+
+    async fn create_source(&self, new: NewSource) -> Result<Source> {
+        self.writer
+            .run(1, move |c| sources::create_source(c, new, now()))
+            .await
+    }
+
+    async fn list_sources(&self) -> Result<Vec<Source>> {
+        self.readers.run(sources::list_sources).await
+    }
+
+    async fn get_source(&self, id: &str) -> Result<Option<Source>> {
+        let id = id.to_owned();
+        self.readers.run(move |c| sources::get_source(c, &id)).await
+    }
+
+    async fn get_source_by_key_hash(&self, hash: &str) -> Result<Option<Source>> {
+        let hash = hash.to_owned();
+        self.readers
+            .run(move |c| sources::get_source_by_key_hash(c, &hash))
+            .await
+    }
+
+    async fn update_source(&self, id: &str, patch: SourcePatch) -> Result<Option<Source>> {
+        let id = id.to_owned();
+        self.writer
+            .run(1, move |c| sources::update_source(c, &id, patch, now()))
+            .await
+    }
+
+    async fn delete_source(&self, id: &str) -> Result<bool> {
+        let id = id.to_owned();
+        self.writer
+            .run(1, move |c| sources::delete_source(c, &id))
+            .await
+    }
+
+    async fn create_destination(&self, new: NewDestination) -> Result<Destination> {
+        self.writer
+            .run(1, move |c| destinations::create_destination(c, new, now()))
+            .await
+    }
+
+    async fn list_destinations(&self) -> Result<Vec<Destination>> {
+        self.readers.run(destinations::list_destinations).await
+    }
+
+    async fn get_destination(&self, id: &str) -> Result<Option<Destination>> {
+        let id = id.to_owned();
+        self.readers
+            .run(move |c| destinations::get_destination(c, &id))
+            .await
+    }
+
+    async fn update_destination(
+        &self,
+        id: &str,
+        patch: DestinationPatch,
+    ) -> Result<Option<Destination>> {
+        let id = id.to_owned();
+        self.writer
+            .run(1, move |c| {
+                destinations::update_destination(c, &id, patch, now())
+            })
+            .await
+    }
+
+    async fn delete_destination(&self, id: &str) -> Result<bool> {
+        let id = id.to_owned();
+        self.writer
+            .run(1, move |c| destinations::delete_destination(c, &id, now()))
+            .await
+    }
+
+    async fn append(&self, request: AppendRequest) -> Result<()> {
+        let weight = ingest::weight(&request);
+        self.writer
+            .run(weight, move |c| ingest::append(c, &request))
+            .await
+    }
+
+    async fn recent_events(
+        &self,
+        source_id: &str,
+        before_seq: Option<i64>,
+        limit: u32,
+    ) -> Result<Vec<StoredEvent>> {
+        let source_id = source_id.to_owned();
+        self.readers
+            .run(move |c| ingest::recent_events(c, &source_id, before_seq, limit))
+            .await
+    }
+
+    async fn usage(&self, source_id: &str, from: &str, to: &str) -> Result<Vec<UsageDay>> {
+        let (source_id, from, to) = (source_id.to_owned(), from.to_owned(), to.to_owned());
+        self.readers
+            .run(move |c| ingest::usage(c, &source_id, &from, &to))
+            .await
+    }
+
+    async fn claim_due(
+        &self,
+        now: DateTime<Utc>,
+        limit: u32,
+        lease: Duration,
+    ) -> Result<Vec<DueDelivery>> {
+        let weight = usize::try_from(limit).unwrap_or(usize::MAX);
+        self.writer
+            .run(weight, move |c| delivery::claim_due(c, now, limit, lease))
+            .await
+    }
+
+    async fn next_due(&self) -> Result<Option<DateTime<Utc>>> {
+        self.readers.run(delivery::next_due).await
+    }
+
+    async fn report(&self, reports: Vec<AttemptReport>) -> Result<()> {
+        let weight = reports.len();
+        self.writer
+            .run(weight, move |c| delivery::report(c, &reports))
+            .await
+    }
+
+    async fn list_deliveries(&self, filter: &DeliveryFilter) -> Result<Vec<DeliveryRecord>> {
+        let filter = filter.clone();
+        self.readers
+            .run(move |c| deliveries::list_deliveries(c, &filter))
+            .await
+    }
+
+    async fn get_delivery(&self, id: i64) -> Result<Option<DeliveryRecord>> {
+        self.readers
+            .run(move |c| deliveries::get_delivery(c, id))
+            .await
+    }
+
+    async fn list_attempts(&self, delivery_id: i64) -> Result<Vec<Attempt>> {
+        self.readers
+            .run(move |c| deliveries::list_attempts(c, delivery_id))
+            .await
+    }
+
+    async fn replay(&self, filter: &DeliveryFilter, now: DateTime<Utc>) -> Result<u64> {
+        let filter = filter.clone();
+        self.writer
+            .run(1, move |c| deliveries::replay(c, &filter, now))
+            .await
+    }
+
+    /// Runs as a series of small transactions (each atomic) so a large
+    /// backlog does not stall ingest; an interrupted prune resumes cleanly.
+    async fn prune(&self, before: DateTime<Utc>) -> Result<u64> {
+        let mut total = 0;
+        loop {
+            let deleted = self
+                .writer
+                .run(PRUNE_CHUNK as usize, move |c| {
+                    deliveries::prune_chunk(c, before, PRUNE_CHUNK)
+                })
+                .await?;
+            total += deleted;
+            if deleted < u64::from(PRUNE_CHUNK) {
+                return Ok(total);
+            }
+        }
+    }
+}

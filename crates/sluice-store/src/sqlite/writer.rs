@@ -1,0 +1,208 @@
+//! The single writer and its group commit.
+//!
+//! One OS thread owns the read-write connection. Callers send it jobs (a
+//! closure and a reply channel). The thread takes every job already queued,
+//! up to the configured bounds, runs them in ONE transaction, each inside its
+//! own savepoint, commits, and only then answers each caller. So:
+//! - a group costs one `COMMIT` (one fsync under `synchronous = FULL`),
+//!   shared by every caller in it: the cost per request falls as load rises;
+//! - a job that fails rolls back to its savepoint only; the rest commit;
+//! - no caller hears "ok" before its data is committed;
+//! - if the commit itself fails, every job in the group hears the error.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Mutex;
+use std::thread::JoinHandle;
+
+use rusqlite::Connection;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::{Result, StoreError};
+
+/// How many jobs may wait for the writer before callers wait to enqueue.
+const QUEUE_DEPTH: usize = 4096;
+
+/// Bounds of one group commit.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct GroupLimits {
+    /// Total job weight (events for appends, 1 for other jobs).
+    pub max_weight: usize,
+    pub max_jobs: usize,
+}
+
+/// Handle to the writer thread; cheap to call from many tasks.
+pub(super) struct Writer {
+    queue: mpsc::Sender<Msg>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+enum Msg {
+    Job(Box<dyn Job>),
+    /// Stop taking jobs; finish the queued ones; exit.
+    Close,
+}
+
+impl Writer {
+    /// Starts the writer thread owning `conn`.
+    pub(super) fn spawn(conn: Connection, limits: GroupLimits) -> Result<Writer> {
+        let (queue, rx) = mpsc::channel(QUEUE_DEPTH);
+        let thread = std::thread::Builder::new()
+            .name("sluice-sqlite-writer".into())
+            .spawn(move || writer_loop(conn, rx, limits))
+            .map_err(|e| StoreError::Backend(format!("spawn writer thread: {e}")))?;
+        Ok(Writer {
+            queue,
+            thread: Mutex::new(Some(thread)),
+        })
+    }
+
+    /// Runs `work` in the next group commit and returns its result once the
+    /// group is committed. `weight` is the number of rows of ingest it writes
+    /// (1 for small administrative jobs).
+    pub(super) async fn run<T, F>(&self, weight: usize, work: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T> + Send + 'static,
+    {
+        let (reply, answer) = oneshot::channel();
+        let job = Box::new(PendingJob {
+            work: Some(work),
+            outcome: None,
+            reply,
+            weight: weight.max(1),
+        });
+        self.queue
+            .send(Msg::Job(job))
+            .await
+            .map_err(|_| StoreError::Closed)?;
+        answer.await.map_err(|_| StoreError::Closed)?
+    }
+
+    /// Finishes every queued job, stops the thread and waits for it.
+    /// Later calls fail with [`StoreError::Closed`].
+    pub(super) async fn close(&self) {
+        // A send error means the thread is already gone: nothing to drain.
+        let _ = self.queue.send(Msg::Close).await;
+        let handle = self
+            .thread
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        let Some(handle) = handle else { return };
+        match tokio::task::spawn_blocking(move || handle.join()).await {
+            Ok(Ok(())) => {}
+            Ok(Err(_)) => tracing::error!("sqlite writer thread panicked"),
+            Err(e) => tracing::error!(error = %e, "sqlite writer thread could not be joined"),
+        }
+    }
+}
+
+/// A unit of work as the writer thread sees it, type-erased.
+trait Job: Send {
+    fn weight(&self) -> usize;
+    /// Runs the work on `conn`; returns whether it succeeded.
+    fn run(&mut self, conn: &Connection) -> bool;
+    /// Answers the caller, given whether the group committed.
+    fn finish(self: Box<Self>, committed: Result<(), &str>);
+}
+
+struct PendingJob<T, F> {
+    work: Option<F>,
+    outcome: Option<Result<T>>,
+    reply: oneshot::Sender<Result<T>>,
+    weight: usize,
+}
+
+impl<T, F> Job for PendingJob<T, F>
+where
+    T: Send + 'static,
+    F: FnOnce(&Connection) -> Result<T> + Send + 'static,
+{
+    fn weight(&self) -> usize {
+        self.weight
+    }
+
+    fn run(&mut self, conn: &Connection) -> bool {
+        let Some(work) = self.work.take() else {
+            return false;
+        };
+        // A bug in one job must not take the writer (and every caller) down.
+        let outcome = catch_unwind(AssertUnwindSafe(|| work(conn)))
+            .unwrap_or_else(|_| Err(StoreError::Backend("write job panicked".into())));
+        let ok = outcome.is_ok();
+        self.outcome = Some(outcome);
+        ok
+    }
+
+    fn finish(self: Box<Self>, committed: Result<(), &str>) {
+        let answer = match (self.outcome, committed) {
+            (Some(Err(e)), _) => Err(e),
+            (Some(Ok(_)), Err(e)) | (None, Err(e)) => Err(StoreError::Backend(e.to_string())),
+            (Some(Ok(v)), Ok(())) => Ok(v),
+            (None, Ok(())) => Err(StoreError::Backend("write job did not run".into())),
+        };
+        // The caller may have given up waiting; its data is committed anyway.
+        let _ = self.reply.send(answer);
+    }
+}
+
+fn writer_loop(conn: Connection, mut rx: mpsc::Receiver<Msg>, limits: GroupLimits) {
+    let mut group: Vec<Box<dyn Job>> = Vec::new();
+    while let Some(first) = rx.blocking_recv() {
+        let mut closing = false;
+        let mut weight = 0;
+        let mut next = Some(first);
+        while let Some(msg) = next.take() {
+            match msg {
+                Msg::Job(job) => {
+                    weight += job.weight();
+                    group.push(job);
+                }
+                Msg::Close => closing = true,
+            }
+            if weight < limits.max_weight && group.len() < limits.max_jobs {
+                next = rx.try_recv().ok();
+            }
+        }
+        commit_group(&conn, &mut group);
+        if closing {
+            // Refuse new jobs; the loop still drains what is queued.
+            rx.close();
+        }
+    }
+    if let Err(e) = conn.execute_batch("PRAGMA optimize") {
+        tracing::warn!(error = %e, "sqlite optimize at close failed");
+    }
+}
+
+/// Runs `group` in one transaction and answers every job.
+fn commit_group(conn: &Connection, group: &mut Vec<Box<dyn Job>>) {
+    if group.is_empty() {
+        return;
+    }
+    let committed = run_group(conn, group).map_err(|e| {
+        tracing::error!(error = %e, jobs = group.len(), "sqlite group commit failed");
+        // Ignored: fails only when no transaction is open, which is the goal.
+        let _ = conn.execute_batch("ROLLBACK");
+        e.to_string()
+    });
+    for job in group.drain(..) {
+        job.finish(committed.as_ref().map(|_| ()).map_err(String::as_str));
+    }
+}
+
+fn run_group(conn: &Connection, group: &mut [Box<dyn Job>]) -> rusqlite::Result<()> {
+    exec(conn, "BEGIN IMMEDIATE")?;
+    for job in group.iter_mut() {
+        exec(conn, "SAVEPOINT job")?;
+        if !job.run(conn) {
+            exec(conn, "ROLLBACK TO job")?;
+        }
+        exec(conn, "RELEASE job")?;
+    }
+    exec(conn, "COMMIT")
+}
+
+fn exec(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(sql)?.execute([]).map(|_| ())
+}

@@ -1,0 +1,3 @@
+//! Integration tests of the SQLite backend.
+
+mod sqlite;
