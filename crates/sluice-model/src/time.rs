@@ -4,7 +4,7 @@
 //! colon-less offset (`2009-11-10T23:00:00+0000`), browsers send milliseconds
 //! and `Z`, Python sends microseconds and `+00:00`, Go's RFC 3339 nano sends
 //! up to nine digits. Rejecting any of them would drop a whole batch, so
-//! [`parse`] accepts all of them; [`format`] renders one canonical form.
+//! [`parse()`] accepts all of them; [`format()`] renders one canonical form.
 
 use chrono::{DateTime, FixedOffset, NaiveDate, NaiveDateTime, NaiveTime, SecondsFormat, Utc};
 
