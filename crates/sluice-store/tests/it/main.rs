@@ -1,3 +1,8 @@
-//! Integration tests of the SQLite backend.
+//! Integration tests of the SQLite backend: the shared conformance suite and
+//! the SQLite-specific behaviour (files, reopening, migrations, grouping).
 
 mod sqlite;
+
+mod conformance {
+    sluice_store::conformance_tests!(crate::sqlite::fresh());
+}

@@ -1,37 +1,200 @@
-//! SQLite-specific behaviour: files, reopening, migrations.
+//! SQLite-specific behaviour: files, reopening, migrations, group commit.
+
+use std::path::PathBuf;
 
 use chrono::Utc;
-use sluice_store::{AppendRequest, NewEvent, SqliteConfig, SqliteStore, Store};
+use sluice_store::{
+    AppendRequest, NewEvent, NewSource, SqliteConfig, SqliteStore, Store, StoreError,
+};
 use tempfile::TempDir;
 
-pub async fn open_in(dir: &TempDir) -> SqliteStore {
-    match SqliteStore::open(SqliteConfig::new(dir.path().join("data/sluice.db"))).await {
+fn db_path(dir: &TempDir) -> PathBuf {
+    dir.path().join("data/nested/sluice.db")
+}
+
+async fn open_in(dir: &TempDir) -> SqliteStore {
+    match SqliteStore::open(SqliteConfig::new(db_path(dir))).await {
         Ok(store) => store,
         Err(e) => panic!("open sqlite store: {e}"),
     }
 }
 
-#[tokio::test]
-async fn appended_events_survive_reopen() {
-    let dir = TempDir::new().unwrap();
+/// A new, empty store in its own temp dir (kept alive by the guard).
+pub async fn fresh() -> (TempDir, SqliteStore) {
+    let dir = TempDir::new().expect("temp dir");
     let store = open_in(&dir).await;
-    store
-        .append(AppendRequest {
-            source_id: "src_1".into(),
-            received_at: Utc::now(),
-            events: vec![NewEvent {
-                message_id: "m1".into(),
+    (dir, store)
+}
+
+fn request(source_id: &str, message_ids: &[&str]) -> AppendRequest {
+    AppendRequest {
+        source_id: source_id.into(),
+        received_at: Utc::now(),
+        events: message_ids
+            .iter()
+            .map(|m| NewEvent {
+                message_id: (*m).into(),
                 event_type: "track".into(),
                 body: "{}".into(),
                 destination_ids: vec!["dst_1".into()],
-            }],
-        })
+            })
+            .collect(),
+    }
+}
+
+fn new_source(id: &str, key_hash: &str) -> NewSource {
+    NewSource {
+        id: id.into(),
+        name: id.into(),
+        enabled: true,
+        write_key_hash: key_hash.into(),
+        write_key_hint: "abcd…".into(),
+    }
+}
+
+#[tokio::test]
+async fn data_survives_close_and_reopen() {
+    let (dir, store) = fresh().await;
+    store
+        .append(request("src_1", &["m1", "m2"]))
         .await
-        .unwrap();
+        .expect("append");
+    store.put_meta_if_absent("k", "v").await.expect("meta");
     store.close().await;
     drop(store);
+
     let store = open_in(&dir).await;
-    let events = store.recent_events("src_1", None, 10).await.unwrap();
-    assert_eq!(events.len(), 1);
-    assert_eq!(events[0].message_id, "m1");
+    let events = store
+        .recent_events("src_1", None, 10)
+        .await
+        .expect("events");
+    let ids: Vec<_> = events.iter().map(|e| e.message_id.as_str()).collect();
+    assert_eq!(ids, vec!["m2", "m1"]);
+    assert_eq!(
+        store.get_meta("k").await.expect("meta").as_deref(),
+        Some("v")
+    );
+}
+
+#[tokio::test]
+async fn acknowledged_appends_survive_drop_without_close() {
+    let (dir, store) = fresh().await;
+    store
+        .append(request("src_1", &["m1"]))
+        .await
+        .expect("append");
+    drop(store);
+    let store = open_in(&dir).await;
+    assert_eq!(
+        store
+            .recent_events("src_1", None, 10)
+            .await
+            .expect("events")
+            .len(),
+        1
+    );
+}
+
+#[tokio::test]
+async fn reopening_applies_no_migration_twice() {
+    let (dir, store) = fresh().await;
+    store
+        .create_source(new_source("src_1", "h1"))
+        .await
+        .expect("create");
+    store.close().await;
+    drop(store);
+    for _ in 0..2 {
+        let store = open_in(&dir).await;
+        assert_eq!(store.list_sources().await.expect("list").len(), 1);
+        store.close().await;
+    }
+}
+
+#[tokio::test]
+async fn calls_after_close_fail_as_closed() {
+    let (_dir, store) = fresh().await;
+    store.close().await;
+    let write = store.append(request("src_1", &["m1"])).await;
+    assert!(matches!(write, Err(StoreError::Closed)), "got {write:?}");
+    let read = store.list_sources().await;
+    assert!(matches!(read, Err(StoreError::Closed)), "got {read:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_write_does_not_fail_writes_grouped_with_it() {
+    let (_dir, store) = fresh().await;
+    let store = std::sync::Arc::new(store);
+    store
+        .create_source(new_source("src_1", "h1"))
+        .await
+        .expect("create");
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..40 {
+        let store = store.clone();
+        tasks.spawn(async move {
+            if i % 4 == 0 {
+                // Duplicate id: fails inside whatever group it lands in.
+                let dup = store
+                    .create_source(new_source("src_1", &format!("x{i}")))
+                    .await;
+                assert!(matches!(dup, Err(StoreError::Conflict(_))), "got {dup:?}");
+            } else {
+                let id = format!("m{i}");
+                store
+                    .append(request("src_1", &[&id]))
+                    .await
+                    .expect("append");
+            }
+        });
+    }
+    while let Some(joined) = tasks.join_next().await {
+        joined.expect("task");
+    }
+    let events = store
+        .recent_events("src_1", None, 100)
+        .await
+        .expect("events");
+    assert_eq!(
+        events.len(),
+        30,
+        "every append commits despite failing neighbours"
+    );
+    assert_eq!(store.list_sources().await.expect("list").len(), 1);
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn database_file_is_private_to_its_owner() {
+    use std::os::unix::fs::PermissionsExt;
+    let (dir, store) = fresh().await;
+    store
+        .append(request("src_1", &["m1"]))
+        .await
+        .expect("append");
+    let mode = std::fs::metadata(db_path(&dir))
+        .expect("stat")
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600, "database mode {mode:o}");
+    let wal = PathBuf::from(format!("{}-wal", db_path(&dir).display()));
+    let wal_mode = std::fs::metadata(wal)
+        .expect("stat wal")
+        .permissions()
+        .mode();
+    assert_eq!(wal_mode & 0o077, 0, "WAL mode {wal_mode:o}");
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn opening_tightens_a_loose_database_file() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = TempDir::new().expect("temp dir");
+    let path = db_path(&dir);
+    std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+    std::fs::write(&path, b"").expect("create");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let _store = open_in(&dir).await;
+    let mode = std::fs::metadata(&path).expect("stat").permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
 }

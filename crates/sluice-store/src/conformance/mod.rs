@@ -1,0 +1,71 @@
+//! The behavioural contract every [`Store`](crate::Store) backend must meet.
+//!
+//! Each check is a `pub async fn` taking a fresh, empty store, so a failure
+//! names one behaviour and checks never see each other's data. A backend's
+//! integration tests run them all with [`conformance_tests!`](crate::conformance_tests):
+//!
+//! ```ignore
+//! async fn fresh() -> (tempfile::TempDir, SqliteStore) { /* a new empty store */ }
+//! sluice_store::conformance_tests!(fresh());
+//! ```
+//!
+//! The expression is evaluated once per test; it yields `(guard, store)`,
+//! where `guard` lives until the check ends (a temp dir, a test schema...).
+//! Checks panic with a message on failure: this is test code.
+//!
+//! Times used are whole milliseconds (what every backend keeps) and fixed,
+//! so checks are deterministic; `claim_due` and `replay` take explicit times.
+
+mod admin;
+mod delivery;
+mod ingest;
+mod retention;
+mod support;
+
+pub use admin::*;
+pub use delivery::*;
+pub use ingest::*;
+pub use retention::*;
+
+/// Declares one `#[tokio::test]` per conformance check. `$fresh` is an
+/// expression evaluating to a future of `(guard, store)`; see the module docs.
+/// The calling crate needs `tokio` (with `macros` and `rt-multi-thread`).
+#[macro_export]
+macro_rules! conformance_tests {
+    ($fresh:expr) => {
+        $crate::conformance_tests!(@each $fresh;
+            meta_put_if_absent_keeps_the_first_value,
+            sources_round_trip_through_create_get_and_list,
+            source_lookup_by_key_hash_follows_key_rotation,
+            duplicate_source_id_or_write_key_is_a_conflict,
+            delete_source_removes_its_connections_and_usage_but_keeps_events,
+            destinations_round_trip_with_sorted_sources_and_settings,
+            destination_with_a_missing_source_is_not_found,
+            duplicate_destination_id_is_a_conflict,
+            delete_destination_discards_its_pending_deliveries,
+            append_commits_events_deliveries_and_usage_together,
+            recent_events_are_newest_first_with_an_exclusive_cursor,
+            usage_counts_calls_and_events_per_utc_day,
+            concurrent_appends_are_all_stored_with_unique_seqs,
+            claim_due_leases_the_oldest_due_first,
+            claim_due_respects_the_limit,
+            leased_delivery_is_claimed_again_after_its_lease_ends,
+            report_success_records_attempts_and_finishes,
+            report_retry_reschedules_and_keeps_the_first_attempt_time,
+            report_dead_and_discarded_finish_with_their_reason,
+            next_due_is_the_earliest_pending_time_after_leases,
+            replay_moves_dead_deliveries_back_with_a_fresh_window,
+            list_deliveries_filters_and_pages_newest_first,
+            prune_deletes_finished_old_events_and_keeps_pending_work,
+        );
+    };
+    (@each $fresh:expr; $($check:ident),* $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $check() {
+                let (_guard, store) = $fresh.await;
+                $crate::conformance::$check(::std::sync::Arc::new(store)).await;
+            }
+        )*
+    };
+}
