@@ -24,6 +24,10 @@ pub struct DeliveryConfig {
     pub max_retry_after: Duration,
     /// Deliveries in flight to one destination at once.
     pub concurrency_per_destination: usize,
+    /// Claimed deliveries that may wait for one destination's free slot.
+    /// Beyond it, further claims for that destination are left leased and
+    /// untouched, so a slow destination cannot fill `max_in_flight`.
+    pub max_queued_per_destination: usize,
     /// Deliveries held by this engine at once (queued or sending).
     pub max_in_flight: usize,
     /// Deliveries claimed from the store per round trip.
@@ -54,6 +58,7 @@ impl Default for DeliveryConfig {
             backoff_cap: Duration::from_secs(10 * 60),
             max_retry_after: Duration::from_secs(10 * 60),
             concurrency_per_destination: 64,
+            max_queued_per_destination: 448,
             max_in_flight: 1024,
             claim_batch: 256,
             poll_interval: Duration::from_secs(1),
@@ -91,10 +96,22 @@ impl DeliveryConfig {
         if self.poll_interval.is_zero() {
             return fail("poll_interval must be positive");
         }
-        if self.lease <= self.timeout + self.shutdown_grace.min(self.timeout) {
-            return fail("lease must be longer than the timeout plus a margin");
+        if self.lease <= self.longest_hold() {
+            return fail(
+                "lease must outlast a queued delivery's wait plus its send: \
+                 timeout * (2 + max_queued_per_destination / concurrency_per_destination)",
+            );
         }
         Ok(())
+    }
+
+    /// The longest a claimed delivery may be held before its send ends: the
+    /// sends queued ahead of it in its destination, then its own, plus one
+    /// timeout of margin.
+    pub fn longest_hold(&self) -> Duration {
+        let rounds = self.max_queued_per_destination / self.concurrency_per_destination.max(1);
+        let rounds = u32::try_from(rounds).unwrap_or(u32::MAX).saturating_add(2);
+        self.timeout.saturating_mul(rounds)
     }
 
     /// The pure retry policy these settings describe.

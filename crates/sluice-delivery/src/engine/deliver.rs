@@ -1,0 +1,76 @@
+//! One delivery attempt: build and sign the body, post it to every URL,
+//! and let the policy decide.
+
+use bytes::Bytes;
+use chrono::Utc;
+use sluice_store::{AttemptReport, Destination, DueDelivery, Outcome};
+
+use crate::payload;
+use crate::policy::{AttemptContext, RetryPolicy, decide};
+use crate::sender::{Job, Sender};
+
+/// Attempts `due` against `dest` and returns the report to store.
+pub(super) async fn attempt(
+    sender: &Sender,
+    policy: &RetryPolicy,
+    due: DueDelivery,
+    dest: &Destination,
+) -> AttemptReport {
+    let started = Utc::now();
+    let number = due.attempts.saturating_add(1);
+    let message = match payload::build(&due.event_body) {
+        Ok(message) => message,
+        Err(e) => {
+            return AttemptReport {
+                delivery_id: due.delivery_id,
+                at: started,
+                attempts: Vec::new(),
+                outcome: Outcome::Dead {
+                    error: e.to_string(),
+                },
+            };
+        }
+    };
+    let body = Bytes::from(payload::render(&message));
+    let signature = dest
+        .settings
+        .shared_secret
+        .as_deref()
+        .filter(|secret| !secret.is_empty())
+        .map(|secret| sluice_signing::signature::sign(secret.as_bytes(), &body));
+    let job = Job {
+        delivery_id: due.delivery_id,
+        attempt: number,
+        message_id: due.message_id.clone(),
+        body,
+        signature,
+    };
+    let results = sender.send_all(&dest.settings.urls, &job).await;
+    let now = Utc::now();
+    let ctx = AttemptContext {
+        attempt: number,
+        first_attempt_at: due.first_attempt_at.unwrap_or(started),
+        now,
+    };
+    let verdicts: Vec<_> = results.iter().map(|r| r.verdict.clone()).collect();
+    let outcome = decide(policy, &verdicts, ctx, rand::random::<f64>());
+    AttemptReport {
+        delivery_id: due.delivery_id,
+        at: now,
+        attempts: results.into_iter().map(|r| r.attempt).collect(),
+        outcome,
+    }
+}
+
+/// The report for a delivery whose destination is gone or switched off:
+/// nothing is sent ("a disabled destination receives nothing").
+pub(super) fn discard(due: &DueDelivery, reason: &str) -> AttemptReport {
+    AttemptReport {
+        delivery_id: due.delivery_id,
+        at: Utc::now(),
+        attempts: Vec::new(),
+        outcome: Outcome::Discarded {
+            reason: reason.to_owned(),
+        },
+    }
+}

@@ -1,0 +1,237 @@
+//! The dispatcher loop: claim due deliveries, hand each to its own task,
+//! sleep until something is due. It never awaits an HTTP call itself.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use chrono::Utc;
+use sluice_store::{AttemptReport, DueDelivery, Store};
+use tokio::sync::{Notify, Semaphore, mpsc, watch};
+use tokio::task::JoinSet;
+
+use super::cache::{DestinationCache, Lookup};
+use super::deliver;
+use crate::config::DeliveryConfig;
+use crate::policy::RetryPolicy;
+use crate::sender::Sender;
+
+/// Shortest idle sleep, so a due time already in the past cannot spin.
+const MIN_IDLE: Duration = Duration::from_millis(5);
+
+/// One destination's share: its send slots and how many deliveries it holds
+/// (sending or waiting for a slot).
+#[derive(Clone)]
+struct Lane {
+    slots: Arc<Semaphore>,
+    held: Arc<AtomicUsize>,
+}
+
+/// Signals shared between the engine handle, the tasks and the loop.
+pub(super) struct Signals {
+    /// New work may be due (ingest commit, retry written, settings changed).
+    pub wake: Arc<Notify>,
+    /// Destination settings changed: drop the cache.
+    pub invalidate: Arc<AtomicBool>,
+    /// Becomes true on shutdown.
+    pub stop: watch::Receiver<bool>,
+}
+
+pub(super) struct Dispatcher {
+    store: Arc<dyn Store>,
+    config: DeliveryConfig,
+    policy: RetryPolicy,
+    sender: Sender,
+    cache: DestinationCache,
+    lanes: HashMap<String, Lane>,
+    /// Bounds deliveries held by this engine (`max_in_flight`).
+    global: Arc<Semaphore>,
+    /// Poked when a task ends, so a loop waiting for room resumes.
+    freed: Arc<Notify>,
+    signals: Signals,
+    reports: mpsc::UnboundedSender<AttemptReport>,
+    tasks: JoinSet<()>,
+}
+
+impl Dispatcher {
+    pub(super) fn new(
+        store: Arc<dyn Store>,
+        config: DeliveryConfig,
+        sender: Sender,
+        signals: Signals,
+        reports: mpsc::UnboundedSender<AttemptReport>,
+    ) -> Self {
+        Self {
+            policy: config.retry_policy(),
+            cache: DestinationCache::new(config.destination_cache_ttl),
+            global: Arc::new(Semaphore::new(config.max_in_flight)),
+            store,
+            config,
+            sender,
+            lanes: HashMap::new(),
+            freed: Arc::new(Notify::new()),
+            signals,
+            reports,
+            tasks: JoinSet::new(),
+        }
+    }
+
+    /// Runs until shutdown, then drains in-flight sends (bounded by the grace).
+    pub(super) async fn run(mut self) {
+        let mut stop = self.signals.stop.clone();
+        while !stopping(&stop) {
+            while self.tasks.try_join_next().is_some() {}
+            if self.signals.invalidate.swap(false, Ordering::SeqCst) {
+                self.cache.invalidate();
+            }
+            let room = self
+                .global
+                .available_permits()
+                .min(self.config.claim_batch as usize);
+            if room == 0 {
+                tokio::select! {
+                    _ = self.freed.notified() => {}
+                    _ = stop.changed() => {}
+                }
+                continue;
+            }
+            let limit = u32::try_from(room).unwrap_or(u32::MAX);
+            let claimed = match self
+                .store
+                .claim_due(Utc::now(), limit, self.config.lease)
+                .await
+            {
+                Ok(claimed) => claimed,
+                Err(e) => {
+                    tracing::warn!(error = %e, "claiming deliveries failed");
+                    self.idle(&mut stop, self.config.poll_interval).await;
+                    continue;
+                }
+            };
+            let full = claimed.len() == room;
+            for due in claimed {
+                self.dispatch(due).await;
+            }
+            self.lanes
+                .retain(|_, lane| lane.held.load(Ordering::SeqCst) > 0);
+            if !full {
+                let wait = self.idle_wait().await;
+                self.idle(&mut stop, wait).await;
+            }
+        }
+        self.drain().await;
+    }
+
+    /// Routes one claimed delivery: discard, leave leased, or spawn its send.
+    async fn dispatch(&mut self, due: DueDelivery) {
+        let dest = match self
+            .cache
+            .get(self.store.as_ref(), &due.destination_id)
+            .await
+        {
+            Lookup::Found(dest) => dest,
+            Lookup::Missing => {
+                let _ = self
+                    .reports
+                    .send(deliver::discard(&due, "destination deleted"));
+                return;
+            }
+            // Left leased: it is claimed again when the lease ends.
+            Lookup::Unavailable => return,
+        };
+        if !dest.enabled {
+            let _ = self
+                .reports
+                .send(deliver::discard(&due, "destination disabled"));
+            return;
+        }
+        let per_dest = self.config.concurrency_per_destination;
+        let lane = self
+            .lanes
+            .entry(due.destination_id.clone())
+            .or_insert_with(|| Lane {
+                slots: Arc::new(Semaphore::new(per_dest)),
+                held: Arc::new(AtomicUsize::new(0)),
+            })
+            .clone();
+        if lane.held.load(Ordering::SeqCst) >= per_dest + self.config.max_queued_per_destination {
+            tracing::debug!(destination = %due.destination_id, "destination saturated; delivery waits for its lease");
+            return;
+        }
+        let Ok(global) = self.global.clone().try_acquire_owned() else {
+            return;
+        };
+        lane.held.fetch_add(1, Ordering::SeqCst);
+        let claimed_at = Instant::now();
+        let max_wait = self.config.lease.saturating_sub(self.config.timeout * 2);
+        let sender = self.sender.clone();
+        let policy = self.policy;
+        let reports = self.reports.clone();
+        let freed = self.freed.clone();
+        let mut stop = self.signals.stop.clone();
+        self.tasks.spawn(async move {
+            let _global = global;
+            let slot = tokio::select! {
+                slot = lane.slots.clone().acquire_owned() => slot.ok(),
+                _ = stop.wait_for(|s| *s) => None,
+            };
+            // Skip sends that would outlive the lease: another claim takes them.
+            if let Some(_slot) = slot.filter(|_| claimed_at.elapsed() < max_wait) {
+                let report = deliver::attempt(&sender, &policy, due, &dest).await;
+                let _ = reports.send(report);
+            }
+            lane.held.fetch_sub(1, Ordering::SeqCst);
+            freed.notify_one();
+        });
+    }
+
+    /// How long to sleep: until the next due delivery, at most the poll interval.
+    async fn idle_wait(&self) -> Duration {
+        let poll = self.config.poll_interval;
+        match self.store.next_due().await {
+            Ok(Some(at)) => (at - Utc::now())
+                .to_std()
+                .unwrap_or(Duration::ZERO)
+                .clamp(MIN_IDLE, poll.max(MIN_IDLE)),
+            Ok(None) => poll,
+            Err(e) => {
+                tracing::warn!(error = %e, "reading next due time failed");
+                poll
+            }
+        }
+    }
+
+    /// Sleeps for `wait` unless woken (ingest, retry written) or stopped.
+    async fn idle(&self, stop: &mut watch::Receiver<bool>, wait: Duration) {
+        tokio::select! {
+            _ = tokio::time::sleep(wait) => {}
+            _ = self.signals.wake.notified() => {}
+            _ = stop.changed() => {}
+        }
+    }
+
+    /// Waits up to the grace period for in-flight sends, then abandons the
+    /// rest (their leases bring them back). Dropping `self` closes the report
+    /// channel, which lets the reporter flush and end.
+    async fn drain(mut self) {
+        let grace = self.config.shutdown_grace;
+        let finished = tokio::time::timeout(grace, async {
+            while self.tasks.join_next().await.is_some() {}
+        })
+        .await;
+        if finished.is_err() {
+            tracing::warn!(
+                abandoned = self.tasks.len(),
+                "shutdown grace elapsed; abandoning sends"
+            );
+            self.tasks.abort_all();
+            while self.tasks.join_next().await.is_some() {}
+        }
+    }
+}
+
+/// True once shutdown was requested, or when its signal can no longer come.
+fn stopping(stop: &watch::Receiver<bool>) -> bool {
+    *stop.borrow() || stop.has_changed().is_err()
+}

@@ -1,0 +1,93 @@
+//! The delivery engine: a dispatcher task that claims due deliveries and
+//! spawns their sends, and a reporter task that writes the results in groups.
+//!
+//! - `dispatcher`: the claim/spawn/sleep loop, per-destination lanes, shutdown.
+//! - `deliver`: one attempt of one delivery (payload, signature, send, decide).
+//! - `cache`: destination settings, re-read at most every TTL.
+//! - `reporter`: grouped `Store::report` calls.
+//!
+//! All delivery state lives in the store: a restarted engine picks up the
+//! retries where the last one left them, and a crashed one's leased
+//! deliveries come back when their leases end.
+
+mod cache;
+mod deliver;
+mod dispatcher;
+mod reporter;
+
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use sluice_store::Store;
+use tokio::sync::{Notify, mpsc, watch};
+use tokio::task::JoinHandle;
+
+use crate::config::DeliveryConfig;
+use crate::error::DeliveryError;
+use crate::sender::Sender;
+use dispatcher::{Dispatcher, Signals};
+
+/// Starts and owns the delivery tasks.
+pub struct DeliveryEngine;
+
+/// A cheap, cloneable handle for the rest of the service to poke the engine.
+#[derive(Clone, Debug)]
+pub struct EngineHandle {
+    wake: Arc<Notify>,
+    invalidate: Arc<AtomicBool>,
+}
+
+impl EngineHandle {
+    /// Tells the engine new deliveries were committed, so their first attempt
+    /// starts now instead of at the next poll. Call after each ingest commit.
+    pub fn notify(&self) {
+        self.wake.notify_one();
+    }
+
+    /// Tells the engine destination settings changed (created, edited,
+    /// disabled, deleted), so the next delivery re-reads them.
+    pub fn invalidate_destinations(&self) {
+        self.invalidate.store(true, Ordering::SeqCst);
+        self.wake.notify_one();
+    }
+}
+
+impl DeliveryEngine {
+    /// Validates `config`, builds the HTTP client and spawns the engine on the
+    /// current tokio runtime. When `shutdown` completes the engine stops
+    /// claiming, waits up to `shutdown_grace` for sends in flight, writes
+    /// their reports, and the returned task ends.
+    pub fn start(
+        store: Arc<dyn Store>,
+        config: DeliveryConfig,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<(EngineHandle, JoinHandle<()>), DeliveryError> {
+        config.validate()?;
+        let sender = Sender::new(&config)?;
+        let handle = EngineHandle {
+            wake: Arc::new(Notify::new()),
+            invalidate: Arc::new(AtomicBool::new(false)),
+        };
+        let (stop_tx, stop_rx) = watch::channel(false);
+        tokio::spawn(async move {
+            shutdown.await;
+            let _ = stop_tx.send(true);
+        });
+        let (report_tx, report_rx) = mpsc::unbounded_channel();
+        let reporter = tokio::spawn(reporter::run(store.clone(), report_rx, handle.wake.clone()));
+        let signals = Signals {
+            wake: handle.wake.clone(),
+            invalidate: handle.invalidate.clone(),
+            stop: stop_rx,
+        };
+        let dispatcher = Dispatcher::new(store, config, sender, signals, report_tx);
+        let task = tokio::spawn(async move {
+            dispatcher.run().await;
+            if let Err(e) = reporter.await {
+                tracing::error!(error = %e, "delivery report writer failed");
+            }
+        });
+        Ok((handle, task))
+    }
+}

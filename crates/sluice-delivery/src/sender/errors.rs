@@ -1,0 +1,79 @@
+//! Turning transport errors into a class and a short, secret-free message.
+
+use std::error::Error as StdError;
+use std::time::Duration;
+
+use super::Failure;
+use crate::policy::TransportError;
+
+impl Failure {
+    pub(super) fn timeout(after: Duration) -> Self {
+        Failure {
+            kind: TransportError::Timeout,
+            message: format!(
+                "timeout: no complete answer within {} ms",
+                after.as_millis()
+            ),
+        }
+    }
+
+    /// Classifies a reqwest error. TLS is checked first: a certificate
+    /// rejection also reports as a connect error, but must not be retried.
+    pub(super) fn from_reqwest(e: &reqwest::Error, timeout: Duration) -> Self {
+        if let Some(tls) = tls_cause(e) {
+            return Failure {
+                kind: TransportError::Tls,
+                message: format!("TLS error, request not sent: {tls}"),
+            };
+        }
+        if e.is_timeout() {
+            return Failure::timeout(timeout);
+        }
+        let (kind, label) = if e.is_builder() {
+            (TransportError::InvalidRequest, "invalid request")
+        } else if e.is_connect() {
+            (TransportError::Connect, "connection error")
+        } else {
+            (TransportError::Other, "request error")
+        };
+        Failure {
+            kind,
+            message: format!("{label}: {}", root_cause(e)),
+        }
+    }
+}
+
+/// The rustls error somewhere in the chain, if any. rustls errors travel
+/// inside an `io::Error`, whose `source()` skips the wrapped error itself,
+/// so each `io::Error` is opened with `get_ref`.
+fn tls_cause(e: &reqwest::Error) -> Option<String> {
+    let mut current: Option<&(dyn StdError + 'static)> = Some(e);
+    while let Some(err) = current {
+        if let Some(tls) = err.downcast_ref::<rustls::Error>() {
+            return Some(tls.to_string());
+        }
+        if let Some(inner) = err
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+            .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+        {
+            return Some(inner.to_string());
+        }
+        current = err.source();
+    }
+    None
+}
+
+/// The innermost error's message: the specific one ("Connection refused").
+/// reqwest's outer messages repeat the URL, which may carry credentials.
+fn root_cause(e: &reqwest::Error) -> String {
+    let mut last: &(dyn StdError + 'static) = e;
+    while let Some(next) = last.source() {
+        last = next;
+    }
+    if std::ptr::addr_eq(last, e as &dyn StdError) {
+        // No source: fall back to reqwest's own text, without the URL.
+        return "unknown transport failure".to_owned();
+    }
+    last.to_string()
+}

@@ -1,0 +1,132 @@
+//! Request headers: the URL entry's static headers, then Sluice's own,
+//! which win over static headers of the same name.
+
+use http::HeaderName;
+use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
+use sluice_store::WebhookUrl;
+
+use super::Job;
+
+/// The product token sent as `User-Agent`.
+pub const USER_AGENT: &str = "Sluice/1.0";
+/// Hex HMAC-SHA1 of the body, keyed with the destination's shared secret.
+pub const SIGNATURE_HEADER: &str = "x-signature";
+/// The event's `messageId`, for receivers that deduplicate.
+pub const MESSAGE_ID_HEADER: &str = "x-sluice-message-id";
+/// The attempt number, 1-based.
+pub const ATTEMPT_HEADER: &str = "x-sluice-attempt";
+
+/// Static headers that would corrupt the request framing or routing; they
+/// are dropped rather than sent.
+const DROPPED: [&str; 6] = [
+    "host",
+    "content-length",
+    "transfer-encoding",
+    "connection",
+    "upgrade",
+    "te",
+];
+
+/// Builds the headers for one URL; fails (without echoing the value, which
+/// may be a credential) when a static header is not valid HTTP.
+pub(super) fn build(url: &WebhookUrl, job: &Job) -> Result<HeaderMap, String> {
+    let mut headers = HeaderMap::new();
+    for (name, value) in &url.headers {
+        let name = HeaderName::from_bytes(name.trim().as_bytes())
+            .map_err(|_| format!("invalid static header name {name:?}"))?;
+        if DROPPED.contains(&name.as_str()) || is_reserved(&name) {
+            continue;
+        }
+        let value = HeaderValue::from_str(value)
+            .map_err(|_| format!("invalid value for static header {name}"))?;
+        headers.append(name, value);
+    }
+    headers.insert(
+        reqwest::header::USER_AGENT,
+        HeaderValue::from_static(USER_AGENT),
+    );
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    if let Some(signature) = &job.signature {
+        let value = HeaderValue::from_str(signature)
+            .map_err(|_| "signature is not a valid header value".to_owned())?;
+        headers.insert(HeaderName::from_static(SIGNATURE_HEADER), value);
+    }
+    let message_id = HeaderValue::from_str(&job.message_id)
+        .map_err(|_| "messageId is not a valid header value".to_owned())?;
+    headers.insert(HeaderName::from_static(MESSAGE_ID_HEADER), message_id);
+    headers.insert(
+        HeaderName::from_static(ATTEMPT_HEADER),
+        HeaderValue::from(job.attempt),
+    );
+    Ok(headers)
+}
+
+/// Names Sluice sets itself: a static header may never supply them, not even
+/// `X-Signature` on a destination without a secret.
+pub fn is_reserved(name: &HeaderName) -> bool {
+    let n = name.as_str();
+    n == "user-agent" || n == "content-type" || n == SIGNATURE_HEADER || n.starts_with("x-sluice-")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::Bytes;
+
+    fn job(signature: Option<&str>) -> Job {
+        Job {
+            delivery_id: 1,
+            attempt: 3,
+            message_id: "m-1".into(),
+            body: Bytes::from_static(b"{}"),
+            signature: signature.map(str::to_owned),
+        }
+    }
+
+    fn url(headers: &[(&str, &str)]) -> WebhookUrl {
+        WebhookUrl {
+            url: "http://x/".into(),
+            headers: headers
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn sluice_headers_win_over_static_ones() {
+        let h = build(
+            &url(&[
+                ("User-Agent", "evil"),
+                ("X-Signature", "forged"),
+                ("X-Team", "a"),
+            ]),
+            &job(None),
+        )
+        .expect("valid headers");
+        assert_eq!(h["user-agent"], USER_AGENT);
+        assert!(h.get(SIGNATURE_HEADER).is_none());
+        assert_eq!(h["x-team"], "a");
+        assert_eq!(h[MESSAGE_ID_HEADER], "m-1");
+        assert_eq!(h[ATTEMPT_HEADER], "3");
+    }
+
+    #[test]
+    fn framing_headers_are_dropped_and_signature_is_set_with_a_secret() {
+        let h = build(
+            &url(&[("Host", "other"), ("Content-Length", "1")]),
+            &job(Some("ab12")),
+        )
+        .expect("valid headers");
+        assert!(h.get("host").is_none());
+        assert!(h.get("content-length").is_none());
+        assert_eq!(h[SIGNATURE_HEADER], "ab12");
+    }
+
+    #[test]
+    fn invalid_static_header_fails_without_echoing_the_value() {
+        let err = build(&url(&[("X-Token", "line\nbreak-secret")]), &job(None))
+            .expect_err("newline is invalid");
+        assert!(!err.contains("secret"), "{err}");
+    }
+}
