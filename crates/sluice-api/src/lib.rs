@@ -1,1 +1,124 @@
-//! TODO
+//! Sluice's HTTP surface.
+//!
+//! Modules:
+//! - [`ingest`]: the Segment-compatible collection API (`/v1/...`).
+//! - [`admin`]: the admin API (`/api/v1/...`).
+//! - [`routes`]: the in-memory write key → source → destinations table.
+//! - [`body`]: capped, gzip-aware body reading.
+//! - [`auth`]: write keys and the admin token from headers.
+//! - [`metrics`]: Prometheus metrics and the request-counting middleware.
+//! - [`error`]: [`ApiError`], the stable JSON error shape.
+
+pub mod admin;
+pub mod auth;
+pub mod body;
+pub mod error;
+pub mod ingest;
+pub mod metrics;
+pub mod routes;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::middleware::from_fn_with_state;
+use axum::response::IntoResponse;
+use axum::routing::{get, post};
+use prometheus_client::registry::Registry;
+use sluice_model::Limits;
+use sluice_store::Store;
+use tower_http::cors::{AllowOrigin, CorsLayer};
+
+pub use error::{ApiError, ApiResult};
+pub use metrics::Metrics;
+pub use routes::RouteTable;
+
+/// A callback the HTTP layer fires; the server wires it to delivery.
+pub type Hook = Arc<dyn Fn() + Send + Sync>;
+
+/// Everything the handlers share.
+pub struct AppState {
+    pub store: Arc<dyn Store>,
+    pub routes: RouteTable,
+    pub limits: Limits,
+    /// Take the client address from `X-Forwarded-For` (behind a trusted proxy).
+    pub trust_forwarded_for: bool,
+    /// SHA-256 of the admin token.
+    pub admin_token_hash: String,
+    /// Fired after events with deliveries are committed: wakes delivery.
+    pub on_commit: Hook,
+    /// Fired after a source or destination changed.
+    pub on_config_change: Hook,
+    pub metrics: Arc<Metrics>,
+    pub registry: Arc<Registry>,
+    /// False until start-up is complete and again once shutdown begins.
+    pub ready: Arc<AtomicBool>,
+}
+
+impl AppState {
+    /// Makes a configuration change visible to ingest and delivery.
+    pub async fn config_changed(&self) -> ApiResult<()> {
+        self.routes.reload().await?;
+        (self.on_config_change)();
+        Ok(())
+    }
+}
+
+/// The whole HTTP application.
+pub fn router(app: Arc<AppState>) -> Router {
+    // Browser clients post cross-origin with text/plain (no preflight) or
+    // application/json (preflight); either way any origin may send.
+    let cors = CorsLayer::new()
+        .allow_origin(AllowOrigin::mirror_request())
+        .allow_methods([Method::GET, Method::POST, Method::OPTIONS])
+        .allow_headers([
+            header::CONTENT_TYPE,
+            header::AUTHORIZATION,
+            header::CONTENT_ENCODING,
+        ])
+        .allow_credentials(true)
+        .max_age(Duration::from_secs(24 * 3600));
+    let collection = Router::new()
+        .route("/v1/{kind}", post(ingest::collect))
+        .route("/v1/projects/{key}/settings", get(ingest::project_settings))
+        .layer(cors);
+    Router::new()
+        .merge(collection)
+        .nest("/api/v1", admin::router(app.clone()))
+        .route("/health", get(|| async { "ok" }))
+        .route("/ready", get(ready))
+        .route("/metrics", get(metrics_text))
+        .fallback(|| async { ApiError::not_found("route") })
+        .layer(from_fn_with_state(
+            app.metrics.clone(),
+            metrics::track_requests,
+        ))
+        .with_state(app)
+}
+
+async fn ready(State(app): State<Arc<AppState>>) -> impl IntoResponse {
+    if app.ready.load(Ordering::Acquire) {
+        (StatusCode::OK, "ready")
+    } else {
+        (StatusCode::SERVICE_UNAVAILABLE, "not ready")
+    }
+}
+
+async fn metrics_text(State(app): State<Arc<AppState>>) -> impl IntoResponse {
+    let mut out = String::new();
+    if let Err(e) = prometheus_client::encoding::text::encode(&mut out, &app.registry) {
+        tracing::error!(error = %e, "encoding metrics");
+        return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+    }
+    (
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8"),
+        )],
+        out,
+    )
+        .into_response()
+}

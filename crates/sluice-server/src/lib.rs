@@ -1,1 +1,169 @@
-//! TODO
+//! The Sluice server: configuration, start-up, shutdown, and the wiring of
+//! store → API → delivery.
+//!
+//! Modules:
+//! - [`config`]: layered configuration (defaults, TOML file, `SLUICE_*`).
+//! - [`bootstrap`]: sources and destinations declared in a file.
+//! - [`admin_token`]: the admin token, configured or generated once.
+//! - [`tasks`]: background upkeep (routing refresh, retention).
+//!
+//! [`run`] is what the `sluice` binary calls and what tests call, on a
+//! listener bound to port 0.
+
+pub mod admin_token;
+pub mod bootstrap;
+pub mod config;
+pub mod tasks;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use prometheus_client::registry::Registry;
+use sluice_api::{AppState, Metrics, RouteTable};
+use sluice_delivery::{DeliveryConfig, DeliveryEngine};
+use sluice_store::Store;
+use sluice_store::sqlite::{SqliteConfig, SqliteStore, Synchronous};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+pub use config::Config;
+
+/// Why the server could not start or stopped abnormally.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    #[error(transparent)]
+    Config(#[from] config::ConfigError),
+    #[error("store: {0}")]
+    Store(#[from] sluice_store::StoreError),
+    #[error(transparent)]
+    Bootstrap(#[from] bootstrap::BootstrapError),
+    #[error("delivery: {0}")]
+    Delivery(#[from] sluice_delivery::DeliveryError),
+    #[error("serving HTTP: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Things `run` reports to its caller while starting.
+pub trait Announce: Send + Sync {
+    /// An admin token was generated; it is shown this once and only its hash
+    /// is stored.
+    fn admin_token_generated(&self, token: &str);
+}
+
+/// Prints announcements on standard error, outside the log stream so the
+/// token never lands in log storage.
+pub struct StderrAnnounce;
+
+impl Announce for StderrAnnounce {
+    fn admin_token_generated(&self, token: &str) {
+        eprintln!(
+            "\n  Generated admin token (shown once; set SLUICE_ADMIN_TOKEN to choose your own):\n\n    {token}\n"
+        );
+    }
+}
+
+/// Opens the store named by `config`.
+pub async fn open_store(config: &Config) -> Result<Arc<SqliteStore>, ServerError> {
+    let mut sqlite = SqliteConfig::new(config.data_dir.join("sluice.db"));
+    sqlite.synchronous = match config.storage.synchronous.as_str() {
+        "normal" => Synchronous::Normal,
+        _ => Synchronous::Full,
+    };
+    Ok(Arc::new(SqliteStore::open(sqlite).await?))
+}
+
+fn delivery_config(config: &Config) -> DeliveryConfig {
+    let d = &config.delivery;
+    DeliveryConfig {
+        timeout: Duration::from_millis(d.timeout_ms),
+        retry_window: Duration::from_secs(d.retry_window_secs),
+        backoff_base: Duration::from_millis(d.backoff_base_ms),
+        backoff_cap: Duration::from_millis(d.backoff_cap_ms),
+        concurrency_per_destination: d.concurrency_per_destination,
+        extra_ca_file: d.extra_ca_file.clone(),
+        ..DeliveryConfig::default()
+    }
+}
+
+/// Runs Sluice on `listener` until `shutdown` completes, then stops
+/// accepting, finishes in-flight requests (and so their commits), lets
+/// delivery wind down, and returns.
+pub async fn run(
+    config: Config,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    announce: &dyn Announce,
+) -> Result<(), ServerError> {
+    let sqlite = open_store(&config).await?;
+    let store: Arc<dyn Store> = sqlite.clone();
+    let token = admin_token::resolve(store.as_ref(), config.admin_token.as_deref()).await?;
+    if let Some(generated) = &token.generated {
+        announce.admin_token_generated(generated);
+    }
+    if let Some(path) = &config.bootstrap {
+        bootstrap::apply(store.as_ref(), path).await?;
+    }
+
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let engine_stop = wait_for(stop_rx.clone());
+    let (engine, engine_task) =
+        DeliveryEngine::start(store.clone(), delivery_config(&config), engine_stop)?;
+
+    let mut registry = Registry::default();
+    let metrics = Arc::new(Metrics::register(&mut registry));
+    let routes = RouteTable::load(store.clone()).await?;
+    let ready = Arc::new(AtomicBool::new(false));
+    let notify = engine.clone();
+    let invalidate = engine.clone();
+    let app = Arc::new(AppState {
+        store: store.clone(),
+        routes: routes.clone(),
+        limits: config.limits(),
+        trust_forwarded_for: config.trust_forwarded_for,
+        admin_token_hash: token.hash,
+        on_commit: Arc::new(move || notify.notify()),
+        on_config_change: Arc::new(move || invalidate.invalidate_destinations()),
+        metrics,
+        registry: Arc::new(registry),
+        ready: ready.clone(),
+    });
+    let upkeep = tasks::spawn(store.clone(), routes, &config.retention, stop_rx.clone());
+
+    let router = sluice_api::router(app);
+    tracing::info!(addr = %listener.local_addr()?, data_dir = %config.data_dir.display(), "sluice listening");
+    ready.store(true, Ordering::Release);
+    let ready_flag = ready.clone();
+    let served = axum::serve(
+        listener,
+        router.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(async move {
+        shutdown.await;
+        ready_flag.store(false, Ordering::Release);
+        tracing::info!("shutting down: no new connections; finishing in-flight requests");
+    })
+    .await;
+
+    let _ = stop_tx.send(true);
+    if let Err(e) = engine_task.await {
+        tracing::error!(error = %e, "delivery engine task failed");
+    }
+    upkeep.abort();
+    sqlite.close().await;
+    tracing::info!("stopped");
+    served.map_err(ServerError::Io)
+}
+
+/// A future that completes once the watch flips to true (or its sender is gone).
+fn wait_for(mut rx: watch::Receiver<bool>) -> impl Future<Output = ()> + Send + 'static {
+    async move {
+        while !*rx.borrow_and_update() {
+            if rx.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+}

@@ -1,1 +1,97 @@
-fn main() {}
+//! The `sluice` binary: parses arguments, loads configuration, sets up
+//! logging, binds the listener and hands over to [`sluice_server::run`].
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use sluice_server::config::LogFormat;
+use sluice_server::{Config, StderrAnnounce};
+use tracing_subscriber::EnvFilter;
+
+#[derive(Parser)]
+#[command(
+    name = "sluice",
+    version,
+    about = "Self-hosted, Segment-compatible event pipeline"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Start the service (embedded store by default).
+    Serve {
+        /// A TOML configuration file; `SLUICE_*` variables override it.
+        #[arg(long, short, env = "SLUICE_CONFIG")]
+        config: Option<PathBuf>,
+    },
+    /// Print the effective configuration (secrets masked) and exit.
+    Config {
+        #[arg(long, short, env = "SLUICE_CONFIG")]
+        config: Option<PathBuf>,
+    },
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Serve { config } => serve(config),
+        Command::Config { config } => {
+            let mut cfg = Config::load(config.as_deref())?;
+            if cfg.admin_token.is_some() {
+                cfg.admin_token = Some("(set)".into());
+            }
+            println!("{}", toml::to_string_pretty(&cfg)?);
+            Ok(())
+        }
+    }
+}
+
+fn serve(config_file: Option<PathBuf>) -> anyhow::Result<()> {
+    let config = Config::load(config_file.as_deref())?;
+    init_tracing(config.log_format);
+    let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(config.listen)
+            .await
+            .with_context(|| format!("binding {}", config.listen))?;
+        sluice_server::run(config, listener, shutdown_signal(), &StderrAnnounce).await?;
+        Ok(())
+    })
+}
+
+fn init_tracing(format: LogFormat) {
+    let filter = EnvFilter::try_from_env("SLUICE_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Json => builder.json().init(),
+        LogFormat::Text => builder.init(),
+    }
+}
+
+/// Completes on SIGTERM or ctrl-c.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = term => {},
+    }
+}

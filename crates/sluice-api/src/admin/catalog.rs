@@ -1,0 +1,32 @@
+//! `/api/v1/catalog/destinations`: the destination types and their settings.
+
+use axum::Json;
+use serde_json::{Value, json};
+
+use super::webhook_settings::MAX_URLS;
+
+pub async fn destinations() -> Json<Value> {
+    Json(json!({"data": [{
+        "name": "Webhooks",
+        "description": "POSTs one JSON message per call to up to five URLs, optionally signed with X-Signature (HMAC-SHA1).",
+        "types": ["track", "page", "screen", "identify", "group", "alias", "delete"],
+        "settings": [
+            {
+                "name": "urls",
+                "label": "Webhook URLs",
+                "type": "array",
+                "max_items": MAX_URLS,
+                "items": {"url": "full http(s) URL", "headers": "object of static header name: value"},
+                "required": false,
+            },
+            {
+                "name": "sharedSecret",
+                "label": "Shared Secret",
+                "type": "string",
+                "secret": true,
+                "required": false,
+                "description": "When set, every request carries X-Signature: hex HMAC-SHA1 of the body keyed with this secret.",
+            },
+        ],
+    }]}))
+}

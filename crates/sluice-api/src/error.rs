@@ -1,0 +1,94 @@
+//! API errors: a stable code, an HTTP status and a message safe for clients.
+//!
+//! Every error body has the shape `{"success":false,"code":"…","message":"…"}`
+//! (segment-analytics-python reads `code` and `message` from every non-200
+//! answer and fails without them). Internal failures are logged here and
+//! reach clients only as `internal` / `unavailable`, never with their text.
+
+use axum::Json;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+use sluice_model::ValidationError;
+use sluice_store::StoreError;
+
+/// An error answered to an API client.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{code}: {message}")]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub code: &'static str,
+    pub message: String,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        ApiError {
+            status,
+            code,
+            message: message.into(),
+        }
+    }
+
+    pub fn bad_request(code: &'static str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, code, message)
+    }
+
+    /// A body field that failed validation; the message names the field.
+    pub fn invalid(field: &str, why: impl std::fmt::Display) -> Self {
+        Self::bad_request("invalid_field", format!("{field}: {why}"))
+    }
+
+    pub fn unauthorized(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNAUTHORIZED, "unauthorized", message)
+    }
+
+    pub fn not_found(what: &str) -> Self {
+        Self::new(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            format!("{what} not found"),
+        )
+    }
+
+    pub fn too_large(message: impl Into<String>) -> Self {
+        Self::bad_request("body_too_large", message)
+    }
+}
+
+impl From<ValidationError> for ApiError {
+    fn from(e: ValidationError) -> Self {
+        ApiError::bad_request(e.code.as_str(), e.message)
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::NotFound(what) => ApiError::not_found(&what),
+            StoreError::Conflict(what) => ApiError::new(StatusCode::CONFLICT, "conflict", what),
+            StoreError::Closed => ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "unavailable",
+                "shutting down",
+            ),
+            StoreError::Backend(detail) => {
+                tracing::error!(error = %detail, "store failure");
+                ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "unavailable",
+                    "storage is unavailable, retry later",
+                )
+            }
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = json!({"success": false, "code": self.code, "message": self.message});
+        (self.status, Json(body)).into_response()
+    }
+}
+
+pub type ApiResult<T> = Result<T, ApiError>;

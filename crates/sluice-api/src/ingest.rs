@@ -1,0 +1,142 @@
+//! The Segment-compatible collection API.
+//!
+//! `POST /v1/{kind}` where kind is a call type, `batch`, `import`, or the
+//! browser library's one-letter forms. Order of work, cheapest refusal first:
+//! path → capped body read (gzip aware) → write key from HTTP Basic → parse and
+//! validate the whole request → write key from the body → route → commit →
+//! wake delivery → `200 {"success":true}`. Nothing is stored unless every item
+//! is valid, and the 200 is sent only after the commit.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::Json;
+use axum::body::Body;
+use axum::extract::{ConnectInfo, Path, State};
+use axum::http::HeaderMap;
+use chrono::Utc;
+use serde_json::{Value, json};
+use sluice_model::{Endpoint, Envelope, RequestContext, destination_enabled, parse_request};
+use sluice_store::{AppendRequest, NewEvent};
+
+use crate::AppState;
+use crate::auth::basic_write_key;
+use crate::body::read_capped;
+use crate::error::{ApiError, ApiResult};
+use crate::routes::{SourceRoute, WEBHOOKS};
+
+/// Handles one collection request.
+pub async fn collect(
+    State(app): State<Arc<AppState>>,
+    Path(kind): Path<String>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    body: Body,
+) -> ApiResult<Json<Value>> {
+    let endpoint = Endpoint::from_path_segment(&kind)
+        .ok_or_else(|| ApiError::not_found(&format!("collection endpoint '/v1/{kind}'")))?;
+    let header_key = basic_write_key(&headers);
+    if let Some(key) = &header_key {
+        // Refuse unknown keys before spending anything on the body.
+        authorize(&app, key)?;
+    }
+    let bytes = read_capped(&headers, body, app.limits.max_body_bytes(endpoint)).await?;
+    let ctx = RequestContext {
+        received_at: Utc::now(),
+        client_ip: Some(client_ip(&headers, peer, app.trust_forwarded_for)),
+    };
+    let envelope = parse_request(endpoint, &bytes, &ctx, &app.limits).inspect_err(|_| {
+        app.metrics.events_rejected.inc();
+    })?;
+    let key = header_key
+        .or_else(|| envelope.write_key.clone())
+        .ok_or_else(|| {
+            ApiError::unauthorized("missing write key: use HTTP Basic auth or 'writeKey'")
+        })?;
+    let route = authorize(&app, &key)?;
+    let count = envelope.events.len() as u64;
+    let request = append_request(&route, envelope, ctx.received_at)?;
+    let started = Instant::now();
+    app.store.append(request).await?;
+    app.metrics
+        .commit_seconds
+        .observe(started.elapsed().as_secs_f64());
+    app.metrics.events_accepted.inc_by(count);
+    if !route.destinations.is_empty() {
+        (app.on_commit)();
+    }
+    Ok(Json(json!({"success": true})))
+}
+
+fn authorize(app: &AppState, key: &str) -> ApiResult<Arc<SourceRoute>> {
+    let route = app
+        .routes
+        .lookup(key)
+        .ok_or_else(|| ApiError::unauthorized("invalid write key"))?;
+    if !route.enabled {
+        return Err(ApiError::unauthorized("source is disabled"));
+    }
+    Ok(route)
+}
+
+fn append_request(
+    route: &SourceRoute,
+    envelope: Envelope,
+    received_at: chrono::DateTime<Utc>,
+) -> ApiResult<AppendRequest> {
+    let mut events = Vec::with_capacity(envelope.events.len());
+    for event in envelope.events {
+        let integrations = event.body.get("integrations").and_then(Value::as_object);
+        let destination_ids = if destination_enabled(integrations, WEBHOOKS) {
+            route.destinations.clone()
+        } else {
+            Vec::new()
+        };
+        let body = serde_json::to_string(&event.body)
+            .map_err(|e| ApiError::bad_request("invalid_json", e.to_string()))?;
+        events.push(NewEvent {
+            message_id: event.message_id,
+            event_type: event.event_type.as_str().to_owned(),
+            body,
+            destination_ids,
+        });
+    }
+    Ok(AppendRequest {
+        source_id: route.source_id.clone(),
+        received_at,
+        events,
+    })
+}
+
+/// The client address: the peer, or with a trusted proxy in front, the first
+/// address of `X-Forwarded-For` (the one the client's side of the proxy saw).
+fn client_ip(headers: &HeaderMap, peer: SocketAddr, trust_forwarded_for: bool) -> IpAddr {
+    if trust_forwarded_for {
+        let forwarded = headers
+            .get("x-forwarded-for")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split(',').next())
+            .and_then(|first| first.trim().parse::<IpAddr>().ok());
+        if let Some(ip) = forwarded {
+            return ip;
+        }
+    }
+    peer.ip()
+}
+
+/// `GET /v1/projects/{writeKey}/settings`: the minimal settings document the
+/// browser library fetches when not given settings inline. It names only
+/// Sluice itself (`Segment.io`, the browser library's own destination).
+pub async fn project_settings(
+    State(app): State<Arc<AppState>>,
+    Path(key): Path<String>,
+) -> ApiResult<Json<Value>> {
+    authorize(&app, &key)?;
+    Ok(Json(json!({
+        "integrations": {"Segment.io": {"apiKey": key, "unbundledIntegrations": [], "addBundledMetadata": true}},
+        "plan": {"track": {"__default": {"enabled": true, "integrations": {}}}, "identify": {"__default": {"enabled": true}}, "group": {"__default": {"enabled": true}}},
+        "enabledMiddleware": {},
+        "metrics": {"sampleRate": 0},
+    })))
+}

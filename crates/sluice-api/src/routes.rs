@@ -1,0 +1,87 @@
+//! The in-memory routing table: write key → source → destinations.
+//!
+//! Ingest consults it for every request, so it lives in memory and is
+//! replaced whole (copy on write) when the admin API changes a source or
+//! destination, and on a timer so that changes made by other nodes sharing
+//! the database arrive within the refresh interval.
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+
+use sluice_store::{Store, StoreError, keys};
+
+/// The name of the Webhooks destination type, as `integrations` spells it.
+pub const WEBHOOKS: &str = "Webhooks";
+
+/// What ingest needs to know about one source.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceRoute {
+    pub source_id: String,
+    pub enabled: bool,
+    write_key_hash: String,
+    /// Enabled Webhooks destinations connected to the source.
+    pub destinations: Vec<String>,
+}
+
+#[derive(Debug, Default)]
+struct Snapshot {
+    by_key_hash: HashMap<String, Arc<SourceRoute>>,
+}
+
+/// A shared, atomically replaced routing snapshot.
+#[derive(Clone)]
+pub struct RouteTable {
+    store: Arc<dyn Store>,
+    current: Arc<RwLock<Arc<Snapshot>>>,
+}
+
+impl RouteTable {
+    /// Builds the table from the store.
+    pub async fn load(store: Arc<dyn Store>) -> Result<Self, StoreError> {
+        let table = RouteTable {
+            store,
+            current: Arc::new(RwLock::new(Arc::new(Snapshot::default()))),
+        };
+        table.reload().await?;
+        Ok(table)
+    }
+
+    /// Rebuilds the snapshot from the store and swaps it in.
+    pub async fn reload(&self) -> Result<(), StoreError> {
+        let sources = self.store.list_sources().await?;
+        let destinations = self.store.list_destinations().await?;
+        let mut by_key_hash = HashMap::with_capacity(sources.len());
+        for source in sources {
+            let connected = destinations
+                .iter()
+                .filter(|d| d.enabled && d.kind == WEBHOOKS && d.source_ids.contains(&source.id))
+                .map(|d| d.id.clone())
+                .collect();
+            let route = SourceRoute {
+                source_id: source.id,
+                enabled: source.enabled,
+                write_key_hash: source.write_key_hash.clone(),
+                destinations: connected,
+            };
+            by_key_hash.insert(source.write_key_hash, Arc::new(route));
+        }
+        let snapshot = Arc::new(Snapshot { by_key_hash });
+        match self.current.write() {
+            Ok(mut guard) => *guard = snapshot,
+            Err(poisoned) => *poisoned.into_inner() = snapshot,
+        }
+        Ok(())
+    }
+
+    /// The route of the source owning `write_key`, if any. The final
+    /// comparison is constant time.
+    pub fn lookup(&self, write_key: &str) -> Option<Arc<SourceRoute>> {
+        let hash = keys::hash_secret(write_key);
+        let snapshot = match self.current.read() {
+            Ok(guard) => Arc::clone(&guard),
+            Err(poisoned) => Arc::clone(&poisoned.into_inner()),
+        };
+        let route = snapshot.by_key_hash.get(&hash)?;
+        keys::verify_secret(write_key, &route.write_key_hash).then(|| Arc::clone(route))
+    }
+}

@@ -1,0 +1,174 @@
+//! Sources and destinations declared in a file, applied at start-up so a
+//! deployment can be configured as code.
+//!
+//! Applying is idempotent: each declared record is created when its id is
+//! missing and otherwise updated to the declared values. Records not in the
+//! file are left alone. Secrets can come from environment variables
+//! (`write_key_env`, `shared_secret_env`) so the file itself holds none.
+
+use std::path::Path;
+
+use serde::Deserialize;
+use sluice_api::admin::webhook_settings;
+use sluice_store::{DestinationPatch, NewDestination, NewSource, SourcePatch, Store, keys};
+
+#[derive(Debug, thiserror::Error)]
+pub enum BootstrapError {
+    #[error("bootstrap file {path}: {why}")]
+    File { path: String, why: String },
+    #[error("bootstrap: {0}")]
+    Invalid(String),
+    #[error("bootstrap: {0}")]
+    Store(#[from] sluice_store::StoreError),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    #[serde(default)]
+    sources: Vec<SourceDecl>,
+    #[serde(default)]
+    destinations: Vec<DestinationDecl>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SourceDecl {
+    id: String,
+    name: String,
+    #[serde(default = "yes")]
+    enabled: bool,
+    write_key: Option<String>,
+    write_key_env: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DestinationDecl {
+    id: String,
+    name: String,
+    #[serde(default = "yes")]
+    enabled: bool,
+    #[serde(default)]
+    sources: Vec<String>,
+    #[serde(default)]
+    urls: Vec<UrlDecl>,
+    shared_secret: Option<String>,
+    shared_secret_env: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UrlDecl {
+    url: String,
+    #[serde(default)]
+    headers: std::collections::BTreeMap<String, String>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn secret(
+    inline: Option<String>,
+    env: Option<&str>,
+    what: &str,
+) -> Result<Option<String>, BootstrapError> {
+    match (inline, env) {
+        (Some(_), Some(_)) => Err(BootstrapError::Invalid(format!(
+            "{what}: give the value or the _env variable, not both"
+        ))),
+        (Some(v), None) => Ok(Some(v)),
+        (None, Some(var)) => std::env::var(var).map(Some).map_err(|_| {
+            BootstrapError::Invalid(format!("{what}: environment variable {var} is not set"))
+        }),
+        (None, None) => Ok(None),
+    }
+}
+
+/// Reads and applies the bootstrap file.
+pub async fn apply(store: &dyn Store, path: &Path) -> Result<(), BootstrapError> {
+    let text = std::fs::read_to_string(path).map_err(|e| BootstrapError::File {
+        path: path.display().to_string(),
+        why: e.to_string(),
+    })?;
+    let file: File = toml::from_str(&text).map_err(|e| BootstrapError::File {
+        path: path.display().to_string(),
+        why: e.to_string(),
+    })?;
+    for s in file.sources {
+        apply_source(store, s).await?;
+    }
+    for d in file.destinations {
+        apply_destination(store, d).await?;
+    }
+    Ok(())
+}
+
+async fn apply_source(store: &dyn Store, s: SourceDecl) -> Result<(), BootstrapError> {
+    let what = format!("source {}", s.id);
+    let key = secret(s.write_key, s.write_key_env.as_deref(), &what)?.ok_or_else(|| {
+        BootstrapError::Invalid(format!("{what}: needs write_key or write_key_env"))
+    })?;
+    if key.len() < 16 {
+        return Err(BootstrapError::Invalid(format!(
+            "{what}: write key must be at least 16 characters"
+        )));
+    }
+    let (hash, hint) = (keys::hash_secret(&key), keys::hint(&key));
+    if store.get_source(&s.id).await?.is_some() {
+        let patch = SourcePatch {
+            name: Some(s.name),
+            enabled: Some(s.enabled),
+            write_key: Some((hash, hint)),
+        };
+        store.update_source(&s.id, patch).await?;
+    } else {
+        let new = NewSource {
+            id: s.id,
+            name: s.name,
+            enabled: s.enabled,
+            write_key_hash: hash,
+            write_key_hint: hint,
+        };
+        store.create_source(new).await?;
+    }
+    Ok(())
+}
+
+async fn apply_destination(store: &dyn Store, d: DestinationDecl) -> Result<(), BootstrapError> {
+    let what = format!("destination {}", d.id);
+    // The admin API's validation applies to declared settings too.
+    let urls: Vec<serde_json::Value> = d
+        .urls
+        .into_iter()
+        .map(|u| serde_json::json!({"url": u.url, "headers": u.headers}))
+        .collect();
+    let secret = secret(d.shared_secret, d.shared_secret_env.as_deref(), &what)?;
+    let declared = serde_json::json!({"urls": urls, "sharedSecret": secret});
+    let settings = webhook_settings::parse(&declared, None)
+        .map_err(|e| BootstrapError::Invalid(format!("{what}: {}", e.message)))?;
+    let mut sources = d.sources;
+    sources.sort();
+    sources.dedup();
+    if store.get_destination(&d.id).await?.is_some() {
+        let patch = DestinationPatch {
+            name: Some(d.name),
+            enabled: Some(d.enabled),
+            settings: Some(settings),
+            source_ids: Some(sources),
+        };
+        store.update_destination(&d.id, patch).await?;
+    } else {
+        let new = NewDestination {
+            id: d.id,
+            name: d.name,
+            kind: sluice_api::routes::WEBHOOKS.to_owned(),
+            enabled: d.enabled,
+            settings,
+            source_ids: sources,
+        };
+        store.create_destination(new).await?;
+    }
+    Ok(())
+}

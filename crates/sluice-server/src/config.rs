@@ -1,0 +1,227 @@
+//! Configuration, in layers: the commented defaults below, then an optional
+//! TOML file, then `SLUICE_*` environment variables (nested keys joined with
+//! `__`, e.g. `SLUICE_DELIVERY__TIMEOUT_MS=2000`), then [`Config::validate`].
+//! `docs/configuration.md` is the reference for every key.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use figment::Figment;
+use figment::providers::{Env, Format, Serialized, Toml};
+use serde::{Deserialize, Serialize};
+
+/// Why configuration could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("configuration: {0}")]
+    Load(String),
+    #[error("configuration: {key}: {why}")]
+    Invalid { key: &'static str, why: String },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Address the HTTP server binds. Default: loopback only, port 8088.
+    pub listen: SocketAddr,
+    /// Where the embedded store keeps its files. Default: `./sluice-data`.
+    pub data_dir: PathBuf,
+    /// The admin API token. When unset, one is generated on first start,
+    /// printed once, and only its hash is kept.
+    pub admin_token: Option<String>,
+    /// `text` (default) or `json` log lines.
+    pub log_format: LogFormat,
+    /// Use `X-Forwarded-For` for `context.ip`; only behind a trusted proxy.
+    pub trust_forwarded_for: bool,
+    /// An optional file declaring sources and destinations, applied at start.
+    pub bootstrap: Option<PathBuf>,
+    pub storage: StorageConfig,
+    pub limits: LimitsConfig,
+    pub delivery: DeliverySettings,
+    pub retention: RetentionConfig,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StorageConfig {
+    /// `full` (default): a commit survives power loss. `normal`: survives a
+    /// crash of the process (kill -9) but may lose the last commits on power
+    /// loss, for more throughput.
+    pub synchronous: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LimitsConfig {
+    /// Largest single call and batch item, in bytes (32 KiB).
+    pub max_call_bytes: usize,
+    /// Largest batch request, decompressed, in bytes (500 KiB).
+    pub max_batch_bytes: usize,
+    /// Most events in one batch (2500).
+    pub max_batch_events: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DeliverySettings {
+    /// Time an endpoint has to answer, headers and body (5 s, per the spec).
+    pub timeout_ms: u64,
+    /// How long a failing message is retried after its first attempt (4 h).
+    pub retry_window_secs: u64,
+    /// First retry delay before jitter (1 s); doubles per attempt.
+    pub backoff_base_ms: u64,
+    /// Longest delay between two attempts (10 min).
+    pub backoff_cap_ms: u64,
+    /// Concurrent requests per destination (64).
+    pub concurrency_per_destination: usize,
+    /// A PEM bundle of extra CA certificates, for private CAs.
+    pub extra_ca_file: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RetentionConfig {
+    /// Delivered events older than this are deleted (7 days); 0 keeps all.
+    pub events_hours: u64,
+    /// How often retention runs (10 min).
+    pub interval_secs: u64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            listen: SocketAddr::from(([127, 0, 0, 1], 8088)),
+            data_dir: PathBuf::from("sluice-data"),
+            admin_token: None,
+            log_format: LogFormat::Text,
+            trust_forwarded_for: false,
+            bootstrap: None,
+            storage: StorageConfig::default(),
+            limits: LimitsConfig::default(),
+            delivery: DeliverySettings::default(),
+            retention: RetentionConfig::default(),
+        }
+    }
+}
+
+impl Default for StorageConfig {
+    fn default() -> Self {
+        StorageConfig {
+            synchronous: "full".into(),
+        }
+    }
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        let l = sluice_model::Limits::default();
+        LimitsConfig {
+            max_call_bytes: l.max_call_bytes,
+            max_batch_bytes: l.max_batch_bytes,
+            max_batch_events: l.max_batch_events,
+        }
+    }
+}
+
+impl Default for DeliverySettings {
+    fn default() -> Self {
+        DeliverySettings {
+            timeout_ms: 5_000,
+            retry_window_secs: 4 * 3600,
+            backoff_base_ms: 1_000,
+            backoff_cap_ms: 600_000,
+            concurrency_per_destination: 64,
+            extra_ca_file: None,
+        }
+    }
+}
+
+impl Default for RetentionConfig {
+    fn default() -> Self {
+        RetentionConfig {
+            events_hours: 7 * 24,
+            interval_secs: 600,
+        }
+    }
+}
+
+impl Config {
+    /// Defaults, then `file` if given, then the `SLUICE_*` variables of the
+    /// process environment, then validation.
+    pub fn load(file: Option<&Path>) -> Result<Config, ConfigError> {
+        Self::load_from(file, Env::prefixed("SLUICE_").split("__"))
+    }
+
+    /// [`Config::load`] with an explicit environment provider, for tests
+    /// (which must never mutate the process environment).
+    pub fn load_from(file: Option<&Path>, env: Env) -> Result<Config, ConfigError> {
+        let mut figment = Figment::from(Serialized::defaults(Config::default()));
+        if let Some(path) = file {
+            if !path.exists() {
+                return Err(ConfigError::Load(format!(
+                    "{} does not exist",
+                    path.display()
+                )));
+            }
+            figment = figment.merge(Toml::file(path));
+        }
+        let config: Config = figment
+            .merge(env)
+            .extract()
+            .map_err(|e| ConfigError::Load(e.to_string()))?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let invalid = |key, why: &str| {
+            Err(ConfigError::Invalid {
+                key,
+                why: why.into(),
+            })
+        };
+        if !matches!(self.storage.synchronous.as_str(), "full" | "normal") {
+            return invalid("storage.synchronous", "must be 'full' or 'normal'");
+        }
+        if self.admin_token.as_ref().is_some_and(|t| t.len() < 16) {
+            return invalid("admin_token", "must be at least 16 characters");
+        }
+        let l = &self.limits;
+        if l.max_call_bytes == 0 || l.max_batch_bytes < l.max_call_bytes || l.max_batch_events == 0
+        {
+            return invalid(
+                "limits",
+                "need 0 < max_call_bytes <= max_batch_bytes and max_batch_events > 0",
+            );
+        }
+        let d = &self.delivery;
+        if d.timeout_ms == 0 || d.backoff_base_ms == 0 || d.backoff_cap_ms < d.backoff_base_ms {
+            return invalid(
+                "delivery",
+                "need timeout_ms > 0 and 0 < backoff_base_ms <= backoff_cap_ms",
+            );
+        }
+        if d.concurrency_per_destination == 0 {
+            return invalid("delivery.concurrency_per_destination", "must be at least 1");
+        }
+        if self.retention.interval_secs == 0 {
+            return invalid("retention.interval_secs", "must be at least 1");
+        }
+        Ok(())
+    }
+
+    pub fn limits(&self) -> sluice_model::Limits {
+        sluice_model::Limits {
+            max_call_bytes: self.limits.max_call_bytes,
+            max_batch_bytes: self.limits.max_batch_bytes,
+            max_batch_events: self.limits.max_batch_events,
+        }
+    }
+}

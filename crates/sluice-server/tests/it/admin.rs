@@ -1,0 +1,236 @@
+//! The admin API: CRUD, secrets, validation, the debugger view.
+
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::support::TestServer;
+
+#[tokio::test]
+async fn admin_api_requires_the_bearer_token() {
+    let s = TestServer::start().await;
+    let r = s.http.get(s.url("/api/v1/sources")).send().await.unwrap();
+    assert_eq!(r.status(), 401);
+    let r = s
+        .http
+        .get(s.url("/api/v1/sources"))
+        .bearer_auth("wrong-token-000000")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["code"], json!("unauthorized"));
+}
+
+#[tokio::test]
+async fn source_crud_shows_the_write_key_only_on_create_and_rotate() {
+    let s = TestServer::start().await;
+    let (id, key) = s.source("web").await;
+    assert!(key.len() >= 32);
+    let (status, got) = s.admin(Method::GET, &format!("/sources/{id}"), None).await;
+    assert_eq!(status, 200);
+    assert!(got.get("write_key").is_none());
+    assert_eq!(got["write_key_hint"], json!(format!("{}…", &key[..4])));
+    let (_, list) = s.admin(Method::GET, "/sources", None).await;
+    assert!(
+        !list.to_string().contains(&key),
+        "list must not leak the key"
+    );
+
+    let (status, renamed) = s
+        .admin(
+            Method::PATCH,
+            &format!("/sources/{id}"),
+            Some(json!({"name": "site"})),
+        )
+        .await;
+    assert_eq!((status, renamed["name"].clone()), (200, json!("site")));
+
+    let (status, rotated) = s
+        .admin(Method::POST, &format!("/sources/{id}/rotate-key"), None)
+        .await;
+    assert_eq!(status, 200);
+    let new_key = rotated["write_key"].as_str().unwrap().to_owned();
+    assert_ne!(new_key, key);
+    let call = json!({"userId": "u", "event": "e"}).to_string();
+    assert_eq!(
+        s.collect("/v1/track", Some(&key), call.clone()).await.0,
+        401
+    );
+    assert_eq!(s.collect("/v1/track", Some(&new_key), call).await.0, 200);
+
+    let (status, _) = s
+        .admin(Method::DELETE, &format!("/sources/{id}"), None)
+        .await;
+    assert_eq!(status, 204);
+    assert_eq!(
+        s.admin(Method::GET, &format!("/sources/{id}"), None)
+            .await
+            .0,
+        404
+    );
+}
+
+#[tokio::test]
+async fn destination_validation_names_the_field() {
+    let s = TestServer::start().await;
+    let (src, _) = s.source("web").await;
+    let six: Vec<Value> = (0..6)
+        .map(|i| json!({"url": format!("https://h{i}.example/hook")}))
+        .collect();
+    let cases = [
+        (
+            json!({"name": "d", "source_ids": [src], "settings": {"urls": six}}),
+            "settings.urls",
+        ),
+        (
+            json!({"name": "d", "settings": {"urls": [{"url": "hooks.example/x"}]}}),
+            "settings.urls[0].url",
+        ),
+        (
+            json!({"name": "d", "settings": {"urls": [{"url": "ftp://hooks.example/x"}]}}),
+            "settings.urls[0].url",
+        ),
+        (
+            json!({"name": "d", "settings": {"urls": [{"url": "https://h.example", "headers": {"X-A": "a\r\nB: c"}}]}}),
+            "settings.urls[0].headers.X-A",
+        ),
+        (
+            json!({"name": "d", "settings": {"urls": [{"url": "https://h.example", "headers": {"Bad Name": "v"}}]}}),
+            "settings.urls[0].headers.Bad Name",
+        ),
+        (json!({"name": "", "settings": {"urls": []}}), "name"),
+        (json!({"name": "d", "type": "Mixpanel"}), "type"),
+        (
+            json!({"name": "d", "source_ids": ["src_missing"]}),
+            "source",
+        ),
+    ];
+    for (body, field) in cases {
+        let (status, resp) = s
+            .admin(Method::POST, "/destinations", Some(body.clone()))
+            .await;
+        assert!(status == 400 || status == 404, "{body} → {status} {resp}");
+        let msg = resp["message"].as_str().unwrap_or("");
+        assert!(msg.contains(field), "message {msg:?} should name {field}");
+        assert_eq!(resp["success"], json!(false));
+    }
+    assert_eq!(
+        s.admin(Method::GET, "/destinations", None).await.1["data"],
+        json!([])
+    );
+}
+
+#[tokio::test]
+async fn destination_crud_masks_the_shared_secret() {
+    let s = TestServer::start().await;
+    let (src, _) = s.source("web").await;
+    let id = s
+        .webhook(
+            &src,
+            json!([{"url": "https://hooks.example/a", "headers": {"X-Team": "data"}}]),
+            Some("topsecret123"),
+        )
+        .await;
+    let (status, d) = s
+        .admin(Method::GET, &format!("/destinations/{id}"), None)
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(d["settings"]["sharedSecret"], json!("tops…"));
+    assert_eq!(d["settings"]["urls"][0]["headers"]["X-Team"], json!("data"));
+    assert_eq!(d["source_ids"], json!([src]));
+    assert!(!d.to_string().contains("topsecret123"));
+
+    let (status, d) = s
+        .admin(
+            Method::PATCH,
+            &format!("/destinations/{id}"),
+            Some(json!({"enabled": false})),
+        )
+        .await;
+    assert_eq!((status, d["enabled"].clone()), (200, json!(false)));
+    let (_, catalog) = s.admin(Method::GET, "/catalog/destinations", None).await;
+    assert_eq!(catalog["data"][0]["name"], json!("Webhooks"));
+    assert_eq!(
+        s.admin(Method::DELETE, &format!("/destinations/{id}"), None)
+            .await
+            .0,
+        204
+    );
+    assert_eq!(
+        s.admin(Method::GET, &format!("/destinations/{id}"), None)
+            .await
+            .0,
+        404
+    );
+}
+
+#[tokio::test]
+async fn recent_events_page_newest_first() {
+    let s = TestServer::start().await;
+    let (src, key) = s.source("web").await;
+    for i in 0..5 {
+        let body = json!({"userId": "u", "event": format!("e{i}")}).to_string();
+        assert_eq!(s.collect("/v1/track", Some(&key), body).await.0, 200);
+    }
+    let (_, page1) = s
+        .admin(Method::GET, &format!("/sources/{src}/events?limit=2"), None)
+        .await;
+    let names = |p: &Value| -> Vec<String> {
+        p["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["event"]["event"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(names(&page1), ["e4", "e3"]);
+    let before = page1["next_before"].as_i64().unwrap();
+    let (_, page2) = s
+        .admin(
+            Method::GET,
+            &format!("/sources/{src}/events?limit=2&before={before}"),
+            None,
+        )
+        .await;
+    assert_eq!(names(&page2), ["e2", "e1"]);
+    let (status, bad) = s
+        .admin(
+            Method::GET,
+            &format!("/sources/{src}/events?limit=zero"),
+            None,
+        )
+        .await;
+    assert_eq!((status, bad["code"].clone()), (400, json!("invalid_query")));
+}
+
+#[tokio::test]
+async fn events_survive_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = TestServer::start_with(crate::support::test_config(dir.path())).await;
+    let (src, key) = s.source("web").await;
+    assert_eq!(
+        s.collect(
+            "/v1/track",
+            Some(&key),
+            json!({"userId": "u", "event": "kept"}).to_string()
+        )
+        .await
+        .0,
+        200
+    );
+    s.stop().await;
+    let s = TestServer::start_with(crate::support::test_config(dir.path())).await;
+    let events = s.events(&src).await;
+    assert_eq!(events[0]["event"]["event"], json!("kept"));
+    assert_eq!(
+        s.collect(
+            "/v1/track",
+            Some(&key),
+            json!({"userId": "u", "event": "again"}).to_string()
+        )
+        .await
+        .0,
+        200
+    );
+}

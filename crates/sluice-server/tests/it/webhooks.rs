@@ -1,0 +1,1 @@
+//! webhooks e2e: TODO
