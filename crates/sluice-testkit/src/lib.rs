@@ -1,1 +1,17 @@
-//! Test helpers for Sluice (in progress).
+//! Test helpers for Sluice, shared by the delivery and server test suites.
+//!
+//! Modules:
+//! - [`receiver`]: [`Receiver`], a local HTTP/HTTPS webhook endpoint that
+//!   records every request and answers from a script.
+//! - [`reply`]: [`Reply`], one scripted answer (status, headers, delay, hang).
+//! - `tls`: the in-process self-signed certificate for [`Receiver::start_tls`].
+//!
+//! Helpers panic with a clear message instead of returning errors: they run
+//! only inside tests, where a panic is the failure report.
+
+pub mod receiver;
+pub mod reply;
+mod tls;
+
+pub use receiver::{Receiver, RecordedRequest};
+pub use reply::Reply;
