@@ -17,9 +17,13 @@ import hmac
 import json
 import os
 import sys
+import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 MAX_BODY_BYTES = 1 << 20  # Sluice caps messages far below this.
+# ThreadingHTTPServer handles requests concurrently; print() writes the text
+# and the newline separately, so lines are written whole under a lock.
+STDOUT_LOCK = threading.Lock()
 
 
 def field(message, key):
@@ -50,7 +54,9 @@ class Receiver(BaseHTTPRequestHandler):
         except ValueError:
             message = None
         line = {"valid": valid, "messageId": field(message, "messageId"), "type": field(message, "type")}
-        print(json.dumps(line, separators=(",", ":")), flush=True)
+        with STDOUT_LOCK:
+            sys.stdout.write(json.dumps(line, separators=(",", ":")) + "\n")
+            sys.stdout.flush()
 
         status, text = (200, b"ok\n") if valid else (401, b"invalid signature\n")
         self.send_response(status)

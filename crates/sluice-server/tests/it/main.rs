@@ -3,5 +3,6 @@
 mod admin;
 mod ingest;
 mod limits;
+mod receivers;
 mod support;
 mod webhooks;
