@@ -44,24 +44,27 @@ impl Failure {
 }
 
 /// The rustls error somewhere in the chain, if any. rustls errors travel
-/// inside an `io::Error`, whose `source()` skips the wrapped error itself,
-/// so each `io::Error` is opened with `get_ref`.
+/// inside (possibly nested) `io::Error`s, whose `source()` skips the wrapped
+/// error itself, so each `io::Error` is opened with `get_ref`.
 fn tls_cause(e: &reqwest::Error) -> Option<String> {
     let mut current: Option<&(dyn StdError + 'static)> = Some(e);
     while let Some(err) = current {
-        if let Some(tls) = err.downcast_ref::<rustls::Error>() {
+        if let Some(tls) = find_rustls(err) {
             return Some(tls.to_string());
-        }
-        if let Some(inner) = err
-            .downcast_ref::<std::io::Error>()
-            .and_then(|io| io.get_ref())
-            .and_then(|inner| inner.downcast_ref::<rustls::Error>())
-        {
-            return Some(inner.to_string());
         }
         current = err.source();
     }
     None
+}
+
+fn find_rustls<'a>(mut err: &'a (dyn StdError + 'static)) -> Option<&'a rustls::Error> {
+    loop {
+        if let Some(tls) = err.downcast_ref::<rustls::Error>() {
+            return Some(tls);
+        }
+        let inner = err.downcast_ref::<std::io::Error>()?.get_ref()?;
+        err = inner;
+    }
 }
 
 /// The innermost error's message: the specific one ("Connection refused").

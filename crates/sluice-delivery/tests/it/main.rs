@@ -1,1 +1,11 @@
-//! End-to-end tests of the delivery engine (in progress).
+//! End-to-end tests of the delivery engine: a real SQLite store, real local
+//! receivers, the real engine, with short timings so the suite runs in seconds.
+
+mod headers;
+mod isolation;
+mod outcomes;
+mod restart;
+mod retries;
+mod shapes;
+mod support;
+mod tls;
