@@ -156,7 +156,16 @@ impl Config {
     /// Defaults, then `file` if given, then the `SLUICE_*` variables of the
     /// process environment, then validation.
     pub fn load(file: Option<&Path>) -> Result<Config, ConfigError> {
-        Self::load_from(file, Env::prefixed("SLUICE_").split("__"))
+        Self::load_from(file, Self::env())
+    }
+
+    /// The `SLUICE_*` variables that are configuration keys. `SLUICE_LOG`
+    /// (the log filter) and `SLUICE_CONFIG` (the file path) are read by the
+    /// binary, not here.
+    pub fn env() -> Env {
+        Env::prefixed("SLUICE_")
+            .ignore(&["log", "config"])
+            .split("__")
     }
 
     /// [`Config::load`] with an explicit environment provider, for tests

@@ -1,0 +1,66 @@
+//! Configuration layers, observed through `sluice config`: defaults, then the
+//! file, then `SLUICE_*` variables, then validation. Variables are set on the
+//! child process only.
+
+use std::process::Output;
+
+use tokio::process::Command;
+
+async fn sluice_config(file: Option<&std::path::Path>, env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_sluice"));
+    cmd.arg("config");
+    if let Some(f) = file {
+        cmd.arg("--config").arg(f);
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().await.expect("run sluice config")
+}
+
+#[tokio::test]
+async fn environment_overrides_file_which_overrides_defaults() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("sluice.toml");
+    std::fs::write(
+        &file,
+        "listen = \"127.0.0.1:9000\"\n[delivery]\ntimeout_ms = 2000\nbackoff_base_ms = 500\n",
+    )
+    .unwrap();
+    let out = sluice_config(Some(&file), &[("SLUICE_DELIVERY__TIMEOUT_MS", "3000")]).await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("listen = \"127.0.0.1:9000\""),
+        "file layer: {text}"
+    );
+    assert!(text.contains("timeout_ms = 3000"), "env layer: {text}");
+    assert!(text.contains("backoff_base_ms = 500"), "file layer: {text}");
+    assert!(
+        text.contains("retry_window_secs = 14400"),
+        "default layer: {text}"
+    );
+}
+
+#[tokio::test]
+async fn unknown_keys_and_invalid_values_are_refused() {
+    let out = sluice_config(None, &[("SLUICE_LISTNE", "127.0.0.1:1")]).await;
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("listne"));
+    let out = sluice_config(None, &[("SLUICE_STORAGE__SYNCHRONOUS", "sometimes")]).await;
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("storage.synchronous"));
+}
+
+#[tokio::test]
+async fn admin_token_is_masked_in_the_printed_config() {
+    let out = sluice_config(None, &[("SLUICE_ADMIN_TOKEN", "a-very-secret-admin-token")]).await;
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!text.contains("a-very-secret-admin-token"));
+    assert!(text.contains("admin_token = \"(set)\""));
+}

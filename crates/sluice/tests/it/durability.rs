@@ -1,0 +1,128 @@
+//! An accepted event is never lost: load, `kill -9` at random moments,
+//! restart, and every event that got a 200 must be in the store.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use base64::Engine;
+use rand::Rng;
+use serde_json::{Value, json};
+
+use crate::process::{TOKEN, start};
+
+const ROUNDS: usize = 4;
+const WRITERS: usize = 8;
+
+async fn create_source(base: &str) -> (String, String) {
+    let r = reqwest::Client::new()
+        .post(format!("{base}/api/v1/sources"))
+        .bearer_auth(TOKEN)
+        .json(&json!({"name": "crash"}))
+        .send()
+        .await
+        .expect("create source");
+    assert_eq!(r.status(), 201);
+    let v: Value = r.json().await.expect("json");
+    (
+        v["id"].as_str().unwrap().to_owned(),
+        v["write_key"].as_str().unwrap().to_owned(),
+    )
+}
+
+/// Sends batches of 10 until the server dies; records acknowledged ids.
+async fn writer(base: String, key: String, round: usize, w: usize, acked: Arc<Mutex<Vec<String>>>) {
+    let http = reqwest::Client::new();
+    let auth = format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(format!("{key}:"))
+    );
+    for n in 0.. {
+        let ids: Vec<String> = (0..10)
+            .map(|i| format!("r{round}-w{w}-n{n}-i{i}"))
+            .collect();
+        let batch: Vec<Value> = ids
+            .iter()
+            .map(|id| json!({"type": "track", "userId": "u", "event": "e", "messageId": id}))
+            .collect();
+        let resp = http
+            .post(format!("{base}/v1/batch"))
+            .header("authorization", &auth)
+            .body(json!({"batch": batch}).to_string())
+            .send()
+            .await;
+        match resp {
+            Ok(r) if r.status() == 200 => acked.lock().unwrap().extend(ids),
+            _ => return, // killed: anything unacknowledged may or may not be stored
+        }
+    }
+}
+
+async fn stored_ids(base: &str, source: &str) -> HashSet<String> {
+    let http = reqwest::Client::new();
+    let mut ids = HashSet::new();
+    let mut before: Option<i64> = None;
+    loop {
+        let mut url = format!("{base}/api/v1/sources/{source}/events?limit=500");
+        if let Some(b) = before {
+            url.push_str(&format!("&before={b}"));
+        }
+        let v: Value = http
+            .get(url)
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        for e in v["data"].as_array().unwrap() {
+            ids.insert(e["message_id"].as_str().unwrap().to_owned());
+        }
+        match v["next_before"].as_i64() {
+            Some(b) => before = Some(b),
+            None => return ids,
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_never_loses_an_acknowledged_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let acked = Arc::new(Mutex::new(Vec::new()));
+    let mut source: Option<(String, String)> = None;
+    for round in 0..ROUNDS {
+        let mut s = start(dir.path(), &[]).await;
+        let (id, key) = match &source {
+            Some(v) => v.clone(),
+            None => create_source(&s.base).await,
+        };
+        source = Some((id, key.clone()));
+        let tasks: Vec<_> = (0..WRITERS)
+            .map(|w| tokio::spawn(writer(s.base.clone(), key.clone(), round, w, acked.clone())))
+            .collect();
+        let wait = rand::rng().random_range(150..600);
+        tokio::time::sleep(Duration::from_millis(wait)).await;
+        s.child.start_kill().expect("SIGKILL"); // kill_on_drop sends SIGKILL
+        s.child.wait().await.expect("reap");
+        for t in tasks {
+            t.await.unwrap();
+        }
+    }
+    let acked = acked.lock().unwrap().clone();
+    assert!(
+        acked.len() > 100,
+        "the load must have been acknowledged before the kills ({})",
+        acked.len()
+    );
+    let s = start(dir.path(), &[]).await;
+    let (id, _) = source.unwrap();
+    let stored = stored_ids(&s.base, &id).await;
+    let lost: Vec<&String> = acked.iter().filter(|m| !stored.contains(*m)).collect();
+    assert!(
+        lost.is_empty(),
+        "{} acknowledged events lost, e.g. {:?}",
+        lost.len(),
+        &lost[..lost.len().min(5)]
+    );
+}

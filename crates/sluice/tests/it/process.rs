@@ -1,0 +1,62 @@
+//! Starting the real `sluice` binary on a free port.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::process::{Child, Command};
+
+pub const TOKEN: &str = "process-test-admin-token-000";
+
+pub struct Sluice {
+    pub child: Child,
+    pub base: String,
+}
+
+pub fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    l.local_addr().expect("addr").port()
+}
+
+/// Starts `sluice serve` on `data_dir` and waits until it is ready.
+pub async fn start(data_dir: &Path, extra_env: &[(&str, &str)]) -> Sluice {
+    let port = free_port();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_sluice"));
+    cmd.arg("serve")
+        .env("SLUICE_LISTEN", format!("127.0.0.1:{port}"))
+        .env("SLUICE_DATA_DIR", data_dir)
+        .env("SLUICE_ADMIN_TOKEN", TOKEN)
+        .env("SLUICE_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true);
+    for (k, v) in extra_env {
+        cmd.env(k, v);
+    }
+    let child = cmd.spawn().expect("spawn sluice");
+    let s = Sluice {
+        child,
+        base: format!("http://127.0.0.1:{port}"),
+    };
+    s.wait_ready().await;
+    s
+}
+
+impl Sluice {
+    pub async fn wait_ready(&self) {
+        let http = reqwest::Client::new();
+        for _ in 0..500 {
+            if let Ok(r) = http.get(format!("{}/ready", self.base)).send().await {
+                if r.status() == 200 {
+                    return;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("sluice did not become ready");
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id().expect("running")
+    }
+}
