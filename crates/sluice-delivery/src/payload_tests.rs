@@ -155,4 +155,3 @@ fn render_matches_js_stringify_of_its_own_parse() {
     let reparsed: Value = serde_json::from_slice(&body).expect("json");
     assert_eq!(render(&reparsed), body);
 }
-
