@@ -1,0 +1,247 @@
+package analytics
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Client queues messages in memory and uploads them in batches from a
+// background goroutine. Create one with New, set its exported fields before
+// the first call, use it from any number of goroutines, and Close it before
+// the program exits.
+//
+// The settings are read once, at the first call or Close; changing them
+// afterwards has no effect and is a data race. A zero Client is usable and
+// behaves like New("") (an empty write key).
+type Client struct {
+	// Endpoint is the base URL of the Sluice collection API; batches are
+	// posted to Endpoint + "/v1/batch". New sets it to the package constant
+	// Endpoint, http://localhost:8088; an empty Endpoint means the same.
+	Endpoint string
+
+	// Interval is the longest time a message waits in the queue: a batch is
+	// flushed when Interval has passed since the last flush. It is a synonym
+	// of FlushAfter, which wins when both are positive. Zero or negative
+	// means the default, 5 seconds.
+	Interval time.Duration
+
+	// Size is the number of queued messages that triggers a flush. It is a
+	// synonym of FlushAt, which wins when both are positive. Zero or negative
+	// means the default, 20; 1 uploads every call immediately. A batch never
+	// holds more than 2500 messages.
+	Size int
+
+	// Logger receives failure reports, and with Verbose or DEBUG=analytics,
+	// batching and upload activity. New sets it to a logger on standard
+	// error with the prefix "analytics "; nil means the same. Write keys are
+	// never logged.
+	Logger *log.Logger
+
+	// Verbose turns on logging of batching and upload activity, as does the
+	// environment variable DEBUG=analytics. The zero value logs only
+	// failures.
+	Verbose bool
+
+	// Client is the HTTP client used for uploads. New sets it to a client
+	// with a 10-second Timeout; a zero Timeout is replaced by 10 seconds.
+	Client http.Client
+
+	// FlushAt is the seed name of Size. When positive it takes precedence
+	// over Size. The zero value defers to Size.
+	FlushAt int
+
+	// FlushAfter is the seed name of Interval. When positive it takes
+	// precedence over Interval. The zero value defers to Interval.
+	FlushAfter time.Duration
+
+	// MaxQueueSize bounds the number of messages the Client holds in memory:
+	// queued, batched, or being uploaded and retried. When it is reached,
+	// calls return ErrQueueFull at once instead of blocking. Zero or
+	// negative means the default, 10000.
+	MaxQueueSize int
+
+	// CloseTimeout bounds how long Close waits for the final uploads. When
+	// it passes, uploads are abandoned and the undelivered messages are
+	// reported as failures. Zero or negative means the default, 10 seconds.
+	CloseTimeout time.Duration
+
+	// OnFailure, when not nil, is called with each batch that could not be
+	// delivered (after retries, on a status that is not retried, or when
+	// Close times out) and the error that ended it. Each element of msgs is
+	// one message's JSON encoding. It is called from background goroutines,
+	// possibly concurrently, and should return promptly. The zero value
+	// only logs failures.
+	OnFailure func(err error, msgs []json.RawMessage)
+
+	key  string
+	tune tuning
+
+	startOnce sync.Once
+	cfg       settings
+	closing   atomic.Bool
+
+	mu     sync.RWMutex // guards closed and sends on in
+	closed bool
+	in     chan json.RawMessage
+
+	held    atomic.Int64 // messages accepted and not yet delivered or dropped
+	dropped atomic.Int64 // messages abandoned when Close timed out
+	ctx     context.Context
+	cancel  context.CancelFunc
+	slots   chan struct{}
+	uploads sync.WaitGroup
+	done    chan struct{}
+}
+
+// tuning holds unexported knobs, mostly for tests. Zero values mean defaults.
+type tuning struct {
+	now           func() time.Time
+	uid           func() string
+	sleep         func(ctx context.Context, d time.Duration) error
+	maxAttempts   int
+	backoffBase   time.Duration
+	backoffMax    time.Duration
+	maxRetryAfter time.Duration
+	maxUploads    int
+	maxBatchBytes int
+}
+
+// New returns a Client that sends to Endpoint with the given write key, with
+// the default settings. Its background goroutine starts at the first call.
+func New(key string) *Client {
+	return &Client{
+		Endpoint: Endpoint,
+		Interval: defaultFlushAfter,
+		Size:     defaultFlushAt,
+		Logger:   defaultLogger(),
+		Client:   http.Client{Timeout: defaultHTTPTimeout},
+		key:      key,
+	}
+}
+
+// Identify queues an identify message. It returns an error, and queues
+// nothing, when neither UserId nor AnonymousId is set, the message is too
+// large, the queue is full or the Client is closed.
+func (c *Client) Identify(msg *Identify) error {
+	if err := validateIdentify(msg); err != nil {
+		return err
+	}
+	return c.enqueue(msg, &msg.Message, "identify")
+}
+
+// Track queues a track message. It returns an error, and queues nothing,
+// when Event is empty, neither UserId nor AnonymousId is set, the message is
+// too large, the queue is full or the Client is closed.
+func (c *Client) Track(msg *Track) error {
+	if err := validateTrack(msg); err != nil {
+		return err
+	}
+	return c.enqueue(msg, &msg.Message, "track")
+}
+
+// Page queues a page message. It returns an error, and queues nothing, when
+// neither UserId nor AnonymousId is set, the message is too large, the queue
+// is full or the Client is closed.
+func (c *Client) Page(msg *Page) error {
+	if err := validatePage(msg); err != nil {
+		return err
+	}
+	return c.enqueue(msg, &msg.Message, "page")
+}
+
+// Group queues a group message. It returns an error, and queues nothing,
+// when GroupId is empty, neither UserId nor AnonymousId is set, the message
+// is too large, the queue is full or the Client is closed.
+func (c *Client) Group(msg *Group) error {
+	if err := validateGroup(msg); err != nil {
+		return err
+	}
+	return c.enqueue(msg, &msg.Message, "group")
+}
+
+// Alias queues an alias message. It returns an error, and queues nothing,
+// when UserId or PreviousId is empty, the message is too large, the queue is
+// full or the Client is closed.
+func (c *Client) Alias(msg *Alias) error {
+	if err := validateAlias(msg); err != nil {
+		return err
+	}
+	return c.enqueue(msg, &msg.Message, "alias")
+}
+
+// enqueue completes, encodes and queues a validated message. It never
+// blocks: the channel has room for every message the Client may hold.
+func (c *Client) enqueue(v interface{}, m *Message, typ string) error {
+	c.startOnce.Do(c.start)
+	if c.closing.Load() {
+		return ErrClosed
+	}
+	m.fill(typ, c.cfg.uid, formatTime(c.cfg.now()))
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("analytics: encoding %s message: %w", typ, err)
+	}
+	if len(data) > maxMessageBytes {
+		return fmt.Errorf("%w: %d bytes of JSON, the limit is %d", ErrTooLarge, len(data), maxMessageBytes)
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.closed {
+		return ErrClosed
+	}
+	if c.held.Add(1) > int64(c.cfg.maxQueued) {
+		c.held.Add(-1)
+		return ErrQueueFull
+	}
+	c.in <- data
+	return nil
+}
+
+// Close flushes every queued message and waits for uploads in flight, for at
+// most CloseTimeout. It may be called from any goroutine, concurrently with
+// calls. It returns nil when everything was handed to the server
+// (deliveries that failed are reported through Logger and OnFailure), and an
+// error when the timeout passed and messages were abandoned. Calls made after
+// Close return ErrClosed; a second Close returns ErrClosed at once.
+func (c *Client) Close() error {
+	if !c.closing.CompareAndSwap(false, true) {
+		return ErrClosed
+	}
+	c.startOnce.Do(c.start)
+	defer c.cancel()
+
+	c.mu.Lock()
+	c.closed = true
+	close(c.in)
+	c.mu.Unlock()
+
+	timer := time.NewTimer(c.cfg.closeTimeout)
+	defer timer.Stop()
+	select {
+	case <-c.done:
+		return nil
+	case <-timer.C:
+	}
+	c.cancel()
+	<-c.done
+	err := fmt.Errorf("analytics: Close timed out after %v; %d undelivered messages were dropped",
+		c.cfg.closeTimeout, c.dropped.Load())
+	c.logf("%v", err)
+	return err
+}
+
+// start snapshots the settings and starts the background goroutine.
+func (c *Client) start() {
+	c.cfg = c.settings()
+	c.in = make(chan json.RawMessage, c.cfg.maxQueued)
+	c.slots = make(chan struct{}, c.cfg.maxUploads)
+	c.done = make(chan struct{})
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	go c.loop()
+}

@@ -1,0 +1,179 @@
+package analytics
+
+import (
+	"context"
+	"encoding/json"
+	"log"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+)
+
+// Version is the version of analytics-go that this library stands in for. It
+// is sent in the User-Agent header and in the batch context.
+const Version = "2.1.0"
+
+// Endpoint is the default base URL of the collection API: a Sluice server
+// listening on its default local address.
+const Endpoint = "http://localhost:8088"
+
+// DefaultContext is the batch-level context sent with every batch. The server
+// merges it into each message, whose own context keys win. A Client reads
+// it once, when it starts (at its first call); changing it while clients
+// start is a data race.
+var DefaultContext = map[string]interface{}{
+	"library": map[string]interface{}{
+		"name":    "analytics-go",
+		"version": Version,
+	},
+}
+
+// Defaults and fixed limits.
+const (
+	defaultFlushAt      = 20
+	defaultFlushAfter   = 5 * time.Second
+	defaultMaxQueueSize = 10000
+	defaultCloseTimeout = 10 * time.Second
+	defaultHTTPTimeout  = 10 * time.Second
+
+	// maxMessageBytes is the largest accepted message, as JSON.
+	maxMessageBytes = 32768
+	// maxBatchBytes bounds a whole request body, envelope included.
+	maxBatchBytes = 500000
+	// maxBatchMessages is the server's limit of messages per batch.
+	maxBatchMessages = 2500
+
+	defaultMaxAttempts   = 10
+	defaultBackoffBase   = 100 * time.Millisecond
+	defaultBackoffMax    = 10 * time.Second
+	defaultMaxRetryAfter = 5 * time.Minute
+	defaultMaxUploads    = 8
+)
+
+// settings is the snapshot of a Client's configuration taken when it starts.
+type settings struct {
+	url          string
+	key          string
+	flushAt      int
+	flushAfter   time.Duration
+	maxQueued    int
+	closeTimeout time.Duration
+	logger       *log.Logger
+	verbose      bool
+	http         *http.Client
+	onFailure    func(error, []json.RawMessage)
+	contextJSON  []byte
+	now          func() time.Time
+	uid          func() string
+	sleep        func(ctx context.Context, d time.Duration) error
+
+	maxAttempts   int
+	backoffBase   time.Duration
+	backoffMax    time.Duration
+	maxRetryAfter time.Duration
+	maxUploads    int
+	maxBatchBytes int
+}
+
+// flushCount resolves FlushAt and its synonym Size: a positive FlushAt wins,
+// then a positive Size, then the default. A batch never holds more than the
+// server's 2500 messages.
+func flushCount(flushAt, size int) int {
+	n := defaultFlushAt
+	switch {
+	case flushAt > 0:
+		n = flushAt
+	case size > 0:
+		n = size
+	}
+	return min(n, maxBatchMessages)
+}
+
+// flushInterval resolves FlushAfter and its synonym Interval the same way.
+func flushInterval(flushAfter, interval time.Duration) time.Duration {
+	switch {
+	case flushAfter > 0:
+		return flushAfter
+	case interval > 0:
+		return interval
+	}
+	return defaultFlushAfter
+}
+
+// debugEnabled reports whether the DEBUG environment value turns on this
+// library's logging: "analytics" or "*", alone or in a comma- or
+// space-separated list.
+func debugEnabled(v string) bool {
+	for _, f := range strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' }) {
+		if f == "analytics" || f == "*" || f == "analytics*" || f == "analytics:*" {
+			return true
+		}
+	}
+	return false
+}
+
+func defaultLogger() *log.Logger {
+	return log.New(os.Stderr, "analytics ", log.LstdFlags)
+}
+
+func positive[T int | time.Duration](v, def T) T {
+	if v > 0 {
+		return v
+	}
+	return def
+}
+
+// settings resolves the exported fields and the tuning knobs.
+func (c *Client) settings() settings {
+	endpoint := c.Endpoint
+	if endpoint == "" {
+		endpoint = Endpoint
+	}
+	logger := c.Logger
+	if logger == nil {
+		logger = defaultLogger()
+	}
+	hc := c.Client
+	if hc.Timeout <= 0 {
+		hc.Timeout = defaultHTTPTimeout
+	}
+	ctxJSON, err := json.Marshal(DefaultContext)
+	if err != nil {
+		ctxJSON = []byte(`{"library":{"name":"analytics-go","version":"` + Version + `"}}`)
+	}
+	t := c.tune
+	s := settings{
+		url:          strings.TrimRight(endpoint, "/") + "/v1/batch",
+		key:          c.key,
+		flushAt:      flushCount(c.FlushAt, c.Size),
+		flushAfter:   flushInterval(c.FlushAfter, c.Interval),
+		maxQueued:    positive(c.MaxQueueSize, defaultMaxQueueSize),
+		closeTimeout: positive(c.CloseTimeout, defaultCloseTimeout),
+		logger:       logger,
+		verbose:      c.Verbose || debugEnabled(os.Getenv("DEBUG")),
+		http:         &hc,
+		onFailure:    c.OnFailure,
+		contextJSON:  ctxJSON,
+		now:          t.now,
+		uid:          t.uid,
+		sleep:        t.sleep,
+
+		maxAttempts:   positive(t.maxAttempts, defaultMaxAttempts),
+		backoffBase:   positive(t.backoffBase, defaultBackoffBase),
+		backoffMax:    positive(t.backoffMax, defaultBackoffMax),
+		maxRetryAfter: positive(t.maxRetryAfter, defaultMaxRetryAfter),
+		maxUploads:    positive(t.maxUploads, defaultMaxUploads),
+		maxBatchBytes: positive(t.maxBatchBytes, maxBatchBytes),
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.uid == nil {
+		s.uid = newUUID
+	}
+	if s.sleep == nil {
+		s.sleep = sleepContext
+	}
+	return s
+}

@@ -1,0 +1,210 @@
+package analytics
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestFlushesWhenSizeMessagesAreQueued(t *testing.T) {
+	srv := newRecorder(t, nil)
+	c, _ := newTestClient(t, srv.URL)
+	c.Size = 3
+	for i := range 5 {
+		if err := c.Track(&Track{UserId: "u", Event: "e" + string(rune('0'+i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "a batch of 3", func() bool { return len(srv.requests()) == 1 })
+	if n := len(srv.requests()[0].decode(t).Batch); n != 3 {
+		t.Fatalf("first batch has %d messages, want 3", n)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	reqs := srv.requests()
+	if len(reqs) != 2 || len(reqs[1].decode(t).Batch) != 2 {
+		t.Fatalf("want the remaining 2 messages flushed on Close, got %d requests", len(reqs))
+	}
+}
+
+func TestFlushAtIsASynonymOfSize(t *testing.T) {
+	srv := newRecorder(t, nil)
+	c, _ := newTestClient(t, srv.URL)
+	c.FlushAt = 2
+	c.Size = 50 // FlushAt wins when both are set
+	for range 2 {
+		if err := c.Identify(&Identify{UserId: "u"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "a batch of 2", func() bool { return len(srv.requests()) == 1 })
+	if n := len(srv.requests()[0].decode(t).Batch); n != 2 {
+		t.Fatalf("batch has %d messages, want 2", n)
+	}
+}
+
+func TestSizeOneSendsEveryCallImmediately(t *testing.T) {
+	srv := newRecorder(t, nil)
+	c, _ := newTestClient(t, srv.URL)
+	c.Size = 1
+	for i := range 3 {
+		if err := c.Track(&Track{UserId: "u", Event: "e"}); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "an immediate upload", func() bool { return len(srv.requests()) == i+1 })
+	}
+	for _, r := range srv.requests() {
+		if n := len(r.decode(t).Batch); n != 1 {
+			t.Fatalf("batch of %d, want 1", n)
+		}
+	}
+}
+
+func TestFlushesWhenIntervalPasses(t *testing.T) {
+	srv := newRecorder(t, nil)
+	c, _ := newTestClient(t, srv.URL)
+	c.Interval = 10 * time.Millisecond
+	if err := c.Track(&Track{UserId: "u", Event: "e"}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a flush by interval", func() bool { return len(srv.requests()) == 1 })
+	if err := c.Track(&Track{UserId: "u", Event: "again"}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a second flush by interval", func() bool { return len(srv.requests()) == 2 })
+}
+
+func TestFlushAfterIsASynonymOfInterval(t *testing.T) {
+	srv := newRecorder(t, nil)
+	c, _ := newTestClient(t, srv.URL)
+	c.Interval = time.Hour
+	c.FlushAfter = 10 * time.Millisecond // FlushAfter wins when both are set
+	if err := c.Track(&Track{UserId: "u", Event: "e"}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a flush by FlushAfter", func() bool { return len(srv.requests()) == 1 })
+}
+
+func TestSettingsResolveSynonymsAndDefaults(t *testing.T) {
+	counts := []struct{ flushAt, size, want int }{
+		{0, 0, 20}, {0, 20, 20}, {0, 7, 7}, {9, 0, 9}, {9, 7, 9}, {-1, -1, 20}, {1, 250, 1}, {0, 5000, 2500},
+	}
+	for _, tc := range counts {
+		if got := flushCount(tc.flushAt, tc.size); got != tc.want {
+			t.Errorf("flushCount(FlushAt=%d, Size=%d) = %d, want %d", tc.flushAt, tc.size, got, tc.want)
+		}
+	}
+	s, h := time.Second, time.Hour
+	intervals := []struct{ after, interval, want time.Duration }{
+		{0, 0, 5 * s}, {0, h, h}, {s, h, s}, {s, 0, s}, {-s, -s, 5 * s},
+	}
+	for _, tc := range intervals {
+		if got := flushInterval(tc.after, tc.interval); got != tc.want {
+			t.Errorf("flushInterval(FlushAfter=%v, Interval=%v) = %v, want %v", tc.after, tc.interval, got, tc.want)
+		}
+	}
+
+	c := New("k")
+	if c.Endpoint != "http://localhost:8088" || c.Size != 20 || c.Interval != 5*time.Second || c.Logger == nil {
+		t.Fatalf("New's defaults: %+v", c)
+	}
+	cfg := (&Client{Endpoint: "http://h:1/"}).settings()
+	if cfg.url != "http://h:1/v1/batch" || cfg.flushAt != 20 || cfg.flushAfter != 5*time.Second ||
+		cfg.maxQueued != 10000 || cfg.closeTimeout != 10*time.Second || cfg.logger == nil || cfg.http.Timeout <= 0 {
+		t.Fatalf("zero-value settings: %+v", cfg)
+	}
+	if cfg := (&Client{}).settings(); cfg.url != "http://localhost:8088/v1/batch" {
+		t.Fatalf("empty Endpoint resolves to %q", cfg.url)
+	}
+}
+
+func TestFlushesBeforeABatchWouldPass500KB(t *testing.T) {
+	srv := newRecorder(t, nil)
+	c, _ := newTestClient(t, srv.URL)
+	c.Size = 1000
+	const n = 40 // 40 × 30000 bytes: more than two full batches
+	for range n {
+		if err := c.Track(padded(t, 30000)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "flushes by size before Close", func() bool { return len(srv.requests()) >= 2 })
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for _, r := range srv.requests() {
+		if len(r.body) > maxBatchBytes {
+			t.Fatalf("batch of %d bytes passes the limit", len(r.body))
+		}
+		total += len(r.decode(t).Batch)
+	}
+	if total != n {
+		t.Fatalf("delivered %d messages, want %d", total, n)
+	}
+}
+
+func TestCloseFlushesEverything(t *testing.T) {
+	srv := newRecorder(t, nil)
+	c, _ := newTestClient(t, srv.URL)
+	c.Size = 100
+	for range 5 {
+		if err := c.Group(&Group{UserId: "u", GroupId: "g"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(srv.requests()) != 0 {
+		t.Fatal("flushed before Close")
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if reqs := srv.requests(); len(reqs) != 1 || len(reqs[0].decode(t).Batch) != 5 {
+		t.Fatalf("want one batch of 5 on Close, got %d requests", len(reqs))
+	}
+}
+
+func TestBatchRequestShape(t *testing.T) {
+	srv := newRecorder(t, nil)
+	c, _ := newTestClient(t, srv.URL)
+	c.Endpoint = srv.URL + "/" // a trailing slash is tolerated
+	if err := c.Alias(&Alias{UserId: "new", PreviousId: "old"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	reqs := srv.requests()
+	if len(reqs) != 1 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	r := reqs[0]
+	if r.method != "POST" || r.path != "/v1/batch" {
+		t.Fatalf("%s %s", r.method, r.path)
+	}
+	if got := r.header.Get("User-Agent"); got != "analytics-go (version: 2.1.0)" {
+		t.Fatalf("User-Agent %q", got)
+	}
+	if got := r.header.Get("Content-Type"); got != "application/json" {
+		t.Fatalf("Content-Type %q", got)
+	}
+	// Basic auth: the write key as username, an empty password.
+	if got := r.header.Get("Authorization"); got != "Basic dGVzdC13cml0ZS1rZXk6" {
+		t.Fatalf("Authorization %q", got)
+	}
+	if !strings.HasPrefix(string(r.body), `{"batch":[{"previousId":"old","userId":"new","type":"alias","messageId":"`) {
+		t.Fatalf("body %s", r.body)
+	}
+	b := r.decode(t)
+	lib, _ := b.Context["library"].(map[string]interface{})
+	if lib["name"] != "analytics-go" || lib["version"] != "2.1.0" {
+		t.Fatalf("context %v", b.Context)
+	}
+	if len(b.MessageId) != 36 || b.MessageId == b.Batch[0]["messageId"] {
+		t.Fatalf("batch messageId %q", b.MessageId)
+	}
+	if _, err := time.Parse(time.RFC3339Nano, b.SentAt); err != nil {
+		t.Fatalf("sentAt %q: %v", b.SentAt, err)
+	}
+}

@@ -1,0 +1,121 @@
+package analytics
+
+import (
+	"log"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+func TestDebugEnvTurnsOnLogging(t *testing.T) {
+	t.Setenv("DEBUG", "analytics")
+	srv := newRecorder(t, nil)
+	c, logs := newTestClient(t, srv.URL)
+	if err := c.Track(&Track{UserId: "u", Event: "e"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	out := logs.String()
+	for _, want := range []string{"buffered message (1/20", "closing: flushing 1 queued messages", "delivered batch of 1 messages"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("log lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestVerboseTurnsOnLogging(t *testing.T) {
+	t.Setenv("DEBUG", "")
+	srv := newRecorder(t, func(n int, _ http.ResponseWriter) int {
+		if n == 0 {
+			return 500
+		}
+		return 200
+	})
+	c, logs := newTestClient(t, srv.URL)
+	c.Verbose = true
+	c.Size = 1
+	if err := c.Track(&Track{UserId: "u", Event: "e"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	out := logs.String()
+	for _, want := range []string{"FlushAt reached", "attempt 1 failed, retrying", "in 2 attempt(s)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("log lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestQuietByDefaultButFailuresAreLogged(t *testing.T) {
+	t.Setenv("DEBUG", "")
+	ok := newRecorder(t, nil)
+	c, logs := newTestClient(t, ok.URL)
+	if err := c.Track(&Track{UserId: "u", Event: "e"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if out := logs.String(); out != "" {
+		t.Fatalf("a successful run logged:\n%s", out)
+	}
+
+	bad := newRecorder(t, func(int, http.ResponseWriter) int { return 400 })
+	c, logs = newTestClient(t, bad.URL)
+	if err := c.Track(&Track{UserId: "u", Event: "e"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if out := logs.String(); !strings.Contains(out, "failed to deliver batch") || strings.Count(out, "\n") != 1 {
+		t.Fatalf("want exactly one failure line, got:\n%s", out)
+	}
+}
+
+func TestLogsNeverContainTheWriteKey(t *testing.T) {
+	t.Setenv("DEBUG", "analytics")
+	srv := newRecorder(t, func(int, http.ResponseWriter) int { return 503 })
+	c, logs := newTestClient(t, srv.URL)
+	c.tune.maxAttempts = 2
+	if err := c.Track(&Track{UserId: "u", Event: "e"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if out := logs.String(); out == "" || strings.Contains(out, testKey) {
+		t.Fatalf("log is empty or contains the write key:\n%s", out)
+	}
+}
+
+func TestDebugValues(t *testing.T) {
+	for v, want := range map[string]bool{
+		"analytics": true, "*": true, "http,analytics": true, "foo analytics": true, "analytics:*": true,
+		"": false, "analytics-go": false, "http": false, "ANALYTICS": false,
+	} {
+		if got := debugEnabled(v); got != want {
+			t.Errorf("debugEnabled(%q) = %v, want %v", v, got, want)
+		}
+	}
+}
+
+func TestNilLoggerFallsBackToStandardError(t *testing.T) {
+	srv := newRecorder(t, nil)
+	c, _ := newTestClient(t, srv.URL)
+	c.Logger = nil
+	if err := c.Track(&Track{UserId: "u", Event: "e"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var _ *log.Logger = c.cfg.logger
+	if c.cfg.logger == nil {
+		t.Fatal("no logger")
+	}
+}
