@@ -112,3 +112,50 @@ async fn notify_starts_the_first_attempt_without_waiting_for_the_poll() {
     rx.wait_for(1, WAIT).await;
     engine.stop().await;
 }
+
+#[tokio::test]
+async fn unreachable_endpoint_is_retried_as_a_connection_error() {
+    let (_dir, store) = new_store().await;
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        format!("http://{addr}/hook")
+    };
+    let dest = destination(&store, "d1", vec![url(&closed)], None, true).await;
+    let config = sluice_delivery::DeliveryConfig {
+        retry_window: Duration::from_millis(300),
+        ..fast_config()
+    };
+    let engine = Running::start(store.clone(), config);
+    append(&store, &[track("m-1")], &[&dest]).await;
+    engine.handle.notify();
+    let dead = wait_state(&store, "m-1", DeliveryState::Dead).await;
+    assert!(
+        dead.attempts >= 2,
+        "connection errors are retried: {dead:?}"
+    );
+    let log = attempts(&store, dead.id).await;
+    assert!(
+        log.iter().all(|a| a.status.is_none()
+            && a.error
+                .as_deref()
+                .is_some_and(|e| e.starts_with("connection error"))),
+        "{log:?}"
+    );
+    engine.stop().await;
+}
+
+#[tokio::test]
+async fn response_body_is_kept_only_up_to_the_cap() {
+    let (_dir, store) = new_store().await;
+    let rx = Receiver::start().await;
+    rx.set_default(Reply::status(200).body(&"x".repeat(64 * 1024)));
+    let dest = destination(&store, "d1", vec![url(&rx.url())], None, true).await;
+    let engine = Running::start(store.clone(), fast_config());
+    append(&store, &[track("m-1")], &[&dest]).await;
+    engine.handle.notify();
+    let done = wait_state(&store, "m-1", DeliveryState::Succeeded).await;
+    let log = attempts(&store, done.id).await;
+    assert_eq!(log[0].response.as_deref().map(str::len), Some(4096));
+    engine.stop().await;
+}
