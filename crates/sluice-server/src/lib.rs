@@ -158,12 +158,10 @@ pub async fn run(
 }
 
 /// A future that completes once the watch flips to true (or its sender is gone).
-fn wait_for(mut rx: watch::Receiver<bool>) -> impl Future<Output = ()> + Send + 'static {
-    async move {
-        while !*rx.borrow_and_update() {
-            if rx.changed().await.is_err() {
-                return;
-            }
+async fn wait_for(mut rx: watch::Receiver<bool>) {
+    while !*rx.borrow_and_update() {
+        if rx.changed().await.is_err() {
+            return;
         }
     }
 }

@@ -21,7 +21,6 @@ impl Announce for Quiet {
 pub struct TestServer {
     pub base: String,
     pub http: Client,
-    pub config: Config,
     _dir: Option<tempfile::TempDir>,
     stop: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<Result<(), sluice_server::ServerError>>>,
@@ -29,9 +28,11 @@ pub struct TestServer {
 
 /// A default config for tests: fresh data dir, fixed token, fast delivery.
 pub fn test_config(dir: &std::path::Path) -> Config {
-    let mut config = Config::default();
-    config.data_dir = dir.to_path_buf();
-    config.admin_token = Some(ADMIN_TOKEN.into());
+    let mut config = Config {
+        data_dir: dir.to_path_buf(),
+        admin_token: Some(ADMIN_TOKEN.into()),
+        ..Config::default()
+    };
     config.storage.synchronous = "normal".into();
     config.delivery.timeout_ms = 1_000;
     config.delivery.backoff_base_ms = 50;
@@ -53,10 +54,9 @@ impl TestServer {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("addr");
         let (stop, stopped) = oneshot::channel::<()>();
-        let cfg = config.clone();
         let task = tokio::spawn(async move {
             sluice_server::run(
-                cfg,
+                config,
                 listener,
                 async {
                     let _ = stopped.await;
@@ -71,16 +71,14 @@ impl TestServer {
                 .timeout(Duration::from_secs(10))
                 .build()
                 .expect("client"),
-            config,
             _dir: None,
             stop: Some(stop),
             task: Some(task),
         };
         for _ in 0..200 {
-            if let Ok(r) = server.http.get(server.url("/ready")).send().await {
-                if r.status() == 200 {
-                    return server;
-                }
+            let ready = server.http.get(server.url("/ready")).send().await;
+            if ready.is_ok_and(|r| r.status() == 200) {
+                return server;
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
         }

@@ -46,10 +46,9 @@ impl Sluice {
     pub async fn wait_ready(&self) {
         let http = reqwest::Client::new();
         for _ in 0..500 {
-            if let Ok(r) = http.get(format!("{}/ready", self.base)).send().await {
-                if r.status() == 200 {
-                    return;
-                }
+            let ready = http.get(format!("{}/ready", self.base)).send().await;
+            if ready.is_ok_and(|r| r.status() == 200) {
+                return;
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
