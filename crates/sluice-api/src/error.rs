@@ -3,7 +3,8 @@
 //! Every error body has the shape `{"success":false,"code":"…","message":"…"}`
 //! (segment-analytics-python reads `code` and `message` from every non-200
 //! answer and fails without them). Internal failures are logged here and
-//! reach clients only as `internal` / `unavailable`, never with their text.
+//! reach clients only as `unavailable` (503, retry later), never with their
+//! text.
 
 use axum::Json;
 use axum::http::StatusCode;

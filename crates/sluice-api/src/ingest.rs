@@ -131,10 +131,17 @@ fn client_ip(headers: &HeaderMap, peer: SocketAddr, trust_forwarded_for: bool) -
 pub async fn project_settings(
     State(app): State<Arc<AppState>>,
     Path(key): Path<String>,
+    headers: HeaderMap,
 ) -> ApiResult<Json<Value>> {
     authorize(&app, &key)?;
+    // Point the browser library back at the host it fetched settings from,
+    // so it does not fall back to Segment's own API host.
+    let api_host = headers
+        .get(axum::http::header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .map(|h| format!("{h}/v1"));
     Ok(Json(json!({
-        "integrations": {"Segment.io": {"apiKey": key, "unbundledIntegrations": [], "addBundledMetadata": true}},
+        "integrations": {"Segment.io": {"apiKey": key, "apiHost": api_host, "unbundledIntegrations": [], "addBundledMetadata": true}},
         "plan": {"track": {"__default": {"enabled": true, "integrations": {}}}, "identify": {"__default": {"enabled": true}}, "group": {"__default": {"enabled": true}}},
         "enabledMiddleware": {},
         "metrics": {"sampleRate": 0},

@@ -82,8 +82,14 @@ pub fn router(app: Arc<AppState>) -> Router {
         .allow_credentials(true)
         .max_age(Duration::from_secs(24 * 3600));
     let collection = Router::new()
-        .route("/v1/{kind}", post(ingest::collect))
-        .route("/v1/projects/{key}/settings", get(ingest::project_settings))
+        .route(
+            "/v1/{kind}",
+            post(ingest::collect).fallback(method_not_allowed),
+        )
+        .route(
+            "/v1/projects/{key}/settings",
+            get(ingest::project_settings).fallback(method_not_allowed),
+        )
         .layer(cors);
     Router::new()
         .merge(collection)
@@ -92,11 +98,28 @@ pub fn router(app: Arc<AppState>) -> Router {
         .route("/ready", get(ready))
         .route("/metrics", get(metrics_text))
         .fallback(|| async { ApiError::not_found("route") })
+        .method_not_allowed_fallback(|| async {
+            ApiError::new(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "method_not_allowed",
+                "method not allowed on this route",
+            )
+        })
         .layer(from_fn_with_state(
             app.metrics.clone(),
             metrics::track_requests,
         ))
         .with_state(app)
+}
+
+/// A 405 in the JSON error shape. Installed per route, inside the CORS
+/// layer, so that preflight `OPTIONS` requests still reach CORS.
+pub async fn method_not_allowed() -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        "method not allowed on this route",
+    )
 }
 
 async fn ready(State(app): State<Arc<AppState>>) -> impl IntoResponse {

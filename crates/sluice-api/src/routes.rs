@@ -6,6 +6,7 @@
 //! the database arrive within the refresh interval.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
 use sluice_store::{Store, StoreError, keys};
@@ -25,6 +26,11 @@ pub struct SourceRoute {
 
 #[derive(Debug, Default)]
 struct Snapshot {
+    /// Which reload built this snapshot. Reloads can overlap (the timer and
+    /// an admin change); a reload that read the store earlier must never
+    /// replace one that read it later, or a just-created source would vanish
+    /// until the next refresh.
+    generation: u64,
     by_key_hash: HashMap<String, Arc<SourceRoute>>,
 }
 
@@ -33,6 +39,7 @@ struct Snapshot {
 pub struct RouteTable {
     store: Arc<dyn Store>,
     current: Arc<RwLock<Arc<Snapshot>>>,
+    generations: Arc<AtomicU64>,
 }
 
 impl RouteTable {
@@ -41,6 +48,7 @@ impl RouteTable {
         let table = RouteTable {
             store,
             current: Arc::new(RwLock::new(Arc::new(Snapshot::default()))),
+            generations: Arc::new(AtomicU64::new(0)),
         };
         table.reload().await?;
         Ok(table)
@@ -48,6 +56,7 @@ impl RouteTable {
 
     /// Rebuilds the snapshot from the store and swaps it in.
     pub async fn reload(&self) -> Result<(), StoreError> {
+        let generation = self.generations.fetch_add(1, Ordering::SeqCst) + 1;
         let sources = self.store.list_sources().await?;
         let destinations = self.store.list_destinations().await?;
         let mut by_key_hash = HashMap::with_capacity(sources.len());
@@ -65,10 +74,16 @@ impl RouteTable {
             };
             by_key_hash.insert(source.write_key_hash, Arc::new(route));
         }
-        let snapshot = Arc::new(Snapshot { by_key_hash });
-        match self.current.write() {
-            Ok(mut guard) => *guard = snapshot,
-            Err(poisoned) => *poisoned.into_inner() = snapshot,
+        let snapshot = Arc::new(Snapshot {
+            generation,
+            by_key_hash,
+        });
+        let mut guard = match self.current.write() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if guard.generation < generation {
+            *guard = snapshot;
         }
         Ok(())
     }

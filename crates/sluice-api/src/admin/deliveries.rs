@@ -14,6 +14,11 @@ use super::extract::{OptionalJsonObject, Params, opt_field};
 use crate::AppState;
 use crate::error::{ApiError, ApiResult};
 
+/// Delivery ids are integers; anything else is a 404 in the JSON shape.
+fn delivery_id(raw: &str) -> ApiResult<i64> {
+    raw.parse().map_err(|_| ApiError::not_found("delivery"))
+}
+
 fn filter(params: &Params) -> ApiResult<DeliveryFilter> {
     let state = match params.str("state") {
         None => None,
@@ -60,7 +65,11 @@ pub async fn list_for_destination(
 }
 
 /// `GET /api/v1/deliveries/{id}`: the delivery and every attempt, oldest first.
-pub async fn get(State(app): State<Arc<AppState>>, Path(id): Path<i64>) -> ApiResult<Json<Value>> {
+pub async fn get(
+    State(app): State<Arc<AppState>>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    let id = delivery_id(&id)?;
     let delivery = app
         .store
         .get_delivery(id)
@@ -71,6 +80,8 @@ pub async fn get(State(app): State<Arc<AppState>>, Path(id): Path<i64>) -> ApiRe
 }
 
 /// `POST /api/v1/deliveries/{id}/replay`: one dead delivery back to pending.
+/// Deliveries are addressed by (destination, messageId), the receivers'
+/// dedup key, so a client that reused a messageId replays all of them.
 pub async fn replay_one(
     State(app): State<Arc<AppState>>,
     Path(id): Path<i64>,

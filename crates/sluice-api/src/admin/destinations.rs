@@ -7,7 +7,7 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use serde_json::{Map, Value, json};
-use sluice_store::{Destination, DestinationPatch, NewDestination, keys};
+use sluice_store::{Destination, DestinationPatch, NewDestination, StoreError, keys};
 
 use super::extract::{JsonObject, opt_field, required_name};
 use super::webhook_settings;
@@ -84,7 +84,11 @@ pub async fn create(
         settings,
         source_ids: source_ids(&body)?.unwrap_or_default(),
     };
-    let dest = app.store.create_destination(new).await?;
+    let dest = app
+        .store
+        .create_destination(new)
+        .await
+        .map_err(unknown_source)?;
     app.config_changed().await?;
     Ok((StatusCode::CREATED, Json(view(&dest))))
 }
@@ -134,7 +138,8 @@ pub async fn update(
     let dest = app
         .store
         .update_destination(&id, patch)
-        .await?
+        .await
+        .map_err(unknown_source)?
         .ok_or_else(|| ApiError::not_found("destination"))?;
     app.config_changed().await?;
     Ok(Json(view(&dest)))
@@ -149,6 +154,17 @@ pub async fn delete(
     }
     app.config_changed().await?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// The store reports a connection to a missing source as not found; to the
+/// client that is an invalid `source_ids` entry.
+fn unknown_source(e: StoreError) -> ApiError {
+    match e {
+        StoreError::NotFound(what) => {
+            ApiError::invalid("source_ids", format!("{what} does not exist"))
+        }
+        other => other.into(),
+    }
 }
 
 pub(super) async fn find(app: &AppState, id: &str) -> ApiResult<Destination> {

@@ -58,6 +58,7 @@ pub fn router(app: Arc<AppState>) -> Router<Arc<AppState>> {
         .route("/deliveries", get(deliveries::list))
         .route("/deliveries/{id}", get(deliveries::get))
         .route("/deliveries/{id}/replay", post(deliveries::replay_one))
+        .method_not_allowed_fallback(crate::method_not_allowed)
         .layer(from_fn_with_state(app, require_admin))
 }
 

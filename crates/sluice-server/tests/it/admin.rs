@@ -234,3 +234,52 @@ async fn events_survive_a_restart() {
         200
     );
 }
+
+#[tokio::test]
+async fn wrong_methods_and_malformed_ids_answer_in_the_json_error_shape() {
+    let s = TestServer::start().await;
+    let r = s.http.get(s.url("/v1/track")).send().await.unwrap();
+    assert_eq!(r.status(), 405);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["code"], json!("method_not_allowed"));
+    let (status, body) = s.admin(Method::GET, "/deliveries/not-a-number", None).await;
+    assert_eq!((status, body["code"].clone()), (404, json!("not_found")));
+    let (status, body) = s
+        .admin(
+            Method::POST,
+            "/destinations",
+            Some(json!({"name": "d", "source_ids": ["src_nope"]})),
+        )
+        .await;
+    assert_eq!(
+        (status, body["code"].clone()),
+        (400, json!("invalid_field"))
+    );
+    assert!(body["message"].as_str().unwrap().starts_with("source_ids:"));
+}
+
+#[tokio::test]
+async fn browser_settings_point_back_at_sluice() {
+    let s = TestServer::start().await;
+    let (_, key) = s.source("web").await;
+    let r = s
+        .http
+        .get(s.url(&format!("/v1/projects/{key}/settings")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let body: Value = r.json().await.unwrap();
+    let host = s.base.trim_start_matches("http://");
+    assert_eq!(
+        body["integrations"]["Segment.io"]["apiHost"],
+        json!(format!("{host}/v1"))
+    );
+    let r = s
+        .http
+        .get(s.url("/v1/projects/wrong-key/settings"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401);
+}
