@@ -2,6 +2,7 @@
 //!
 //! One trait, [`Store`], is all the rest of Sluice sees. Backends:
 //! - [`sqlite`] (feature `sqlite`, default): embedded, zero setup, single node.
+//! - [`postgres`] (feature `postgres`): one shared database, several nodes.
 //!
 //! Modules:
 //! - [`types`]: the records kept and the requests taken.
@@ -16,6 +17,8 @@
 pub mod conformance;
 pub mod error;
 pub mod keys;
+#[cfg(feature = "postgres")]
+pub mod postgres;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
 pub mod types;
@@ -25,6 +28,8 @@ use chrono::{DateTime, Utc};
 use std::time::Duration;
 
 pub use error::StoreError;
+#[cfg(feature = "postgres")]
+pub use postgres::{PostgresConfig, PostgresStore};
 #[cfg(feature = "sqlite")]
 pub use sqlite::{SqliteConfig, SqliteStore, Synchronous};
 pub use types::*;

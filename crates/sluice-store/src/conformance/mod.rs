@@ -57,6 +57,7 @@ macro_rules! conformance_tests {
             replay_moves_dead_deliveries_back_with_a_fresh_window,
             list_deliveries_filters_and_pages_newest_first,
             prune_deletes_finished_old_events_and_keeps_pending_work,
+            seqs_and_delivery_ids_are_never_reused_after_prune,
         );
     };
     (@each $fresh:expr; $($check:ident),* $(,)?) => {

@@ -72,3 +72,45 @@ pub async fn prune_deletes_finished_old_events_and_keeps_pending_work(store: Sha
     assert_eq!(ids, vec!["old_pending"], "pending work survives retention");
     assert_eq!(store.prune(at(50)).await.expect("prune again"), 0);
 }
+
+pub async fn seqs_and_delivery_ids_are_never_reused_after_prune(store: Shared) {
+    append(
+        &store,
+        "src_a",
+        at(0),
+        vec![event("m1", &["dst_1"]), event("m2", &["dst_1"])],
+    )
+    .await;
+    let due = store
+        .claim_due(at(1), 10, crate::DEFAULT_LEASE)
+        .await
+        .expect("claim");
+    let reports = due
+        .iter()
+        .map(|d| report(d.delivery_id, 1, at(1), 200, Outcome::Succeeded))
+        .collect();
+    store.report(reports).await.expect("report");
+    let max_seq = due.iter().map(|d| d.event_seq).max().expect("claimed");
+    let max_id = due.iter().map(|d| d.delivery_id).max().expect("claimed");
+
+    store.prune(at(1000)).await.expect("prune");
+    append(&store, "src_a", at(2000), vec![event("m3", &["dst_1"])]).await;
+    let newest = store
+        .claim_due(at(2000), 10, crate::DEFAULT_LEASE)
+        .await
+        .expect("claim");
+    let m3 = newest
+        .iter()
+        .find(|d| d.message_id == "m3")
+        .expect("m3 is due");
+    assert!(
+        m3.event_seq > max_seq,
+        "seq {} reused (max was {max_seq})",
+        m3.event_seq
+    );
+    assert!(
+        m3.delivery_id > max_id,
+        "delivery id {} reused (max was {max_id})",
+        m3.delivery_id
+    );
+}

@@ -137,10 +137,16 @@ pub(super) fn replay(
 /// Deletes up to `chunk` events received before `before` that have no
 /// pending delivery, with their deliveries and attempts. Returns how many
 /// events were deleted; fewer than `chunk` means nothing is left to prune.
+///
+/// The newest event and the event of the newest delivery are always kept:
+/// seqs and delivery ids are rowids (max + 1), so keeping the maximum rows
+/// is what guarantees they are never handed out twice.
 pub(super) fn prune_chunk(conn: &Connection, before: DateTime<Utc>, chunk: u32) -> Result<u64> {
     let seqs = conn
         .prepare_cached(
             "SELECT e.seq FROM events e WHERE e.received_at < ?1
+               AND e.seq < (SELECT max(seq) FROM events)
+               AND e.seq IS NOT (SELECT event_seq FROM deliveries ORDER BY id DESC LIMIT 1)
                AND NOT EXISTS (SELECT 1 FROM deliveries d
                                WHERE d.event_seq = e.seq AND d.state = 'pending')
              LIMIT ?2",

@@ -26,7 +26,9 @@
 //!   `destination_sources`, `events`, `deliveries`, `attempts`, `usage`
 //!   (see `schema.rs`). Times are integer unix milliseconds, UTC.
 //! - `<path>-wal`, `<path>-shm`: SQLite's write-ahead log and its index,
-//!   created by SQLite with the database's permissions.
+//!   created by SQLite with the database's permissions. A background thread
+//!   checkpoints the WAL into the database after commits (see
+//!   `checkpoint.rs`), keeping that work and its fsync off the writer.
 //! - The schema version is SQLite's `user_version`; migrations run at open.
 //!
 //! # Recovery
@@ -37,6 +39,7 @@
 //! drains queued writes before stopping; dropping the store without closing
 //! lets the writer thread finish queued jobs on its own.
 
+mod checkpoint;
 mod config;
 mod deliveries;
 mod delivery;
@@ -55,6 +58,7 @@ use std::sync::Arc;
 pub use config::{SqliteConfig, Synchronous};
 
 use crate::{Result, StoreError};
+use checkpoint::Checkpointer;
 use pool::ReadPool;
 use writer::{GroupLimits, Writer};
 
@@ -72,16 +76,17 @@ impl SqliteStore {
         let opened = tokio::task::spawn_blocking(move || -> Result<_> {
             prepare_file(&config.path)?;
             let conn = schema::open_writer(&config)?;
-            Ok((conn, config))
+            let checkpoint_conn = schema::open_checkpointer(&config)?;
+            Ok((conn, checkpoint_conn, config))
         })
         .await
         .map_err(|e| StoreError::Backend(format!("open task: {e}")))??;
-        let (conn, config) = opened;
+        let (conn, checkpoint_conn, config) = opened;
         let limits = GroupLimits {
             max_weight: config.max_group_events.max(1),
             max_jobs: config.max_group_jobs.max(1),
         };
-        let writer = Writer::spawn(conn, limits)?;
+        let writer = Writer::spawn(conn, Checkpointer::spawn(checkpoint_conn)?, limits)?;
         let readers = Arc::new(ReadPool::new(
             config.path.clone(),
             config.busy_timeout,

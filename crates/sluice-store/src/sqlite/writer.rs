@@ -17,6 +17,7 @@ use std::thread::JoinHandle;
 use rusqlite::Connection;
 use tokio::sync::{mpsc, oneshot};
 
+use super::checkpoint::Checkpointer;
 use crate::{Result, StoreError};
 
 /// How many jobs may wait for the writer before callers wait to enqueue.
@@ -43,12 +44,17 @@ enum Msg {
 }
 
 impl Writer {
-    /// Starts the writer thread owning `conn`.
-    pub(super) fn spawn(conn: Connection, limits: GroupLimits) -> Result<Writer> {
+    /// Starts the writer thread owning `conn`; it nudges `checkpointer`
+    /// after commits and stops it on exit.
+    pub(super) fn spawn(
+        conn: Connection,
+        checkpointer: Checkpointer,
+        limits: GroupLimits,
+    ) -> Result<Writer> {
         let (queue, rx) = mpsc::channel(QUEUE_DEPTH);
         let thread = std::thread::Builder::new()
             .name("sluice-sqlite-writer".into())
-            .spawn(move || writer_loop(conn, rx, limits))
+            .spawn(move || writer_loop(conn, rx, checkpointer, limits))
             .map_err(|e| StoreError::Backend(format!("spawn writer thread: {e}")))?;
         Ok(Writer {
             queue,
@@ -146,7 +152,12 @@ where
     }
 }
 
-fn writer_loop(conn: Connection, mut rx: mpsc::Receiver<Msg>, limits: GroupLimits) {
+fn writer_loop(
+    conn: Connection,
+    mut rx: mpsc::Receiver<Msg>,
+    checkpointer: Checkpointer,
+    limits: GroupLimits,
+) {
     let mut group: Vec<Box<dyn Job>> = Vec::new();
     while let Some(first) = rx.blocking_recv() {
         let mut closing = false;
@@ -164,21 +175,25 @@ fn writer_loop(conn: Connection, mut rx: mpsc::Receiver<Msg>, limits: GroupLimit
                 next = rx.try_recv().ok();
             }
         }
-        commit_group(&conn, &mut group);
+        if commit_group(&conn, &mut group) {
+            checkpointer.nudge();
+        }
         if closing {
             // Refuse new jobs; the loop still drains what is queued.
             rx.close();
         }
     }
+    checkpointer.stop();
     if let Err(e) = conn.execute_batch("PRAGMA optimize") {
         tracing::warn!(error = %e, "sqlite optimize at close failed");
     }
 }
 
-/// Runs `group` in one transaction and answers every job.
-fn commit_group(conn: &Connection, group: &mut Vec<Box<dyn Job>>) {
+/// Runs `group` in one transaction and answers every job; returns whether
+/// it committed.
+fn commit_group(conn: &Connection, group: &mut Vec<Box<dyn Job>>) -> bool {
     if group.is_empty() {
-        return;
+        return false;
     }
     let committed = run_group(conn, group).map_err(|e| {
         tracing::error!(error = %e, jobs = group.len(), "sqlite group commit failed");
@@ -189,6 +204,7 @@ fn commit_group(conn: &Connection, group: &mut Vec<Box<dyn Job>>) {
     for job in group.drain(..) {
         job.finish(committed.as_ref().map(|_| ()).map_err(String::as_str));
     }
+    committed.is_ok()
 }
 
 fn run_group(conn: &Connection, group: &mut [Box<dyn Job>]) -> rusqlite::Result<()> {

@@ -1,6 +1,8 @@
 //! Integration tests of the SQLite backend: the shared conformance suite and
 //! the SQLite-specific behaviour (files, reopening, migrations, grouping).
 
+#[cfg(feature = "postgres")]
+mod postgres;
 mod sqlite;
 
 mod conformance {

@@ -1,0 +1,99 @@
+//! How to open a [`super::PostgresStore`].
+
+use std::time::Duration;
+
+use crate::{Result, StoreError};
+
+/// Settings of the shared PostgreSQL backend.
+#[derive(Debug, Clone)]
+pub struct PostgresConfig {
+    /// A libpq-style URL, e.g. `postgres://sluice:pw@db.internal:5432/sluice`.
+    /// Key-value strings (`host=... dbname=...`) are accepted too.
+    pub url: String,
+    /// Connections kept in the pool (at least 2: the ingest writer holds one
+    /// while it commits a group; reads and other writes use the rest).
+    pub pool_size: usize,
+    /// The schema holding Sluice's tables; `None` uses the server's
+    /// `search_path` (normally `public`). Set it to share one database with
+    /// other applications, or to give each test its own tables. Created when
+    /// missing. Letters, digits and `_` only.
+    pub schema: Option<String>,
+    /// How long a caller waits for a free pooled connection or a new one.
+    pub connect_timeout: Duration,
+    /// Upper bound on the events written by one group commit. Bounds the
+    /// latency a single group adds to everyone queued behind it.
+    pub max_group_events: usize,
+    /// Upper bound on the calls folded into one group commit.
+    pub max_group_jobs: usize,
+}
+
+impl PostgresConfig {
+    /// Defaults for the database at `url`: 16 connections, default schema,
+    /// 10 s connect timeout, groups of up to 8192 events or 1024 calls.
+    pub fn new(url: impl Into<String>) -> Self {
+        PostgresConfig {
+            url: url.into(),
+            pool_size: 16,
+            schema: None,
+            connect_timeout: Duration::from_secs(10),
+            max_group_events: 8192,
+            max_group_jobs: 1024,
+        }
+    }
+
+    /// The schema name, checked: it is spliced into SQL (`CREATE SCHEMA`,
+    /// `search_path`), where identifiers cannot be bound as parameters.
+    pub(super) fn checked_schema(&self) -> Result<Option<&str>> {
+        let Some(schema) = self.schema.as_deref() else {
+            return Ok(None);
+        };
+        let mut chars = schema.chars();
+        let valid_start = chars
+            .next()
+            .is_some_and(|c| c.is_ascii_lowercase() || c == '_');
+        let valid_rest = chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+        if valid_start && valid_rest && schema.len() <= 63 {
+            Ok(Some(schema))
+        } else {
+            Err(StoreError::Backend(format!(
+                "invalid schema name {schema:?}: use 1-63 lowercase letters, digits and '_', \
+                 not starting with a digit"
+            )))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_schema(schema: &str) -> PostgresConfig {
+        PostgresConfig {
+            schema: Some(schema.into()),
+            ..PostgresConfig::new("postgres://localhost/sluice")
+        }
+    }
+
+    #[test]
+    fn plain_lowercase_schema_names_are_accepted() {
+        let config = with_schema("sluice_t_01");
+        assert_eq!(config.checked_schema().ok().flatten(), Some("sluice_t_01"));
+    }
+
+    #[test]
+    fn schema_names_that_need_quoting_are_refused() {
+        for bad in [
+            "",
+            "1abc",
+            "Sluice",
+            "a-b",
+            "a\"; DROP TABLE x; --",
+            &"a".repeat(64),
+        ] {
+            assert!(
+                with_schema(bad).checked_schema().is_err(),
+                "{bad:?} accepted"
+            );
+        }
+    }
+}

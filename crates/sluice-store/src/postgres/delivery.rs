@@ -1,0 +1,243 @@
+//! The delivery workers' side: leasing due work and recording attempts.
+//!
+//! Several nodes run workers against one database. `claim_due` locks the
+//! rows it leases with `FOR UPDATE SKIP LOCKED`: two nodes claiming at the
+//! same instant each skip the rows the other is leasing, so a delivery is
+//! never handed to two workers; once committed, `lease_until` keeps it from
+//! everyone until the lease ends or a report releases it.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use deadpool_postgres::{Client, Transaction};
+
+use super::rows::{backend, big, get, ms, opt_time, unsigned};
+use crate::{Attempt, AttemptReport, DueDelivery, Outcome, Result};
+
+/// Leases up to `limit` due deliveries, oldest due first, in one statement.
+/// The CTE is `MATERIALIZED` so the locking subquery runs exactly once.
+pub(super) async fn claim_due(
+    client: &Client,
+    now: DateTime<Utc>,
+    limit: u32,
+    lease: Duration,
+) -> Result<Vec<DueDelivery>> {
+    let now_ms = ms(now);
+    let lease_until = now_ms.saturating_add(big(lease.as_millis()));
+    let stmt = client
+        .prepare_cached(
+            "WITH due AS MATERIALIZED (
+                 SELECT id FROM deliveries
+                 WHERE state = 'pending' AND next_attempt_at <= $1
+                   AND (lease_until IS NULL OR lease_until <= $1)
+                 ORDER BY next_attempt_at, id
+                 LIMIT $2
+                 FOR UPDATE SKIP LOCKED
+             )
+             UPDATE deliveries d SET lease_until = $3
+             FROM due, events e
+             WHERE d.id = due.id AND e.seq = d.event_seq
+             RETURNING d.id, d.destination_id, d.event_seq, e.message_id, e.body, d.attempts,
+                       d.first_attempt_at, d.next_attempt_at",
+        )
+        .await
+        .map_err(backend)?;
+    let rows = client
+        .query(&stmt, &[&now_ms, &i64::from(limit), &lease_until])
+        .await
+        .map_err(backend)?;
+    let mut due = rows
+        .iter()
+        .map(|row| {
+            let next: i64 = get(row, 7)?;
+            let delivery = DueDelivery {
+                delivery_id: get(row, 0)?,
+                destination_id: get(row, 1)?,
+                event_seq: get(row, 2)?,
+                message_id: get(row, 3)?,
+                event_body: get(row, 4)?,
+                attempts: unsigned(row, 5)?,
+                first_attempt_at: opt_time(row, 6)?,
+            };
+            Ok((next, delivery))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    // RETURNING has no defined order; hand work out oldest due first.
+    due.sort_by_key(|(next, d)| (*next, d.delivery_id));
+    Ok(due.into_iter().map(|(_, d)| d).collect())
+}
+
+/// When the earliest pending delivery may be claimed: the minimum over
+/// pending rows of `max(next_attempt_at, lease_until)`. Split in two so both
+/// halves walk `deliveries_due` in order and stop early: the first unleased
+/// (or lease-expired-before-due) row, and the lease ends of the leased rows
+/// due before it, which are only the in-flight ones.
+pub(super) async fn next_due(client: &Client) -> Result<Option<DateTime<Utc>>> {
+    let stmt = client
+        .prepare_cached(
+            "WITH free AS (
+                 SELECT min(next_attempt_at) AS t FROM deliveries
+                 WHERE state = 'pending' AND next_attempt_at IS NOT NULL
+                   AND (lease_until IS NULL OR lease_until <= next_attempt_at)
+             )
+             SELECT LEAST(
+                 (SELECT t FROM free),
+                 (SELECT min(d.lease_until) FROM deliveries d, free
+                  WHERE d.state = 'pending' AND d.lease_until > d.next_attempt_at
+                    AND (free.t IS NULL OR d.next_attempt_at < free.t)))",
+        )
+        .await
+        .map_err(backend)?;
+    let row = client.query_one(&stmt, &[]).await.map_err(backend)?;
+    opt_time(&row, 0)
+}
+
+/// One report's effect on its delivery, as bound arrays' elements.
+struct Effect {
+    id: i64,
+    at: i64,
+    state: &'static str,
+    next_attempt_at: Option<i64>,
+    error: Option<String>,
+}
+
+fn effect(r: &AttemptReport) -> Effect {
+    let (state, next_attempt_at, error) = match &r.outcome {
+        Outcome::Succeeded => ("succeeded", None, None),
+        Outcome::Retry { at } => ("pending", Some(ms(*at)), last_error(&r.attempts)),
+        Outcome::Dead { error } => ("dead", None, Some(error.clone())),
+        Outcome::Discarded { reason } => ("discarded", None, Some(reason.clone())),
+    };
+    Effect {
+        id: r.delivery_id,
+        at: ms(r.at),
+        state,
+        next_attempt_at,
+        error,
+    }
+}
+
+/// Records each report in one transaction: one more attempt round, the lease
+/// released, the outcome, the attempts. A report for a delivery no longer
+/// pending (discarded while in flight) keeps its attempts but does not change
+/// the state; a report for an unknown (pruned) delivery is ignored.
+///
+/// Reports for distinct deliveries go in one multi-row `UPDATE ... FROM
+/// UNNEST`; a batch naming a delivery twice is applied one report at a time
+/// (a join would apply only one of the duplicates).
+pub(super) async fn report(client: &mut Client, reports: &[AttemptReport]) -> Result<()> {
+    if reports.is_empty() {
+        return Ok(());
+    }
+    let tx = client.transaction().await.map_err(backend)?;
+    let mut seen = HashSet::new();
+    if reports.iter().all(|r| seen.insert(r.delivery_id)) {
+        apply(&tx, reports).await?;
+    } else {
+        for r in reports {
+            apply(&tx, std::slice::from_ref(r)).await?;
+        }
+    }
+    tx.commit().await.map_err(backend)
+}
+
+async fn apply(tx: &Transaction<'_>, reports: &[AttemptReport]) -> Result<()> {
+    let effects: Vec<Effect> = reports.iter().map(effect).collect();
+    let ids: Vec<i64> = effects.iter().map(|e| e.id).collect();
+    let ats: Vec<i64> = effects.iter().map(|e| e.at).collect();
+    let states: Vec<&str> = effects.iter().map(|e| e.state).collect();
+    let nexts: Vec<Option<i64>> = effects.iter().map(|e| e.next_attempt_at).collect();
+    let errors: Vec<Option<&str>> = effects.iter().map(|e| e.error.as_deref()).collect();
+    let stmt = tx
+        .prepare_cached(
+            "UPDATE deliveries d SET
+                 attempts = d.attempts + 1,
+                 lease_until = NULL,
+                 first_attempt_at = COALESCE(d.first_attempt_at, u.at),
+                 updated_at = u.at,
+                 state = CASE WHEN d.state = 'pending' THEN u.state ELSE d.state END,
+                 next_attempt_at = CASE WHEN d.state = 'pending' THEN u.next
+                                        ELSE d.next_attempt_at END,
+                 last_error = CASE WHEN d.state = 'pending' THEN COALESCE(u.err, d.last_error)
+                                   ELSE d.last_error END
+             FROM UNNEST($1::bigint[], $2::bigint[], $3::text[], $4::bigint[], $5::text[])
+                  AS u(id, at, state, next, err)
+             WHERE d.id = u.id
+             RETURNING d.id",
+        )
+        .await
+        .map_err(backend)?;
+    let rows = tx
+        .query(&stmt, &[&ids, &ats, &states, &nexts, &errors])
+        .await
+        .map_err(backend)?;
+    let known = rows
+        .iter()
+        .map(|r| get::<i64>(r, 0))
+        .collect::<Result<HashSet<_>>>()?;
+    let (delivery_ids, attempts): (Vec<i64>, Vec<&Attempt>) = reports
+        .iter()
+        .filter(|r| known.contains(&r.delivery_id))
+        .flat_map(|r| r.attempts.iter().map(move |a| (r.delivery_id, a)))
+        .unzip();
+    insert_attempts(tx, &delivery_ids, &attempts).await
+}
+
+/// One multi-row insert; rows leave `UNNEST` in array order, so attempt ids
+/// (the listing order) follow the order of the report.
+async fn insert_attempts(
+    tx: &Transaction<'_>,
+    delivery_ids: &[i64],
+    attempts: &[&Attempt],
+) -> Result<()> {
+    if attempts.is_empty() {
+        return Ok(());
+    }
+    let numbers: Vec<i64> = attempts.iter().map(|a| i64::from(a.attempt)).collect();
+    let ats: Vec<i64> = attempts.iter().map(|a| ms(a.at)).collect();
+    let urls: Vec<&str> = attempts.iter().map(|a| a.url.as_str()).collect();
+    let statuses: Vec<Option<i32>> = attempts.iter().map(|a| a.status.map(i32::from)).collect();
+    let errors: Vec<Option<&str>> = attempts.iter().map(|a| a.error.as_deref()).collect();
+    let latencies: Vec<i64> = attempts.iter().map(|a| big(a.latency_ms)).collect();
+    let responses: Vec<Option<&str>> = attempts.iter().map(|a| a.response.as_deref()).collect();
+    let stmt = tx
+        .prepare_cached(
+            "INSERT INTO attempts (delivery_id, attempt, at, url, status, error, latency_ms,
+                                   response)
+             SELECT * FROM UNNEST($1::bigint[], $2::bigint[], $3::bigint[], $4::text[],
+                                  $5::integer[], $6::text[], $7::bigint[], $8::text[])",
+        )
+        .await
+        .map_err(backend)?;
+    tx.execute(
+        &stmt,
+        &[
+            &delivery_ids,
+            &numbers,
+            &ats,
+            &urls,
+            &statuses,
+            &errors,
+            &latencies,
+            &responses,
+        ],
+    )
+    .await
+    .map_err(backend)?;
+    Ok(())
+}
+
+/// What went wrong in the last failed attempt, for the delivery's summary:
+/// the transport error, else the HTTP status. URLs are left out since they
+/// may carry credentials.
+fn last_error(attempts: &[Attempt]) -> Option<String> {
+    attempts
+        .iter()
+        .rev()
+        .find_map(|a| match (&a.error, a.status) {
+            (Some(e), _) => Some(e.clone()),
+            (None, Some(status)) if !(200..300).contains(&status) => Some(format!("HTTP {status}")),
+            _ => None,
+        })
+}

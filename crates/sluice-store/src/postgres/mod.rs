@@ -1,0 +1,104 @@
+//! The shared PostgreSQL backend: several Sluice nodes, one database.
+//!
+//! # Invariants
+//! - **Commit before answer.** Every write, `append` included, returns only
+//!   after its transaction has committed on the server; durability is then
+//!   the server's (`synchronous_commit`, replication) — keep the defaults.
+//! - **Outbox.** One `append` writes its events, one pending delivery per
+//!   (event, destination) due at `received_at`, and the source's usage
+//!   counters for that UTC day, in one transaction.
+//! - **Group commit.** A writer task folds concurrent `append` calls into one
+//!   transaction of four multi-row statements (`UNNEST` of arrays), however
+//!   many requests and events it holds (see `writer.rs`, `ingest.rs`). A
+//!   failing request is retried alone, so it never fails its neighbours.
+//! - **One transaction per operation** for everything else, on a pooled
+//!   connection (`deadpool-postgres`), each at READ COMMITTED, with row locks
+//!   where a read decides a write (patches, destination ↔ source links).
+//! - **Leases, not locks.** `claim_due` stamps `lease_until`; a delivery whose
+//!   worker (or whole node) died is handed out again once its lease ends.
+//!
+//! # Tables
+//! `meta`, `sources`, `destinations`, `destination_sources`, `events`,
+//! `deliveries`, `attempts`, `usage`, plus `schema_migrations` (see
+//! `schema.rs`). Times are `bigint` unix milliseconds, UTC, as in SQLite;
+//! event bodies are `text`, kept byte for byte. They live in
+//! [`PostgresConfig::schema`] when set, else on the `search_path`.
+//!
+//! # Several nodes
+//! - **Start-up.** Migrations run in one transaction behind
+//!   `pg_advisory_xact_lock`: nodes starting together apply them once.
+//! - **Claims.** `claim_due` picks rows `FOR UPDATE SKIP LOCKED` and leases
+//!   them in the same statement: two nodes never hand out the same delivery,
+//!   and neither waits for the other.
+//! - **Crashes.** A node that dies mid-delivery leaves leases behind; any
+//!   node claims that work once `lease_until` passes (60 s by default). A
+//!   delivery may then be attempted twice (at-least-once), never lost.
+//! - **Configuration.** Sources and destinations live in the database; each
+//!   node's routing table is re-read every few seconds (`sluice-server`'s
+//!   refresh interval), so a change made through one node reaches the others
+//!   within that interval.
+//! - **Retention.** Every node may prune: candidates are locked `SKIP
+//!   LOCKED`, so pruners split the work instead of colliding.
+//!
+//! # Recovery
+//! Nothing to do by hand: PostgreSQL keeps exactly the committed
+//! transactions. [`PostgresStore::close`] commits queued appends before
+//! closing the pool; dropping the store without closing lets the writer
+//! finish queued appends on its own.
+
+mod config;
+mod deliveries;
+mod delivery;
+mod destinations;
+mod ingest;
+mod rows;
+mod schema;
+mod sources;
+mod store_impl;
+mod writer;
+
+pub use config::PostgresConfig;
+
+use deadpool_postgres::{Object, Pool};
+
+use crate::Result;
+use writer::{GroupLimits, Writer};
+
+/// The PostgreSQL implementation of [`crate::Store`].
+pub struct PostgresStore {
+    pool: Pool,
+    writer: Writer,
+}
+
+impl PostgresStore {
+    /// Connects, brings the schema up to date and starts the ingest writer.
+    /// Fails when the server cannot be reached within
+    /// [`PostgresConfig::connect_timeout`].
+    pub async fn open(config: PostgresConfig) -> Result<PostgresStore> {
+        let pool = schema::pool(&config)?;
+        schema::migrate(&pool, config.checked_schema()?).await?;
+        let limits = GroupLimits {
+            max_events: config.max_group_events.max(1),
+            max_jobs: config.max_group_jobs.max(1),
+        };
+        let writer = Writer::spawn(pool.clone(), limits);
+        tracing::info!(
+            schema = config.schema.as_deref().unwrap_or("<search_path>"),
+            pool_size = config.pool_size,
+            "postgres store open"
+        );
+        Ok(PostgresStore { pool, writer })
+    }
+
+    /// Commits every queued append, stops the writer and closes the pool.
+    /// Calls made afterwards fail with [`crate::StoreError::Closed`].
+    pub async fn close(&self) {
+        self.writer.close().await;
+        self.pool.close();
+    }
+
+    /// A pooled connection; `Closed` once the store is closed.
+    async fn client(&self) -> Result<Object> {
+        self.pool.get().await.map_err(rows::pool_error)
+    }
+}

@@ -1,0 +1,101 @@
+//! Conversions between PostgreSQL values and store records, and error mapping.
+//!
+//! Times are `bigint` unix milliseconds (UTC), as in the SQLite backend: the
+//! same truncation everywhere, ordered, and no time-zone conversions. Counters
+//! and attempt numbers are `bigint` too, so every Rust integer maps to `i64`.
+
+use chrono::{DateTime, Utc};
+use tokio_postgres::Row;
+use tokio_postgres::error::SqlState;
+
+use crate::StoreError;
+
+/// A driver error as a [`StoreError::Backend`], with the server's message
+/// when there is one (the driver's own text is just "db error").
+pub(super) fn backend(e: tokio_postgres::Error) -> StoreError {
+    match e.as_db_error() {
+        Some(db) => StoreError::Backend(format!("postgres {}: {}", db.code().code(), db.message())),
+        None => StoreError::Backend(format!("postgres: {e}")),
+    }
+}
+
+/// Maps a uniqueness violation to `Conflict(what)`, anything else to `Backend`.
+pub(super) fn conflict_or_backend(e: tokio_postgres::Error, what: impl Into<String>) -> StoreError {
+    if e.code() == Some(&SqlState::UNIQUE_VIOLATION) {
+        StoreError::Conflict(what.into())
+    } else {
+        backend(e)
+    }
+}
+
+/// A pool error: `Closed` once the store is closed, else `Backend`.
+pub(super) fn pool_error(e: deadpool_postgres::PoolError) -> StoreError {
+    match e {
+        deadpool_postgres::PoolError::Closed => StoreError::Closed,
+        deadpool_postgres::PoolError::Backend(e) => backend(e),
+        other => StoreError::Backend(format!("postgres pool: {other}")),
+    }
+}
+
+/// Stored JSON (destination settings) that does not parse.
+pub(super) fn json_error(e: serde_json::Error) -> StoreError {
+    StoreError::Backend(format!("stored JSON: {e}"))
+}
+
+/// Unix milliseconds of `t`.
+pub(super) fn ms(t: DateTime<Utc>) -> i64 {
+    t.timestamp_millis()
+}
+
+/// `t` truncated to what the store keeps, so returned records equal stored ones.
+pub(super) fn truncate(t: DateTime<Utc>) -> DateTime<Utc> {
+    DateTime::from_timestamp_millis(ms(t)).unwrap_or(t)
+}
+
+fn to_time(idx: usize, millis: i64) -> Result<DateTime<Utc>, StoreError> {
+    DateTime::from_timestamp_millis(millis).ok_or_else(|| {
+        StoreError::Backend(format!("column {idx}: timestamp {millis} ms out of range"))
+    })
+}
+
+/// Reads a column, mapping a type mismatch to `Backend`.
+pub(super) fn get<'a, T: tokio_postgres::types::FromSql<'a>>(
+    row: &'a Row,
+    idx: usize,
+) -> Result<T, StoreError> {
+    row.try_get(idx).map_err(backend)
+}
+
+/// Reads a non-null millisecond column as a time.
+pub(super) fn time(row: &Row, idx: usize) -> Result<DateTime<Utc>, StoreError> {
+    to_time(idx, get(row, idx)?)
+}
+
+/// Reads a nullable millisecond column as an optional time.
+pub(super) fn opt_time(row: &Row, idx: usize) -> Result<Option<DateTime<Utc>>, StoreError> {
+    get::<Option<i64>>(row, idx)?
+        .map(|m| to_time(idx, m))
+        .transpose()
+}
+
+/// Reads a non-negative `bigint` as `u64`, `u32`, ... (counters, attempt numbers).
+pub(super) fn unsigned<T: TryFrom<i64>>(row: &Row, idx: usize) -> Result<T, StoreError> {
+    let v: i64 = get(row, idx)?;
+    T::try_from(v).map_err(|_| StoreError::Backend(format!("column {idx}: {v} out of range")))
+}
+
+/// `YYYY-MM-DD` of `t` in UTC: the usage counters' day.
+pub(super) fn day(t: DateTime<Utc>) -> String {
+    t.format("%Y-%m-%d").to_string()
+}
+
+/// A caller's limit as a SQL `LIMIT` value: `0` means no limit, and
+/// PostgreSQL reads `LIMIT NULL` as no limit.
+pub(super) fn sql_limit(limit: u32) -> Option<i64> {
+    (limit > 0).then_some(i64::from(limit))
+}
+
+/// A count or size as `bigint`, saturating (it never is near the bound).
+pub(super) fn big(n: impl TryInto<i64>) -> i64 {
+    n.try_into().unwrap_or(i64::MAX)
+}

@@ -1,0 +1,214 @@
+//! Versioned migrations and the connection pool.
+//!
+//! Migrations are append-only: a released entry of [`MIGRATIONS`] is never
+//! edited; a change is a new entry. Applied versions are rows of
+//! `schema_migrations`. All pending migrations run in ONE transaction that
+//! first takes a transaction-scoped advisory lock, so nodes starting together
+//! queue behind each other: the first applies, the others then find nothing
+//! to do. PostgreSQL DDL is transactional, so a failed migration leaves no
+//! trace.
+
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
+use tokio_postgres::NoTls;
+use tokio_postgres::config::SslMode;
+
+use super::config::PostgresConfig;
+use super::rows::{backend, get, pool_error};
+use crate::{Result, StoreError};
+
+/// Version 1. Notes on choices:
+/// - Times are `bigint` unix milliseconds, as in the SQLite backend.
+/// - `events.body` is `text`, not `jsonb`: the body must come back byte for
+///   byte (signatures are computed over it); `jsonb` reorders keys.
+/// - `events.seq` draws from a named sequence so the writer can reserve a
+///   block of seqs for a group in one round trip; sequences never hand out a
+///   value twice, so cursors in URLs are never reused after retention.
+/// - `deliveries_due` is partial (pending only): it stays as small as the
+///   backlog and serves `claim_due` and `next_due` in index order.
+/// - Ids and days are `COLLATE "C"`: byte order, as Rust sorts, whatever
+///   the database's locale (and cheaper to compare).
+/// - No foreign keys: integrity is kept by the operations, which keeps the
+///   ingest path free of per-row lookups (same as SQLite).
+const V1: &str = r#"
+CREATE TABLE meta (
+    key   text PRIMARY KEY,
+    value text NOT NULL
+);
+CREATE TABLE sources (
+    id             text COLLATE "C" PRIMARY KEY,
+    name           text NOT NULL,
+    enabled        boolean NOT NULL,
+    write_key_hash text NOT NULL UNIQUE,
+    write_key_hint text NOT NULL,
+    created_at     bigint NOT NULL,
+    updated_at     bigint NOT NULL
+);
+CREATE TABLE destinations (
+    id         text COLLATE "C" PRIMARY KEY,
+    name       text NOT NULL,
+    kind       text NOT NULL,
+    enabled    boolean NOT NULL,
+    settings   text NOT NULL,
+    created_at bigint NOT NULL,
+    updated_at bigint NOT NULL
+);
+CREATE TABLE destination_sources (
+    destination_id text COLLATE "C" NOT NULL,
+    source_id      text COLLATE "C" NOT NULL,
+    PRIMARY KEY (destination_id, source_id)
+);
+CREATE INDEX destination_sources_source ON destination_sources (source_id);
+CREATE SEQUENCE events_seq;
+CREATE TABLE events (
+    seq         bigint PRIMARY KEY DEFAULT nextval('events_seq'),
+    source_id   text COLLATE "C" NOT NULL,
+    message_id  text COLLATE "C" NOT NULL,
+    event_type  text NOT NULL,
+    received_at bigint NOT NULL,
+    body        text NOT NULL
+);
+ALTER SEQUENCE events_seq OWNED BY events.seq;
+CREATE INDEX events_source_seq ON events (source_id, seq);
+CREATE INDEX events_message_id ON events (message_id);
+CREATE INDEX events_received_at ON events (received_at);
+CREATE TABLE deliveries (
+    id               bigserial PRIMARY KEY,
+    event_seq        bigint NOT NULL,
+    destination_id   text COLLATE "C" NOT NULL,
+    source_id        text COLLATE "C" NOT NULL,
+    state            text NOT NULL,
+    attempts         bigint NOT NULL DEFAULT 0,
+    next_attempt_at  bigint,
+    lease_until      bigint,
+    first_attempt_at bigint,
+    last_error       text,
+    updated_at       bigint NOT NULL
+);
+CREATE INDEX deliveries_due ON deliveries (next_attempt_at, id) WHERE state = 'pending';
+CREATE INDEX deliveries_dead ON deliveries (id) WHERE state = 'dead';
+CREATE INDEX deliveries_destination ON deliveries (destination_id, id);
+CREATE INDEX deliveries_event ON deliveries (event_seq);
+CREATE TABLE attempts (
+    id          bigserial PRIMARY KEY,
+    delivery_id bigint NOT NULL,
+    attempt     bigint NOT NULL,
+    at          bigint NOT NULL,
+    url         text NOT NULL,
+    status      integer,
+    error       text,
+    latency_ms  bigint NOT NULL,
+    response    text
+);
+CREATE INDEX attempts_delivery ON attempts (delivery_id, id);
+CREATE TABLE usage (
+    source_id text COLLATE "C" NOT NULL,
+    day       text COLLATE "C" NOT NULL,
+    api_calls bigint NOT NULL,
+    events    bigint NOT NULL,
+    PRIMARY KEY (source_id, day)
+);
+"#;
+
+/// Every migration, oldest first; version `n` is entry `n - 1`.
+const MIGRATIONS: &[(&str, &str)] = &[("initial schema", V1)];
+
+/// First key of the migration advisory lock ("SLUI"); the second is a hash
+/// of the schema, so separate schemas migrate independently.
+const MIGRATION_LOCK: i32 = 0x534c_5549;
+
+/// Builds the pool. Connections are made lazily; each one starts with
+/// `search_path` set to the configured schema.
+pub(super) fn pool(config: &PostgresConfig) -> Result<Pool> {
+    let mut pg: tokio_postgres::Config = config
+        .url
+        .parse()
+        .map_err(|e| StoreError::Backend(format!("postgres URL: {e}")))?;
+    if pg.get_ssl_mode() == SslMode::Require {
+        return Err(StoreError::Backend(
+            "postgres URL asks for sslmode=require, but this build connects without TLS; \
+             see docs/postgres.md"
+                .into(),
+        ));
+    }
+    if let Some(schema) = config.checked_schema()? {
+        let options = match pg.get_options() {
+            Some(given) => format!("{given} -c search_path={schema}"),
+            None => format!("-c search_path={schema}"),
+        };
+        pg.options(&options);
+    }
+    if pg.get_application_name().is_none() {
+        pg.application_name("sluice");
+    }
+    pg.connect_timeout(config.connect_timeout);
+    let manager = Manager::from_config(
+        pg,
+        NoTls,
+        ManagerConfig {
+            recycling_method: RecyclingMethod::Fast,
+        },
+    );
+    Pool::builder(manager)
+        .max_size(config.pool_size.max(2))
+        .runtime(Runtime::Tokio1)
+        .wait_timeout(Some(config.connect_timeout))
+        .create_timeout(Some(config.connect_timeout))
+        .build()
+        .map_err(|e| StoreError::Backend(format!("postgres pool: {e}")))
+}
+
+/// Brings the schema up to date. Refuses a database migrated by a newer
+/// Sluice: running old code on a new schema could corrupt it.
+pub(super) async fn migrate(pool: &Pool, schema: Option<&str>) -> Result<()> {
+    let mut client = pool.get().await.map_err(pool_error)?;
+    let tx = client.transaction().await.map_err(backend)?;
+    let lock_name = schema.unwrap_or("<search_path>");
+    tx.execute(
+        "SELECT pg_advisory_xact_lock($1, hashtext($2))",
+        &[&MIGRATION_LOCK, &lock_name],
+    )
+    .await
+    .map_err(backend)?;
+    if let Some(schema) = schema {
+        // The name was checked by `PostgresConfig::checked_schema`.
+        tx.batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {schema}"))
+            .await
+            .map_err(backend)?;
+    }
+    tx.batch_execute(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (
+             version    integer PRIMARY KEY,
+             name       text NOT NULL,
+             applied_at timestamptz NOT NULL DEFAULT now()
+         )",
+    )
+    .await
+    .map_err(backend)?;
+    let row = tx
+        .query_one(
+            "SELECT COALESCE(max(version), 0) FROM schema_migrations",
+            &[],
+        )
+        .await
+        .map_err(backend)?;
+    let current: i32 = get(&row, 0)?;
+    let known = i32::try_from(MIGRATIONS.len()).unwrap_or(i32::MAX);
+    if current > known {
+        return Err(StoreError::Backend(format!(
+            "database schema is at version {current}, newer than this Sluice knows ({known}); \
+             upgrade Sluice"
+        )));
+    }
+    let applied = usize::try_from(current).unwrap_or(0);
+    for (version, (name, sql)) in (1..).zip(MIGRATIONS.iter()).skip(applied) {
+        tx.batch_execute(sql).await.map_err(backend)?;
+        tx.execute(
+            "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)",
+            &[&version, name],
+        )
+        .await
+        .map_err(backend)?;
+        tracing::info!(version, name, "postgres migration applied");
+    }
+    tx.commit().await.map_err(backend)
+}

@@ -1,0 +1,148 @@
+//! [`Store`] for [`PostgresStore`]: appends go to the group-commit writer;
+//! everything else takes a pooled connection. Each method is a thin hop to
+//! the function doing the work.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+
+use super::rows::truncate;
+use super::{PostgresStore, deliveries, delivery, destinations, ingest, sources};
+use crate::{
+    AppendRequest, Attempt, AttemptReport, DeliveryFilter, DeliveryRecord, Destination,
+    DestinationPatch, DueDelivery, NewDestination, NewSource, Result, Source, SourcePatch, Store,
+    StoredEvent, UsageDay,
+};
+
+/// Events deleted per retention transaction, so pruning a large backlog
+/// never holds locks (and so other nodes' work) for long.
+const PRUNE_CHUNK: u32 = 2000;
+
+/// The current time as the store keeps it (milliseconds).
+fn now() -> DateTime<Utc> {
+    truncate(Utc::now())
+}
+
+#[async_trait]
+impl Store for PostgresStore {
+    async fn get_meta(&self, key: &str) -> Result<Option<String>> {
+        sources::get_meta(&self.client().await?, key).await
+    }
+
+    async fn put_meta_if_absent(&self, key: &str, value: &str) -> Result<String> {
+        sources::put_meta_if_absent(&self.client().await?, key, value).await
+    }
+
+    async fn create_source(&self, new: NewSource) -> Result<Source> {
+        sources::create_source(&self.client().await?, new, now()).await
+    }
+
+    async fn list_sources(&self) -> Result<Vec<Source>> {
+        sources::list_sources(&self.client().await?).await
+    }
+
+    async fn get_source(&self, id: &str) -> Result<Option<Source>> {
+        sources::get_source(&self.client().await?, id).await
+    }
+
+    async fn get_source_by_key_hash(&self, hash: &str) -> Result<Option<Source>> {
+        sources::get_source_by_key_hash(&self.client().await?, hash).await
+    }
+
+    async fn update_source(&self, id: &str, patch: SourcePatch) -> Result<Option<Source>> {
+        sources::update_source(&mut self.client().await?, id, patch, now()).await
+    }
+
+    async fn delete_source(&self, id: &str) -> Result<bool> {
+        sources::delete_source(&mut self.client().await?, id).await
+    }
+
+    async fn create_destination(&self, new: NewDestination) -> Result<Destination> {
+        destinations::create_destination(&mut self.client().await?, new, now()).await
+    }
+
+    async fn list_destinations(&self) -> Result<Vec<Destination>> {
+        destinations::list_destinations(&mut self.client().await?).await
+    }
+
+    async fn get_destination(&self, id: &str) -> Result<Option<Destination>> {
+        destinations::get_destination(&mut self.client().await?, id).await
+    }
+
+    async fn update_destination(
+        &self,
+        id: &str,
+        patch: DestinationPatch,
+    ) -> Result<Option<Destination>> {
+        destinations::update_destination(&mut self.client().await?, id, patch, now()).await
+    }
+
+    async fn delete_destination(&self, id: &str) -> Result<bool> {
+        destinations::delete_destination(&mut self.client().await?, id, now()).await
+    }
+
+    async fn append(&self, request: AppendRequest) -> Result<()> {
+        self.writer.append(request).await
+    }
+
+    async fn recent_events(
+        &self,
+        source_id: &str,
+        before_seq: Option<i64>,
+        limit: u32,
+    ) -> Result<Vec<StoredEvent>> {
+        ingest::recent_events(&self.client().await?, source_id, before_seq, limit).await
+    }
+
+    async fn usage(&self, source_id: &str, from: &str, to: &str) -> Result<Vec<UsageDay>> {
+        ingest::usage(&self.client().await?, source_id, from, to).await
+    }
+
+    async fn claim_due(
+        &self,
+        now: DateTime<Utc>,
+        limit: u32,
+        lease: Duration,
+    ) -> Result<Vec<DueDelivery>> {
+        delivery::claim_due(&self.client().await?, now, limit, lease).await
+    }
+
+    async fn next_due(&self) -> Result<Option<DateTime<Utc>>> {
+        delivery::next_due(&self.client().await?).await
+    }
+
+    async fn report(&self, reports: Vec<AttemptReport>) -> Result<()> {
+        delivery::report(&mut self.client().await?, &reports).await
+    }
+
+    async fn list_deliveries(&self, filter: &DeliveryFilter) -> Result<Vec<DeliveryRecord>> {
+        deliveries::list_deliveries(&self.client().await?, filter).await
+    }
+
+    async fn get_delivery(&self, id: i64) -> Result<Option<DeliveryRecord>> {
+        deliveries::get_delivery(&self.client().await?, id).await
+    }
+
+    async fn list_attempts(&self, delivery_id: i64) -> Result<Vec<Attempt>> {
+        deliveries::list_attempts(&self.client().await?, delivery_id).await
+    }
+
+    async fn replay(&self, filter: &DeliveryFilter, now: DateTime<Utc>) -> Result<u64> {
+        deliveries::replay(&self.client().await?, filter, now).await
+    }
+
+    /// Runs as a series of small transactions (each atomic) so a large
+    /// backlog never holds locks for long; an interrupted prune resumes cleanly.
+    async fn prune(&self, before: DateTime<Utc>) -> Result<u64> {
+        let mut total = 0;
+        loop {
+            let chunk =
+                deliveries::prune_chunk(&mut self.client().await?, before, PRUNE_CHUNK).await?;
+            total += chunk.deleted;
+            if chunk.taken < PRUNE_CHUNK as usize {
+                return Ok(total);
+            }
+        }
+    }
+}

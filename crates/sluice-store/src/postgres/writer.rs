@@ -1,0 +1,157 @@
+//! The ingest writer and its group commit.
+//!
+//! One tokio task takes `append` calls from a channel. It drains every call
+//! already queued (up to the configured bounds), writes them all in ONE
+//! transaction with multi-row statements (see `ingest::append_batch`),
+//! commits, and only then answers each caller. So:
+//! - a group costs one commit (one WAL flush on the server) and a fixed
+//!   handful of statements, shared by every caller in it;
+//! - no caller hears "ok" before its events are committed;
+//! - when a group fails before `COMMIT` (say one request carries a value the
+//!   server rejects), each request is retried alone, so one bad request never
+//!   fails its neighbours;
+//! - when `COMMIT` itself fails, the outcome is unknown and every caller in
+//!   the group hears the error (retrying could store events twice).
+//!
+//! Only ingest is grouped: administrative writes, claims and reports take
+//! their own pooled connection and transaction.
+
+use std::sync::Mutex;
+
+use deadpool_postgres::Pool;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+
+use super::ingest::{BatchError, append_batch};
+use crate::{AppendRequest, Result, StoreError};
+
+/// How many calls may wait for the writer before callers wait to enqueue.
+const QUEUE_DEPTH: usize = 4096;
+
+/// Bounds of one group commit.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct GroupLimits {
+    pub max_events: usize,
+    pub max_jobs: usize,
+}
+
+/// Handle to the writer task; cheap to call from many tasks.
+pub(super) struct Writer {
+    queue: mpsc::Sender<Msg>,
+    task: Mutex<Option<JoinHandle<()>>>,
+}
+
+struct Job {
+    request: AppendRequest,
+    reply: oneshot::Sender<Result<()>>,
+}
+
+enum Msg {
+    Append(Job),
+    /// Stop taking calls; finish the queued ones; exit.
+    Close,
+}
+
+impl Writer {
+    /// Starts the writer task on the current tokio runtime.
+    pub(super) fn spawn(pool: Pool, limits: GroupLimits) -> Writer {
+        let (queue, rx) = mpsc::channel(QUEUE_DEPTH);
+        let task = tokio::spawn(writer_loop(pool, rx, limits));
+        Writer {
+            queue,
+            task: Mutex::new(Some(task)),
+        }
+    }
+
+    /// Appends `request` in the next group and returns once it is committed.
+    pub(super) async fn append(&self, request: AppendRequest) -> Result<()> {
+        let (reply, answer) = oneshot::channel();
+        self.queue
+            .send(Msg::Append(Job { request, reply }))
+            .await
+            .map_err(|_| StoreError::Closed)?;
+        answer.await.map_err(|_| StoreError::Closed)?
+    }
+
+    /// Commits every queued call, then stops the task and waits for it.
+    /// Later calls fail with [`StoreError::Closed`].
+    pub(super) async fn close(&self) {
+        // A send error means the task is already gone: nothing to drain.
+        let _ = self.queue.send(Msg::Close).await;
+        let task = self
+            .task
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        if let Some(task) = task
+            && let Err(e) = task.await
+        {
+            tracing::error!(error = %e, "postgres writer task failed");
+        }
+    }
+}
+
+async fn writer_loop(pool: Pool, mut rx: mpsc::Receiver<Msg>, limits: GroupLimits) {
+    let mut group: Vec<Job> = Vec::new();
+    while let Some(first) = rx.recv().await {
+        let mut closing = false;
+        let mut events = 0;
+        let mut next = Some(first);
+        while let Some(msg) = next.take() {
+            match msg {
+                Msg::Append(job) => {
+                    events += job.request.events.len().max(1);
+                    group.push(job);
+                }
+                Msg::Close => closing = true,
+            }
+            if events < limits.max_events && group.len() < limits.max_jobs {
+                next = rx.try_recv().ok();
+            }
+        }
+        commit_group(&pool, &mut group).await;
+        if closing {
+            // Refuse new calls; the loop still drains what is queued.
+            rx.close();
+        }
+    }
+}
+
+/// Writes `group` in one transaction and answers every caller.
+async fn commit_group(pool: &Pool, group: &mut Vec<Job>) {
+    if group.is_empty() {
+        return;
+    }
+    let requests: Vec<&AppendRequest> = group.iter().map(|j| &j.request).collect();
+    let outcome = append_batch(pool, &requests).await;
+    match outcome {
+        Ok(()) => answer_all(group, || Ok(())),
+        Err(BatchError::Unknown(e)) => {
+            tracing::error!(error = %e, calls = group.len(), "postgres group commit failed");
+            let text = e.to_string();
+            answer_all(group, || Err(StoreError::Backend(text.clone())));
+        }
+        Err(BatchError::NotWritten(e)) if group.len() == 1 => {
+            if let Some(job) = group.pop() {
+                let _ = job.reply.send(Err(e));
+            }
+        }
+        Err(BatchError::NotWritten(e)) => {
+            tracing::warn!(error = %e, calls = group.len(), "postgres group failed; retrying calls one by one");
+            for job in group.drain(..) {
+                let alone = match append_batch(pool, &[&job.request]).await {
+                    Ok(()) => Ok(()),
+                    Err(BatchError::NotWritten(e) | BatchError::Unknown(e)) => Err(e),
+                };
+                // The caller may have given up waiting; its data is committed anyway.
+                let _ = job.reply.send(alone);
+            }
+        }
+    }
+}
+
+fn answer_all(group: &mut Vec<Job>, answer: impl Fn() -> Result<()>) {
+    for job in group.drain(..) {
+        let _ = job.reply.send(answer());
+    }
+}
