@@ -19,6 +19,11 @@
 //!   one consistent snapshot.
 //! - **Leases, not locks.** `claim_due` stamps `lease_until`; a delivery whose
 //!   worker died is handed out again once its lease ends.
+//! - **Ids only grow.** Event seqs and delivery ids are rowids (max + 1);
+//!   retention never deletes the newest event or the newest delivery, so no
+//!   id is ever handed out twice.
+//! - **Retention in slices.** `prune` deletes in transactions of a few
+//!   thousand events, so it never holds the writer (and ingest) for long.
 //!
 //! # On-disk layout
 //! - `<path>`: the database, mode `0600` on unix (it holds destination
@@ -32,9 +37,11 @@
 //! - The schema version is SQLite's `user_version`; migrations run at open.
 //!
 //! # Recovery
-//! Nothing to do by hand: on open SQLite replays committed WAL frames and
-//! drops uncommitted ones, so the database holds exactly the acknowledged
-//! writes. Deliveries leased by the previous process keep their
+//! Nothing to do by hand: on open SQLite keeps committed WAL frames and
+//! drops uncommitted ones, so the database holds every acknowledged write
+//! (plus, possibly, a last group that committed but whose callers died before
+//! hearing back: a client retry then stores a duplicate, which Segment's
+//! at-least-once contract allows). Deliveries leased by the previous process keep their
 //! `lease_until` and are claimed again once it passes. [`SqliteStore::close`]
 //! drains queued writes before stopping; dropping the store without closing
 //! lets the writer thread finish queued jobs on its own.
