@@ -96,7 +96,10 @@ pub trait Store: Send + Sync + 'static {
     ) -> Result<Vec<DueDelivery>>;
     /// When the earliest pending, unleased delivery falls due, if any.
     async fn next_due(&self) -> Result<Option<DateTime<Utc>>>;
-    /// Records attempts and the outcome, and releases the lease.
+    /// Records attempts and the outcome, and releases the lease. A report
+    /// with attempts counts one attempt round and starts the retry window if
+    /// it had not started; a report without attempts only hands the delivery
+    /// back (for example with `Outcome::Retry` when the worker is saturated).
     async fn report(&self, reports: Vec<AttemptReport>) -> Result<()>;
     async fn list_deliveries(&self, filter: &DeliveryFilter) -> Result<Vec<DeliveryRecord>>;
     async fn get_delivery(&self, id: i64) -> Result<Option<DeliveryRecord>>;

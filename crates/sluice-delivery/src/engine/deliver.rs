@@ -74,3 +74,17 @@ pub(super) fn discard(due: &DueDelivery, reason: &str) -> AttemptReport {
         },
     }
 }
+
+/// The report that hands a claimed delivery back without attempting it
+/// (its destination is saturated): no attempt is counted and it is due again
+/// after `after`, instead of waiting out its whole lease.
+pub(super) fn release(delivery_id: i64, after: std::time::Duration) -> AttemptReport {
+    let now = Utc::now();
+    let at = chrono::Duration::from_std(after).map_or(now, |d| now + d);
+    AttemptReport {
+        delivery_id,
+        at: now,
+        attempts: Vec::new(),
+        outcome: Outcome::Retry { at },
+    }
+}

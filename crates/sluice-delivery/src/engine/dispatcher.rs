@@ -19,6 +19,9 @@ use crate::sender::Sender;
 
 /// Shortest idle sleep, so a due time already in the past cannot spin.
 const MIN_IDLE: Duration = Duration::from_millis(5);
+/// How long a delivery handed back by a saturated destination waits before
+/// it can be claimed again.
+const RELEASE_DELAY: Duration = Duration::from_millis(100);
 
 /// One destination's share: its send slots and how many deliveries it holds
 /// (sending or waiting for a slot).
@@ -110,12 +113,21 @@ impl Dispatcher {
                 }
             };
             let full = claimed.len() == room;
+            let mut taken = 0;
             for due in claimed {
-                self.dispatch(due).await;
+                taken += usize::from(self.dispatch(due).await);
             }
             self.lanes
                 .retain(|_, lane| lane.held.load(Ordering::SeqCst) > 0);
-            if !full {
+            if full && taken == 0 {
+                // Everything due belongs to saturated destinations and was
+                // handed back: wait for a send to finish rather than spin.
+                tokio::select! {
+                    _ = self.freed.notified() => {}
+                    _ = tokio::time::sleep(RELEASE_DELAY) => {}
+                    _ = stop.changed() => {}
+                }
+            } else if !full {
                 let wait = self.idle_wait().await;
                 self.idle(&mut stop, wait).await;
             }
@@ -123,8 +135,9 @@ impl Dispatcher {
         self.drain().await;
     }
 
-    /// Routes one claimed delivery: discard, leave leased, or spawn its send.
-    async fn dispatch(&mut self, due: DueDelivery) {
+    /// Routes one claimed delivery: discard it, hand it back, or spawn its
+    /// send. Returns false when it was handed back (its destination is full).
+    async fn dispatch(&mut self, due: DueDelivery) -> bool {
         let dest = match self
             .cache
             .get(self.store.as_ref(), &due.destination_id)
@@ -135,16 +148,16 @@ impl Dispatcher {
                 let _ = self
                     .reports
                     .send(deliver::discard(&due, "destination deleted"));
-                return;
+                return true;
             }
             // Left leased: it is claimed again when the lease ends.
-            Lookup::Unavailable => return,
+            Lookup::Unavailable => return true,
         };
         if !dest.enabled {
             let _ = self
                 .reports
                 .send(deliver::discard(&due, "destination disabled"));
-            return;
+            return true;
         }
         let per_dest = self.config.concurrency_per_destination;
         let lane = self
@@ -156,11 +169,17 @@ impl Dispatcher {
             })
             .clone();
         if lane.held.load(Ordering::SeqCst) >= per_dest + self.config.max_queued_per_destination {
-            tracing::debug!(destination = %due.destination_id, "destination saturated; delivery waits for its lease");
-            return;
+            tracing::debug!(destination = %due.destination_id, "destination saturated; delivery handed back");
+            let _ = self
+                .reports
+                .send(deliver::release(due.delivery_id, RELEASE_DELAY));
+            return false;
         }
         let Ok(global) = self.global.clone().try_acquire_owned() else {
-            return;
+            let _ = self
+                .reports
+                .send(deliver::release(due.delivery_id, RELEASE_DELAY));
+            return false;
         };
         lane.held.fetch_add(1, Ordering::SeqCst);
         let claimed_at = Instant::now();
@@ -176,14 +195,23 @@ impl Dispatcher {
                 slot = lane.slots.clone().acquire_owned() => slot.ok(),
                 _ = stop.wait_for(|s| *s) => None,
             };
-            // Skip sends that would outlive the lease: another claim takes them.
-            if let Some(_slot) = slot.filter(|_| claimed_at.elapsed() < max_wait) {
-                let report = deliver::attempt(&sender, &policy, due, &dest).await;
-                let _ = reports.send(report);
+            // A send that would outlive the lease is handed back instead.
+            let id = due.delivery_id;
+            match slot {
+                Some(_slot) if claimed_at.elapsed() < max_wait => {
+                    let report = deliver::attempt(&sender, &policy, due, &dest).await;
+                    let _ = reports.send(report);
+                }
+                Some(_) => {
+                    let _ = reports.send(deliver::release(id, Duration::ZERO));
+                }
+                // Stopping: the lease brings it back after a restart.
+                None => {}
             }
             lane.held.fetch_sub(1, Ordering::SeqCst);
             freed.notify_one();
         });
+        true
     }
 
     /// How long to sleep: until the next due delivery, at most the poll interval.

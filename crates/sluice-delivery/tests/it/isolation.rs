@@ -47,3 +47,35 @@ async fn fast_destination_completes_while_another_hangs() {
     }
     engine.stop().await;
 }
+
+/// A destination at its concurrency limit hands extra deliveries back
+/// instead of sitting on their leases, so a backlog drains at the
+/// endpoint's pace and no attempt is counted for the wait.
+#[tokio::test]
+async fn saturated_destination_drains_its_backlog_without_waiting_for_leases() {
+    let (_dir, store) = new_store().await;
+    let slow = Receiver::start().await;
+    slow.set_default(sluice_testkit::Reply::status(200).delay(Duration::from_millis(50)));
+    let dest = destination(&store, "slow", vec![url(&slow.url())], None, true).await;
+    let config = DeliveryConfig {
+        timeout: Duration::from_secs(5),
+        // A lease far longer than the test: only hand-backs can make it pass.
+        lease: Duration::from_secs(600),
+        concurrency_per_destination: 1,
+        max_queued_per_destination: 0,
+        claim_batch: 16,
+        ..fast_config()
+    };
+    let engine = Running::start(store.clone(), config);
+    let events: Vec<_> = (0..10).map(|i| track(&format!("b-{i}"))).collect();
+    append(&store, &events, &[&dest]).await;
+    engine.handle.notify();
+
+    slow.wait_for(10, WAIT).await;
+    for i in 0..10 {
+        let d = wait_state(&store, &format!("b-{i}"), DeliveryState::Succeeded).await;
+        assert_eq!(d.attempts, 1, "waiting for a slot is not an attempt");
+    }
+    assert_eq!(slow.requests().len(), 10, "each delivered exactly once");
+    engine.stop().await;
+}

@@ -181,6 +181,37 @@ pub async fn report_retry_reschedules_and_keeps_the_first_attempt_time(store: Sh
     );
 }
 
+/// A worker that cannot take a claimed delivery now (its destination is
+/// saturated) hands it back: a report without attempts releases the lease
+/// and reschedules, without counting an attempt or starting the window.
+pub async fn report_without_attempts_releases_the_lease(store: Shared) {
+    append(&store, "src_a", at(0), vec![event("m1", &["dst_1"])]).await;
+    let due = claim_one(&store, 1).await;
+    let release = AttemptReport {
+        delivery_id: due.delivery_id,
+        at: at(1),
+        attempts: Vec::new(),
+        outcome: Outcome::Retry { at: at(2) },
+    };
+    store.report(vec![release]).await.expect("report");
+    let record = store
+        .get_delivery(due.delivery_id)
+        .await
+        .expect("get")
+        .expect("exists");
+    assert_eq!(record.state, DeliveryState::Pending);
+    assert_eq!(record.attempts, 0, "a release is not an attempt");
+    assert_eq!(
+        record.first_attempt_at, None,
+        "the retry window has not started"
+    );
+    let again = claim_one(&store, 2).await;
+    assert_eq!(
+        again.delivery_id, due.delivery_id,
+        "claimable at once, lease gone"
+    );
+}
+
 pub async fn report_dead_and_discarded_finish_with_their_reason(store: Shared) {
     append(
         &store,

@@ -52,6 +52,7 @@ macro_rules! conformance_tests {
             leased_delivery_is_claimed_again_after_its_lease_ends,
             report_success_records_attempts_and_finishes,
             report_retry_reschedules_and_keeps_the_first_attempt_time,
+            report_without_attempts_releases_the_lease,
             report_dead_and_discarded_finish_with_their_reason,
             next_due_is_the_earliest_pending_time_after_leases,
             replay_moves_dead_deliveries_back_with_a_fresh_window,

@@ -73,7 +73,8 @@ pub(super) fn next_due(conn: &Connection) -> Result<Option<DateTime<Utc>>> {
     Ok(best.and_then(DateTime::from_timestamp_millis))
 }
 
-/// Records each report: its attempts, one more attempt round, and the
+/// Records each report: its attempts, one more attempt round (none for a
+/// report without attempts, which only releases the lease), and the
 /// outcome. A report for a delivery that is no longer pending (discarded
 /// while in flight) keeps its attempts but does not change the state; a
 /// report for an unknown (pruned) delivery is ignored.
@@ -82,11 +83,17 @@ pub(super) fn report(conn: &Connection, reports: &[AttemptReport]) -> Result<()>
         let at = ms(r.at);
         let known = conn
             .prepare_cached(
-                "UPDATE deliveries SET attempts = attempts + 1, lease_until = NULL,
-                 first_attempt_at = COALESCE(first_attempt_at, ?2), updated_at = ?2
+                "UPDATE deliveries SET attempts = attempts + ?3, lease_until = NULL,
+                 first_attempt_at = CASE WHEN ?3 = 1 THEN COALESCE(first_attempt_at, ?2)
+                                         ELSE first_attempt_at END,
+                 updated_at = ?2
                  WHERE id = ?1",
             )?
-            .execute(params![r.delivery_id, at])?;
+            .execute(params![
+                r.delivery_id,
+                at,
+                i64::from(!r.attempts.is_empty())
+            ])?;
         if known == 0 {
             continue;
         }
