@@ -1,0 +1,165 @@
+//! Scenario 2, end to end, on one server with one signed webhook URL.
+//!
+//! 1. Saturation: with the sink's gate closed (requests are held, and
+//!    refused with 503 after a few seconds, below Sluice's answer timeout),
+//!    a backlog is ingested (disk per stored event is read here, "before
+//!    delivery"); then the gate opens
+//!    and the time until the sink has answered every event 2xx gives
+//!    webhooks/s. Disk is read again "after delivery" (retention's minimum is
+//!    one hour, so nothing has been pruned yet).
+//! 2. Latency: single `/v1/track` calls at a fixed offered rate; for each
+//!    event, the time from the client reading its 200 to the sink receiving
+//!    the signed webhook (both clocks are this process's monotonic clock).
+//!    A webhook that beats the 200 back to the client counts as 0.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+
+use crate::load::{Call, Pace, Workload, drive};
+use crate::report::{Budget, Report};
+use crate::scenarios::ingest::per_million;
+use crate::scenarios::{CONNECTIONS, Harness, Plan, audit_detail, mb, ms};
+use crate::sink::{Endpoint, Mode};
+
+pub async fn run(plan: &Plan, report: &mut Report) -> anyhow::Result<u64> {
+    let h = Harness::start(plan, &plan.server).await?;
+    let endpoint = h.sink.endpoint(Mode::Ok);
+    h.webhook("sink", &[&endpoint]).await?;
+    saturation(plan, report, &h, &endpoint).await?;
+    latency(plan, report, &h, &endpoint).await?;
+    h.finish()
+}
+
+async fn saturation(
+    plan: &Plan,
+    report: &mut Report,
+    h: &Harness,
+    endpoint: &Endpoint,
+) -> anyhow::Result<()> {
+    let backlog = Arc::new(Workload::new(Call::Batch(100), "e2e", plan.drain_events));
+    let limit = plan.load_limit.min(Duration::from_secs(20));
+    h.sink.set_open(false);
+    let before = h.sluice.usage()?;
+    let out = drive(&h.target(CONNECTIONS, Pace::Closed, limit), backlog.clone()).await;
+    h.sink.set_open(true);
+    let out = out?;
+    let events = out.acked_events(&backlog);
+    let disk_before = h.sluice.disk_bytes();
+
+    let opened = Instant::now();
+    let accepted = out.acked_ids(&backlog);
+    let done = h
+        .sink
+        .wait_ids(endpoint, &accepted, plan.delivery_limit)
+        .await;
+    let after = h.sluice.usage()?;
+    if let Some(done) = done {
+        report.figure(
+            "end-to-end",
+            "webhooks/s draining a backlog (1 URL, signed)",
+            events as f64 / done.duration_since(opened).as_secs_f64(),
+            "hooks/s",
+            Some(Budget::AtLeast(15_000.0)),
+        );
+    }
+    // Let the attempt reports land, and any duplicate show itself.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let audit = h.sink.audit(endpoint, &accepted);
+    report.check(
+        "end-to-end backlog: every accepted event delivered once, signed",
+        done.is_some() && out.failures == 0 && events > 0 && audit.is_clean(),
+        format!(
+            "{} failed ingest requests; {}",
+            out.failures,
+            audit_detail(&audit)
+        ),
+    );
+    report.figure(
+        "resources",
+        "CPU seconds per million events, ingest + delivery",
+        per_million(after.cpu_secs - before.cpu_secs, events),
+        "s",
+        None,
+    );
+    let per_event = |bytes: u64| bytes as f64 / events.max(1) as f64;
+    report.figure(
+        "resources",
+        "disk per stored event, before delivery",
+        per_event(disk_before),
+        "bytes",
+        None,
+    );
+    report.figure(
+        "resources",
+        "disk per stored event, after delivery",
+        per_event(h.sluice.disk_bytes()),
+        "bytes",
+        None,
+    );
+    report.figure(
+        "resources",
+        "data dir after delivery",
+        mb(h.sluice.disk_bytes()),
+        "MB",
+        None,
+    );
+    Ok(())
+}
+
+async fn latency(
+    plan: &Plan,
+    report: &mut Report,
+    h: &Harness,
+    endpoint: &Endpoint,
+) -> anyhow::Result<()> {
+    let events = (plan.latency_rate * plan.latency_secs) as usize;
+    let workload = Arc::new(Workload::new(Call::Track, "lat", events));
+    let pace = Pace::PerSecond(plan.latency_rate);
+    let limit = Duration::from_secs_f64(plan.latency_secs) + plan.load_limit;
+    let out = drive(&h.target(CONNECTIONS, pace, limit), workload.clone()).await?;
+    let mut order = out.acked.clone();
+    order.sort_unstable_by_key(|(i, _)| *i);
+    let ids: Vec<String> = order
+        .iter()
+        .filter_map(|(i, _)| workload.ids_of(*i).next())
+        .collect();
+    let done = h.sink.wait_ids(endpoint, &ids, plan.delivery_limit).await;
+    let receipts = h.sink.first_ok(endpoint, &ids);
+    let mut hist = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 600_000_000, 3)
+        .context("latency histogram")?;
+    for ((_, acked), receipt) in order.iter().zip(&receipts) {
+        if let Some(received) = receipt {
+            let micros = received.saturating_duration_since(*acked).as_micros();
+            hist.saturating_record(u64::try_from(micros).unwrap_or(u64::MAX).max(1));
+        }
+    }
+    let rate = plan.latency_rate;
+    for (name, q, budget) in [
+        ("p50", 0.5, None),
+        ("p99", 0.99, Some(Budget::AtMost(25.0))),
+        ("p99.9", 0.999, None),
+    ] {
+        report.figure(
+            "end-to-end",
+            format!("ingest 200 -> sink at {rate} ev/s: {name}"),
+            ms(hist.value_at_quantile(q)),
+            "ms",
+            budget,
+        );
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Only this phase's ids: stragglers of the backlog are judged above.
+    let audit = h.sink.audit(endpoint, &ids);
+    report.check(
+        format!("end-to-end at {rate} ev/s: every accepted event delivered once, signed"),
+        done.is_some() && out.failures == 0 && !ids.is_empty() && audit.all_once(),
+        format!(
+            "{} failed ingest requests; {}",
+            out.failures,
+            audit_detail(&audit)
+        ),
+    );
+    Ok(())
+}

@@ -1,0 +1,206 @@
+//! The scenarios, their sizes, and the harness each one starts from: a fresh
+//! `sluice` child, a fresh sink and one source.
+//!
+//! - [`ingest`]: accepted events/s via `/v1/batch` and `/v1/track`.
+//! - [`e2e`]: webhooks/s draining a backlog, and ingest→sink latency at a
+//!   fixed offered rate; disk per stored event before and after delivery.
+//! - [`fanout`]: a healthy 5-URL destination next to a hanging or failing one.
+//! - [`retry`]: half the answers are 503; every event still lands exactly once.
+//!
+//! Resource figures (peak RSS, CPU per million events, disk) are taken by the
+//! scenarios that produce them and reported under `resources`.
+
+mod e2e;
+mod fanout;
+mod ingest;
+mod retry;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::load::{Pace, Target};
+use crate::report::{Budget, Report};
+use crate::server::{ServerOptions, Sluice, Source};
+use crate::sink::{Endpoint, Sink};
+
+/// The shared secret every bench destination signs with.
+const SECRET: &str = "sluice-bench-shared-secret";
+
+/// Load-generator connections for the throughput runs.
+pub const CONNECTIONS: usize = 64;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Scenario {
+    Ingest,
+    EndToEnd,
+    Fanout,
+    RetryStorm,
+}
+
+impl Scenario {
+    pub const ALL: [Scenario; 4] = [
+        Scenario::Ingest,
+        Scenario::EndToEnd,
+        Scenario::Fanout,
+        Scenario::RetryStorm,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Scenario::Ingest => "ingest",
+            Scenario::EndToEnd => "end-to-end",
+            Scenario::Fanout => "fan-out and isolation",
+            Scenario::RetryStorm => "retry storm",
+        }
+    }
+}
+
+/// Sizes and limits of one run. Full sizes keep the whole suite under five
+/// minutes on two cores; quick sizes keep it under one.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub quick: bool,
+    pub sluice: PathBuf,
+    pub server: ServerOptions,
+    pub batch_events: usize,
+    pub track_events: usize,
+    pub drain_events: usize,
+    pub latency_rate: f64,
+    pub latency_secs: f64,
+    pub fanout_events: usize,
+    pub retry_events: usize,
+    /// Upper bound on any one load phase.
+    pub load_limit: Duration,
+    /// Upper bound on waiting for deliveries after a load phase.
+    pub delivery_limit: Duration,
+}
+
+impl Plan {
+    pub fn new(
+        quick: bool,
+        sluice: PathBuf,
+        synchronous: String,
+        log_dir: Option<PathBuf>,
+    ) -> Plan {
+        // The production default answer time, 5 s.
+        let server = ServerOptions {
+            synchronous,
+            timeout_ms: 5_000,
+            log_dir,
+        };
+        let scale = |full: usize, small: usize| if quick { small } else { full };
+        Plan {
+            quick,
+            sluice,
+            server,
+            batch_events: scale(600_000, 20_000),
+            track_events: scale(60_000, 2_000),
+            drain_events: scale(200_000, 10_000),
+            latency_rate: 2_000.0,
+            latency_secs: if quick { 2.0 } else { 15.0 },
+            fanout_events: scale(10_000, 500),
+            retry_events: scale(30_000, 2_000),
+            load_limit: Duration::from_secs(if quick { 15 } else { 60 }),
+            delivery_limit: Duration::from_secs(if quick { 20 } else { 40 }),
+        }
+    }
+}
+
+/// Runs `scenarios` in order; a scenario that errors out is a failed check,
+/// and the run goes on with the next one.
+pub async fn run_all(plan: &Plan, scenarios: &[Scenario], report: &mut Report) {
+    let mut peak_rss = 0u64;
+    for &scenario in scenarios {
+        eprintln!("== {}", scenario.name());
+        let result = match scenario {
+            Scenario::Ingest => ingest::run(plan, report).await,
+            Scenario::EndToEnd => e2e::run(plan, report).await,
+            Scenario::Fanout => fanout::run(plan, report).await,
+            Scenario::RetryStorm => retry::run(plan, report).await,
+        };
+        match result {
+            Ok(rss) => peak_rss = peak_rss.max(rss),
+            Err(e) => report.check(
+                format!("{}: runs to completion", scenario.name()),
+                false,
+                format!("{e:#}"),
+            ),
+        }
+    }
+    if peak_rss > 0 {
+        report.figure(
+            "resources",
+            "peak RSS of sluice, any scenario (VmHWM)",
+            mb(peak_rss),
+            "MB",
+            Some(Budget::AtMost(150.0)),
+        );
+    }
+}
+
+/// One scenario's world: the server, the sink and a source.
+pub struct Harness {
+    pub sluice: Sluice,
+    pub sink: Sink,
+    pub source: Source,
+}
+
+impl Harness {
+    pub async fn start(plan: &Plan, options: &ServerOptions) -> anyhow::Result<Harness> {
+        let sink = Sink::start(SECRET)?;
+        let sluice = Sluice::start(&plan.sluice, options).await?;
+        let source = sluice.create_source("bench").await?;
+        Ok(Harness {
+            sluice,
+            sink,
+            source,
+        })
+    }
+
+    /// A Webhooks destination on the source, signing with the bench secret.
+    pub async fn webhook(&self, name: &str, endpoints: &[&Endpoint]) -> anyhow::Result<String> {
+        let urls: Vec<String> = endpoints.iter().map(|e| e.url.clone()).collect();
+        self.sluice
+            .create_webhook(&self.source.id, name, &urls, SECRET)
+            .await
+    }
+
+    pub fn target(&self, connections: usize, pace: Pace, time_limit: Duration) -> Target {
+        Target {
+            addr: self.sluice.addr,
+            authorization: self.source.authorization.clone(),
+            connections,
+            pace,
+            time_limit,
+        }
+    }
+
+    /// Stops the server; returns its peak RSS in bytes.
+    pub fn finish(self) -> anyhow::Result<u64> {
+        let peak = self.sluice.usage()?.peak_rss_bytes;
+        self.sluice.stop()?;
+        Ok(peak)
+    }
+}
+
+pub fn mb(bytes: u64) -> f64 {
+    bytes as f64 / 1_000_000.0
+}
+
+/// Milliseconds from a histogram of microseconds.
+pub fn ms(micros: u64) -> f64 {
+    micros as f64 / 1000.0
+}
+
+/// "N of M" detail for a delivery audit.
+pub fn audit_detail(audit: &crate::sink::Audit) -> String {
+    format!(
+        "{} of {} exactly once; {} missing, {} duplicated, {} unexpected, {} bad signatures",
+        audit.exactly_once,
+        audit.expected,
+        audit.missing,
+        audit.duplicated,
+        audit.unexpected,
+        audit.bad_signatures
+    )
+}
