@@ -97,6 +97,8 @@ pub(super) async fn next_due(client: &Client) -> Result<Option<DateTime<Utc>>> {
 struct Effect {
     id: i64,
     at: i64,
+    /// Attempt rounds to count: 1, or 0 for a hand-back without attempts.
+    rounds: i64,
     state: &'static str,
     next_attempt_at: Option<i64>,
     error: Option<String>,
@@ -112,13 +114,15 @@ fn effect(r: &AttemptReport) -> Effect {
     Effect {
         id: r.delivery_id,
         at: ms(r.at),
+        rounds: i64::from(!r.attempts.is_empty()),
         state,
         next_attempt_at,
         error,
     }
 }
 
-/// Records each report in one transaction: one more attempt round, the lease
+/// Records each report in one transaction: one more attempt round (none for
+/// a report without attempts, which only hands the delivery back), the lease
 /// released, the outcome, the attempts. A report for a delivery no longer
 /// pending (discarded while in flight) keeps its attempts but does not change
 /// the state; a report for an unknown (pruned) delivery is ignored.
@@ -146,30 +150,34 @@ async fn apply(tx: &Transaction<'_>, reports: &[AttemptReport]) -> Result<()> {
     let effects: Vec<Effect> = reports.iter().map(effect).collect();
     let ids: Vec<i64> = effects.iter().map(|e| e.id).collect();
     let ats: Vec<i64> = effects.iter().map(|e| e.at).collect();
+    let rounds: Vec<i64> = effects.iter().map(|e| e.rounds).collect();
     let states: Vec<&str> = effects.iter().map(|e| e.state).collect();
     let nexts: Vec<Option<i64>> = effects.iter().map(|e| e.next_attempt_at).collect();
     let errors: Vec<Option<&str>> = effects.iter().map(|e| e.error.as_deref()).collect();
     let stmt = tx
         .prepare_cached(
             "UPDATE deliveries d SET
-                 attempts = d.attempts + 1,
+                 attempts = d.attempts + u.rounds,
                  lease_until = NULL,
-                 first_attempt_at = COALESCE(d.first_attempt_at, u.at),
+                 first_attempt_at = CASE WHEN u.rounds > 0
+                                         THEN COALESCE(d.first_attempt_at, u.at)
+                                         ELSE d.first_attempt_at END,
                  updated_at = u.at,
                  state = CASE WHEN d.state = 'pending' THEN u.state ELSE d.state END,
                  next_attempt_at = CASE WHEN d.state = 'pending' THEN u.next
                                         ELSE d.next_attempt_at END,
                  last_error = CASE WHEN d.state = 'pending' THEN COALESCE(u.err, d.last_error)
                                    ELSE d.last_error END
-             FROM UNNEST($1::bigint[], $2::bigint[], $3::text[], $4::bigint[], $5::text[])
-                  AS u(id, at, state, next, err)
+             FROM UNNEST($1::bigint[], $2::bigint[], $3::text[], $4::bigint[], $5::text[],
+                         $6::bigint[])
+                  AS u(id, at, state, next, err, rounds)
              WHERE d.id = u.id
              RETURNING d.id",
         )
         .await
         .map_err(backend)?;
     let rows = tx
-        .query(&stmt, &[&ids, &ats, &states, &nexts, &errors])
+        .query(&stmt, &[&ids, &ats, &states, &nexts, &errors, &rounds])
         .await
         .map_err(backend)?;
     let known = rows

@@ -162,6 +162,23 @@ pub(super) fn pool(config: &PostgresConfig) -> Result<Pool> {
 pub(super) async fn migrate(pool: &Pool, schema: Option<&str>) -> Result<()> {
     let mut client = pool.get().await.map_err(pool_error)?;
     let tx = client.transaction().await.map_err(backend)?;
+    match apply_pending(&tx, schema).await {
+        Ok(()) => tx.commit().await.map_err(backend),
+        Err(e) => {
+            // Roll back now rather than on drop, which only queues the
+            // ROLLBACK: the advisory lock must not outlive this call.
+            if let Err(rollback) = tx.rollback().await {
+                tracing::warn!(error = %rollback, "rolling back a failed migration");
+            }
+            Err(e)
+        }
+    }
+}
+
+async fn apply_pending(
+    tx: &deadpool_postgres::Transaction<'_>,
+    schema: Option<&str>,
+) -> Result<()> {
     let lock_name = schema.unwrap_or("<search_path>");
     tx.execute(
         "SELECT pg_advisory_xact_lock($1, hashtext($2))",
@@ -210,5 +227,5 @@ pub(super) async fn migrate(pool: &Pool, schema: Option<&str>) -> Result<()> {
         .map_err(backend)?;
         tracing::info!(version, name, "postgres migration applied");
     }
-    tx.commit().await.map_err(backend)
+    Ok(())
 }

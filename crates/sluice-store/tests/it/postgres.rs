@@ -92,7 +92,10 @@ impl Drop for TestSchema {
             runtime.block_on(async {
                 let (client, conn) = tokio_postgres::connect(&url, NoTls).await.ok()?;
                 tokio::spawn(conn);
-                let drop_schema = format!("DROP SCHEMA IF EXISTS {name} CASCADE");
+                // Never wait long on locks: a connection of the test's own
+                // runtime (blocked in this drop) may still hold some.
+                let drop_schema =
+                    format!("SET lock_timeout = '5s'; DROP SCHEMA IF EXISTS {name} CASCADE");
                 client.batch_execute(&drop_schema).await.ok()
             })
         });

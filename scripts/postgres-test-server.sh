@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# A throwaway PostgreSQL server for Sluice's tests.
+#
+#   scripts/postgres-test-server.sh start   # install if needed, init, start; prints the URL
+#   scripts/postgres-test-server.sh url     # prints the URL of the running server
+#   scripts/postgres-test-server.sh stop    # stops it (the data stays until `clean`)
+#   scripts/postgres-test-server.sh clean   # stops it and deletes its data
+#
+# Then: SLUICE_TEST_POSTGRES_URL=$(scripts/postgres-test-server.sh url) \
+#         cargo test -p sluice-store --features postgres
+#
+# The server listens on 127.0.0.1 only, with trust authentication (local
+# tests, never production), data under target/pg-test (override with
+# SLUICE_PG_TEST_DIR), port 55432 or the next free one (override the start
+# with SLUICE_PG_TEST_PORT). Every command is idempotent.
+#
+# Binaries come from /usr/lib/postgresql/*/bin (newest), else `pg_config
+# --bindir`, else PATH; when none is found and we are root, Debian's
+# `postgresql` package is installed. PostgreSQL refuses to run as root, so
+# as root the server runs as the `postgres` user (created by the package),
+# or a dedicated `sluice-pg` system user when that does not exist.
+set -euo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+base=${SLUICE_PG_TEST_DIR:-$repo/target/pg-test}
+data=$base/data
+log=$base/server.log
+port_file=$base/port
+database=sluice_test
+superuser=postgres
+
+die() { echo "postgres-test-server: $*" >&2; exit 1; }
+say() { echo "postgres-test-server: $*" >&2; }
+
+find_bindir() {
+    local dir
+    for dir in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V -r); do
+        [[ -x $dir/initdb && -x $dir/pg_ctl ]] && { echo "$dir"; return 0; }
+    done
+    if command -v pg_config >/dev/null; then
+        dir=$(pg_config --bindir 2>/dev/null || true)
+        [[ -n $dir && -x $dir/initdb && -x $dir/pg_ctl ]] && { echo "$dir"; return 0; }
+    fi
+    if command -v initdb >/dev/null && command -v pg_ctl >/dev/null; then
+        dirname "$(command -v initdb)"
+        return 0
+    fi
+    return 1
+}
+
+ensure_bindir() {
+    if bindir=$(find_bindir); then return 0; fi
+    [[ $(id -u) -eq 0 ]] || die "no PostgreSQL server binaries found (initdb, pg_ctl). Install them \
+(Debian/Ubuntu: sudo apt-get install -y postgresql) or run this script as root to install them."
+    say "installing PostgreSQL (apt-get install postgresql)"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq >&2
+    apt-get install -y -qq postgresql >&2
+    bindir=$(find_bindir) || die "postgresql installed, but initdb/pg_ctl are still not found"
+}
+
+# Runs a command as the user owning the cluster (`as_user CMD ARGS...`).
+as_user() {
+    if [[ -z $run_as ]]; then
+        "$@"
+    elif command -v runuser >/dev/null; then
+        runuser -u "$run_as" -- "$@"
+    else
+        su "$run_as" -s /bin/sh -c "$(printf '%q ' "$@")"
+    fi
+}
+
+choose_user() {
+    run_as=
+    [[ $(id -u) -eq 0 ]] || return 0
+    if id postgres >/dev/null 2>&1; then
+        run_as=postgres
+    else
+        id sluice-pg >/dev/null 2>&1 ||
+            useradd --system --no-create-home --shell /usr/sbin/nologin sluice-pg
+        run_as=sluice-pg
+    fi
+}
+
+port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+running() { [[ -f $data/postmaster.pid ]] && as_user "$bindir/pg_ctl" -D "$data" status >/dev/null 2>&1; }
+
+url() {
+    [[ -f $port_file ]] && port_in_use "$(cat "$port_file")" ||
+        die "not running; run: scripts/postgres-test-server.sh start"
+    echo "postgres://$superuser@127.0.0.1:$(cat "$port_file")/$database"
+}
+
+start() {
+    ensure_bindir
+    choose_user
+    mkdir -p "$base"
+    if [[ -n $run_as ]]; then
+        chown "$run_as" "$base"
+        # The server user must reach the data dir through the repo's parents.
+        as_user test -x "$base" || die "user $run_as cannot enter $base; set SLUICE_PG_TEST_DIR to a directory it can reach"
+    fi
+    if [[ ! -f $data/PG_VERSION ]]; then
+        say "initdb in $data"
+        rm -rf "$data"
+        as_user "$bindir/initdb" -D "$data" -U "$superuser" --auth=trust --encoding=UTF8 \
+            --locale=C >"$base/initdb.log" 2>&1 || die "initdb failed; see $base/initdb.log"
+    fi
+    if running; then
+        url
+        return 0
+    fi
+    local port=${SLUICE_PG_TEST_PORT:-55432} last
+    last=$((port + 100))
+    while port_in_use "$port"; do
+        port=$((port + 1))
+        ((port < last)) || die "no free port in ${SLUICE_PG_TEST_PORT:-55432}..$last"
+    done
+    # Sockets off: TCP on loopback only, so nothing depends on /var/run.
+    # fsync off: a test server trades crash safety for speed.
+    as_user "$bindir/pg_ctl" -D "$data" -l "$log" -w -t 60 \
+        -o "-c listen_addresses=127.0.0.1 -p $port -c unix_socket_directories='' -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300" \
+        start >/dev/null || { tail -n 20 "$log" >&2 || true; die "server did not start; see $log"; }
+    echo "$port" >"$port_file"
+    local psql=("$bindir/psql" -X -q -h 127.0.0.1 -p "$port" -U "$superuser" -d postgres -v ON_ERROR_STOP=1)
+    if [[ $("${psql[@]}" -tAc "SELECT 1 FROM pg_database WHERE datname = '$database'") != 1 ]]; then
+        "${psql[@]}" -c "CREATE DATABASE $database" >/dev/null
+    fi
+    url
+}
+
+stop() {
+    if ! bindir=$(find_bindir); then return 0; fi
+    choose_user
+    if running; then
+        as_user "$bindir/pg_ctl" -D "$data" -m fast -w stop >/dev/null
+        say "stopped"
+    fi
+    rm -f "$port_file"
+}
+
+case ${1:-} in
+    start) start ;;
+    stop) stop ;;
+    url) url ;;
+    clean) stop; rm -rf "$base" ;;
+    *) die "usage: $0 start|stop|url|clean" ;;
+esac
