@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A throwaway PostgreSQL server for Sluice's tests.
 #
+#   scripts/postgres-test-server.sh install # only make sure the server binaries are there
 #   scripts/postgres-test-server.sh start   # install if needed, init, start; prints the URL
 #   scripts/postgres-test-server.sh url     # prints the URL of the running server
 #   scripts/postgres-test-server.sh stop    # stops it (the data stays until `clean`)
@@ -141,9 +142,10 @@ stop() {
 }
 
 case ${1:-} in
+    install) ensure_bindir; say "server binaries in $bindir" ;;
     start) start ;;
     stop) stop ;;
     url) url ;;
     clean) stop; rm -rf "$base" ;;
-    *) die "usage: $0 start|stop|url|clean" ;;
+    *) die "usage: $0 install|start|stop|url|clean" ;;
 esac
