@@ -20,7 +20,7 @@ use anyhow::Context;
 use crate::load::{Call, Pace, Workload, drive};
 use crate::report::{Budget, Report};
 use crate::scenarios::ingest::per_million;
-use crate::scenarios::{CONNECTIONS, Harness, Plan, audit_detail, mb, ms};
+use crate::scenarios::{CONNECTIONS, Harness, Plan, audit_detail, mb, ms, once_detail};
 use crate::sink::{Endpoint, Mode};
 
 pub async fn run(plan: &Plan, report: &mut Report) -> anyhow::Result<u64> {
@@ -158,7 +158,7 @@ async fn latency(
         format!(
             "{} failed ingest requests; {}",
             out.failures,
-            audit_detail(&audit)
+            once_detail(&audit)
         ),
     );
     Ok(())

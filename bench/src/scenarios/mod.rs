@@ -194,13 +194,13 @@ pub fn ms(micros: u64) -> f64 {
 
 /// "N of M" detail for a delivery audit.
 pub fn audit_detail(audit: &crate::sink::Audit) -> String {
+    format!("{}, {} unexpected", once_detail(audit), audit.unexpected)
+}
+
+/// [`audit_detail`] without the unexpected count, for audits of a subset.
+pub fn once_detail(audit: &crate::sink::Audit) -> String {
     format!(
-        "{} of {} exactly once; {} missing, {} duplicated, {} unexpected, {} bad signatures",
-        audit.exactly_once,
-        audit.expected,
-        audit.missing,
-        audit.duplicated,
-        audit.unexpected,
-        audit.bad_signatures
+        "{} of {} exactly once; {} missing, {} duplicated, {} bad signatures",
+        audit.exactly_once, audit.expected, audit.missing, audit.duplicated, audit.bad_signatures
     )
 }
