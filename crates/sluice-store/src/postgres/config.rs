@@ -25,11 +25,15 @@ pub struct PostgresConfig {
     pub max_group_events: usize,
     /// Upper bound on the calls folded into one group commit.
     pub max_group_jobs: usize,
+    /// Upper bound on the event bytes (bodies) of one group: a group is sent
+    /// as a few statements, so this caps the size of one statement.
+    pub max_group_bytes: usize,
 }
 
 impl PostgresConfig {
     /// Defaults for the database at `url`: 16 connections, default schema,
-    /// 10 s connect timeout, groups of up to 8192 events or 1024 calls.
+    /// 10 s connect timeout, groups of up to 8192 events, 1024 calls or
+    /// 16 MiB of bodies.
     pub fn new(url: impl Into<String>) -> Self {
         PostgresConfig {
             url: url.into(),
@@ -38,6 +42,7 @@ impl PostgresConfig {
             connect_timeout: Duration::from_secs(10),
             max_group_events: 8192,
             max_group_jobs: 1024,
+            max_group_bytes: 16 << 20,
         }
     }
 

@@ -80,6 +80,7 @@ impl PostgresStore {
         let limits = GroupLimits {
             max_events: config.max_group_events.max(1),
             max_jobs: config.max_group_jobs.max(1),
+            max_bytes: config.max_group_bytes.max(1),
         };
         let writer = Writer::spawn(pool.clone(), limits);
         tracing::info!(

@@ -33,6 +33,7 @@ const QUEUE_DEPTH: usize = 4096;
 pub(super) struct GroupLimits {
     pub max_events: usize,
     pub max_jobs: usize,
+    pub max_bytes: usize,
 }
 
 /// Handle to the writer task; cheap to call from many tasks.
@@ -95,17 +96,26 @@ async fn writer_loop(pool: Pool, mut rx: mpsc::Receiver<Msg>, limits: GroupLimit
     let mut group: Vec<Job> = Vec::new();
     while let Some(first) = rx.recv().await {
         let mut closing = false;
-        let mut events = 0;
+        let (mut events, mut bytes) = (0, 0);
         let mut next = Some(first);
         while let Some(msg) = next.take() {
             match msg {
                 Msg::Append(job) => {
                     events += job.request.events.len().max(1);
+                    bytes += job
+                        .request
+                        .events
+                        .iter()
+                        .map(|e| e.body.len())
+                        .sum::<usize>();
                     group.push(job);
                 }
                 Msg::Close => closing = true,
             }
-            if events < limits.max_events && group.len() < limits.max_jobs {
+            let room = events < limits.max_events
+                && bytes < limits.max_bytes
+                && group.len() < limits.max_jobs;
+            if room {
                 next = rx.try_recv().ok();
             }
         }
