@@ -48,13 +48,44 @@ pub enum LogFormat {
     Json,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StorageBackend {
+    /// Embedded SQLite in `data_dir`: zero setup, one node.
+    #[default]
+    Sqlite,
+    /// One PostgreSQL database shared by several nodes (docs/postgres.md).
+    Postgres,
+}
+
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct StorageConfig {
-    /// `full` (default): a commit survives power loss. `normal`: survives a
-    /// crash of the process (kill -9) but may lose the last commits on power
-    /// loss, for more throughput.
+    pub backend: StorageBackend,
+    /// SQLite only. `full` (default): a commit survives power loss.
+    /// `normal`: survives a crash of the process (kill -9) but may lose the
+    /// last commits on power loss, for more throughput.
     pub synchronous: String,
+    /// Required when `backend = "postgres"`. It usually holds a password,
+    /// so `Debug` redacts it.
+    pub postgres_url: Option<String>,
+    /// Connections per node.
+    pub postgres_pool_size: usize,
+    /// PostgreSQL schema for Sluice's tables (created if missing); unset uses
+    /// the connection's default (`public`).
+    pub postgres_schema: Option<String>,
+}
+
+impl std::fmt::Debug for StorageConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StorageConfig")
+            .field("backend", &self.backend)
+            .field("synchronous", &self.synchronous)
+            .field("postgres_url", &self.postgres_url.as_ref().map(|_| "(set)"))
+            .field("postgres_pool_size", &self.postgres_pool_size)
+            .field("postgres_schema", &self.postgres_schema)
+            .finish()
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -114,7 +145,11 @@ impl Default for Config {
 impl Default for StorageConfig {
     fn default() -> Self {
         StorageConfig {
+            backend: StorageBackend::Sqlite,
             synchronous: "full".into(),
+            postgres_url: None,
+            postgres_pool_size: 16,
+            postgres_schema: None,
         }
     }
 }
@@ -198,6 +233,22 @@ impl Config {
         };
         if !matches!(self.storage.synchronous.as_str(), "full" | "normal") {
             return invalid("storage.synchronous", "must be 'full' or 'normal'");
+        }
+        if self.storage.backend == StorageBackend::Postgres {
+            if self
+                .storage
+                .postgres_url
+                .as_deref()
+                .is_none_or(str::is_empty)
+            {
+                return invalid(
+                    "storage.postgres_url",
+                    "is required when storage.backend = \"postgres\"",
+                );
+            }
+            if self.storage.postgres_pool_size < 2 {
+                return invalid("storage.postgres_pool_size", "must be at least 2");
+            }
         }
         if self.admin_token.as_ref().is_some_and(|t| t.len() < 16) {
             return invalid("admin_token", "must be at least 16 characters");

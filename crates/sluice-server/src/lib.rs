@@ -25,10 +25,12 @@ use prometheus_client::registry::Registry;
 use sluice_api::{AppState, Metrics, RouteTable};
 use sluice_delivery::{DeliveryConfig, DeliveryEngine};
 use sluice_store::Store;
+use sluice_store::postgres::{PostgresConfig, PostgresStore};
 use sluice_store::sqlite::{SqliteConfig, SqliteStore, Synchronous};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
+use crate::config::StorageBackend;
 pub use config::Config;
 
 /// Why the server could not start or stopped abnormally.
@@ -65,14 +67,59 @@ impl Announce for StderrAnnounce {
     }
 }
 
+/// The opened store, kept concrete so that `run` can close it cleanly.
+pub enum OpenStore {
+    Sqlite(Arc<SqliteStore>),
+    Postgres(Arc<PostgresStore>),
+}
+
+impl OpenStore {
+    pub fn shared(&self) -> Arc<dyn Store> {
+        match self {
+            OpenStore::Sqlite(s) => s.clone(),
+            OpenStore::Postgres(p) => p.clone(),
+        }
+    }
+
+    /// Finishes queued writes and releases the database.
+    pub async fn close(&self) {
+        match self {
+            OpenStore::Sqlite(s) => s.close().await,
+            OpenStore::Postgres(p) => p.close().await,
+        }
+    }
+}
+
 /// Opens the store named by `config`.
-pub async fn open_store(config: &Config) -> Result<Arc<SqliteStore>, ServerError> {
-    let mut sqlite = SqliteConfig::new(config.data_dir.join("sluice.db"));
-    sqlite.synchronous = match config.storage.synchronous.as_str() {
-        "normal" => Synchronous::Normal,
-        _ => Synchronous::Full,
-    };
-    Ok(Arc::new(SqliteStore::open(sqlite).await?))
+pub async fn open_store(config: &Config) -> Result<OpenStore, ServerError> {
+    match config.storage.backend {
+        StorageBackend::Sqlite => {
+            let mut sqlite = SqliteConfig::new(config.data_dir.join("sluice.db"));
+            sqlite.synchronous = match config.storage.synchronous.as_str() {
+                "normal" => Synchronous::Normal,
+                _ => Synchronous::Full,
+            };
+            Ok(OpenStore::Sqlite(Arc::new(
+                SqliteStore::open(sqlite).await?,
+            )))
+        }
+        StorageBackend::Postgres => {
+            let url = config
+                .storage
+                .postgres_url
+                .clone()
+                .ok_or(config::ConfigError::Invalid {
+                    key: "storage.postgres_url",
+                    why: "is required when storage.backend = \"postgres\"".into(),
+                })?;
+            let mut pg = PostgresConfig::new(url);
+            pg.pool_size = config.storage.postgres_pool_size;
+            pg.schema = config.storage.postgres_schema.clone();
+            Ok(OpenStore::Postgres(Arc::new(
+                PostgresStore::open(pg).await?,
+            )))
+        }
+    }
 }
 
 fn delivery_config(config: &Config) -> DeliveryConfig {
@@ -97,8 +144,8 @@ pub async fn run(
     shutdown: impl Future<Output = ()> + Send + 'static,
     announce: &dyn Announce,
 ) -> Result<(), ServerError> {
-    let sqlite = open_store(&config).await?;
-    let store: Arc<dyn Store> = sqlite.clone();
+    let opened = open_store(&config).await?;
+    let store = opened.shared();
     let token = admin_token::resolve(store.as_ref(), config.admin_token.as_deref()).await?;
     if let Some(generated) = &token.generated {
         announce.admin_token_generated(generated);
@@ -133,7 +180,12 @@ pub async fn run(
     let upkeep = tasks::spawn(store.clone(), routes, &config.retention, stop_rx.clone());
 
     let router = sluice_api::router(app);
-    tracing::info!(addr = %listener.local_addr()?, data_dir = %config.data_dir.display(), "sluice listening");
+    tracing::info!(
+        addr = %listener.local_addr()?,
+        storage = ?config.storage.backend,
+        data_dir = %config.data_dir.display(),
+        "sluice listening"
+    );
     ready.store(true, Ordering::Release);
     let ready_flag = ready.clone();
     let served = axum::serve(
@@ -152,7 +204,7 @@ pub async fn run(
         tracing::error!(error = %e, "delivery engine task failed");
     }
     upkeep.abort();
-    sqlite.close().await;
+    opened.close().await;
     tracing::info!("stopped");
     served.map_err(ServerError::Io)
 }

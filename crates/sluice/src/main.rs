@@ -41,8 +41,10 @@ fn main() -> anyhow::Result<()> {
         Command::Serve { config } => serve(config),
         Command::Config { config } => {
             let mut cfg = Config::load(config.as_deref())?;
-            if cfg.admin_token.is_some() {
-                cfg.admin_token = Some("(set)".into());
+            for secret in [&mut cfg.admin_token, &mut cfg.storage.postgres_url] {
+                if secret.is_some() {
+                    *secret = Some("(set)".into());
+                }
             }
             println!("{}", toml::to_string_pretty(&cfg)?);
             Ok(())

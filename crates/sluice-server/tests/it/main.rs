@@ -3,6 +3,8 @@
 mod admin;
 mod ingest;
 mod limits;
+#[cfg(feature = "postgres-tests")]
+mod postgres;
 mod receivers;
 mod support;
 mod webhooks;

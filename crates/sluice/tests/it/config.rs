@@ -64,3 +64,27 @@ async fn admin_token_is_masked_in_the_printed_config() {
     assert!(!text.contains("a-very-secret-admin-token"));
     assert!(text.contains("admin_token = \"(set)\""));
 }
+
+#[tokio::test]
+async fn postgres_backend_needs_a_url_that_is_never_printed() {
+    let out = sluice_config(None, &[("SLUICE_STORAGE__BACKEND", "postgres")]).await;
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("storage.postgres_url"));
+    let url = "postgres://sluice:hunter2@db.internal/sluice";
+    let out = sluice_config(
+        None,
+        &[
+            ("SLUICE_STORAGE__BACKEND", "postgres"),
+            ("SLUICE_STORAGE__POSTGRES_URL", url),
+        ],
+    )
+    .await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!text.contains("hunter2"), "{text}");
+    assert!(text.contains("backend = \"postgres\""));
+}
