@@ -187,6 +187,23 @@ impl Default for RetentionConfig {
     }
 }
 
+/// The top-level keys, read off the defaults so the list cannot drift.
+fn top_level_keys() -> Vec<String> {
+    match serde_json::to_value(Config::default()) {
+        Ok(serde_json::Value::Object(map)) => map.keys().cloned().collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn first_segment(key: &str) -> &str {
+    key.split("__")
+        .next()
+        .unwrap_or(key)
+        .split('.')
+        .next()
+        .unwrap_or(key)
+}
+
 impl Config {
     /// Defaults, then `file` if given, then the `SLUICE_*` variables of the
     /// process environment, then validation.
@@ -194,13 +211,39 @@ impl Config {
         Self::load_from(file, Self::env())
     }
 
-    /// The `SLUICE_*` variables that are configuration keys. `SLUICE_LOG`
-    /// (the log filter) and `SLUICE_CONFIG` (the file path) are read by the
-    /// binary, not here.
+    /// The `SLUICE_*` variables that name a configuration key. Variables
+    /// whose first part is not a top-level key (`SLUICE_LOG`, a deployment
+    /// tool's `SLUICE_BUILD`, a test harness's `SLUICE_BIN`) are not ours and
+    /// are left out, reported by [`Config::ignored_env_vars`]; a typo inside a
+    /// known section (`SLUICE_DELIVERY__TIMOUT_MS`) is still an error.
     pub fn env() -> Env {
+        let known = top_level_keys();
         Env::prefixed("SLUICE_")
-            .ignore(&["log", "config"])
+            .filter(move |key| {
+                known
+                    .iter()
+                    .any(|k| k.eq_ignore_ascii_case(first_segment(key.as_str())))
+            })
             .split("__")
+    }
+
+    /// `SLUICE_*` variables in the environment that are not configuration,
+    /// so the binary can warn about likely typos.
+    pub fn ignored_env_vars() -> Vec<String> {
+        let known = top_level_keys();
+        let mut ignored: Vec<String> = std::env::vars_os()
+            .filter_map(|(name, _)| name.into_string().ok())
+            .filter(|name| {
+                let Some(rest) = name.strip_prefix("SLUICE_") else {
+                    return false;
+                };
+                let first = first_segment(rest);
+                !["LOG", "CONFIG"].contains(&first)
+                    && !known.iter().any(|k| k.eq_ignore_ascii_case(first))
+            })
+            .collect();
+        ignored.sort();
+        ignored
     }
 
     /// [`Config::load`] with an explicit environment provider, for tests

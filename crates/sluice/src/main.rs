@@ -55,6 +55,9 @@ fn main() -> anyhow::Result<()> {
 fn serve(config_file: Option<PathBuf>) -> anyhow::Result<()> {
     let config = Config::load(config_file.as_deref())?;
     init_tracing(config.log_format);
+    for name in Config::ignored_env_vars() {
+        tracing::warn!(variable = %name, "ignoring an environment variable that is not a Sluice setting");
+    }
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(config.listen)

@@ -48,7 +48,13 @@ async fn environment_overrides_file_which_overrides_defaults() {
 
 #[tokio::test]
 async fn unknown_keys_and_invalid_values_are_refused() {
-    let out = sluice_config(None, &[("SLUICE_LISTNE", "127.0.0.1:1")]).await;
+    let out = sluice_config(None, &[("SLUICE_DELIVERY__TIMOUT_MS", "1")]).await;
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("timout_ms"));
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("sluice.toml");
+    std::fs::write(&file, "listne = \"127.0.0.1:1\"\n").unwrap();
+    let out = sluice_config(Some(&file), &[]).await;
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("listne"));
     let out = sluice_config(None, &[("SLUICE_STORAGE__SYNCHRONOUS", "sometimes")]).await;
@@ -87,4 +93,21 @@ async fn postgres_backend_needs_a_url_that_is_never_printed() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(!text.contains("hunter2"), "{text}");
     assert!(text.contains("backend = \"postgres\""));
+}
+
+/// Variables that are not Sluice settings (a harness's `SLUICE_BIN`, a typo
+/// at the top level) do not stop start-up; `serve` warns about each.
+#[tokio::test]
+async fn unrelated_sluice_variables_are_ignored() {
+    let out = sluice_config(
+        None,
+        &[("SLUICE_BIN", "/usr/bin/true"), ("SLUICE_LISTNE", "x")],
+    )
+    .await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("listen = \"127.0.0.1:8088\""));
 }
