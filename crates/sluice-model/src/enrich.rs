@@ -30,12 +30,28 @@ pub(crate) struct BatchDefaults {
     pub sent_at: Option<DateTime<Utc>>,
 }
 
+/// `receivedAt` is one instant per request: rendered once, not per event.
+pub(crate) struct Received {
+    pub at: DateTime<Utc>,
+    pub text: String,
+}
+
+impl Received {
+    pub fn new(ctx: &RequestContext) -> Self {
+        Received {
+            at: ctx.received_at,
+            text: time::format(&ctx.received_at),
+        }
+    }
+}
+
 /// Validates and enriches one call whose type is already known. Error
 /// messages carry no batch index; the caller adds it.
 pub(crate) fn enrich(
     mut call: Map<String, Value>,
     event_type: EventType,
     defaults: &BatchDefaults,
+    received: &Received,
     ctx: &RequestContext,
 ) -> Result<Event, ValidationError> {
     merge_under(&mut call, "context", defaults.context.as_ref())?;
@@ -51,15 +67,19 @@ pub(crate) fn enrich(
     // RudderStack's SDKs send `originalTimestamp` instead of `timestamp`;
     // either one is the client's clock reading of when the call happened.
     let original = client_timestamp.or(client_original);
-    let received_at = ctx.received_at;
+    let received_at = received.at;
     let timestamp = match (original, sent_at) {
         (Some(original), Some(sent_at)) => skew_corrected(received_at, sent_at, original),
         (Some(original), None) => original,
         (None, _) => received_at,
     };
 
-    put_time(&mut call, "receivedAt", received_at);
-    put_time(&mut call, "timestamp", timestamp);
+    call.insert("receivedAt".into(), Value::String(received.text.clone()));
+    if timestamp == received_at {
+        call.insert("timestamp".into(), Value::String(received.text.clone()));
+    } else {
+        put_time(&mut call, "timestamp", timestamp);
+    }
     if let Some(original) = original {
         put_time(&mut call, "originalTimestamp", original);
     }

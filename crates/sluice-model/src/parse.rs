@@ -5,14 +5,13 @@
 //! count, and per item its raw size, shape, type, required fields and
 //! enrichment. The first error rejects the whole request.
 
-use std::collections::HashMap;
 use std::net::IpAddr;
 
 use chrono::{DateTime, Utc};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use crate::enrich::{BatchDefaults, enrich, not_an_object, time_field};
+use crate::enrich::{BatchDefaults, Received, enrich, not_an_object, time_field};
 use crate::{Endpoint, ErrorCode, EventType, Limits, ValidationError, text};
 
 /// Facts about the HTTP request that enrichment needs.
@@ -87,7 +86,8 @@ fn parse_single(
 ) -> Result<Envelope, ValidationError> {
     let mut call: Map<String, Value> = serde_json::from_slice(body).map_err(body_json_error)?;
     let write_key = take_write_key(&mut call);
-    let event = enrich(call, event_type, &BatchDefaults::default(), ctx)?;
+    let received = Received::new(ctx);
+    let event = enrich(call, event_type, &BatchDefaults::default(), &received, ctx)?;
     Ok(Envelope {
         write_key,
         events: vec![event],
@@ -99,10 +99,8 @@ fn parse_batch(
     ctx: &RequestContext,
     limits: &Limits,
 ) -> Result<Envelope, ValidationError> {
-    // Top-level values stay raw so each batch item's exact text (and so its
-    // size) is known; duplicate keys resolve to the last, as in `Value`.
-    let top: HashMap<String, &RawValue> = serde_json::from_slice(body).map_err(body_json_error)?;
-    let raw_items = batch_items(&top)?;
+    let mut top = read_envelope(body)?;
+    let raw_items = top.batch.take().ok_or_else(not_an_array)?.0;
     if raw_items.len() > limits.max_batch_events {
         return Err(ValidationError::new(
             ErrorCode::TooManyEvents,
@@ -114,33 +112,103 @@ fn parse_batch(
         ));
     }
     let defaults = batch_defaults(&top)?;
-    let mut write_key = top.get("writeKey").and_then(|raw| string_of(raw));
+    let mut write_key = top.write_key.and_then(string_of);
+    let received = Received::new(ctx);
     let mut events = Vec::with_capacity(raw_items.len());
     for (index, raw) in raw_items.into_iter().enumerate() {
         let (mut call, event_type) = batch_item(raw, limits).map_err(|e| at_index(index, e))?;
         let item_key = take_write_key(&mut call);
         write_key = write_key.or(item_key);
-        events.push(enrich(call, event_type, &defaults, ctx).map_err(|e| at_index(index, e))?);
+        events.push(
+            enrich(call, event_type, &defaults, &received, ctx).map_err(|e| at_index(index, e))?,
+        );
     }
     Ok(Envelope { write_key, events })
 }
 
-/// The raw items of the `batch` array.
-fn batch_items<'a>(
-    top: &HashMap<String, &'a RawValue>,
-) -> Result<Vec<&'a RawValue>, ValidationError> {
-    let not_array = || ValidationError::new(ErrorCode::InvalidField, "'batch' must be an array");
-    let raw = top.get("batch").ok_or_else(not_array)?;
-    serde_json::from_str(raw.get()).map_err(|_| not_array())
+/// The batch envelope, read in one pass over the body. Its values stay raw
+/// text borrowed from the body: each item's exact size is known without a
+/// second scan, and only the items are parsed into maps. Other top-level keys
+/// (the batch `messageId`, `sentAt` aside) are skipped.
+#[derive(serde::Deserialize)]
+struct RawEnvelope<'a> {
+    #[serde(borrow, default)]
+    batch: Option<RawItems<'a>>,
+    #[serde(borrow, default)]
+    context: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    integrations: Option<&'a RawValue>,
+    #[serde(borrow, default, rename = "sentAt")]
+    sent_at: Option<&'a RawValue>,
+    #[serde(borrow, default, rename = "writeKey")]
+    write_key: Option<&'a RawValue>,
+}
+
+/// The items of `batch`, each as its raw JSON text.
+struct RawItems<'a>(Vec<&'a RawValue>);
+
+const NOT_AN_ARRAY: &str = "'batch' must be an array";
+
+fn not_an_array() -> ValidationError {
+    ValidationError::new(ErrorCode::InvalidField, NOT_AN_ARRAY)
+}
+
+impl<'de: 'a, 'a> serde::Deserialize<'de> for RawItems<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Items<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for Items<'a> {
+            type Value = RawItems<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str(NOT_AN_ARRAY)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Self::Value, A::Error> {
+                let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4096));
+                while let Some(item) = seq.next_element::<&'de RawValue>()? {
+                    items.push(item);
+                }
+                Ok(RawItems(items))
+            }
+        }
+        deserializer.deserialize_seq(Items(std::marker::PhantomData))
+    }
+}
+
+fn read_envelope(body: &[u8]) -> Result<RawEnvelope<'_>, ValidationError> {
+    let first = body.iter().find(|b| !b.is_ascii_whitespace());
+    if first.is_some_and(|b| *b != b'{') {
+        return Err(ValidationError::new(
+            ErrorCode::InvalidJson,
+            "request body must be a JSON object",
+        ));
+    }
+    serde_json::from_slice(body).map_err(|error| {
+        if error.is_data() && error.to_string().contains(NOT_AN_ARRAY) {
+            not_an_array()
+        } else if error.is_data() {
+            ValidationError::new(
+                ErrorCode::InvalidJson,
+                format!("invalid request body: {error}"),
+            )
+        } else {
+            body_json_error(error)
+        }
+    })
 }
 
 /// Batch-level `context`, `integrations` and `sentAt`. The batch-level
 /// `messageId` (analytics-go v2) identifies the request, not any item, and is
 /// ignored.
-fn batch_defaults(top: &HashMap<String, &RawValue>) -> Result<BatchDefaults, ValidationError> {
+fn batch_defaults(top: &RawEnvelope<'_>) -> Result<BatchDefaults, ValidationError> {
     let mut shared: Map<String, Value> = Map::new();
-    for key in ["context", "integrations", "sentAt"] {
-        if let Some(raw) = top.get(key) {
+    for (key, raw) in [
+        ("context", top.context),
+        ("integrations", top.integrations),
+        ("sentAt", top.sent_at),
+    ] {
+        if let Some(raw) = raw {
             let value = serde_json::from_str(raw.get()).map_err(body_json_error)?;
             shared.insert(key.into(), value);
         }
