@@ -3,6 +3,7 @@
 mod admin;
 mod ingest;
 mod limits;
+mod operations;
 #[cfg(feature = "postgres-tests")]
 mod postgres;
 mod receivers;

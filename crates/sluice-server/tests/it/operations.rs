@@ -1,0 +1,144 @@
+//! Operating the service: configuration as code, proxies, metrics.
+
+use reqwest::Method;
+use serde_json::json;
+
+use crate::support::{TestServer, basic, test_config};
+
+const BOOTSTRAP: &str = r#"
+[[sources]]
+id = "web"
+name = "Website"
+write_key = "bootstrap-write-key-0123456789"
+
+[[destinations]]
+id = "hooks"
+name = "Hooks"
+sources = ["web"]
+shared_secret = "bootstrap-secret"
+
+[[destinations.urls]]
+url = "https://hooks.example/in"
+headers = { "X-Team" = "data" }
+"#;
+
+#[tokio::test]
+async fn bootstrap_file_is_applied_idempotently_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bootstrap.toml");
+    std::fs::write(&file, BOOTSTRAP).unwrap();
+    let mut config = test_config(dir.path());
+    config.bootstrap = Some(file.clone());
+
+    for round in 0..2 {
+        let s = TestServer::start_with(config.clone()).await;
+        let (_, sources) = s.admin(Method::GET, "/sources", None).await;
+        assert_eq!(
+            sources["data"].as_array().unwrap().len(),
+            1,
+            "round {round}"
+        );
+        let (_, d) = s.admin(Method::GET, "/destinations/hooks", None).await;
+        assert_eq!(d["source_ids"], json!(["web"]));
+        assert_eq!(d["settings"]["urls"][0]["headers"]["X-Team"], json!("data"));
+        let body = json!({"userId": "u", "event": "e"}).to_string();
+        let (status, _) = s
+            .collect("/v1/track", Some("bootstrap-write-key-0123456789"), body)
+            .await;
+        assert_eq!(status, 200);
+        s.stop().await;
+    }
+
+    // Declared values win on the next start; invalid declarations stop it.
+    std::fs::write(
+        &file,
+        BOOTSTRAP.replace("name = \"Hooks\"", "name = \"Renamed\""),
+    )
+    .unwrap();
+    let s = TestServer::start_with(config.clone()).await;
+    let (_, d) = s.admin(Method::GET, "/destinations/hooks", None).await;
+    assert_eq!(d["name"], json!("Renamed"));
+    s.stop().await;
+    std::fs::write(
+        &file,
+        BOOTSTRAP.replace("https://hooks.example/in", "hooks.example/in"),
+    )
+    .unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let err = sluice_server::run(config, listener, async {}, &sluice_server::StderrAnnounce)
+        .await
+        .expect_err("an invalid URL in the bootstrap file stops start-up");
+    assert!(err.to_string().contains("settings.urls[0].url"), "{err}");
+}
+
+#[tokio::test]
+async fn forwarded_for_is_used_only_when_trusted() {
+    for trusted in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = test_config(dir.path());
+        config.trust_forwarded_for = trusted;
+        let s = TestServer::start_with(config).await;
+        let (src, key) = s.source("web").await;
+        let r = s
+            .http
+            .post(s.url("/v1/track"))
+            .header("authorization", basic(&key))
+            .header("x-forwarded-for", "203.0.113.9, 10.0.0.1")
+            .body(json!({"userId": "u", "event": "e"}).to_string())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        let events = s.events(&src).await;
+        let want = if trusted { "203.0.113.9" } else { "127.0.0.1" };
+        assert_eq!(
+            events[0]["event"]["context"]["ip"],
+            json!(want),
+            "trusted={trusted}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn metrics_count_requests_events_and_commits() {
+    let s = TestServer::start().await;
+    let (_, key) = s.source("web").await;
+    let batch = json!({"batch": [
+        {"type": "track", "userId": "u", "event": "a"},
+        {"type": "track", "userId": "u", "event": "b"},
+    ]});
+    assert_eq!(
+        s.collect("/v1/batch", Some(&key), batch.to_string())
+            .await
+            .0,
+        200
+    );
+    assert_eq!(s.collect("/v1/batch", Some(&key), "{oops").await.0, 400);
+    let text = s
+        .http
+        .get(s.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let value = |prefix: &str| -> f64 {
+        text.lines()
+            .find(|l| l.starts_with(prefix))
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no {prefix} in\n{text}"))
+    };
+    assert_eq!(value("sluice_events_accepted_total"), 2.0);
+    assert_eq!(value("sluice_events_rejected_total"), 1.0);
+    assert_eq!(value("sluice_commit_duration_seconds_count"), 1.0);
+    assert_eq!(
+        value("sluice_http_requests_total{path=\"/v1/{kind}\",status=\"200\"}"),
+        1.0
+    );
+    assert_eq!(
+        value("sluice_http_requests_total{path=\"/v1/{kind}\",status=\"400\"}"),
+        1.0
+    );
+}
