@@ -8,6 +8,7 @@
 //! - [`types`]: the records kept and the requests taken.
 //! - [`keys`]: ids, write keys and their hashes (constant-time compare).
 //! - [`error`]: the error type, [`StoreError`].
+//! - `records`: record logic both backends share (patches, error summaries).
 //! - [`conformance`]: one behavioural suite every backend must pass.
 //!
 //! The data flows one way: `append` commits events together with their
@@ -19,6 +20,7 @@ pub mod error;
 pub mod keys;
 #[cfg(feature = "postgres")]
 pub mod postgres;
+mod records;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
 pub mod types;

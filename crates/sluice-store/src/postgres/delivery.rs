@@ -13,6 +13,7 @@ use chrono::{DateTime, Utc};
 use deadpool_postgres::{Client, Transaction};
 
 use super::rows::{backend, big, get, ms, opt_time, unsigned};
+use crate::records::last_error;
 use crate::{Attempt, AttemptReport, DueDelivery, Outcome, Result};
 
 /// Leases up to `limit` due deliveries, oldest due first, in one statement.
@@ -234,18 +235,4 @@ async fn insert_attempts(
     .await
     .map_err(backend)?;
     Ok(())
-}
-
-/// What went wrong in the last failed attempt, for the delivery's summary:
-/// the transport error, else the HTTP status. URLs are left out since they
-/// may carry credentials.
-fn last_error(attempts: &[Attempt]) -> Option<String> {
-    attempts
-        .iter()
-        .rev()
-        .find_map(|a| match (&a.error, a.status) {
-            (Some(e), _) => Some(e.clone()),
-            (None, Some(status)) if !(200..300).contains(&status) => Some(format!("HTTP {status}")),
-            _ => None,
-        })
 }

@@ -7,6 +7,7 @@ use deadpool_postgres::{Client, GenericClient, Transaction};
 use tokio_postgres::Row;
 
 use super::rows::{backend, conflict_or_backend, get, json_error, ms, time};
+use crate::records::normalized;
 use crate::{Destination, DestinationPatch, NewDestination, Result, StoreError, WebhookSettings};
 
 const DESTINATION_COLUMNS: &str = "id, name, kind, enabled, settings, created_at, updated_at";
@@ -43,13 +44,6 @@ async fn require_sources(tx: &Transaction<'_>, source_ids: &[String]) -> Result<
         Some(missing) => Err(StoreError::NotFound(format!("source {missing}"))),
         None => Ok(()),
     }
-}
-
-/// Sorted, without duplicates: the form kept and returned.
-fn normalized(mut source_ids: Vec<String>) -> Vec<String> {
-    source_ids.sort();
-    source_ids.dedup();
-    source_ids
 }
 
 async fn connect(tx: &Transaction<'_>, destination_id: &str, source_ids: &[String]) -> Result<()> {
@@ -205,29 +199,20 @@ pub(super) async fn get_destination(client: &mut Client, id: &str) -> Result<Opt
 pub(super) async fn update_destination(
     client: &mut Client,
     id: &str,
-    patch: DestinationPatch,
+    mut patch: DestinationPatch,
     now: DateTime<Utc>,
 ) -> Result<Option<Destination>> {
     let tx = client.transaction().await.map_err(backend)?;
     let Some(mut dest) = destination_by_id(&tx, id, true).await? else {
         return Ok(None);
     };
-    if let Some(source_ids) = patch.source_ids {
+    if let Some(source_ids) = patch.source_ids.take() {
         let source_ids = normalized(source_ids);
         require_sources(&tx, &source_ids).await?;
         connect(&tx, id, &source_ids).await?;
         dest.source_ids = source_ids;
     }
-    if let Some(name) = patch.name {
-        dest.name = name;
-    }
-    if let Some(enabled) = patch.enabled {
-        dest.enabled = enabled;
-    }
-    if let Some(settings) = patch.settings {
-        dest.settings = settings;
-    }
-    dest.updated_at = now;
+    patch.apply_fields(&mut dest, now);
     let settings = serde_json::to_string(&dest.settings).map_err(json_error)?;
     let stmt = tx
         .prepare_cached(

@@ -6,6 +6,7 @@ use chrono::{DateTime, Utc};
 use rusqlite::{Connection, params};
 
 use super::rows::{ms, opt_time, small};
+use crate::records::last_error;
 use crate::{Attempt, AttemptReport, DueDelivery, Outcome, Result};
 
 /// Leases up to `limit` due deliveries, oldest due first. Walks the partial
@@ -132,18 +133,4 @@ fn insert_attempts(conn: &Connection, delivery_id: i64, attempts: &[Attempt]) ->
         ])?;
     }
     Ok(())
-}
-
-/// What went wrong in the last failed attempt, for the delivery's summary:
-/// the transport error, else the HTTP status. URLs are left out since they
-/// may carry credentials.
-fn last_error(attempts: &[Attempt]) -> Option<String> {
-    attempts
-        .iter()
-        .rev()
-        .find_map(|a| match (&a.error, a.status) {
-            (Some(e), _) => Some(e.clone()),
-            (None, Some(status)) if !(200..300).contains(&status) => Some(format!("HTTP {status}")),
-            _ => None,
-        })
 }

@@ -6,6 +6,7 @@ use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::rows::{conflict_or_backend, ms, time};
+use crate::records::normalized;
 use crate::{Destination, DestinationPatch, NewDestination, Result, StoreError, WebhookSettings};
 
 const DESTINATION_COLUMNS: &str = "id, name, kind, enabled, settings, created_at, updated_at";
@@ -58,13 +59,6 @@ fn require_sources(conn: &Connection, source_ids: &[String]) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// Sorted, without duplicates: the form kept and returned.
-fn normalized(mut source_ids: Vec<String>) -> Vec<String> {
-    source_ids.sort();
-    source_ids.dedup();
-    source_ids
 }
 
 fn connect(conn: &Connection, destination_id: &str, source_ids: &[String]) -> Result<()> {
@@ -155,28 +149,19 @@ pub(super) fn get_destination(conn: &Connection, id: &str) -> Result<Option<Dest
 pub(super) fn update_destination(
     conn: &Connection,
     id: &str,
-    patch: DestinationPatch,
+    mut patch: DestinationPatch,
     now: DateTime<Utc>,
 ) -> Result<Option<Destination>> {
     let Some(mut dest) = get_destination(conn, id)? else {
         return Ok(None);
     };
-    if let Some(source_ids) = patch.source_ids {
+    if let Some(source_ids) = patch.source_ids.take() {
         let source_ids = normalized(source_ids);
         require_sources(conn, &source_ids)?;
         connect(conn, id, &source_ids)?;
         dest.source_ids = source_ids;
     }
-    if let Some(name) = patch.name {
-        dest.name = name;
-    }
-    if let Some(enabled) = patch.enabled {
-        dest.enabled = enabled;
-    }
-    if let Some(settings) = patch.settings {
-        dest.settings = settings;
-    }
-    dest.updated_at = now;
+    patch.apply_fields(&mut dest, now);
     conn.prepare_cached(
         "UPDATE destinations SET name = ?2, enabled = ?3, settings = ?4, updated_at = ?5 WHERE id = ?1",
     )?

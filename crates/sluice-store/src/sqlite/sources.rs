@@ -95,17 +95,7 @@ pub(super) fn update_source(
     let Some(mut source) = get_source(conn, id)? else {
         return Ok(None);
     };
-    if let Some(name) = patch.name {
-        source.name = name;
-    }
-    if let Some(enabled) = patch.enabled {
-        source.enabled = enabled;
-    }
-    if let Some((hash, hint)) = patch.write_key {
-        source.write_key_hash = hash;
-        source.write_key_hint = hint;
-    }
-    source.updated_at = now;
+    patch.apply(&mut source, now);
     conn.prepare_cached(
         "UPDATE sources SET name = ?2, enabled = ?3, write_key_hash = ?4, write_key_hint = ?5,
          updated_at = ?6 WHERE id = ?1",

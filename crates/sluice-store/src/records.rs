@@ -1,0 +1,62 @@
+//! Record logic shared by every backend: applying patches, normalising
+//! connections, summarising attempts. Pure, so both backends agree by
+//! construction rather than by parallel code.
+
+use chrono::{DateTime, Utc};
+
+use crate::{Attempt, Destination, DestinationPatch, Source, SourcePatch};
+
+impl SourcePatch {
+    /// Applies the patch to `source` as of `now`.
+    pub(crate) fn apply(self, source: &mut Source, now: DateTime<Utc>) {
+        if let Some(name) = self.name {
+            source.name = name;
+        }
+        if let Some(enabled) = self.enabled {
+            source.enabled = enabled;
+        }
+        if let Some((hash, hint)) = self.write_key {
+            source.write_key_hash = hash;
+            source.write_key_hint = hint;
+        }
+        source.updated_at = now;
+    }
+}
+
+impl DestinationPatch {
+    /// Applies name, enabled and settings to `dest` as of `now`. Connections
+    /// (`source_ids`) need the database and are the backend's to apply.
+    pub(crate) fn apply_fields(self, dest: &mut Destination, now: DateTime<Utc>) {
+        if let Some(name) = self.name {
+            dest.name = name;
+        }
+        if let Some(enabled) = self.enabled {
+            dest.enabled = enabled;
+        }
+        if let Some(settings) = self.settings {
+            dest.settings = settings;
+        }
+        dest.updated_at = now;
+    }
+}
+
+/// Connected source ids as stored: sorted, without repeats.
+pub(crate) fn normalized(mut source_ids: Vec<String>) -> Vec<String> {
+    source_ids.sort();
+    source_ids.dedup();
+    source_ids
+}
+
+/// What went wrong in the last failed attempt, for the delivery's summary:
+/// the transport error, else the HTTP status. URLs are left out since they
+/// may carry credentials.
+pub(crate) fn last_error(attempts: &[Attempt]) -> Option<String> {
+    attempts
+        .iter()
+        .rev()
+        .find_map(|a| match (&a.error, a.status) {
+            (Some(e), _) => Some(e.clone()),
+            (None, Some(status)) if !(200..300).contains(&status) => Some(format!("HTTP {status}")),
+            _ => None,
+        })
+}
