@@ -1,8 +1,8 @@
 //! Durable storage for Sluice.
 //!
 //! One trait, [`Store`], is all the rest of Sluice sees. Backends:
-//! - [`sqlite`] (feature `sqlite`, default): embedded, zero setup, single node.
-//! - [`postgres`] (feature `postgres`): one shared database, several nodes.
+//! - `sqlite` (feature `sqlite`, default): embedded, zero setup, single node.
+//! - `postgres` (feature `postgres`): one shared database, several nodes.
 //!
 //! Modules:
 //! - [`types`]: the records kept and the requests taken.
