@@ -87,18 +87,15 @@ fn append_request(
 ) -> ApiResult<AppendRequest> {
     let mut events = Vec::with_capacity(envelope.events.len());
     for event in envelope.events {
-        let integrations = event.body.get("integrations").and_then(Value::as_object);
-        let destination_ids = if destination_enabled(integrations, WEBHOOKS) {
+        let destination_ids = if destination_enabled(event.integrations.as_ref(), WEBHOOKS) {
             route.destinations.clone()
         } else {
             Vec::new()
         };
-        let body = serde_json::to_string(&event.body)
-            .map_err(|e| ApiError::bad_request("invalid_json", e.to_string()))?;
         events.push(NewEvent {
             message_id: event.message_id,
             event_type: event.event_type.as_str().to_owned(),
-            body,
+            body: event.json,
             destination_ids,
         });
     }

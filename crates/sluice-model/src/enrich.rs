@@ -12,6 +12,7 @@
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
+use crate::raw::{self, Field, RawObject, Slot};
 use crate::validate::check_required;
 use crate::{ErrorCode, Event, EventType, RequestContext, ValidationError, time};
 
@@ -46,24 +47,26 @@ impl Received {
 }
 
 /// Validates and enriches one call whose type is already known. Error
-/// messages carry no batch index; the caller adds it.
-pub(crate) fn enrich(
-    mut call: Map<String, Value>,
+/// messages carry no batch index; the caller adds it. `raw_len` is the
+/// call's size as received, used to size the stored text.
+pub(crate) fn enrich<'a>(
+    mut call: RawObject<'a>,
+    raw_len: usize,
     event_type: EventType,
-    defaults: &BatchDefaults,
+    defaults: &'a BatchDefaults,
     received: &Received,
     ctx: &RequestContext,
 ) -> Result<Event, ValidationError> {
-    merge_under(&mut call, "context", defaults.context.as_ref())?;
-    merge_under(&mut call, "integrations", defaults.integrations.as_ref())?;
+    merge_context(&mut call, defaults.context.as_ref())?;
+    let integrations = merge_integrations(&mut call, defaults.integrations.as_ref())?;
     let identity = check_required(&mut call, event_type)?;
 
-    call.insert("type".into(), Value::String(event_type.as_str().into()));
+    call.insert_value("type", Value::String(event_type.as_str().into()));
     let message_id = message_id(&mut call)?;
 
-    let client_timestamp = time_field(&call, "timestamp")?;
-    let client_original = time_field(&call, "originalTimestamp")?;
-    let sent_at = time_field(&call, "sentAt")?.or(defaults.sent_at);
+    let client_timestamp = time_field(call.field("timestamp"), "timestamp")?;
+    let client_original = time_field(call.field("originalTimestamp"), "originalTimestamp")?;
+    let sent_at = time_field(call.field("sentAt"), "sentAt")?.or(defaults.sent_at);
     // RudderStack's SDKs send `originalTimestamp` instead of `timestamp`;
     // either one is the client's clock reading of when the call happened.
     let original = client_timestamp.or(client_original);
@@ -74,9 +77,9 @@ pub(crate) fn enrich(
         (None, _) => received_at,
     };
 
-    call.insert("receivedAt".into(), Value::String(received.text.clone()));
+    call.insert_value("receivedAt", Value::String(received.text.clone()));
     if timestamp == received_at {
-        call.insert("timestamp".into(), Value::String(received.text.clone()));
+        call.insert_value("timestamp", Value::String(received.text.clone()));
     } else {
         put_time(&mut call, "timestamp", timestamp);
     }
@@ -95,7 +98,8 @@ pub(crate) fn enrich(
         anonymous_id: identity.anonymous_id,
         received_at,
         timestamp,
-        body: call,
+        json: call.to_json(raw_len),
+        integrations,
     })
 }
 
@@ -114,31 +118,66 @@ fn skew_corrected(
         .unwrap_or(original)
 }
 
-/// Overlays the call's own object under `key` onto the batch-level one: the
-/// item's keys win and keep their order; batch-only keys are appended. A
-/// non-object value under `key` is rejected, since routing and `context.ip`
-/// need an object there.
-fn merge_under(
-    call: &mut Map<String, Value>,
-    key: &str,
-    batch: Option<&Map<String, Value>>,
+/// Overlays the call's own `context` onto the batch-level one: the item's
+/// keys win and keep their order; batch-only keys are appended. The call's
+/// `context` is opened one level (its values stay raw) for `context.ip`. A
+/// non-object `context` is rejected, since `context.ip` needs an object.
+fn merge_context<'a>(
+    call: &mut RawObject<'a>,
+    batch: Option<&'a Map<String, Value>>,
 ) -> Result<(), ValidationError> {
-    match call.get_mut(key) {
-        Some(Value::Object(own)) => {
-            for (k, v) in batch.into_iter().flatten() {
+    let Some(slot) = call.slot_mut("context") else {
+        if let Some(batch) = batch {
+            call.insert_value("context", Value::Object(batch.clone()));
+        }
+        return Ok(());
+    };
+    let own = std::mem::replace(slot, Slot::Owned(Value::Null));
+    match raw::open_object(Some(own)) {
+        Ok(Some(mut own)) => {
+            if let Some(batch) = batch {
+                own.append_missing(batch);
+            }
+            *slot = Slot::Object(own);
+        }
+        Ok(None) => {
+            if let Some(batch) = batch {
+                *slot = Slot::Owned(Value::Object(batch.clone()));
+            }
+        }
+        Err(()) => return Err(not_an_object("context")),
+    }
+    Ok(())
+}
+
+/// The same overlay for `integrations`, which routing needs parsed: returns
+/// the call's final `integrations` object, if any. Without a batch-level
+/// object the call's own text is stored as it came.
+fn merge_integrations(
+    call: &mut RawObject<'_>,
+    batch: Option<&Map<String, Value>>,
+) -> Result<Option<Map<String, Value>>, ValidationError> {
+    let own = match call.get("integrations") {
+        None => None,
+        Some(slot) if matches!(slot.field(), Field::Null) => None,
+        Some(slot) => Some(raw::slot_map(slot).ok_or_else(|| not_an_object("integrations"))?),
+    };
+    match (own, batch) {
+        (Some(mut own), Some(batch)) => {
+            for (k, v) in batch {
                 if !own.contains_key(k) {
                     own.insert(k.clone(), v.clone());
                 }
             }
+            call.insert_value("integrations", Value::Object(own.clone()));
+            Ok(Some(own))
         }
-        None | Some(Value::Null) => {
-            if let Some(batch) = batch {
-                call.insert(key.into(), Value::Object(batch.clone()));
-            }
+        (None, Some(batch)) => {
+            call.insert_value("integrations", Value::Object(batch.clone()));
+            Ok(Some(batch.clone()))
         }
-        Some(_) => return Err(not_an_object(key)),
+        (own, None) => Ok(own),
     }
-    Ok(())
 }
 
 pub(crate) fn not_an_object(key: &str) -> ValidationError {
@@ -150,61 +189,77 @@ pub(crate) fn not_an_object(key: &str) -> ValidationError {
 
 /// Keeps a client `messageId` of 1 to 100 characters, generates a UUID v4
 /// when it is absent or `null`, and rejects anything else.
-fn message_id(call: &mut Map<String, Value>) -> Result<String, ValidationError> {
-    match call.get("messageId") {
-        None | Some(Value::Null) => {
-            let id = uuid::Uuid::new_v4().to_string();
-            call.insert("messageId".into(), Value::String(id.clone()));
-            Ok(id)
+fn message_id(call: &mut RawObject<'_>) -> Result<String, ValidationError> {
+    match call.field("messageId") {
+        Field::Null => {}
+        Field::Str(id) if (1..=MAX_MESSAGE_ID_CHARS).contains(&id.chars().count()) => {
+            return Ok(id.into_owned());
         }
-        Some(Value::String(id)) if (1..=MAX_MESSAGE_ID_CHARS).contains(&id.chars().count()) => {
-            Ok(id.clone())
+        _ => {
+            return Err(ValidationError::new(
+                ErrorCode::InvalidField,
+                format!("'messageId' must be a string of 1 to {MAX_MESSAGE_ID_CHARS} characters"),
+            ));
         }
-        Some(_) => Err(ValidationError::new(
-            ErrorCode::InvalidField,
-            format!("'messageId' must be a string of 1 to {MAX_MESSAGE_ID_CHARS} characters"),
-        )),
     }
+    let id = uuid::Uuid::new_v4().to_string();
+    call.insert_value("messageId", Value::String(id.clone()));
+    Ok(id)
 }
 
 /// Reads an optional timestamp field: absent or `null` is `None`; a string
 /// must parse with [`time::parse`]; anything else is rejected.
 pub(crate) fn time_field(
-    map: &Map<String, Value>,
+    field: Field<'_>,
     key: &str,
 ) -> Result<Option<DateTime<Utc>>, ValidationError> {
-    match map.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => time::parse(s).map(Some).ok_or_else(|| {
+    match field {
+        Field::Null => Ok(None),
+        Field::Str(s) => time::parse(&s).map(Some).ok_or_else(|| {
             ValidationError::new(
                 ErrorCode::InvalidField,
                 format!("'{key}' is not an ISO 8601 date-time"),
             )
         }),
-        Some(_) => Err(ValidationError::new(
+        Field::Num(_) | Field::Other => Err(ValidationError::new(
             ErrorCode::InvalidField,
             format!("'{key}' must be an ISO 8601 date-time string"),
         )),
     }
 }
 
-fn put_time(call: &mut Map<String, Value>, key: &str, t: DateTime<Utc>) {
-    call.insert(key.into(), Value::String(time::format(&t)));
+fn put_time(call: &mut RawObject<'_>, key: &'static str, t: DateTime<Utc>) {
+    call.insert_value(key, Value::String(time::format(&t)));
 }
 
 /// Ensures `context` exists and fills `context.ip` from the request when the
-/// client did not set one. `merge_under` already rejected a non-object.
-fn fill_context_ip(call: &mut Map<String, Value>, ctx: &RequestContext) {
-    let context = call
-        .entry("context")
-        .or_insert_with(|| Value::Object(Map::new()));
-    if context.is_null() {
-        *context = Value::Object(Map::new());
-    }
-    let (Value::Object(context), Some(ip)) = (context, ctx.client_ip) else {
+/// client did not set one. `merge_context` already rejected a non-object and
+/// opened the call's own one.
+fn fill_context_ip(call: &mut RawObject<'_>, ctx: &RequestContext) {
+    let ip = ctx.client_ip.map(|ip| Value::String(ip.to_string()));
+    let with_ip = |ip: Option<Value>| {
+        let mut context = RawObject::default();
+        if let Some(ip) = ip {
+            context.insert_value("ip", ip);
+        }
+        Slot::Object(context)
+    };
+    let Some(slot) = call.slot_mut("context") else {
+        call.insert("context", with_ip(ip));
         return;
     };
-    if context.get("ip").is_none_or(Value::is_null) {
-        context.insert("ip".into(), Value::String(ip.to_string()));
+    match slot {
+        Slot::Owned(Value::Null) => *slot = with_ip(ip),
+        Slot::Object(context) => {
+            if let (true, Some(ip)) = (matches!(context.field("ip"), Field::Null), ip) {
+                context.insert_value("ip", ip);
+            }
+        }
+        Slot::Owned(Value::Object(context)) => {
+            if let (true, Some(ip)) = (context.get("ip").is_none_or(Value::is_null), ip) {
+                context.insert("ip".into(), ip);
+            }
+        }
+        Slot::Owned(_) | Slot::Raw(_) => {}
     }
 }

@@ -12,6 +12,7 @@
 //! - [`time`]: lenient timestamp parsing and canonical rendering.
 //! - [`text`]: repairs of raw JSON text (lone UTF-16 surrogate escapes) before parsing.
 //! - [`routing`]: the `integrations` object decides whether a destination gets a call.
+//! - `raw` (internal): a call's top level with values kept as raw JSON text (the ingest fast path).
 //! - [`error`]: the validation error type with stable codes.
 
 pub mod enrich;
@@ -19,6 +20,7 @@ pub mod error;
 pub mod kind;
 pub mod limits;
 pub mod parse;
+pub(crate) mod raw;
 pub mod routing;
 pub mod text;
 pub mod time;

@@ -12,6 +12,7 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::enrich::{BatchDefaults, Received, enrich, not_an_object, time_field};
+use crate::raw::{self, Field, RawObject, value_field};
 use crate::{Endpoint, ErrorCode, EventType, Limits, ValidationError, text};
 
 /// Facts about the HTTP request that enrichment needs.
@@ -40,12 +41,24 @@ pub struct Event {
     pub anonymous_id: Option<String>,
     pub received_at: DateTime<Utc>,
     pub timestamp: DateTime<Utc>,
-    /// The whole message as stored and later delivered: the client's keys
-    /// (batch-level `context`/`integrations` merged in, `writeKey` removed)
-    /// plus `type`, `messageId`, `receivedAt`, `timestamp`,
-    /// `originalTimestamp` (when the client sent one), `sentAt` (when known)
-    /// and `context.ip`, timestamps rendered by [`crate::time::format`].
-    pub body: Map<String, Value>,
+    /// The whole message as stored and later delivered, as compact JSON
+    /// text: the client's keys (batch-level `context`/`integrations` merged
+    /// in, `writeKey` removed) plus `type`, `messageId`, `receivedAt`,
+    /// `timestamp`, `originalTimestamp` (when the client sent one), `sentAt`
+    /// (when known) and `context.ip`, timestamps rendered by
+    /// [`crate::time::format`]. Values the server did not touch keep the
+    /// client's text as received.
+    pub json: String,
+    /// The final `integrations` object, when the call has one (routing).
+    pub integrations: Option<Map<String, Value>>,
+}
+
+impl Event {
+    /// The stored message parsed as a map (tests and inspection; the ingest
+    /// path uses [`Event::json`] as it is).
+    pub fn body(&self) -> Map<String, Value> {
+        serde_json::from_str(&self.json).unwrap_or_default()
+    }
 }
 
 /// Parses, validates and enriches one collection request. A request with any
@@ -84,10 +97,18 @@ fn parse_single(
     body: &[u8],
     ctx: &RequestContext,
 ) -> Result<Envelope, ValidationError> {
-    let mut call: Map<String, Value> = serde_json::from_slice(body).map_err(body_json_error)?;
+    let full_parse = || serde_json::from_slice::<Map<String, Value>>(body).map(drop);
+    let mut call: RawObject<'_> = match serde_json::from_slice(body) {
+        Ok(call) => call,
+        Err(error) => return Err(body_json_error(full_parse().err().unwrap_or(error))),
+    };
+    if raw::needs_full_parse(body) {
+        full_parse().map_err(body_json_error)?;
+    }
     let write_key = take_write_key(&mut call);
     let received = Received::new(ctx);
-    let event = enrich(call, event_type, &BatchDefaults::default(), &received, ctx)?;
+    let defaults = BatchDefaults::default();
+    let event = enrich(call, body.len(), event_type, &defaults, &received, ctx)?;
     Ok(Envelope {
         write_key,
         events: vec![event],
@@ -119,8 +140,10 @@ fn parse_batch(
         let (mut call, event_type) = batch_item(raw, limits).map_err(|e| at_index(index, e))?;
         let item_key = take_write_key(&mut call);
         write_key = write_key.or(item_key);
+        let size = raw.get().len();
         events.push(
-            enrich(call, event_type, &defaults, &received, ctx).map_err(|e| at_index(index, e))?,
+            enrich(call, size, event_type, &defaults, &received, ctx)
+                .map_err(|e| at_index(index, e))?,
         );
     }
     Ok(Envelope { write_key, events })
@@ -216,7 +239,7 @@ fn batch_defaults(top: &RawEnvelope<'_>) -> Result<BatchDefaults, ValidationErro
     Ok(BatchDefaults {
         context: object_field(&mut shared, "context")?,
         integrations: object_field(&mut shared, "integrations")?,
-        sent_at: time_field(&shared, "sentAt")?,
+        sent_at: time_field(value_field(shared.get("sentAt")), "sentAt")?,
     })
 }
 
@@ -232,11 +255,11 @@ fn object_field(
 }
 
 /// One batch item: within the per-call size limit, an object, with a known
-/// string `type`.
-fn batch_item(
-    raw: &RawValue,
+/// string `type`. Its top level is read with values kept raw.
+fn batch_item<'a>(
+    raw: &'a RawValue,
     limits: &Limits,
-) -> Result<(Map<String, Value>, EventType), ValidationError> {
+) -> Result<(RawObject<'a>, EventType), ValidationError> {
     let size = raw.get().len();
     if size > limits.max_call_bytes {
         return Err(ValidationError::new(
@@ -248,16 +271,19 @@ fn batch_item(
         ));
     }
     // The whole body already parsed as JSON, so only shape errors (not an
-    // object) and nesting deeper than serde_json's recursion limit remain.
-    let call: Map<String, Value> = serde_json::from_str(raw.get()).map_err(|error| {
-        if error.is_data() {
-            ValidationError::new(ErrorCode::InvalidField, "event must be a JSON object")
-        } else {
-            ValidationError::new(ErrorCode::InvalidJson, format!("invalid JSON: {error}"))
-        }
-    })?;
-    let event_type = match call.get("type") {
-        Some(Value::String(name)) => EventType::from_name(name).ok_or_else(|| {
+    // object) and what only a full parse finds (nesting deeper than
+    // serde_json's recursion limit, numbers out of range) remain. Any error
+    // is reported as the full parse words it.
+    let full_parse = || serde_json::from_str::<Map<String, Value>>(raw.get()).map(drop);
+    let call: RawObject<'a> = match serde_json::from_str(raw.get()) {
+        Ok(call) => call,
+        Err(error) => return Err(item_json_error(full_parse().err().unwrap_or(error))),
+    };
+    if raw::needs_full_parse(raw.get().as_bytes()) {
+        full_parse().map_err(item_json_error)?;
+    }
+    let event_type = match call.field("type") {
+        Field::Str(name) => EventType::from_name(&name).ok_or_else(|| {
             ValidationError::new(
                 ErrorCode::UnknownType,
                 format!("unknown type '{}'", name.escape_debug()),
@@ -273,10 +299,18 @@ fn batch_item(
     Ok((call, event_type))
 }
 
+fn item_json_error(error: serde_json::Error) -> ValidationError {
+    if error.is_data() {
+        ValidationError::new(ErrorCode::InvalidField, "event must be a JSON object")
+    } else {
+        ValidationError::new(ErrorCode::InvalidJson, format!("invalid JSON: {error}"))
+    }
+}
+
 /// Removes `writeKey` from a call, returning it when it is a string.
-fn take_write_key(call: &mut Map<String, Value>) -> Option<String> {
-    match call.shift_remove("writeKey") {
-        Some(Value::String(key)) => Some(key),
+fn take_write_key(call: &mut RawObject<'_>) -> Option<String> {
+    match call.shift_remove("writeKey")?.field() {
+        Field::Str(key) => Some(key.into_owned()),
         _ => None,
     }
 }

@@ -6,8 +6,9 @@
 //! string form (`42` → `"42"`), so destinations always see strings, as the
 //! message tables in the spec describe.
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
+use crate::raw::{Field, RawObject};
 use crate::{ErrorCode, EventType, ValidationError};
 
 /// The identity of a validated call; empty strings count as absent.
@@ -21,7 +22,7 @@ pub(crate) struct Identity {
 /// as strings. Messages name the call type and the field, without a batch
 /// index (the caller adds it).
 pub(crate) fn check_required(
-    call: &mut Map<String, Value>,
+    call: &mut RawObject<'_>,
     event_type: EventType,
 ) -> Result<Identity, ValidationError> {
     let identity = Identity {
@@ -55,27 +56,31 @@ pub(crate) fn check_required(
 /// Reads an identifier field: a string (empty means absent) or a number,
 /// which is rewritten in place as a string. Absent or `null` gives `None`;
 /// any other JSON type is an `invalid_field` error.
-fn identifier(call: &mut Map<String, Value>, key: &str) -> Result<Option<String>, ValidationError> {
-    match call.get_mut(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) if s.is_empty() => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(slot @ Value::Number(_)) => {
-            let text = slot.to_string();
-            *slot = Value::String(text.clone());
-            Ok(Some(text))
+fn identifier(
+    call: &mut RawObject<'_>,
+    key: &'static str,
+) -> Result<Option<String>, ValidationError> {
+    let number = match call.field(key) {
+        Field::Null => return Ok(None),
+        Field::Str(s) if s.is_empty() => return Ok(None),
+        Field::Str(s) => return Ok(Some(s.into_owned())),
+        Field::Num(n) => n,
+        Field::Other => {
+            return Err(ValidationError::new(
+                ErrorCode::InvalidField,
+                format!("'{key}' must be a string or a number"),
+            ));
         }
-        Some(_) => Err(ValidationError::new(
-            ErrorCode::InvalidField,
-            format!("'{key}' must be a string or a number"),
-        )),
-    }
+    };
+    let text = Value::Number(number).to_string();
+    call.insert_value(key, Value::String(text.clone()));
+    Ok(Some(text))
 }
 
 fn require_identifier(
-    call: &mut Map<String, Value>,
+    call: &mut RawObject<'_>,
     kind: &str,
-    key: &str,
+    key: &'static str,
 ) -> Result<(), ValidationError> {
     match identifier(call, key)? {
         Some(_) => Ok(()),
@@ -87,14 +92,14 @@ fn require_identifier(
 }
 
 /// A track call names its event with a non-empty string.
-fn require_event_name(call: &Map<String, Value>) -> Result<(), ValidationError> {
-    match call.get("event") {
-        Some(Value::String(s)) if !s.is_empty() => Ok(()),
-        None | Some(Value::Null) | Some(Value::String(_)) => Err(ValidationError::new(
+fn require_event_name(call: &RawObject<'_>) -> Result<(), ValidationError> {
+    match call.field("event") {
+        Field::Str(s) if !s.is_empty() => Ok(()),
+        Field::Null | Field::Str(_) => Err(ValidationError::new(
             ErrorCode::MissingField,
             "track requires 'event'",
         )),
-        Some(_) => Err(ValidationError::new(
+        Field::Num(_) | Field::Other => Err(ValidationError::new(
             ErrorCode::InvalidField,
             "'event' must be a string",
         )),

@@ -4,5 +4,6 @@ mod batch;
 mod enrichment;
 mod limits;
 mod required;
+mod stored;
 mod support;
 mod timestamps;

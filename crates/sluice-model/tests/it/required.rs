@@ -48,8 +48,8 @@ fn numeric_ids_become_strings_in_event_and_body() {
     ));
     assert_eq!(event.user_id.as_deref(), Some("42"));
     assert_eq!(event.anonymous_id.as_deref(), Some("1.5"));
-    assert_eq!(field(&event, "userId"), &json!("42"));
-    assert_eq!(field(&event, "groupId"), &json!("7"));
+    assert_eq!(field(&event, "userId"), json!("42"));
+    assert_eq!(field(&event, "groupId"), json!("7"));
 }
 
 #[test]
@@ -88,7 +88,7 @@ fn alias_with_user_and_previous_id_is_accepted() {
         r#"{"userId":"u","previousId":"p"}"#,
     ));
     assert_eq!(event.event_type, EventType::Alias);
-    assert_eq!(field(&event, "previousId"), &json!("p"));
+    assert_eq!(field(&event, "previousId"), json!("p"));
 }
 
 #[test]

@@ -63,12 +63,12 @@ pub fn rejected(result: Result<Envelope, ValidationError>) -> ValidationError {
 }
 
 /// The body's keys in order.
-pub fn keys(event: &Event) -> Vec<&str> {
-    event.body.keys().map(String::as_str).collect()
+pub fn keys(event: &Event) -> Vec<String> {
+    event.body().keys().cloned().collect()
 }
 
-pub fn field<'a>(event: &'a Event, key: &str) -> &'a Value {
-    event.body.get(key).unwrap_or(&Value::Null)
+pub fn field(event: &Event, key: &str) -> Value {
+    event.body().get(key).cloned().unwrap_or(Value::Null)
 }
 
 /// `prefix` + a string of `x` + `suffix`, exactly `len` bytes long.
