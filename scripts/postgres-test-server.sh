@@ -114,15 +114,27 @@ start() {
     fi
     local port=${SLUICE_PG_TEST_PORT:-55432} last
     last=$((port + 100))
-    while port_in_use "$port"; do
-        port=$((port + 1))
-        ((port < last)) || die "no free port in ${SLUICE_PG_TEST_PORT:-55432}..$last"
+    # The probe can race another server that is still releasing a port, so a
+    # start that fails to bind moves on to the next port instead of failing.
+    while :; do
+        while port_in_use "$port"; do
+            port=$((port + 1))
+            ((port < last)) || die "no free port in ${SLUICE_PG_TEST_PORT:-55432}..$last"
+        done
+        # Sockets off: TCP on loopback only, so nothing depends on /var/run.
+        # fsync off: a test server trades crash safety for speed.
+        if as_user "$bindir/pg_ctl" -D "$data" -l "$log" -w -t 60 \
+            -o "-c listen_addresses=127.0.0.1 -p $port -c unix_socket_directories='' -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300" \
+            start >/dev/null; then
+            break
+        fi
+        if tail -n 20 "$log" | grep -q "could not create any TCP/IP sockets" && ((port + 1 < last)); then
+            port=$((port + 1))
+            continue
+        fi
+        tail -n 20 "$log" >&2 || true
+        die "server did not start; see $log"
     done
-    # Sockets off: TCP on loopback only, so nothing depends on /var/run.
-    # fsync off: a test server trades crash safety for speed.
-    as_user "$bindir/pg_ctl" -D "$data" -l "$log" -w -t 60 \
-        -o "-c listen_addresses=127.0.0.1 -p $port -c unix_socket_directories='' -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300" \
-        start >/dev/null || { tail -n 20 "$log" >&2 || true; die "server did not start; see $log"; }
     echo "$port" >"$port_file"
     local psql=("$bindir/psql" -X -q -h 127.0.0.1 -p "$port" -U "$superuser" -d postgres -v ON_ERROR_STOP=1)
     if [[ $("${psql[@]}" -tAc "SELECT 1 FROM pg_database WHERE datname = '$database'") != 1 ]]; then
