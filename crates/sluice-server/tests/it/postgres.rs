@@ -24,7 +24,10 @@ fn pg_config(dir: &std::path::Path, schema: &str) -> sluice_server::Config {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_nodes_share_sources_and_deliver_each_event_once() {
     let dir = tempfile::tempdir().unwrap();
-    let schema = format!("sluice_it_{}", std::process::id());
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let schema = format!("sluice_it_{}_{nanos}", std::process::id());
     let a = TestServer::start_with(pg_config(dir.path(), &schema)).await;
     let b = TestServer::start_with(pg_config(dir.path(), &schema)).await;
 
@@ -33,36 +36,72 @@ async fn two_nodes_share_sources_and_deliver_each_event_once() {
     a.webhook(&src, json!([rx.url()]), Some("pg-secret-123"))
         .await;
 
-    // Node B learns of the source created on node A within its refresh.
-    let call =
-        |i: usize| json!({"userId": "u", "event": "e", "messageId": format!("pg-{i}")}).to_string();
-    eventually(10, || async {
-        (b.collect("/v1/track", Some(&key), call(0)).await.0 == 200).then_some(())
+    // Node B learns of the source and its destination within its routing
+    // refresh. Routing happens at ingest, so B is ready once a probe it
+    // accepts gets a delivery row.
+    let call = |id: String| json!({"userId": "u", "event": "e", "messageId": id}).to_string();
+    let mut probe = 0;
+    eventually(15, || {
+        probe += 1;
+        let id = format!("probe-{probe}");
+        let (b, key, call) = (&b, &key, &call);
+        async move {
+            if b.collect("/v1/track", Some(key), call(id.clone())).await.0 != 200 {
+                return None;
+            }
+            let (_, rows) = b
+                .admin(
+                    reqwest::Method::GET,
+                    &format!("/deliveries?message_id={id}"),
+                    None,
+                )
+                .await;
+            (!rows["data"].as_array()?.is_empty()).then_some(())
+        }
     })
     .await;
-    for i in 1..50 {
+    for i in 0..50 {
         let node = if i % 2 == 0 { &a } else { &b };
-        assert_eq!(node.collect("/v1/track", Some(&key), call(i)).await.0, 200);
+        assert_eq!(
+            node.collect("/v1/track", Some(&key), call(format!("pg-{i}")))
+                .await
+                .0,
+            200
+        );
     }
-    let got = rx.wait_for(50, Duration::from_secs(20)).await;
     // Both nodes run delivery workers; leases mean each event is sent once.
+    let ours = || -> Vec<sluice_testkit::RecordedRequest> {
+        rx.requests()
+            .into_iter()
+            .filter(|r| {
+                r.header("x-sluice-message-id")
+                    .is_some_and(|m| m.starts_with("pg-"))
+            })
+            .collect()
+    };
+    eventually(20, || async { (ours().len() >= 50).then_some(()) }).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let mut ids: Vec<String> = rx
-        .requests()
+    let got = ours();
+    let mut ids: Vec<&str> = got
         .iter()
-        .map(|r| r.header("x-sluice-message-id").unwrap_or("").to_owned())
+        .filter_map(|r| r.header("x-sluice-message-id"))
         .collect();
     ids.sort();
     ids.dedup();
     assert_eq!(ids.len(), 50, "every event delivered");
-    assert_eq!(rx.requests().len(), 50, "and none twice");
+    assert_eq!(got.len(), 50, "and none twice");
     assert!(got.iter().all(|r| r.header("x-signature")
         == Some(sluice_signing::sign(b"pg-secret-123", &r.body).as_str())));
-    assert_eq!(
-        b.events(&src).await.len(),
-        50,
-        "both nodes read the same store"
-    );
+    let stored = b.events(&src).await;
+    let ours_stored = stored
+        .iter()
+        .filter(|e| {
+            e["message_id"]
+                .as_str()
+                .is_some_and(|m| m.starts_with("pg-"))
+        })
+        .count();
+    assert_eq!(ours_stored, 50, "both nodes read the same store");
     a.stop().await;
     b.stop().await;
 }
