@@ -56,7 +56,7 @@ pub async fn collect(
         })?;
     let route = authorize(&app, &key)?;
     let count = envelope.events.len() as u64;
-    let request = append_request(&route, envelope, ctx.received_at)?;
+    let request = append_request(&route, envelope, ctx.received_at);
     let started = Instant::now();
     app.store.append(request).await?;
     app.metrics
@@ -84,7 +84,7 @@ fn append_request(
     route: &SourceRoute,
     envelope: Envelope,
     received_at: chrono::DateTime<Utc>,
-) -> ApiResult<AppendRequest> {
+) -> AppendRequest {
     let mut events = Vec::with_capacity(envelope.events.len());
     for event in envelope.events {
         let destination_ids = if destination_enabled(event.integrations.as_ref(), WEBHOOKS) {
@@ -99,11 +99,11 @@ fn append_request(
             destination_ids,
         });
     }
-    Ok(AppendRequest {
+    AppendRequest {
         source_id: route.source_id.clone(),
         received_at,
         events,
-    })
+    }
 }
 
 /// The client address: the peer, or with a trusted proxy in front, the first
