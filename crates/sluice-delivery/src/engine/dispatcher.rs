@@ -13,6 +13,7 @@ use tokio::task::JoinSet;
 
 use super::cache::{DestinationCache, Lookup};
 use super::deliver;
+use super::health::Health;
 use crate::config::DeliveryConfig;
 use crate::policy::RetryPolicy;
 use crate::sender::Sender;
@@ -29,6 +30,7 @@ const RELEASE_DELAY: Duration = Duration::from_millis(100);
 struct Lane {
     slots: Arc<Semaphore>,
     held: Arc<AtomicUsize>,
+    health: Arc<Health>,
 }
 
 /// Signals shared between the engine handle, the tasks and the loop.
@@ -117,8 +119,10 @@ impl Dispatcher {
             for due in claimed {
                 taken += usize::from(self.dispatch(due).await);
             }
+            // An idle lane is kept while its breaker is open, so the next
+            // claim still sees it.
             self.lanes
-                .retain(|_, lane| lane.held.load(Ordering::SeqCst) > 0);
+                .retain(|_, lane| lane.held.load(Ordering::SeqCst) > 0 || lane.health.open());
             if full && taken == 0 {
                 // Everything due belongs to saturated destinations and was
                 // handed back: wait for a send to finish rather than spin.
@@ -166,8 +170,16 @@ impl Dispatcher {
             .or_insert_with(|| Lane {
                 slots: Arc::new(Semaphore::new(per_dest)),
                 held: Arc::new(AtomicUsize::new(0)),
+                health: Arc::new(Health::default()),
             })
             .clone();
+        if lane.health.open() && lane.held.load(Ordering::SeqCst) >= 1 {
+            let wait = lane
+                .health
+                .hand_back_delay(self.config.backoff_base, self.config.backoff_cap);
+            let _ = self.reports.send(deliver::release(due.delivery_id, wait));
+            return false;
+        }
         if lane.held.load(Ordering::SeqCst) >= per_dest + self.config.max_queued_per_destination {
             tracing::debug!(destination = %due.destination_id, "destination saturated; delivery handed back");
             let _ = self
@@ -189,17 +201,28 @@ impl Dispatcher {
         let reports = self.reports.clone();
         let freed = self.freed.clone();
         let mut stop = self.signals.stop.clone();
+        let (base, cap) = (self.config.backoff_base, self.config.backoff_cap);
         self.tasks.spawn(async move {
             let _global = global;
             let slot = tokio::select! {
                 slot = lane.slots.clone().acquire_owned() => slot.ok(),
                 _ = stop.wait_for(|s| *s) => None,
             };
-            // A send that would outlive the lease is handed back instead.
             let id = due.delivery_id;
+            // Queued before the breaker opened: only one send goes out as the
+            // probe, the rest wait like newly claimed deliveries.
+            let in_flight = per_dest.saturating_sub(lane.slots.available_permits());
+            if slot.is_some() && lane.health.open() && in_flight > 1 {
+                let _ = reports.send(deliver::release(id, lane.health.hand_back_delay(base, cap)));
+                lane.held.fetch_sub(1, Ordering::SeqCst);
+                freed.notify_one();
+                return;
+            }
+            // A send that would outlive the lease is handed back instead.
             match slot {
                 Some(_slot) if claimed_at.elapsed() < max_wait => {
                     let report = deliver::attempt(&sender, &policy, due, &dest).await;
+                    lane.health.record(&report.outcome);
                     let _ = reports.send(report);
                 }
                 Some(_) => {

@@ -13,6 +13,7 @@
 mod cache;
 mod deliver;
 mod dispatcher;
+mod health;
 mod reporter;
 
 use std::future::Future;

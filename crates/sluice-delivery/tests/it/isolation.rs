@@ -79,3 +79,48 @@ async fn saturated_destination_drains_its_backlog_without_waiting_for_leases() {
     assert_eq!(slow.requests().len(), 10, "each delivered exactly once");
     engine.stop().await;
 }
+
+/// A destination that fails everything stops taking a full lane: after a run
+/// of failures only one request is in flight at a time (each probe starts
+/// after the previous answered), and the rest wait without counting attempts.
+#[tokio::test]
+async fn failing_destination_is_probed_one_request_at_a_time() {
+    let (_dir, store) = new_store().await;
+    let broken = Receiver::start().await;
+    let answer = Duration::from_millis(100);
+    broken.set_default(sluice_testkit::Reply::status(503).delay(answer));
+    let dest = destination(&store, "broken", vec![url(&broken.url())], None, true).await;
+    let config = DeliveryConfig {
+        concurrency_per_destination: 8,
+        max_queued_per_destination: 8,
+        backoff_base: Duration::from_millis(20),
+        backoff_cap: Duration::from_millis(100),
+        retry_window: Duration::from_secs(600),
+        ..fast_config()
+    };
+    let engine = Running::start(store.clone(), config);
+    let events: Vec<_> = (0..40).map(|i| track(&format!("x-{i}"))).collect();
+    append(&store, &events, &[&dest]).await;
+    engine.handle.notify();
+
+    let got = broken.wait_for(40, WAIT).await;
+    let tail: Vec<_> = got.iter().skip(got.len() - 10).map(|r| r.arrived).collect();
+    for pair in tail.windows(2) {
+        let gap = pair[1].duration_since(pair[0]);
+        assert!(
+            gap >= answer - Duration::from_millis(10),
+            "two requests in flight at once (gap {gap:?})"
+        );
+    }
+    let mut never_tried = 0;
+    for i in 0..40 {
+        if deliveries(&store, &format!("x-{i}")).await[0].attempts == 0 {
+            never_tried += 1;
+        }
+    }
+    assert!(
+        never_tried > 0,
+        "while the breaker is open, waiting deliveries are not attempted"
+    );
+    engine.stop().await;
+}
