@@ -1,7 +1,6 @@
 package analytics
 
 import (
-	"context"
 	"encoding/json"
 	"log"
 	"net/http"
@@ -64,16 +63,9 @@ type settings struct {
 	http         *http.Client
 	onFailure    func(error, []json.RawMessage)
 	contextJSON  []byte
-	now          func() time.Time
-	uid          func() string
-	sleep        func(ctx context.Context, d time.Duration) error
 
-	maxAttempts   int
-	backoffBase   time.Duration
-	backoffMax    time.Duration
-	maxRetryAfter time.Duration
-	maxUploads    int
-	maxBatchBytes int
+	// tuning, with every zero knob replaced by its default.
+	tuning
 }
 
 // flushCount resolves FlushAt and its synonym Size: a positive FlushAt wins,
@@ -143,6 +135,21 @@ func (c *Client) settings() settings {
 		ctxJSON = []byte(`{"library":{"name":"analytics-go","version":"` + Version + `"}}`)
 	}
 	t := c.tune
+	t.maxAttempts = positive(t.maxAttempts, defaultMaxAttempts)
+	t.backoffBase = positive(t.backoffBase, defaultBackoffBase)
+	t.backoffMax = positive(t.backoffMax, defaultBackoffMax)
+	t.maxRetryAfter = positive(t.maxRetryAfter, defaultMaxRetryAfter)
+	t.maxUploads = positive(t.maxUploads, defaultMaxUploads)
+	t.maxBatchBytes = positive(t.maxBatchBytes, maxBatchBytes)
+	if t.now == nil {
+		t.now = time.Now
+	}
+	if t.uid == nil {
+		t.uid = newUUID
+	}
+	if t.sleep == nil {
+		t.sleep = sleepContext
+	}
 	s := settings{
 		url:          strings.TrimRight(endpoint, "/") + "/v1/batch",
 		key:          c.key,
@@ -155,25 +162,7 @@ func (c *Client) settings() settings {
 		http:         &hc,
 		onFailure:    c.OnFailure,
 		contextJSON:  ctxJSON,
-		now:          t.now,
-		uid:          t.uid,
-		sleep:        t.sleep,
-
-		maxAttempts:   positive(t.maxAttempts, defaultMaxAttempts),
-		backoffBase:   positive(t.backoffBase, defaultBackoffBase),
-		backoffMax:    positive(t.backoffMax, defaultBackoffMax),
-		maxRetryAfter: positive(t.maxRetryAfter, defaultMaxRetryAfter),
-		maxUploads:    positive(t.maxUploads, defaultMaxUploads),
-		maxBatchBytes: positive(t.maxBatchBytes, maxBatchBytes),
-	}
-	if s.now == nil {
-		s.now = time.Now
-	}
-	if s.uid == nil {
-		s.uid = newUUID
-	}
-	if s.sleep == nil {
-		s.sleep = sleepContext
+		tuning:       t,
 	}
 	return s
 }

@@ -36,11 +36,10 @@ pub async fn collect(
 ) -> ApiResult<Json<Value>> {
     let endpoint = Endpoint::from_path_segment(&kind)
         .ok_or_else(|| ApiError::not_found(&format!("collection endpoint '/v1/{kind}'")))?;
-    let header_key = basic_write_key(&headers);
-    if let Some(key) = &header_key {
-        // Refuse unknown keys before spending anything on the body.
-        authorize(&app, key)?;
-    }
+    // A key in the header is checked before anything is spent on the body.
+    let header_route = basic_write_key(&headers)
+        .map(|key| authorize(&app, &key))
+        .transpose()?;
     let bytes = read_capped(&headers, body, app.limits.max_body_bytes(endpoint)).await?;
     let ctx = RequestContext {
         received_at: Utc::now(),
@@ -49,12 +48,15 @@ pub async fn collect(
     let envelope = parse_request(endpoint, &bytes, &ctx, &app.limits).inspect_err(|_| {
         app.metrics.events_rejected.inc();
     })?;
-    let key = header_key
-        .or_else(|| envelope.write_key.clone())
-        .ok_or_else(|| {
-            ApiError::unauthorized("missing write key: use HTTP Basic auth or 'writeKey'")
-        })?;
-    let route = authorize(&app, &key)?;
+    let route = match header_route {
+        Some(route) => route,
+        None => {
+            let key = envelope.write_key.as_deref().ok_or_else(|| {
+                ApiError::unauthorized("missing write key: use HTTP Basic auth or 'writeKey'")
+            })?;
+            authorize(&app, key)?
+        }
+    };
     let count = envelope.events.len() as u64;
     let request = append_request(&route, envelope, ctx.received_at);
     let started = Instant::now();

@@ -6,6 +6,17 @@ use chrono::{DateTime, Utc};
 
 use crate::{Attempt, Destination, DestinationPatch, Source, SourcePatch};
 
+/// Events deleted per retention transaction, so pruning a large backlog
+/// never holds the writer (SQLite) or row locks (PostgreSQL) for long.
+pub(crate) const PRUNE_CHUNK: u32 = 2000;
+
+/// The current time as every backend keeps it: whole milliseconds, so a
+/// value read back equals the value written.
+pub(crate) fn now() -> DateTime<Utc> {
+    let t = Utc::now();
+    DateTime::from_timestamp_millis(t.timestamp_millis()).unwrap_or(t)
+}
+
 impl SourcePatch {
     /// Applies the patch to `source` as of `now`.
     pub(crate) fn apply(self, source: &mut Source, now: DateTime<Utc>) {

@@ -7,22 +7,13 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-use super::rows::truncate;
 use super::{PostgresStore, deliveries, delivery, destinations, ingest, sources};
+use crate::records::{PRUNE_CHUNK, now};
 use crate::{
     AppendRequest, Attempt, AttemptReport, DeliveryFilter, DeliveryRecord, Destination,
     DestinationPatch, DueDelivery, NewDestination, NewSource, Result, Source, SourcePatch, Store,
     StoredEvent, UsageDay,
 };
-
-/// Events deleted per retention transaction, so pruning a large backlog
-/// never holds locks (and so other nodes' work) for long.
-const PRUNE_CHUNK: u32 = 2000;
-
-/// The current time as the store keeps it (milliseconds).
-fn now() -> DateTime<Utc> {
-    truncate(Utc::now())
-}
 
 #[async_trait]
 impl Store for PostgresStore {

@@ -45,11 +45,6 @@ pub(super) fn ms(t: DateTime<Utc>) -> i64 {
     t.timestamp_millis()
 }
 
-/// `t` truncated to what the store keeps, so returned records equal stored ones.
-pub(super) fn truncate(t: DateTime<Utc>) -> DateTime<Utc> {
-    DateTime::from_timestamp_millis(ms(t)).unwrap_or(t)
-}
-
 fn to_time(idx: usize, millis: i64) -> rusqlite::Result<DateTime<Utc>> {
     DateTime::from_timestamp_millis(millis).ok_or_else(|| {
         rusqlite::Error::FromSqlConversionFailure(
