@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/segmentio/backo-go"
 )
 
 // Client queues messages in memory and uploads them in batches from a
@@ -61,22 +63,35 @@ type Client struct {
 	FlushAfter time.Duration
 
 	// MaxQueueSize bounds the number of messages the Client holds in memory:
-	// queued, batched, or being uploaded and retried. When it is reached,
-	// calls return ErrQueueFull at once instead of blocking. Zero or
-	// negative means the default, 10000.
+	// waiting to be batched, or in a batch being uploaded or retried. A call
+	// made when it is reached waits for room (see DropWhenFull). Zero or
+	// negative means the default, 10000. Each message is at most 32768
+	// bytes of JSON, so the messages held take at most MaxQueueSize × 32 KB
+	// (about 3 MB for 10000 messages of 300 bytes).
 	MaxQueueSize int
 
-	// CloseTimeout bounds how long Close waits for the final uploads. When
-	// it passes, uploads are abandoned and the undelivered messages are
-	// reported as failures. Zero or negative means the default, 10 seconds.
+	// DropWhenFull makes a call made while MaxQueueSize messages are held
+	// return ErrQueueFull at once, dropping its message, instead of waiting
+	// for room. The zero value waits: the call blocks until an upload frees
+	// room, for at most CloseTimeout, and only then drops the message with
+	// ErrQueueFull. Either way the drop is logged, counted in Stats and
+	// reported to OnFailure.
+	DropWhenFull bool
+
+	// CloseTimeout bounds how long Close waits for the final uploads, and
+	// how long a call waits for room in a full queue. When it passes during
+	// Close, uploads are abandoned and the undelivered messages are reported
+	// as failures. Zero or negative means the default, 10 seconds.
 	CloseTimeout time.Duration
 
-	// OnFailure, when not nil, is called with each batch that could not be
+	// OnFailure, when not nil, is called with every message that will not
+	// be delivered, and the error that ended it: a batch that could not be
 	// delivered (after retries, on a status that is not retried, or when
-	// Close times out) and the error that ended it. Each element of msgs is
-	// one message's JSON encoding. It is called from background goroutines,
-	// possibly concurrently, and should return promptly. The zero value
-	// only logs failures.
+	// Close times out), and a message a call refused (invalid, ErrTooLarge,
+	// ErrQueueFull, ErrClosed). Each element of msgs is one message's JSON
+	// encoding. It is called from the background goroutines or from the
+	// refused call's goroutine, possibly concurrently, and should return
+	// promptly. The zero value only logs and counts failures.
 	OnFailure func(err error, msgs []json.RawMessage)
 
 	key  string
@@ -85,18 +100,14 @@ type Client struct {
 	startOnce sync.Once
 	cfg       settings
 	closing   atomic.Bool
+	q         queue
 
-	mu     sync.RWMutex // guards closed and sends on in
-	closed bool
-	in     chan json.RawMessage
-
-	held    atomic.Int64 // messages accepted and not yet delivered or dropped
-	dropped atomic.Int64 // messages abandoned when Close timed out
-	ctx     context.Context
-	cancel  context.CancelFunc
-	slots   chan struct{}
-	uploads sync.WaitGroup
-	done    chan struct{}
+	stats     counters
+	abandoned atomic.Int64 // messages given up when Close timed out
+	ctx       context.Context
+	cancel    context.CancelFunc
+	finished  chan struct{} // an upload ended
+	done      chan struct{} // the loop returned
 }
 
 // tuning holds unexported knobs, mostly for tests. Zero values mean defaults.
@@ -104,9 +115,8 @@ type tuning struct {
 	now           func() time.Time
 	uid           func() string
 	sleep         func(ctx context.Context, d time.Duration) error
+	backo         *backo.Backo // nil: the package variable Backo
 	maxAttempts   int
-	backoffBase   time.Duration
-	backoffMax    time.Duration
 	maxRetryAfter time.Duration
 	maxUploads    int
 	maxBatchBytes int
@@ -127,85 +137,75 @@ func New(key string) *Client {
 
 // Identify queues an identify message. It returns an error, and queues
 // nothing, when neither UserId nor AnonymousId is set, the message is too
-// large, the queue is full or the Client is closed.
+// large, the queue stays full or the Client is closed.
 func (c *Client) Identify(msg *Identify) error {
-	if err := validateIdentify(msg); err != nil {
-		return err
-	}
-	return c.enqueue(msg, &msg.Message, "identify")
+	return c.enqueue(msg, &msg.Message, "identify", validateIdentify(msg))
 }
 
 // Track queues a track message. It returns an error, and queues nothing,
 // when Event is empty, neither UserId nor AnonymousId is set, the message is
-// too large, the queue is full or the Client is closed.
+// too large, the queue stays full or the Client is closed.
 func (c *Client) Track(msg *Track) error {
-	if err := validateTrack(msg); err != nil {
-		return err
-	}
-	return c.enqueue(msg, &msg.Message, "track")
+	return c.enqueue(msg, &msg.Message, "track", validateTrack(msg))
 }
 
 // Page queues a page message. It returns an error, and queues nothing, when
 // neither UserId nor AnonymousId is set, the message is too large, the queue
-// is full or the Client is closed.
+// stays full or the Client is closed.
 func (c *Client) Page(msg *Page) error {
-	if err := validatePage(msg); err != nil {
-		return err
-	}
-	return c.enqueue(msg, &msg.Message, "page")
+	return c.enqueue(msg, &msg.Message, "page", validatePage(msg))
 }
 
 // Group queues a group message. It returns an error, and queues nothing,
 // when GroupId is empty, neither UserId nor AnonymousId is set, the message
-// is too large, the queue is full or the Client is closed.
+// is too large, the queue stays full or the Client is closed.
 func (c *Client) Group(msg *Group) error {
-	if err := validateGroup(msg); err != nil {
-		return err
-	}
-	return c.enqueue(msg, &msg.Message, "group")
+	return c.enqueue(msg, &msg.Message, "group", validateGroup(msg))
 }
 
 // Alias queues an alias message. It returns an error, and queues nothing,
-// when UserId or PreviousId is empty, the message is too large, the queue is
-// full or the Client is closed.
+// when UserId or PreviousId is empty, the message is too large, the queue
+// stays full or the Client is closed.
 func (c *Client) Alias(msg *Alias) error {
-	if err := validateAlias(msg); err != nil {
-		return err
-	}
-	return c.enqueue(msg, &msg.Message, "alias")
+	return c.enqueue(msg, &msg.Message, "alias", validateAlias(msg))
 }
 
-// enqueue completes, encodes and queues a validated message. It never
-// blocks: the channel has room for every message the Client may hold.
-func (c *Client) enqueue(v interface{}, m *Message, typ string) error {
+// enqueue completes, encodes and queues a message that passed (invalid ==
+// nil) or failed validation. When MaxQueueSize messages are held it waits
+// for room, unless DropWhenFull is set. Every message it does not queue is
+// dropped through reject.
+func (c *Client) enqueue(v interface{}, m *Message, typ string, invalid error) error {
 	c.startOnce.Do(c.start)
+	c.stats.calls.Add(1)
+	if invalid != nil {
+		return c.reject(invalid, typ, m.MessageId, encodeForReport(v))
+	}
 	if c.closing.Load() {
-		return ErrClosed
+		return c.reject(ErrClosed, typ, m.MessageId, encodeForReport(v))
 	}
 	m.fill(typ, c.cfg.uid, formatTime(c.cfg.now()))
 	data, err := json.Marshal(v)
 	if err != nil {
-		return fmt.Errorf("analytics: encoding %s message: %w", typ, err)
+		return c.reject(fmt.Errorf("analytics: encoding %s message: %w", typ, err), typ, m.MessageId, nil)
 	}
 	if len(data) > maxMessageBytes {
-		return fmt.Errorf("%w: %d bytes of JSON, the limit is %d", ErrTooLarge, len(data), maxMessageBytes)
+		err := fmt.Errorf("%w: %d bytes of JSON, the limit is %d", ErrTooLarge, len(data), maxMessageBytes)
+		return c.reject(err, typ, m.MessageId, data)
 	}
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if c.closed {
-		return ErrClosed
+	n, err := c.q.push(data, !c.cfg.dropWhenFull, c.cfg.closeTimeout, c.ctx.Done())
+	if err != nil {
+		return c.reject(err, typ, m.MessageId, data)
 	}
-	if c.held.Add(1) > int64(c.cfg.maxQueued) {
-		c.held.Add(-1)
-		return ErrQueueFull
+	if c.cfg.verbose {
+		c.verbosef("buffered message (%d/%d, %d bytes)", n, c.cfg.flushAt, len(data))
 	}
-	c.in <- data
 	return nil
 }
 
 // Close flushes every queued message and waits for uploads in flight, for at
 // most CloseTimeout. It may be called from any goroutine, concurrently with
-// calls. It returns nil when everything was handed to the server
+// calls; calls already waiting for room in a full queue are still admitted
+// until then. It returns nil when everything was handed to the server
 // (deliveries that failed are reported through Logger and OnFailure), and an
 // error when the timeout passed and messages were abandoned. Calls made after
 // Close return ErrClosed; a second Close returns ErrClosed at once.
@@ -215,11 +215,7 @@ func (c *Client) Close() error {
 	}
 	c.startOnce.Do(c.start)
 	defer c.cancel()
-
-	c.mu.Lock()
-	c.closed = true
-	close(c.in)
-	c.mu.Unlock()
+	c.q.close()
 
 	timer := time.NewTimer(c.cfg.closeTimeout)
 	defer timer.Stop()
@@ -231,7 +227,7 @@ func (c *Client) Close() error {
 	c.cancel()
 	<-c.done
 	err := fmt.Errorf("analytics: Close timed out after %v; %d undelivered messages were dropped",
-		c.cfg.closeTimeout, c.dropped.Load())
+		c.cfg.closeTimeout, c.abandoned.Load())
 	c.logf("%v", err)
 	return err
 }
@@ -239,8 +235,9 @@ func (c *Client) Close() error {
 // start snapshots the settings and starts the background goroutine.
 func (c *Client) start() {
 	c.cfg = c.settings()
-	c.in = make(chan json.RawMessage, c.cfg.maxQueued)
-	c.slots = make(chan struct{}, c.cfg.maxUploads)
+	limit := c.cfg.maxBatchBytes - envelopeBytes(len(c.cfg.contextJSON)) - envelopeSlack
+	c.q.init(c.cfg.maxQueued, c.cfg.flushAt, limit)
+	c.finished = make(chan struct{}, c.cfg.maxUploads)
 	c.done = make(chan struct{})
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	go c.loop()

@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/segmentio/backo-go"
 )
 
 // Version is the version of analytics-go that this library stands in for. It
@@ -28,6 +30,16 @@ var DefaultContext = map[string]interface{}{
 	},
 }
 
+// Backo sets the waits between upload attempts, as in analytics-go v2: the
+// wait before retry n (from 0) is Backo.Duration(n), of which this library
+// randomises the upper half. The default waits 100 ms, doubling per attempt
+// up to 10 s. Replace it, before creating clients, to tune retries:
+//
+//	analytics.Backo = backo.NewBacko(time.Second, 2, 0, time.Minute)
+//
+// A Client reads it once, when it starts; nil means the default.
+var Backo = backo.DefaultBacko()
+
 // Defaults and fixed limits.
 const (
 	defaultFlushAt      = 20
@@ -44,8 +56,6 @@ const (
 	maxBatchMessages = 2500
 
 	defaultMaxAttempts   = 10
-	defaultBackoffBase   = 100 * time.Millisecond
-	defaultBackoffMax    = 10 * time.Second
 	defaultMaxRetryAfter = 5 * time.Minute
 	defaultMaxUploads    = 8
 )
@@ -57,6 +67,7 @@ type settings struct {
 	flushAt      int
 	flushAfter   time.Duration
 	maxQueued    int
+	dropWhenFull bool
 	closeTimeout time.Duration
 	logger       *log.Logger
 	verbose      bool
@@ -136,8 +147,12 @@ func (c *Client) settings() settings {
 	}
 	t := c.tune
 	t.maxAttempts = positive(t.maxAttempts, defaultMaxAttempts)
-	t.backoffBase = positive(t.backoffBase, defaultBackoffBase)
-	t.backoffMax = positive(t.backoffMax, defaultBackoffMax)
+	if t.backo == nil {
+		t.backo = Backo
+	}
+	if t.backo == nil {
+		t.backo = backo.DefaultBacko()
+	}
 	t.maxRetryAfter = positive(t.maxRetryAfter, defaultMaxRetryAfter)
 	t.maxUploads = positive(t.maxUploads, defaultMaxUploads)
 	t.maxBatchBytes = positive(t.maxBatchBytes, maxBatchBytes)
@@ -156,6 +171,7 @@ func (c *Client) settings() settings {
 		flushAt:      flushCount(c.FlushAt, c.Size),
 		flushAfter:   flushInterval(c.FlushAfter, c.Interval),
 		maxQueued:    positive(c.MaxQueueSize, defaultMaxQueueSize),
+		dropWhenFull: c.DropWhenFull,
 		closeTimeout: positive(c.CloseTimeout, defaultCloseTimeout),
 		logger:       logger,
 		verbose:      c.Verbose || debugEnabled(os.Getenv("DEBUG")),

@@ -9,87 +9,82 @@ import (
 // sentAt longer than usual.
 const envelopeSlack = 64
 
-// pending is the batch being filled by the loop.
-type pending struct {
-	msgs  []json.RawMessage
-	bytes int // encoded messages plus separating commas
-}
-
-// loop owns the queue: it groups messages into batches and hands each batch
-// to an upload goroutine. It flushes when the batch reaches flushAt
-// messages, when flushAfter has passed since the last flush, before the
-// body would pass maxBatchBytes, and when Close closes the queue. It returns
-// after the last upload has finished.
+// loop turns waiting messages into batches and hands each to an upload
+// goroutine, with at most maxUploads uploads in flight. A batch starts when
+// FlushAt messages wait, when FlushAfter has passed since the last batch,
+// when the waiting messages would pass the batch byte limit, when the queue
+// is full, and on Close. A batch takes every waiting message that fits in
+// 500 000 bytes and 2500 messages, not just FlushAt of them, so when
+// uploads are slow the batches grow with the backlog. It returns once
+// Close has been called and every message has been delivered or given up.
 func (c *Client) loop() {
 	defer close(c.done)
 	cfg := &c.cfg
-	limit := cfg.maxBatchBytes - envelopeBytes(len(cfg.contextJSON)) - envelopeSlack
-	cur := pending{msgs: make([]json.RawMessage, 0, cfg.flushAt)}
 	timer := time.NewTimer(cfg.flushAfter)
 	defer timer.Stop()
+	cancelled := c.ctx.Done()
+	inflight := 0
+	timerDue := false
+	announced := false
 
 	for {
-		select {
-		case m, ok := <-c.in:
-			if !ok {
-				c.verbosef("closing: flushing %d queued messages", len(cur.msgs))
-				c.flush(&cur)
-				c.uploads.Wait()
+		waiting, waiters, _, closed := c.q.state()
+		if closed && !announced {
+			announced = true
+			c.verbosef("closing: flushing %d queued messages", waiting)
+		}
+		if c.ctx.Err() != nil {
+			if all := c.q.takeAll(); len(all) > 0 {
+				c.abandon(all)
+			}
+		}
+		for inflight < cfg.maxUploads && c.ctx.Err() == nil {
+			batch := c.q.take(closed || timerDue)
+			if batch == nil {
+				break
+			}
+			if cfg.verbose {
+				c.verbosef("flushing %d messages: %s", len(batch), flushReason(len(batch), closed, timerDue, cfg))
+			}
+			timerDue = false
+			timer.Reset(cfg.flushAfter)
+			inflight++
+			go c.upload(batch)
+		}
+		if closed && inflight == 0 {
+			waiting, waiters, _, _ = c.q.state()
+			if waiting == 0 && waiters == 0 {
 				c.verbosef("closed: all uploads finished")
 				return
 			}
-			if len(cur.msgs) > 0 && cur.bytes+1+len(m) > limit {
-				c.verbosef("flushing %d messages: the next one would pass %d bytes", len(cur.msgs), cfg.maxBatchBytes)
-				c.flush(&cur)
-				timer.Reset(cfg.flushAfter)
-			}
-			if len(cur.msgs) > 0 {
-				cur.bytes++
-			}
-			cur.msgs = append(cur.msgs, m)
-			cur.bytes += len(m)
-			c.verbosef("buffered message (%d/%d, %d bytes)", len(cur.msgs), cfg.flushAt, len(m))
-			if len(cur.msgs) >= cfg.flushAt {
-				c.verbosef("flushing %d messages: FlushAt reached", len(cur.msgs))
-				c.flush(&cur)
-				timer.Reset(cfg.flushAfter)
-			}
+		}
+		select {
+		case <-c.q.wake:
+		case <-c.finished:
+			inflight--
 		case <-timer.C:
-			if len(cur.msgs) > 0 {
-				c.verbosef("flushing %d messages: FlushAfter (%v) passed", len(cur.msgs), cfg.flushAfter)
-				c.flush(&cur)
+			if w, _, _, _ := c.q.state(); w > 0 {
+				timerDue = true
+			} else {
+				timer.Reset(cfg.flushAfter)
 			}
-			timer.Reset(cfg.flushAfter)
+		case <-cancelled:
+			cancelled = nil // handled at the top of the loop, once
 		}
 	}
 }
 
-// flush hands the current batch to an upload goroutine and starts a new
-// one. It waits for a free upload slot; while it waits, calls keep being
-// queued up to MaxQueueSize. When Close has timed out it drops the batch.
-func (c *Client) flush(cur *pending) {
-	if len(cur.msgs) == 0 {
-		return
+// flushReason names why a batch of n messages started, for verbose logs.
+func flushReason(n int, closing, timerDue bool, cfg *settings) string {
+	switch {
+	case n >= cfg.flushAt:
+		return "FlushAt reached"
+	case closing:
+		return "closing"
+	case timerDue:
+		return "FlushAfter (" + cfg.flushAfter.String() + ") passed"
 	}
-	msgs := cur.msgs
-	*cur = pending{msgs: make([]json.RawMessage, 0, c.cfg.flushAt)}
-
-	if c.ctx.Err() != nil {
-		c.abandon(msgs)
-		return
-	}
-	select {
-	case c.slots <- struct{}{}:
-	case <-c.ctx.Done():
-		c.abandon(msgs)
-		return
-	}
-	c.uploads.Add(1)
-	go func() {
-		defer c.uploads.Done()
-		defer func() { <-c.slots }()
-		c.upload(msgs)
-	}()
+	return "the queue is full or the next message would pass the batch byte limit"
 }
 
 // envelopeBytes is the size of a batch body around its messages, for a

@@ -10,7 +10,7 @@ func TestFlushesWhenSizeMessagesAreQueued(t *testing.T) {
 	srv := newRecorder(t, nil)
 	c, _ := newTestClient(t, srv.URL)
 	c.Size = 3
-	for i := range 5 {
+	for i := range 3 {
 		if err := c.Track(&Track{UserId: "u", Event: "e" + string(rune('0'+i))}); err != nil {
 			t.Fatal(err)
 		}
@@ -19,12 +19,52 @@ func TestFlushesWhenSizeMessagesAreQueued(t *testing.T) {
 	if n := len(srv.requests()[0].decode(t).Batch); n != 3 {
 		t.Fatalf("first batch has %d messages, want 3", n)
 	}
+	for range 2 {
+		if err := c.Track(&Track{UserId: "u", Event: "more"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(20 * time.Millisecond)
+	if n := len(srv.requests()); n != 1 {
+		t.Fatalf("%d requests before Close with 2 of 3 messages queued, want 1", n)
+	}
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
 	reqs := srv.requests()
 	if len(reqs) != 2 || len(reqs[1].decode(t).Batch) != 2 {
 		t.Fatalf("want the remaining 2 messages flushed on Close, got %d requests", len(reqs))
+	}
+}
+
+func TestABacklogIsSentInBatchesLargerThanSize(t *testing.T) {
+	g := newGate()
+	srv := newRecorder(t, g.wait)
+	c, _ := newTestClient(t, srv.URL)
+	t.Cleanup(g.open)
+	c.Size = 1
+	c.tune.maxUploads = 1
+	if err := c.Track(&Track{UserId: "u", Event: "first"}); err != nil {
+		t.Fatal(err)
+	}
+	<-g.started // the only upload slot is busy: the next 3000 calls wait
+	for range 3000 {
+		if err := c.Track(&Track{UserId: "u", Event: "backlog"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g.open()
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var sizes []int
+	for _, r := range srv.requests() {
+		sizes = append(sizes, len(r.decode(t).Batch))
+	}
+	// One message, then the backlog in as few requests as the 2500-message
+	// limit allows.
+	if len(sizes) != 3 || sizes[0] != 1 || sizes[1] != maxBatchMessages || sizes[2] != 500 {
+		t.Fatalf("batch sizes %v, want [1 2500 500]", sizes)
 	}
 }
 

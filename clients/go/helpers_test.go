@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/segmentio/backo-go"
 )
 
 const testKey = "test-write-key"
@@ -106,8 +108,7 @@ func newTestClient(t *testing.T, endpoint string) (*Client, *syncBuffer) {
 	c.Endpoint = endpoint
 	c.Interval = time.Hour
 	c.Logger = log.New(buf, "", 0)
-	c.tune.backoffBase = time.Millisecond
-	c.tune.backoffMax = 5 * time.Millisecond
+	c.tune.backo = backo.NewBacko(time.Millisecond, 2, 0, 5*time.Millisecond)
 	t.Cleanup(func() { _ = c.Close() })
 	return c, buf
 }

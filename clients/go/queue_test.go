@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -29,7 +30,7 @@ func (g *gate) wait(n int, _ http.ResponseWriter) int {
 	return 200
 }
 
-func TestQueueIsBoundedAndCallsNeverBlockWhenEndpointIsStuck(t *testing.T) {
+func TestFullQueueMakesCallsWaitForRoomByDefault(t *testing.T) {
 	g := newGate()
 	srv := newRecorder(t, g.wait)
 	c, _ := newTestClient(t, srv.URL)
@@ -37,6 +38,73 @@ func TestQueueIsBoundedAndCallsNeverBlockWhenEndpointIsStuck(t *testing.T) {
 	c.Size = 1
 	c.MaxQueueSize = 10
 	c.tune.maxUploads = 1
+	for i := range 10 {
+		if err := c.Track(&Track{UserId: "u", Event: "e"}); err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+	}
+	<-g.started // one upload is stuck; the queue holds 10 messages
+	returned := make(chan error, 1)
+	go func() { returned <- c.Track(&Track{UserId: "u", Event: "11th"}) }()
+	select {
+	case err := <-returned:
+		t.Fatalf("a call on a full queue returned (%v) instead of waiting", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	if s := c.Stats(); s.QueueDepth != 10 || s.Dropped != 0 {
+		t.Fatalf("stats while the call waits: %+v", s)
+	}
+	g.open()
+	if err := <-returned; err != nil {
+		t.Fatalf("the waiting call: %v", err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(srv.delivered(t)); n != 11 {
+		t.Fatalf("delivered %d, want 11", n)
+	}
+	if s := c.Stats(); s.Calls != 11 || s.Sent != 11 || s.Dropped != 0 || s.QueueDepth != 0 {
+		t.Fatalf("stats after Close: %+v", s)
+	}
+}
+
+func TestCallWaitingForRoomDropsItsMessageAfterCloseTimeout(t *testing.T) {
+	g := newGate()
+	srv := newRecorder(t, g.wait)
+	c, logs := newTestClient(t, srv.URL)
+	t.Cleanup(g.open)
+	c.Size = 1
+	c.MaxQueueSize = 2
+	c.tune.maxUploads = 1
+	c.CloseTimeout = 30 * time.Millisecond
+	var f failures
+	c.OnFailure = f.record
+	for range 2 {
+		if err := c.Track(&Track{UserId: "u", Event: "e"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := &Track{UserId: "u", Event: "late"}
+	var err error
+	within(t, "a call on a queue that stays full", func() { err = c.Track(m) })
+	if !errors.Is(err, ErrQueueFull) {
+		t.Fatalf("call = %v, want ErrQueueFull after the timeout", err)
+	}
+	assertDropReported(t, c, &f, logs, m.MessageId, ErrQueueFull)
+}
+
+func TestDropWhenFullRefusesAtOnceAndReportsEveryDrop(t *testing.T) {
+	g := newGate()
+	srv := newRecorder(t, g.wait)
+	c, logs := newTestClient(t, srv.URL)
+	t.Cleanup(g.open)
+	c.Size = 1
+	c.MaxQueueSize = 10
+	c.DropWhenFull = true
+	c.tune.maxUploads = 1
+	var f failures
+	c.OnFailure = f.record
 
 	accepted, full := 0, 0
 	within(t, "calls against a stuck endpoint", func() {
@@ -54,10 +122,18 @@ func TestQueueIsBoundedAndCallsNeverBlockWhenEndpointIsStuck(t *testing.T) {
 	if accepted != 10 || full != 90 {
 		t.Fatalf("accepted %d, rejected %d as full; want 10 and 90", accepted, full)
 	}
+	if errs, count := f.snapshot(); len(errs) != 90 || count != 90 || !errors.Is(errs[0], ErrQueueFull) {
+		t.Fatalf("OnFailure got %d reports for %d messages", len(errs), count)
+	}
+	if n := strings.Count(logs.String(), "queue is full"); n != 90 {
+		t.Fatalf("%d drops logged, want 90", n)
+	}
+	if s := c.Stats(); s.Calls != 100 || s.Dropped != 90 || s.QueueDepth != 10 {
+		t.Fatalf("stats: %+v", s)
+	}
 
 	g.open()
-	eventually(t, "the backlog to drain", func() bool { return len(srv.delivered(t)) == 10 })
-	eventually(t, "room in the queue", func() bool { return c.held.Load() == 0 })
+	eventually(t, "the backlog to drain", func() bool { return c.Stats().QueueDepth == 0 })
 	if err := c.Track(&Track{UserId: "u", Event: "after"}); err != nil {
 		t.Fatalf("call after the backlog drained: %v", err)
 	}
@@ -74,6 +150,7 @@ func TestQueueBoundCountsMessagesBeingRetried(t *testing.T) {
 	c, _ := newTestClient(t, srv.URL)
 	c.MaxQueueSize = 3
 	c.Size = 3
+	c.DropWhenFull = true
 	block := make(chan struct{})
 	t.Cleanup(func() { close(block) })
 	c.tune.sleep = sleepUntil(block)
@@ -85,6 +162,55 @@ func TestQueueBoundCountsMessagesBeingRetried(t *testing.T) {
 	eventually(t, "the first failed attempt", func() bool { return len(srv.requests()) >= 1 })
 	if err := c.Identify(&Identify{UserId: "u"}); !errors.Is(err, ErrQueueFull) {
 		t.Fatalf("call while 3 messages are being retried: %v, want ErrQueueFull", err)
+	}
+}
+
+func TestCallsWaitingForRoomWhenCloseStartsAreDelivered(t *testing.T) {
+	g := newGate()
+	srv := newRecorder(t, g.wait)
+	c, _ := newTestClient(t, srv.URL)
+	t.Cleanup(g.open)
+	c.Size = 1
+	c.MaxQueueSize = 1
+	c.tune.maxUploads = 1
+	if err := c.Track(&Track{UserId: "u", Event: "first"}); err != nil {
+		t.Fatal(err)
+	}
+	<-g.started
+	waiting := make(chan error, 1)
+	go func() { waiting <- c.Track(&Track{UserId: "u", Event: "second"}) }()
+	eventually(t, "the call to wait", func() bool {
+		_, waiters, _, _ := c.q.state()
+		return waiters == 1
+	})
+	closed := make(chan error, 1)
+	go func() { closed <- c.Close() }()
+	eventually(t, "Close to start", func() bool { _, _, _, cl := c.q.state(); return cl })
+	g.open()
+	if err := <-waiting; err != nil {
+		t.Fatalf("the waiting call: %v", err)
+	}
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	if n := len(srv.delivered(t)); n != 2 {
+		t.Fatalf("delivered %d, want 2", n)
+	}
+}
+
+// assertDropReported checks that one refused message was logged, counted
+// and passed to OnFailure with the error want.
+func assertDropReported(t *testing.T, c *Client, f *failures, logs *syncBuffer, id string, want error) {
+	t.Helper()
+	errs, count := f.snapshot()
+	if len(errs) != 1 || count != 1 || !errors.Is(errs[0], want) {
+		t.Fatalf("OnFailure got %v for %d messages, want one %v", errs, count, want)
+	}
+	if out := logs.String(); !strings.Contains(out, "dropped track message "+id) {
+		t.Fatalf("drop not logged with its messageId %q:\n%s", id, out)
+	}
+	if s := c.Stats(); s.Dropped != 1 {
+		t.Fatalf("stats: %+v, want 1 dropped", s)
 	}
 }
 

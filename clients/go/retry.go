@@ -7,22 +7,20 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/segmentio/backo-go"
 )
 
 // backoff returns the wait before retry number attempt (0 for the first
-// retry): an exponential delay base·2^attempt, capped at ceiling, of which the
-// upper half is random ("equal jitter"), so waits never collapse to zero
-// and concurrent clients spread out.
-func backoff(attempt int, base, ceiling time.Duration) time.Duration {
-	d := ceiling
-	if attempt < 32 {
-		if e := base << uint(attempt); e > 0 && e < ceiling {
-			d = e
-		}
-	}
+// retry). b sets the schedule: by default 100 ms doubling per attempt up to
+// 10 s. The library then randomises the upper half of that wait ("equal
+// jitter"), so waits never collapse to zero and clients that failed
+// together spread out; b's own jitter, if configured, applies first.
+func backoff(b *backo.Backo, attempt int) time.Duration {
+	d := b.Duration(attempt)
 	half := d / 2
 	if half <= 0 {
-		return d
+		return max(d, 0)
 	}
 	return half + rand.N(half+1)
 }

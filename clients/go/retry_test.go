@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/segmentio/backo-go"
 )
 
 func TestRetriesServerErrorsAndTooManyRequests(t *testing.T) {
@@ -214,8 +216,7 @@ func TestBackoffGrowsExponentiallyWithJitterUpToACap(t *testing.T) {
 	c, _ := newTestClient(t, srv.URL)
 	var s sleeps
 	c.tune.sleep = s.sleep
-	c.tune.backoffBase = 100 * time.Millisecond
-	c.tune.backoffMax = time.Second
+	c.tune.backo = backo.NewBacko(100*time.Millisecond, 2, 0, time.Second)
 	c.tune.maxAttempts = 8
 	if err := c.Track(&Track{UserId: "u", Event: "e"}); err != nil {
 		t.Fatal(err)
@@ -237,14 +238,15 @@ func TestBackoffGrowsExponentiallyWithJitterUpToACap(t *testing.T) {
 }
 
 func TestBackoffJitters(t *testing.T) {
+	b := backo.NewBacko(time.Second, 2, 0, time.Minute)
 	seen := map[time.Duration]bool{}
 	for range 100 {
-		seen[backoff(3, time.Second, time.Minute)] = true
+		seen[backoff(b, 3)] = true
 	}
 	if len(seen) < 10 {
 		t.Fatalf("only %d distinct waits in 100: no jitter", len(seen))
 	}
-	if d := backoff(1000, time.Second, time.Minute); d < 30*time.Second || d > time.Minute {
+	if d := backoff(b, 1000); d < 30*time.Second || d > time.Minute {
 		t.Fatalf("huge attempt: %v", d)
 	}
 }
@@ -264,8 +266,7 @@ func TestRetryAfterParsing(t *testing.T) {
 func TestCloseTimeoutInterruptsRetries(t *testing.T) {
 	srv := newRecorder(t, func(int, http.ResponseWriter) int { return 503 })
 	c, _ := newTestClient(t, srv.URL)
-	c.tune.backoffBase = time.Hour // a retry would wait far longer than the test
-	c.tune.backoffMax = time.Hour
+	c.tune.backo = backo.NewBacko(time.Hour, 2, 0, time.Hour) // far longer than the test
 	c.CloseTimeout = 20 * time.Millisecond
 	var f failures
 	c.OnFailure = f.record

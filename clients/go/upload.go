@@ -22,40 +22,46 @@ const maxErrorBody = 512
 var errAbandoned = errors.New("analytics: abandoned when Close timed out")
 
 // upload delivers one batch, then releases its messages from the queue
-// bound and reports a failure.
+// bound, counts the outcome, reports a failure and tells the loop.
 func (c *Client) upload(msgs []json.RawMessage) {
+	defer func() { c.finished <- struct{}{} }()
 	body := c.encodeBatch(msgs)
-	attempts, err := c.send(body)
-	c.held.Add(-int64(len(msgs)))
+	attempts, err := c.send(body, len(msgs))
+	c.q.release(len(msgs))
 	if err == nil {
+		c.stats.sent.Add(int64(len(msgs)))
 		c.verbosef("delivered batch of %d messages (%d bytes) in %d attempt(s)", len(msgs), len(body), attempts)
 		return
 	}
 	if c.ctx.Err() != nil {
-		c.dropped.Add(int64(len(msgs)))
+		c.abandoned.Add(int64(len(msgs)))
 		err = fmt.Errorf("%w: %w", errAbandoned, err)
 	}
+	c.stats.failed.Add(int64(len(msgs)))
 	c.fail(err, msgs, attempts)
 }
 
-// abandon reports a batch that was never sent because Close timed out.
+// abandon gives up messages that were never sent because Close timed out.
 func (c *Client) abandon(msgs []json.RawMessage) {
-	c.held.Add(-int64(len(msgs)))
-	c.dropped.Add(int64(len(msgs)))
+	c.q.release(len(msgs))
+	c.abandoned.Add(int64(len(msgs)))
 	c.fail(errAbandoned, msgs, 0)
 }
 
-// fail logs an undeliverable batch and passes it to OnFailure.
+// fail counts undeliverable messages as dropped, logs them whatever
+// Verbose says and passes them to OnFailure.
 func (c *Client) fail(err error, msgs []json.RawMessage, attempts int) {
+	c.stats.dropped.Add(int64(len(msgs)))
 	c.logf("failed to deliver batch of %d messages after %d attempt(s): %v", len(msgs), attempts, err)
 	if c.cfg.onFailure != nil {
 		c.cfg.onFailure(err, msgs)
 	}
 }
 
-// send posts body until it is accepted, a final status arrives, the
-// attempts run out or Close times out. It returns the number of attempts.
-func (c *Client) send(body []byte) (int, error) {
+// send posts body, which holds n messages, until it is accepted, a final
+// status arrives, the attempts run out or Close times out. It returns the
+// number of attempts.
+func (c *Client) send(body []byte, n int) (int, error) {
 	cfg := &c.cfg
 	for attempt := 1; ; attempt++ {
 		wait, retry, err := c.post(body)
@@ -66,12 +72,13 @@ func (c *Client) send(body []byte) (int, error) {
 			return attempt, err
 		}
 		if wait < 0 {
-			wait = backoff(attempt-1, cfg.backoffBase, cfg.backoffMax)
+			wait = backoff(cfg.backo, attempt-1)
 		}
 		c.verbosef("attempt %d failed, retrying in %v: %v", attempt, wait, err)
 		if cfg.sleep(c.ctx, wait) != nil {
 			return attempt, err
 		}
+		c.stats.retried.Add(int64(n))
 	}
 }
 

@@ -1,0 +1,86 @@
+package analytics
+
+import (
+	"encoding/json"
+	"sync/atomic"
+)
+
+// Stats is a snapshot of a Client's counters, from Client.Stats. Every call
+// ends in exactly one of Sent and Dropped, or is still held, so after Close
+// returns Calls == Sent + Dropped.
+type Stats struct {
+	// Calls counts calls to Identify, Track, Page, Group and Alias,
+	// including those that returned an error.
+	Calls int64
+
+	// Sent counts messages in batches the server accepted (2xx).
+	Sent int64
+
+	// Retried counts messages sent again after a failed attempt, once per
+	// retry: a batch of 20 retried twice adds 40.
+	Retried int64
+
+	// Dropped counts messages that will never be delivered, for any
+	// reason: refused by their call (invalid, ErrTooLarge, ErrQueueFull,
+	// ErrClosed), given up after being sent (see Failed), or abandoned
+	// when Close timed out. Each drop is also logged and reported to
+	// OnFailure.
+	Dropped int64
+
+	// Failed counts the Dropped messages whose batch was sent at least
+	// once: the server answered with a status that is not retried, the
+	// attempts ran out, or Close timed out during retries.
+	Failed int64
+
+	// QueueDepth is the number of messages held now: waiting to be
+	// batched, or in a batch being uploaded or retried. It is at most
+	// MaxQueueSize.
+	QueueDepth int
+}
+
+// counters are the Client's running totals.
+type counters struct {
+	calls, sent, retried, dropped, failed atomic.Int64
+}
+
+// Stats returns the Client's counters and its current queue depth. It may be
+// called at any time, from any goroutine, before or after Close.
+func (c *Client) Stats() Stats {
+	_, _, held, _ := c.q.state()
+	return Stats{
+		Calls:      c.stats.calls.Load(),
+		Sent:       c.stats.sent.Load(),
+		Retried:    c.stats.retried.Load(),
+		Dropped:    c.stats.dropped.Load(),
+		Failed:     c.stats.failed.Load(),
+		QueueDepth: held,
+	}
+}
+
+// reject drops a message its call refused: it counts it, logs it (whatever
+// Verbose says) and reports it to OnFailure, then returns err for the call.
+func (c *Client) reject(err error, typ, id string, data json.RawMessage) error {
+	c.stats.dropped.Add(1)
+	if id == "" {
+		id = "(no messageId)"
+	}
+	c.logf("dropped %s message %s: %v", typ, id, err)
+	if c.cfg.onFailure != nil {
+		var msgs []json.RawMessage
+		if data != nil {
+			msgs = []json.RawMessage{data}
+		}
+		c.cfg.onFailure(err, msgs)
+	}
+	return err
+}
+
+// encodeForReport encodes a refused message for OnFailure; nil when it
+// cannot be encoded.
+func encodeForReport(v interface{}) json.RawMessage {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	return data
+}
