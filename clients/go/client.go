@@ -33,13 +33,16 @@ type Client struct {
 	// means the default, 5 seconds.
 	Interval time.Duration
 
-	// Size is the number of queued messages that triggers a flush. It is a
+	// Size is the number of queued messages that starts a flush. It is a
 	// synonym of FlushAt, which wins when both are positive. Zero or negative
-	// means the default, 20; 1 uploads every call immediately. A batch never
-	// holds more than 2500 messages.
+	// means the default, 20; 1 uploads every call immediately when an upload
+	// slot is free. It is not a cap: a flush takes every waiting message
+	// that fits in one request (500 000 bytes, 2500 messages), so batches
+	// grow when messages arrive faster than uploads finish.
 	Size int
 
-	// Logger receives failure reports, and with Verbose or DEBUG=analytics,
+	// Logger receives a line for every dropped message or batch (whatever
+	// Verbose says), and with Verbose or DEBUG=analytics,
 	// batching and upload activity. New sets it to a logger on standard
 	// error with the prefix "analytics "; nil means the same. Write keys are
 	// never logged.
@@ -183,8 +186,8 @@ func (c *Client) enqueue(v interface{}, m *Message, typ string, invalid error) e
 	if c.closing.Load() {
 		return c.reject(ErrClosed, typ, m.MessageId, encodeForReport(v))
 	}
-	m.fill(typ, c.cfg.uid, formatTime(c.cfg.now()))
-	data, err := json.Marshal(v)
+	m.fill(typ, c.cfg.uid, c.cfg.now)
+	data, err := encodeMessage(v)
 	if err != nil {
 		return c.reject(fmt.Errorf("analytics: encoding %s message: %w", typ, err), typ, m.MessageId, nil)
 	}

@@ -23,29 +23,50 @@
 //
 // A batch is uploaded when FlushAt (synonym: Size, default 20) messages are
 // queued, when FlushAfter (synonym: Interval, default 5 seconds) has passed
-// since the last flush, before a batch would pass 500 000 bytes, and on
-// Close. Setting FlushAt or Size to 1 uploads every call immediately. When a
-// setting and its synonym are both set, a positive FlushAt or FlushAfter
-// wins; see Client.
+// since the last flush, when the queue is full, and on Close. FlushAt
+// decides when a flush starts, not how much it carries: a flush takes every
+// waiting message that fits in one request (500 000 bytes and 2500
+// messages), so when the server is slow the batches grow with the backlog
+// and throughput keeps up. At most 8 uploads are in flight at once. Setting
+// FlushAt or Size to 1 uploads every call at once while an upload slot is
+// free. When a setting and its synonym are both set, a positive FlushAt or
+// FlushAfter wins; see Client.
+//
+// # Back-pressure and memory
+//
+// A Client holds at most MaxQueueSize (default 10000) messages: waiting,
+// or in a batch being uploaded or retried. A call made when it is full
+// waits for room, for at most CloseTimeout (default 10 seconds), as a v2
+// call blocked on v2's queue; only then is its message dropped with
+// ErrQueueFull. Setting DropWhenFull returns ErrQueueFull at once instead.
+// Memory is bounded by MaxQueueSize messages of at most 32768 bytes of
+// JSON each, plus one request body (at most 500 000 bytes) per upload in
+// flight.
 //
 // # Errors and delivery
 //
 // A call returns an error, and queues nothing, when the message is invalid
 // (v2's messages, such as "You must pass 'event'."), when its JSON encoding
-// exceeds 32768 bytes (ErrTooLarge), when the queue already holds
-// MaxQueueSize messages (ErrQueueFull), or after Close (ErrClosed). Calls
-// never block on the network.
+// exceeds 32768 bytes (ErrTooLarge), when the queue stays full
+// (ErrQueueFull), or after Close (ErrClosed). Calls never wait for the
+// network, only for room in a full queue.
 //
 // Uploads that fail with a network error, a 5xx status or 429 are retried,
-// up to 10 attempts in all, with capped exponential backoff and jitter: the
-// wait starts at 100 ms and doubles up to 10 s, and its upper half is
+// up to 10 attempts in all, with exponential backoff and jitter: Backo (the
+// analytics-go v2 variable, from github.com/segmentio/backo-go) gives the
+// wait, 100 ms doubling up to 10 s by default, and its upper half is
 // random. A Retry-After header (seconds or an HTTP date, honoured up to 5
-// minutes) replaces the computed wait. Other 4xx statuses are not retried. A batch that cannot be delivered is
-// logged to Logger and passed to OnFailure when it is set.
+// minutes) replaces the computed wait. Other 4xx statuses are not retried.
+//
+// Every message that will not be delivered, for any reason (a refused
+// call, a batch given up after retries or on a final status, or abandoned
+// when Close times out), is logged to Logger, counted in Stats and passed
+// to OnFailure when it is set. Stats also counts calls, messages sent and
+// retries, and gives the current queue depth.
 //
 // # Logging
 //
-// Failures are always logged. Setting Verbose, or the environment variable
+// Dropped messages and failed batches are always logged. Setting Verbose, or the environment variable
 // DEBUG=analytics, also logs batching and upload activity.
 //
 // # Lifecycle

@@ -8,7 +8,9 @@ var ErrClosed = errors.New("analytics: client is closed")
 
 // ErrQueueFull is returned by a call when the Client already holds
 // MaxQueueSize messages that are not yet delivered, typically because the
-// endpoint is down or slow. The message is not queued.
+// endpoint is down or slow, and no room appeared: at once with
+// DropWhenFull, otherwise after waiting CloseTimeout. The message is not
+// queued; the drop is logged, counted and reported to OnFailure.
 var ErrQueueFull = errors.New("analytics: queue is full")
 
 // ErrTooLarge is returned, wrapped with the message's size, by a call whose

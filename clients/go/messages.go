@@ -1,5 +1,7 @@
 package analytics
 
+import "time"
+
 // Message holds the fields common to every message. It is embedded in
 // Identify, Track, Page, Group, Alias and Batch.
 //
@@ -86,12 +88,12 @@ type Alias struct {
 }
 
 // fill sets the type, and the id and timestamp when they are empty.
-func (m *Message) fill(typ string, id func() string, ts string) {
+func (m *Message) fill(typ string, id func() string, now func() time.Time) {
 	m.Type = typ
 	if m.MessageId == "" {
 		m.MessageId = id()
 	}
 	if m.Timestamp == "" {
-		m.Timestamp = ts
+		m.Timestamp = formatTime(now())
 	}
 }

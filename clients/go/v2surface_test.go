@@ -26,7 +26,7 @@ var (
 	_ map[string]interface{} = DefaultContext
 	_ *backo.Backo           = Backo
 
-	_ func(key string) *Client            = New
+	_ func(key string) *Client             = New
 	_ func(c *Client, msg *Alias) error    = (*Client).Alias
 	_ func(c *Client, msg *Page) error     = (*Client).Page
 	_ func(c *Client, msg *Group) error    = (*Client).Group

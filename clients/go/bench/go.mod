@@ -8,10 +8,8 @@ require (
 )
 
 require (
-	github.com/bmizerany/assert v0.0.0-20160611221934-b7ed37b82869 // indirect
 	github.com/google/uuid v1.3.0 // indirect
-	github.com/kr/pretty v0.3.1 // indirect
-	github.com/segmentio/backo-go v1.0.0 // indirect
+	github.com/segmentio/backo-go v1.1.0 // indirect
 )
 
 replace github.com/sluice-dev/sluice/clients/go => ../
