@@ -103,6 +103,22 @@ func TestNewUUIDIsRandomVersion4(t *testing.T) {
 	}
 }
 
+func TestFormatTimeMatchesTheLayout(t *testing.T) {
+	times := []time.Time{
+		time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC),
+		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(-5, 3, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(2024, 2, 29, 23, 59, 59, 1e6-1, time.FixedZone("x", -7*3600)), time.Now(),
+	}
+	for i := range 1000 {
+		times = append(times, time.Unix(int64(i)*7919*86413, int64(i)*999331).In(time.FixedZone("y", 3600*(i%25-12))))
+	}
+	for _, at := range times {
+		if got, want := formatTime(at), at.UTC().Format(timeLayout); got != want {
+			t.Fatalf("formatTime(%v) = %s, want %s", at, got, want)
+		}
+	}
+}
+
 func TestTimestampsAreUTCWithMilliseconds(t *testing.T) {
 	at := time.Date(2024, 5, 1, 14, 30, 0, 123456789, time.FixedZone("x", 2*3600))
 	if got := formatTime(at); got != "2024-05-01T12:30:00.123Z" {

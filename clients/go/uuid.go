@@ -30,6 +30,35 @@ func newUUID() string {
 // 2024-05-01T12:30:00.123Z.
 const timeLayout = "2006-01-02T15:04:05.000Z07:00"
 
+// formatTime is t.UTC().Format(timeLayout), without parsing the layout on
+// every call: it runs once per call of the library.
 func formatTime(t time.Time) string {
-	return t.UTC().Format(timeLayout)
+	t = t.UTC()
+	year, month, day := t.Date()
+	if year < 0 || year > 9999 {
+		return t.Format(timeLayout)
+	}
+	hour, minute, sec := t.Clock()
+	var b [24]byte
+	put := func(at, v, width int) {
+		for i := at + width - 1; i >= at; i-- {
+			b[i] = byte('0' + v%10)
+			v /= 10
+		}
+	}
+	put(0, year, 4)
+	b[4] = '-'
+	put(5, int(month), 2)
+	b[7] = '-'
+	put(8, day, 2)
+	b[10] = 'T'
+	put(11, hour, 2)
+	b[13] = ':'
+	put(14, minute, 2)
+	b[16] = ':'
+	put(17, sec, 2)
+	b[19] = '.'
+	put(20, t.Nanosecond()/1e6, 3)
+	b[23] = 'Z'
+	return string(b[:])
 }
