@@ -6,8 +6,8 @@ import (
 )
 
 // Stats is a snapshot of a Client's counters, from Client.Stats. Every call
-// ends in exactly one of Sent and Dropped, or is still held, so after Close
-// returns Calls == Sent + Dropped.
+// ends in exactly one of Sent and Dropped, or is still held, so once Close
+// has returned and no call is in progress, Calls == Sent + Dropped.
 type Stats struct {
 	// Calls counts calls to Identify, Track, Page, Group and Alias,
 	// including those that returned an error.
