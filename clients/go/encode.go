@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"unicode/utf8"
 )
@@ -45,9 +46,14 @@ var encoders = sync.Pool{New: func() interface{} { return &encoder{buf: make([]b
 // maxDepth bounds nesting; deeper values (or cycles) go to json.Marshal.
 const maxDepth = 64
 
+type pair struct {
+	key   string
+	value interface{}
+}
+
 type encoder struct {
 	buf    []byte
-	keys   []string // a stack of map keys being sorted, one segment per open map
+	pairs  []pair // a stack of map entries being sorted, one segment per open map
 	depth  int
 	failed bool
 }
@@ -229,24 +235,25 @@ func (e *encoder) object(m map[string]interface{}) {
 	if !e.enter() {
 		return
 	}
-	start := len(e.keys)
-	for k := range m {
-		e.keys = append(e.keys, k)
+	start := len(e.pairs)
+	for k, v := range m {
+		e.pairs = append(e.pairs, pair{k, v})
 	}
-	keys := e.keys[start:]
-	slices.Sort(keys)
+	end := len(e.pairs)
+	pairs := e.pairs[start:end]
+	slices.SortFunc(pairs, func(a, b pair) int { return strings.Compare(a.key, b.key) })
 	e.buf = append(e.buf, '{')
-	for i, k := range keys {
+	for i, p := range pairs {
 		if i > 0 {
 			e.buf = append(e.buf, ',')
 		}
-		e.string(k)
+		e.string(p.key)
 		e.buf = append(e.buf, ':')
-		e.value(m[k])
+		e.value(p.value)
 	}
 	e.buf = append(e.buf, '}')
-	clear(keys) // do not keep the caller's strings alive in the pool
-	e.keys = e.keys[:start]
+	clear(e.pairs[start:end]) // do not keep the caller's values alive in the pool
+	e.pairs = e.pairs[:start]
 	e.depth--
 }
 
@@ -277,6 +284,15 @@ func (e *encoder) float(f float64, bits int) {
 
 const hexDigits = "0123456789abcdef"
 
+// plain marks the ASCII bytes written as they are: printable, and not one
+// of " \ < > &.
+var plain = func() (t [utf8.RuneSelf]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
+
 // string writes s quoted, escaped as encoding/json does by default:
 // control characters, quote and backslash, the HTML characters < > &,
 // U+2028 and U+2029; invalid UTF-8 becomes U+FFFD.
@@ -285,7 +301,7 @@ func (e *encoder) string(s string) {
 	start := 0
 	for i := 0; i < len(s); {
 		if c := s[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+			if plain[c] {
 				i++
 				continue
 			}
