@@ -195,7 +195,7 @@ func (c *Client) enqueue(v interface{}, m *Message, typ string, invalid error) e
 		err := fmt.Errorf("%w: %d bytes of JSON, the limit is %d", ErrTooLarge, len(data), maxMessageBytes)
 		return c.reject(err, typ, m.MessageId, data)
 	}
-	n, err := c.q.push(data, !c.cfg.dropWhenFull, c.cfg.closeTimeout, c.ctx.Done())
+	n, err := c.q.push(data, !c.cfg.dropWhenFull, c.cfg.closeTimeout, c.ctx.Done(), &c.stats.waited)
 	if err != nil {
 		return c.reject(err, typ, m.MessageId, data)
 	}

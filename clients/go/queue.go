@@ -3,6 +3,7 @@ package analytics
 import (
 	"encoding/json"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -59,9 +60,10 @@ func (q *queue) due() bool {
 }
 
 // push admits one message. When the queue is full it waits for room for at
-// most timeout, or until cancel is closed, unless wait is false. It returns
+// most timeout, or until cancel is closed, unless wait is false; waited
+// counts the calls that wait. It returns
 // the number of waiting messages after the push.
-func (q *queue) push(m json.RawMessage, wait bool, timeout time.Duration, cancel <-chan struct{}) (int, error) {
+func (q *queue) push(m json.RawMessage, wait bool, timeout time.Duration, cancel <-chan struct{}, waited *atomic.Int64) (int, error) {
 	q.mu.Lock()
 	if q.closed {
 		q.mu.Unlock()
@@ -77,6 +79,7 @@ func (q *queue) push(m json.RawMessage, wait bool, timeout time.Duration, cancel
 			}
 			return 0, ErrQueueFull
 		}
+		waited.Add(1)
 		if err := q.waitForRoom(timeout, cancel); err != nil {
 			q.mu.Unlock()
 			q.kick() // a closing loop may be waiting for the waiters to leave

@@ -64,7 +64,7 @@ func TestFullQueueMakesCallsWaitForRoomByDefault(t *testing.T) {
 	if n := len(srv.delivered(t)); n != 11 {
 		t.Fatalf("delivered %d, want 11", n)
 	}
-	if s := c.Stats(); s.Calls != 11 || s.Sent != 11 || s.Dropped != 0 || s.QueueDepth != 0 {
+	if s := c.Stats(); s.Calls != 11 || s.Sent != 11 || s.Dropped != 0 || s.Waited != 1 || s.QueueDepth != 0 {
 		t.Fatalf("stats after Close: %+v", s)
 	}
 }
@@ -128,7 +128,7 @@ func TestDropWhenFullRefusesAtOnceAndReportsEveryDrop(t *testing.T) {
 	if n := strings.Count(logs.String(), "queue is full"); n != 90 {
 		t.Fatalf("%d drops logged, want 90", n)
 	}
-	if s := c.Stats(); s.Calls != 100 || s.Dropped != 90 || s.QueueDepth != 10 {
+	if s := c.Stats(); s.Calls != 100 || s.Dropped != 90 || s.Waited != 0 || s.QueueDepth != 10 {
 		t.Fatalf("stats: %+v", s)
 	}
 

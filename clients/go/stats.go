@@ -32,6 +32,10 @@ type Stats struct {
 	// attempts ran out, or Close timed out during retries.
 	Failed int64
 
+	// Waited counts calls that found the queue full and had to wait for
+	// room (back-pressure); with DropWhenFull, none wait.
+	Waited int64
+
 	// QueueDepth is the number of messages held now: waiting to be
 	// batched, or in a batch being uploaded or retried. It is at most
 	// MaxQueueSize.
@@ -40,7 +44,7 @@ type Stats struct {
 
 // counters are the Client's running totals.
 type counters struct {
-	calls, sent, retried, dropped, failed atomic.Int64
+	calls, sent, retried, dropped, failed, waited atomic.Int64
 }
 
 // Stats returns the Client's counters and its current queue depth. It may be
@@ -53,6 +57,7 @@ func (c *Client) Stats() Stats {
 		Retried:    c.stats.retried.Load(),
 		Dropped:    c.stats.dropped.Load(),
 		Failed:     c.stats.failed.Load(),
+		Waited:     c.stats.waited.Load(),
 		QueueDepth: held,
 	}
 }

@@ -78,8 +78,13 @@ var libraries = []library{
 		c.Endpoint = endpoint
 		c.Logger = log.New(io.Discard, "", 0)
 		return func() error {
-			return c.Track(&sluice.Track{UserId: "019mr8mf4r", Event: "Purchased Item", Properties: props})
-		}, c.Close
+				return c.Track(&sluice.Track{UserId: "019mr8mf4r", Event: "Purchased Item", Properties: props})
+			}, func() error {
+				err := c.Close()
+				// Calls that found the queue full and waited (back-pressure).
+				b.ReportMetric(float64(c.Stats().Waited)/float64(b.N), "waited/op")
+				return err
+			}
 	}},
 	{"segment-v3", func(b *testing.B, endpoint string) (func() error, func() error) {
 		c, err := segment.NewWithConfig("bench-key", segment.Config{
