@@ -8,6 +8,7 @@ import (
 	"log"
 	"net/http"
 	"net/http/httptest"
+	"os"
 
 	analytics "github.com/sluice-dev/sluice/clients/go"
 )
@@ -66,6 +67,7 @@ func ExampleClient_Track() {
 	defer server.Close()
 	client := analytics.New("my-write-key")
 	client.Endpoint = server.URL
+	client.Logger = log.New(os.Stdout, "log: ", 0) // every dropped message is logged
 
 	err := client.Track(&analytics.Track{AnonymousId: "a1b2", Event: "Signed Up"})
 	fmt.Println("err:", err)
@@ -75,6 +77,7 @@ func ExampleClient_Track() {
 
 	// Output:
 	// err: <nil>
+	// log: dropped track message (no messageId): You must pass 'event'.
 	// err: You must pass 'event'.
 	// POST /v1/batch: batch of 1 from key "my-write-key"
 	//   track event=Signed Up
@@ -154,6 +157,7 @@ func ExampleClient_Close() {
 	defer server.Close()
 	client := analytics.New("my-write-key")
 	client.Endpoint = server.URL
+	client.Logger = log.New(io.Discard, "", 0)
 
 	_ = client.Track(&analytics.Track{UserId: "019mr8mf4r", Event: "Logged Out"})
 	fmt.Println("close:", client.Close())
@@ -205,4 +209,26 @@ func Example_onFailure() {
 
 	// Output:
 	// 1 message(s) not delivered: analytics: server answered 401 Unauthorized: {"success":false,"code":"invalid_write_key","message":"unknown write key"}
+}
+
+// Stats counts what happened to the calls; every message that is not
+// delivered is also logged and passed to OnFailure.
+func ExampleClient_Stats() {
+	server := collector()
+	defer server.Close()
+	client := analytics.New("my-write-key")
+	client.Endpoint = server.URL
+	client.Logger = log.New(io.Discard, "", 0) // drops are logged too; not here
+
+	_ = client.Track(&analytics.Track{UserId: "019mr8mf4r", Event: "Signed Up"})
+	_ = client.Track(&analytics.Track{UserId: "019mr8mf4r"}) // no event: refused
+	_ = client.Close()
+
+	s := client.Stats()
+	fmt.Printf("calls %d, sent %d, dropped %d, queued %d\n", s.Calls, s.Sent, s.Dropped, s.QueueDepth)
+
+	// Output:
+	// POST /v1/batch: batch of 1 from key "my-write-key"
+	//   track userId=019mr8mf4r event=Signed Up
+	// calls 2, sent 1, dropped 1, queued 0
 }
