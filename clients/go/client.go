@@ -181,10 +181,10 @@ func (c *Client) enqueue(v interface{}, m *Message, typ string, invalid error) e
 	c.startOnce.Do(c.start)
 	c.stats.calls.Add(1)
 	if invalid != nil {
-		return c.reject(invalid, typ, m.MessageId, encodeForReport(v))
+		return c.reject(invalid, typ, m.MessageId, c.encodeForReport(v))
 	}
 	if c.closing.Load() {
-		return c.reject(ErrClosed, typ, m.MessageId, encodeForReport(v))
+		return c.reject(ErrClosed, typ, m.MessageId, c.encodeForReport(v))
 	}
 	m.fill(typ, c.cfg.uid, c.cfg.now)
 	data, err := encodeMessage(v)

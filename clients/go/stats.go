@@ -80,10 +80,13 @@ func (c *Client) reject(err error, typ, id string, data json.RawMessage) error {
 	return err
 }
 
-// encodeForReport encodes a refused message for OnFailure; nil when it
-// cannot be encoded.
-func encodeForReport(v interface{}) json.RawMessage {
-	data, err := json.Marshal(v)
+// encodeForReport encodes a refused message for OnFailure; nil when there
+// is no OnFailure or the message cannot be encoded.
+func (c *Client) encodeForReport(v interface{}) json.RawMessage {
+	if c.cfg.onFailure == nil {
+		return nil
+	}
+	data, err := encodeMessage(v)
 	if err != nil {
 		return nil
 	}
