@@ -44,11 +44,11 @@ impl Ranges {
                 *start = (*start).min(n);
                 *end = (*end).max(n);
                 // Joining the next range closes a gap of one.
-                if let Some(&(next_start, next_end)) = self.0.get(i + 1) {
-                    if next_start == self.0[i].1 + 1 {
-                        self.0[i].1 = next_end;
-                        self.0.remove(i + 1);
-                    }
+                if let Some(&(next_start, next_end)) = self.0.get(i + 1)
+                    && next_start == self.0[i].1 + 1
+                {
+                    self.0[i].1 = next_end;
+                    self.0.remove(i + 1);
                 }
             }
             _ => self.0.insert(i, (n, n)),

@@ -119,7 +119,10 @@ fn read_one(
             }),
         };
         match prepared {
-            Ok(None) => pending.skipped += 1,
+            Ok(None) => {
+                pending.skipped += 1;
+                pending.blank.push(at);
+            }
             Ok(Some(item)) => {
                 if let Some(items) = packer.push(item) {
                     pending.items = items;

@@ -89,6 +89,8 @@ pub struct Batch {
     pub local_rejects: Vec<Rejected>,
     /// Lines passed over: finished in an earlier run, or blank.
     pub skipped: u64,
+    /// Blank lines, finished without sending.
+    pub blank: Vec<LineRef>,
     /// How far into the input (raw bytes over all inputs) this batch reaches.
     pub end_position: u64,
 }

@@ -189,10 +189,8 @@ impl Recorder {
         if !rejected.is_empty() {
             self.write_rejects(&rejected)?;
         }
-        for item in &sent.acked {
-            self.cp.inputs[self.slots[item.at.input]]
-                .done
-                .insert(item.at.line);
+        for at in sent.acked.iter().map(|i| &i.at).chain(&batch.blank) {
+            self.cp.inputs[self.slots[at.input]].done.insert(at.line);
         }
         for r in &rejected {
             let input = &mut self.cp.inputs[self.slots[r.at.input]];
