@@ -26,7 +26,7 @@ use crate::error::CliError;
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  \
     sluice tail --source src_4ywHJu7atksI0JlN\n  \
-    sluice tail --source src_4ywHJu7atksI0JlN --lines 0 | jq .event")]
+    sluice tail --source src_4ywHJu7atksI0JlN --lines 0 | jq -r .messageId")]
 pub struct TailArgs {
     #[arg(long, value_name = "ID")]
     pub source: String,

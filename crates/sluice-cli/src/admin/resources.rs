@@ -67,6 +67,9 @@ pub enum DestinationsCommand {
 }
 
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  sluice sources create --name web\n  sluice sources list --table"
+)]
 pub struct SourcesArgs {
     #[command(subcommand)]
     pub command: SourcesCommand,
@@ -77,6 +80,9 @@ pub struct SourcesArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  sluice destinations create --name hooks --webhook https://example.com/hook --source src_4ywHJu7atksI0JlN\n  sluice destinations list --table"
+)]
 pub struct DestinationsArgs {
     #[command(subcommand)]
     pub command: DestinationsCommand,
