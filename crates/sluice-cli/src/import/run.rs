@@ -79,7 +79,7 @@ pub async fn import(args: ImportArgs) -> Result<u8, CliError> {
         progress: Progress::new(total, args.quiet),
         rejected_now: 0,
     };
-    let mut inflight: JoinSet<(Batch, Result<Sent, CliError>)> = JoinSet::new();
+    let mut inflight: JoinSet<(Batch, Sent)> = JoinSet::new();
     let mut reading = true;
     let mut interrupted = false;
     let mut failure: Option<CliError> = None;
@@ -115,17 +115,13 @@ pub async fn import(args: ImportArgs) -> Result<u8, CliError> {
                 Some(FromReader::Batch(batch)) => state.record(batch, Sent::default())?,
             },
             Some(joined) = inflight.join_next(), if !inflight.is_empty() => {
-                let (batch, sent) = joined.map_err(|e| CliError::Transport(e.to_string()))?;
-                match sent {
-                    Ok(sent) => state.record(batch, sent)?,
-                    Err(e) => {
-                        if failure.is_none() {
-                            failure = Some(e);
-                        }
-                        reading = false;
-                        rx.close();
-                    }
+                let (batch, mut sent) = joined.map_err(|e| CliError::Transport(e.to_string()))?;
+                if let Some(e) = sent.failed.take() {
+                    failure.get_or_insert(e);
+                    reading = false;
+                    rx.close();
                 }
+                state.record(batch, sent)?;
             }
         }
     }

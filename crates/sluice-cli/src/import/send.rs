@@ -22,49 +22,69 @@ use super::{Rejected, Settings};
 use crate::client::{Answer, Api, api_error};
 use crate::error::CliError;
 
-/// What became of a batch's lines.
+/// What became of a batch's lines. After a split, part of a batch may be
+/// acknowledged before another part fails: `failed` is then set, and what
+/// was acknowledged must still be recorded.
 #[derive(Debug, Default)]
 pub struct Sent {
     pub acked: Vec<Item>,
     pub rejected: Vec<Rejected>,
+    pub failed: Option<CliError>,
 }
 
-pub async fn send(api: &Api, settings: &Settings, items: Vec<Item>) -> Result<Sent, CliError> {
+pub async fn send(api: &Api, settings: &Settings, items: Vec<Item>) -> Sent {
     let mut sent = Sent::default();
     let mut work = vec![items];
     while let Some(mut group) = work.pop() {
         if group.is_empty() {
             continue;
         }
-        let answer = post_with_retries(api, settings, &group).await?;
+        let answer = match post_with_retries(api, settings, &group).await {
+            Ok(answer) => answer,
+            Err(e) => {
+                sent.failed = Some(e);
+                return sent;
+            }
+        };
         if answer.status.is_success() {
             sent.acked.append(&mut group);
             continue;
         }
         if answer.status != StatusCode::BAD_REQUEST {
-            return Err(api_error(answer));
+            sent.failed = Some(api_error(answer));
+            return sent;
         }
         let (code, message) = code_and_message(&answer);
-        match blamed_item(&message) {
-            Some((i, why)) if i < group.len() => {
-                let item = group.remove(i);
-                sent.rejected
-                    .push(Rejected::from_server(item, code, why.to_owned()));
-                work.push(group);
-            }
-            _ if group.len() == 1 => {
-                let item = group.remove(0);
-                sent.rejected
-                    .push(Rejected::from_server(item, code, message));
-            }
-            _ => {
-                let second = group.split_off(group.len() / 2);
-                work.push(second);
-                work.push(group);
-            }
+        let (rejected, retry) = after_refusal(group, code, message);
+        sent.rejected.extend(rejected);
+        work.extend(retry);
+    }
+    sent
+}
+
+/// What to do after a `400` for `group` (nothing of it was stored): the
+/// line to reject, if the answer identifies one, and the groups to send
+/// again, pushed in reverse so the earlier lines go first.
+pub fn after_refusal(
+    mut group: Vec<Item>,
+    code: String,
+    message: String,
+) -> (Option<Rejected>, Vec<Vec<Item>>) {
+    match blamed_item(&message) {
+        Some((i, why)) if i < group.len() => {
+            let item = group.remove(i);
+            let rejected = Rejected::from_server(item, code, why.to_owned());
+            (Some(rejected), vec![group])
+        }
+        _ if group.len() == 1 => {
+            let item = group.remove(0);
+            (Some(Rejected::from_server(item, code, message)), vec![])
+        }
+        _ => {
+            let second = group.split_off(group.len() / 2);
+            (None, vec![second, group])
         }
     }
-    Ok(sent)
 }
 
 fn code_and_message(answer: &Answer) -> (String, String) {
@@ -107,5 +127,59 @@ async fn post_with_retries(
         }
         tokio::time::sleep(delay).await;
         delay = (delay * 2).min(Duration::from_secs(30));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::import::batch::LineRef;
+
+    fn group(n: u64) -> Vec<Item> {
+        (1..=n)
+            .map(|line| Item {
+                at: LineRef { input: 0, line },
+                text: "{}".into(),
+            })
+            .collect()
+    }
+
+    fn lines(groups: &[Vec<Item>]) -> Vec<Vec<u64>> {
+        groups
+            .iter()
+            .map(|g| g.iter().map(|i| i.at.line).collect())
+            .collect()
+    }
+
+    #[test]
+    fn a_blamed_item_is_rejected_and_the_rest_sent_again_together() {
+        let (rejected, retry) = after_refusal(
+            group(4),
+            "missing_field".into(),
+            "batch[2]: track requires 'event'".into(),
+        );
+        let rejected = rejected.unwrap();
+        assert_eq!(rejected.at.line, 3);
+        assert_eq!(rejected.message, "track requires 'event'");
+        assert_eq!(lines(&retry), [vec![1, 2, 4]]);
+    }
+
+    #[test]
+    fn an_unattributed_refusal_splits_the_batch_in_halves() {
+        let msg = || "request body exceeds 2000 bytes".to_owned();
+        let (rejected, retry) = after_refusal(group(5), "body_too_large".into(), msg());
+        assert!(rejected.is_none());
+        assert_eq!(lines(&retry), [vec![3, 4, 5], vec![1, 2]]);
+        // An index outside the group is not trusted either.
+        let (rejected, retry) = after_refusal(group(2), "x".into(), "batch[9]: ?".into());
+        assert!(rejected.is_none());
+        assert_eq!(retry.len(), 2);
+    }
+
+    #[test]
+    fn a_single_refused_line_is_rejected_with_the_whole_message() {
+        let (rejected, retry) = after_refusal(group(1), "body_too_large".into(), "too big".into());
+        assert_eq!(rejected.unwrap().message, "too big");
+        assert!(retry.is_empty());
     }
 }

@@ -258,3 +258,46 @@ async fn import_reads_stdin_and_fails_with_the_servers_message_on_a_wrong_key() 
     let stored = stored(&server.base, &source_id).await;
     assert_eq!(stored.keys().collect::<Vec<_>>(), ["from-stdin"]);
 }
+
+/// A server with a batch limit below the command's: its `400
+/// body_too_large` names no line, so the command splits batches until they
+/// fit, and every line lands without a reject.
+#[tokio::test]
+async fn import_splits_batches_a_stricter_server_refuses_and_loses_nothing() {
+    let data = tempfile::tempdir().unwrap();
+    let server = start(
+        data.path(),
+        &[
+            ("SLUICE_LIMITS__MAX_BATCH_BYTES", "2000"),
+            ("SLUICE_LIMITS__MAX_CALL_BYTES", "2000"),
+        ],
+    )
+    .await;
+    let (source_id, key) = source(&server.base, "strict").await;
+    let work = tempfile::tempdir().unwrap();
+    let input = work.path().join("small.jsonl");
+    let text: String = (1..=60)
+        .map(|i| format!("{{\"type\":\"track\",\"userId\":\"u{i}\",\"event\":\"E\",\"messageId\":\"s-{i}\"}}\n"))
+        .collect();
+    std::fs::write(&input, text).unwrap();
+    let (code, _, stderr) = run(
+        &server.base,
+        &[
+            "import",
+            "--write-key",
+            &key,
+            "--checkpoint",
+            work.path().join("cp").to_str().unwrap(),
+            "--rejects",
+            work.path().join("rejects").to_str().unwrap(),
+            input.to_str().unwrap(),
+        ],
+    )
+    .await;
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("60 lines imported, 0 rejected"), "{stderr}");
+    assert!(!work.path().join("rejects").exists());
+    let stored = stored(&server.base, &source_id).await;
+    assert_eq!(stored.len(), 60);
+    assert!(stored.values().all(|(n, _)| *n == 1));
+}
