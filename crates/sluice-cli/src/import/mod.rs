@@ -31,7 +31,7 @@ pub use run::import;
 #[command(after_help = "Examples:\n  \
     sluice import --write-key \"$KEY\" events-2024-*.jsonl.gz\n  \
     zcat old.jsonl.gz | sluice import --write-key \"$KEY\" --checkpoint old.checkpoint -\n\n\
-    Exit status: 0 all imported, 1 error, 3 some lines rejected (see --rejects),\n\
+    Exit status: 0 all imported, 1 error, 3 this run rejected lines (see --rejects),\n\
     130 interrupted (rerun the same command to resume).")]
 pub struct ImportArgs {
     /// JSON Lines files, one call per line, plain or gzip; `-` reads stdin.

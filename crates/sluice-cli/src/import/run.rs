@@ -237,7 +237,11 @@ impl Recorder {
             "import: {} lines imported, {} rejected, {} skipped (already imported or blank)",
             c.imported, c.rejected, c.skipped
         );
-        if c.rejected > 0 {
+        let all_runs: u64 = self.slots.iter().map(|&i| self.cp.inputs[i].rejected).sum();
+        if all_runs > c.rejected {
+            summary.push_str(&format!(" ({all_runs} rejected over all runs)"));
+        }
+        if all_runs > 0 {
             summary.push_str(&format!("; rejects in {}", self.rejects_path.display()));
         }
         if let Some(p) = self.cp.path() {
