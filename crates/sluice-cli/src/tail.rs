@@ -51,13 +51,37 @@ pub async fn tail(args: TailArgs) -> Result<(), CliError> {
     let mut last_seq = first.first().and_then(seq).unwrap_or(0);
     let shown = first.len().min(args.lines as usize);
     print(first[..shown].iter().rev(), pretty)?;
+    let mut unavailable = false;
     loop {
         tokio::time::sleep(Duration::from_millis(args.interval_ms)).await;
-        let fresh = newer_than(&api, &path, last_seq).await?;
+        let fresh = match newer_than(&api, &path, last_seq).await {
+            Ok(fresh) => fresh,
+            // A restart or a 503 is waited out; a 4xx (source deleted,
+            // token revoked) ends the command.
+            Err(e) if transient(&e) => {
+                if !unavailable {
+                    eprintln!("tail: {e}; retrying");
+                }
+                unavailable = true;
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        if std::mem::take(&mut unavailable) {
+            eprintln!("tail: reconnected");
+        }
         if let Some(newest) = fresh.first().and_then(seq) {
             last_seq = newest;
         }
         print(fresh.iter().rev(), pretty)?;
+    }
+}
+
+fn transient(e: &CliError) -> bool {
+    match e {
+        CliError::Transport(_) => true,
+        CliError::Api { status, .. } => *status >= 500,
+        _ => false,
     }
 }
 

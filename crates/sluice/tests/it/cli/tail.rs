@@ -71,3 +71,33 @@ async fn tail_of_an_unknown_source_fails_with_the_api_message() {
     assert_eq!(code, 1);
     assert!(stderr.contains("source not found"), "{stderr}");
 }
+
+#[tokio::test]
+async fn tail_waits_out_a_server_restart_and_goes_on() {
+    let data = tempfile::tempdir().unwrap();
+    let mut server = start(data.path(), &[]).await;
+    let base = server.base.clone();
+    let listen = base.trim_start_matches("http://").to_owned();
+    let (src, key) = source(&base, "web").await;
+    send_batch(&base, &key, json!([track("history")])).await;
+    let mut child = sluice(
+        &base,
+        &["tail", "--source", &src, "-n", "1", "--interval-ms", "50"],
+    )
+    .spawn()
+    .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    // Once history is printed, tail is following.
+    assert_eq!(next_event(&mut lines).await["messageId"], "history");
+    send_batch(&base, &key, json!([track("before")])).await;
+    assert_eq!(next_event(&mut lines).await["messageId"], "before");
+
+    server.child.start_kill().unwrap();
+    server.child.wait().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await; // tail polls a dead server
+    let restarted = start(data.path(), &[("SLUICE_LISTEN", listen.as_str())]).await;
+    assert_eq!(restarted.base, base, "same address");
+    send_batch(&base, &key, json!([track("after")])).await;
+    assert_eq!(next_event(&mut lines).await["messageId"], "after");
+    child.kill().await.unwrap();
+}
