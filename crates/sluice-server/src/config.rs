@@ -188,6 +188,12 @@ impl Default for RetentionConfig {
 }
 
 /// The top-level keys, read off the defaults so the list cannot drift.
+/// `SLUICE_*` variables the `sluice` binary reads itself, which are not
+/// configuration keys: the log filter, the config file, and the settings of
+/// the operator commands (`sluice import`, `tail`, … in `sluice-cli`).
+/// `SLUICE_ADMIN_TOKEN` needs no entry: it is the `admin_token` key.
+pub const NOT_CONFIG: &[&str] = &["LOG", "CONFIG", "URL", "WRITE_KEY", "SHARED_SECRET"];
+
 fn top_level_keys() -> Vec<String> {
     match serde_json::to_value(Config::default()) {
         Ok(serde_json::Value::Object(map)) => map.keys().cloned().collect(),
@@ -228,6 +234,7 @@ impl Config {
     }
 
     /// `SLUICE_*` variables in the environment that are not configuration,
+    /// other than the binary's own ([`NOT_CONFIG`]),
     /// so the binary can warn about likely typos.
     pub fn ignored_env_vars() -> Vec<String> {
         let known = top_level_keys();
@@ -238,8 +245,7 @@ impl Config {
                     return false;
                 };
                 let first = first_segment(rest);
-                !["LOG", "CONFIG"].contains(&first)
-                    && !known.iter().any(|k| k.eq_ignore_ascii_case(first))
+                !NOT_CONFIG.contains(&first) && !known.iter().any(|k| k.eq_ignore_ascii_case(first))
             })
             .collect();
         ignored.sort();

@@ -1,5 +1,7 @@
 //! The `sluice` binary: parses arguments, loads configuration, sets up
 //! logging, binds the listener and hands over to [`sluice_server::run`].
+//! The operator commands that talk to a running server (`import`, `tail`,
+//! `replay`, `sources`, …) live in `sluice-cli`.
 
 use std::path::PathBuf;
 
@@ -33,6 +35,8 @@ enum Command {
         #[arg(long, short, env = "SLUICE_CONFIG")]
         config: Option<PathBuf>,
     },
+    #[command(flatten)]
+    Remote(sluice_cli::Command),
 }
 
 /// Ingest allocates many short-lived maps and strings per event; under
@@ -44,6 +48,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
+        Command::Remote(command) => std::process::exit(i32::from(sluice_cli::run(command))),
         Command::Serve { config } => serve(config),
         Command::Config { config } => {
             let mut cfg = Config::load(config.as_deref())?;

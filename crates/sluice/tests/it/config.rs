@@ -111,3 +111,42 @@ async fn unrelated_sluice_variables_are_ignored() {
     );
     assert!(String::from_utf8_lossy(&out.stdout).contains("listen = \"127.0.0.1:8088\""));
 }
+
+/// The operator commands' variables (`SLUICE_URL`, `SLUICE_WRITE_KEY`) live
+/// in the same environment as the server's: `serve` neither fails on them
+/// nor warns about them, and still warns about a real typo.
+#[tokio::test]
+async fn serve_does_not_warn_about_the_cli_variables() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = crate::process::free_port();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .arg("serve")
+        .env("SLUICE_LISTEN", format!("127.0.0.1:{port}"))
+        .env("SLUICE_DATA_DIR", dir.path())
+        .env("SLUICE_ADMIN_TOKEN", crate::process::TOKEN)
+        .env("SLUICE_LOG", "warn")
+        .env("SLUICE_URL", "http://127.0.0.1:1")
+        .env("SLUICE_WRITE_KEY", "k")
+        .env("SLUICE_LISTNE", "x")
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let http = reqwest::Client::new();
+    for _ in 0..500 {
+        let ready = http
+            .get(format!("http://127.0.0.1:{port}/ready"))
+            .send()
+            .await;
+        if ready.is_ok_and(|r| r.status() == 200) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    child.start_kill().unwrap();
+    let out = child.wait_with_output().await.unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("SLUICE_LISTNE"), "{stderr}");
+    assert!(!stderr.contains("SLUICE_URL"), "{stderr}");
+    assert!(!stderr.contains("SLUICE_WRITE_KEY"), "{stderr}");
+}

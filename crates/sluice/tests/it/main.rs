@@ -1,8 +1,9 @@
 //! Tests of the `sluice` binary as a process: crash durability, signals,
-//! first start.
+//! first start; and the operator commands that talk to a running server.
 
 mod process;
 
+mod cli;
 mod config;
 mod durability;
 mod lifecycle;

@@ -18,12 +18,18 @@ pub fn free_port() -> u16 {
     l.local_addr().expect("addr").port()
 }
 
-/// Starts `sluice serve` on `data_dir` and waits until it is ready.
+/// Starts `sluice serve` on `data_dir` and waits until it is ready. It
+/// listens on a free port unless `extra_env` sets `SLUICE_LISTEN` (to
+/// restart on the same address).
 pub async fn start(data_dir: &Path, extra_env: &[(&str, &str)]) -> Sluice {
-    let port = free_port();
+    let listen = extra_env
+        .iter()
+        .find(|(k, _)| *k == "SLUICE_LISTEN")
+        .map(|(_, v)| (*v).to_owned())
+        .unwrap_or_else(|| format!("127.0.0.1:{}", free_port()));
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_sluice"));
     cmd.arg("serve")
-        .env("SLUICE_LISTEN", format!("127.0.0.1:{port}"))
+        .env("SLUICE_LISTEN", &listen)
         .env("SLUICE_DATA_DIR", data_dir)
         .env("SLUICE_ADMIN_TOKEN", TOKEN)
         .env("SLUICE_LOG", "warn")
@@ -36,7 +42,7 @@ pub async fn start(data_dir: &Path, extra_env: &[(&str, &str)]) -> Sluice {
     let child = cmd.spawn().expect("spawn sluice");
     let s = Sluice {
         child,
-        base: format!("http://127.0.0.1:{port}"),
+        base: format!("http://{listen}"),
     };
     s.wait_ready().await;
     s

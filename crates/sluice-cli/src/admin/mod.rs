@@ -1,0 +1,7 @@
+//! Commands on the admin API.
+//!
+//! - [`resources`]: `sources` and `destinations` (list, get, create).
+//! - [`deliveries`]: `deliveries` (the attempt log) and `replay`.
+
+pub mod deliveries;
+pub mod resources;

@@ -1,0 +1,169 @@
+//! `sluice sources|destinations|deliveries|replay` against the real server.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use sluice_testkit::{Receiver, Reply};
+
+use super::{run, run_json, send_batch, source};
+use crate::process::start;
+
+#[tokio::test]
+async fn sources_and_destinations_print_json_or_a_table_and_errors_carry_the_api_message() {
+    let data = tempfile::tempdir().unwrap();
+    let server = start(data.path(), &[]).await;
+    let base = &server.base;
+    let (src, key) = source(base, "web").await;
+    assert_eq!(key.len(), 32);
+
+    let list = run_json(base, &["sources", "list"]).await;
+    assert_eq!(list[0]["id"], src.as_str());
+    assert!(
+        list[0].get("write_key").is_none(),
+        "the key is shown only at creation"
+    );
+    let (code, table, _) = run(base, &["sources", "list", "--table"]).await;
+    assert_eq!(code, 0);
+    let mut rows = table.lines();
+    assert!(rows.next().unwrap().starts_with("ID"));
+    assert!(rows.next().unwrap().starts_with(&format!("{src}  web")));
+
+    let dst = run_json(
+        base,
+        &[
+            "destinations",
+            "create",
+            "--name",
+            "hooks",
+            "--webhook",
+            "https://hooks.example/a",
+            "--source",
+            &src,
+            "--shared-secret",
+            "s3cret-value",
+        ],
+    )
+    .await;
+    assert_eq!(
+        dst["settings"]["sharedSecret"], "s3cr…",
+        "secrets stay masked"
+    );
+    let id = dst["id"].as_str().unwrap();
+    let got = run_json(base, &["destinations", "get", id]).await;
+    assert_eq!(got["source_ids"], json!([src]));
+
+    let (code, _, stderr) = run(base, &["sources", "get", "src_missing"]).await;
+    assert_eq!(code, 1);
+    assert!(
+        stderr.contains("source not found (HTTP 404, not_found)"),
+        "{stderr}"
+    );
+    let (code, _, stderr) = run(
+        base,
+        &[
+            "destinations",
+            "create",
+            "--name",
+            "x",
+            "--webhook",
+            "ftp://nope",
+        ],
+    )
+    .await;
+    assert_eq!(code, 1);
+    assert!(
+        stderr.contains("must use the http or https protocol"),
+        "{stderr}"
+    );
+    let (code, _, stderr) = run(
+        base,
+        &["sources", "list", "--token", "wrong-token-0123456789"],
+    )
+    .await;
+    assert_eq!(code, 1);
+    assert!(stderr.contains("invalid admin token"), "{stderr}");
+}
+
+async fn dead_ids(base: &str, dst: &str) -> Vec<String> {
+    let rows = run_json(
+        base,
+        &["deliveries", "--destination", dst, "--state", "dead"],
+    )
+    .await;
+    let mut ids: Vec<String> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["message_id"].as_str().unwrap().to_owned())
+        .collect();
+    ids.sort();
+    ids
+}
+
+#[tokio::test]
+async fn replay_moves_dead_deliveries_back_and_prints_how_many() {
+    let data = tempfile::tempdir().unwrap();
+    let server = start(data.path(), &[]).await;
+    let base = &server.base;
+    let receiver = Receiver::start().await;
+    receiver.set_default(Reply::status(400)); // not retryable: dead at once
+    let (src, key) = source(base, "web").await;
+    let dst = run_json(
+        base,
+        &[
+            "destinations",
+            "create",
+            "--name",
+            "h",
+            "--webhook",
+            &receiver.url(),
+            "--source",
+            &src,
+        ],
+    )
+    .await;
+    let dst = dst["id"].as_str().unwrap().to_owned();
+    let events: Vec<Value> = ["a", "b", "c"]
+        .iter()
+        .map(|m| json!({"type": "track", "userId": "u", "event": "E", "messageId": m}))
+        .collect();
+    send_batch(base, &key, json!(events)).await;
+    receiver.wait_for(3, Duration::from_secs(10)).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while dead_ids(base, &dst).await.len() < 3 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "deliveries did not die"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    receiver.set_default(Reply::status(200));
+    let one = run_json(
+        base,
+        &["replay", "--destination", &dst, "--message-id", "a"],
+    )
+    .await;
+    assert_eq!(one, json!({"replayed": 1}));
+    let rest = run_json(base, &["replay", "--destination", &dst, "--since", "1h"]).await;
+    assert_eq!(rest, json!({"replayed": 2}));
+    let sent = receiver.wait_for(6, Duration::from_secs(10)).await;
+    let mut replayed: Vec<String> = sent[3..]
+        .iter()
+        .map(|r| r.header("x-sluice-message-id").unwrap().to_owned())
+        .collect();
+    replayed.sort();
+    assert_eq!(replayed, ["a", "b", "c"]);
+    let none = run_json(base, &["replay", "--destination", &dst]).await;
+    assert_eq!(
+        none,
+        json!({"replayed": 0}),
+        "nothing dead is left to replay"
+    );
+    let future = run_json(
+        base,
+        &["replay", "--destination", &dst, "--since", "2999-01-01"],
+    )
+    .await;
+    assert_eq!(future, json!({"replayed": 0}));
+}
