@@ -81,7 +81,13 @@ fn frame(title: &str, labels: &[String], left_max: u64, right: Option<(&str, u64
 
 /// Bars side by side per label, one colour per series.
 pub fn bars(title: &str, labels: &[String], series: &[Series]) -> Markup {
-    let max = nice_max(series.iter().flat_map(|s| s.values.iter().copied()).max().unwrap_or(0));
+    let max = nice_max(
+        series
+            .iter()
+            .flat_map(|s| s.values.iter().copied())
+            .max()
+            .unwrap_or(0),
+    );
     let slot = plot_w() / labels.len().max(1) as f64;
     let bar = (slot * 0.8) / series.len().max(1) as f64;
     html! {
@@ -169,7 +175,14 @@ pub fn bucket_attempts(attempts: &[Attempt], n: usize) -> Buckets {
 pub fn outcomes(title: &str, b: &Buckets) -> Markup {
     let totals: Vec<u64> = b.ok.iter().zip(&b.failed).map(|(o, f)| o + f).collect();
     let max = nice_max(totals.iter().copied().max().unwrap_or(0));
-    let lat_max = nice_max(b.mean_latency_ms.iter().flatten().copied().max().unwrap_or(0));
+    let lat_max = nice_max(
+        b.mean_latency_ms
+            .iter()
+            .flatten()
+            .copied()
+            .max()
+            .unwrap_or(0),
+    );
     let slot = plot_w() / b.labels.len().max(1) as f64;
     let points: Vec<String> = b
         .mean_latency_ms
@@ -274,6 +287,9 @@ mod tests {
         )
         .into_string();
         // Axis max 10: the second bar spans the whole plot height.
-        assert!(svg.contains(&format!("height=\"{}\"", H - TOP - BOTTOM)), "{svg}");
+        assert!(
+            svg.contains(&format!("height=\"{}\"", H - TOP - BOTTOM)),
+            "{svg}"
+        );
     }
 }

@@ -146,7 +146,11 @@ impl IntoResponse for PageError {
             }
             p { a href="/" { "Back to the overview" } }
         };
-        (status, page(None, &format!("Error {}", status.as_u16()), "", body)).into_response()
+        (
+            status,
+            page(None, &format!("Error {}", status.as_u16()), "", body),
+        )
+            .into_response()
     }
 }
 

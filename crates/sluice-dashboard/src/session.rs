@@ -79,7 +79,10 @@ impl Sessions {
         self.key
             .get_or_try_init(|| async {
                 let stored = store.put_meta_if_absent(META_KEY, &random(64)).await?;
-                Ok(mac_bytes(stored.as_bytes(), &[self.admin_token_hash.as_bytes()]))
+                Ok(mac_bytes(
+                    stored.as_bytes(),
+                    &[self.admin_token_hash.as_bytes()],
+                ))
             })
             .await
             .map(Vec::as_slice)
@@ -93,7 +96,10 @@ impl Sessions {
         let key = self.key(store).await?;
         let id = random(24);
         let expires = Utc::now().timestamp() + SESSION_SECS;
-        let mac = hex::encode(mac_bytes(key, &[b"session", id.as_bytes(), &expires.to_be_bytes()]));
+        let mac = hex::encode(mac_bytes(
+            key,
+            &[b"session", id.as_bytes(), &expires.to_be_bytes()],
+        ));
         let session = Session {
             csrf: csrf_for(key, &id),
             id: id.clone(),
@@ -226,7 +232,10 @@ mod tests {
     #[test]
     fn cookie_is_found_among_others() {
         let mut h = HeaderMap::new();
-        h.insert(COOKIE, HeaderValue::from_static("a=1; sluice_session=x.y.z; b=2"));
+        h.insert(
+            COOKIE,
+            HeaderValue::from_static("a=1; sluice_session=x.y.z; b=2"),
+        );
         assert_eq!(cookie(&h, SESSION_COOKIE), Some("x.y.z"));
         assert_eq!(cookie(&h, "c"), None);
     }

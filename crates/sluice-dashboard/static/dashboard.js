@@ -49,6 +49,15 @@ document.addEventListener('DOMContentLoaded', () => {
     update();
   }
 
+  // A field marked invalid by the server is unmarked once it is edited.
+  for (const field of document.querySelectorAll('[aria-invalid="true"]')) {
+    field.addEventListener('input', () => {
+      field.removeAttribute('aria-invalid');
+      const msg = document.getElementById(`${field.id}-error`);
+      if (msg) msg.hidden = true;
+    }, { once: true });
+  }
+
   // Error summary: move focus to it so screen readers announce it.
   const errors = document.getElementById('errors');
   if (errors) errors.focus();

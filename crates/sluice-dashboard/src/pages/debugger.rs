@@ -59,12 +59,13 @@ pub async fn show(
         .get_source(&id)
         .await?
         .ok_or_else(|| ApiError::not_found("source"))?;
-    let before = match q.get("before").filter(|b| !b.is_empty()) {
-        None => None,
-        Some(b) => Some(b.parse::<i64>().map_err(|_| {
-            ApiError::bad_request("invalid_query", "before: must be an integer")
-        })?),
-    };
+    let before =
+        match q.get("before").filter(|b| !b.is_empty()) {
+            None => None,
+            Some(b) => Some(b.parse::<i64>().map_err(|_| {
+                ApiError::bad_request("invalid_query", "before: must be an integer")
+            })?),
+        };
     let events = dash.app.store.recent_events(&id, before, PAGE).await?;
     let newest = events.first().map_or(0, |e| e.seq);
     let older = (events.len() == PAGE as usize)

@@ -65,7 +65,7 @@ fn delivery_row(s: &Session, d: &DeliveryRecord, attempts: &[Attempt]) -> Markup
                     }
                 }
             }
-            @if let Some(e) = &d.last_error { p.muted { "Last error: " (e) } }
+            @if let Some(e) = &d.last_error { @if d.state != DeliveryState::Succeeded { p.muted { "Last error: " (e) } } }
             @if let Some(next) = &d.next_attempt_at { @if d.state == DeliveryState::Pending { p.muted { "Next attempt " (when(next)) } } }
             details {
                 summary { "Attempts (" (attempts.len()) ")" }

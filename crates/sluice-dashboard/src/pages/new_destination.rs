@@ -68,7 +68,10 @@ fn header_lines(field: &str, text: &str) -> Result<Map<String, Value>, String> {
         let (name, value) = line
             .split_once(':')
             .ok_or_else(|| format!("{field}: each line must be 'Name: value'"))?;
-        out.insert(name.trim().to_owned(), Value::String(value.trim().to_owned()));
+        out.insert(
+            name.trim().to_owned(),
+            Value::String(value.trim().to_owned()),
+        );
     }
     Ok(out)
 }
@@ -261,10 +264,22 @@ mod tests {
     #[test]
     fn api_messages_map_to_their_form_fields() {
         assert_eq!(field_of("name: must not be empty"), "name");
-        assert_eq!(field_of("settings.urls[3].url: must use the http or https protocol"), "url3");
-        assert_eq!(field_of("settings.urls[1].headers.X-A: value has characters"), "headers1");
-        assert_eq!(field_of("settings.sharedSecret: must be at most 1024 bytes"), "secret");
-        assert_eq!(field_of("source_ids: source src_x does not exist"), "sources");
+        assert_eq!(
+            field_of("settings.urls[3].url: must use the http or https protocol"),
+            "url3"
+        );
+        assert_eq!(
+            field_of("settings.urls[1].headers.X-A: value has characters"),
+            "headers1"
+        );
+        assert_eq!(
+            field_of("settings.sharedSecret: must be at most 1024 bytes"),
+            "secret"
+        );
+        assert_eq!(
+            field_of("source_ids: source src_x does not exist"),
+            "sources"
+        );
         assert_eq!(field_of("something else"), "form");
     }
 
@@ -273,6 +288,10 @@ mod tests {
         let h = header_lines("f", "X-A: 1\n\n  X-B:two  ").unwrap();
         assert_eq!(h["X-A"], "1");
         assert_eq!(h["X-B"], "two");
-        assert!(header_lines("f", "nope").unwrap_err().starts_with("f: each line"));
+        assert!(
+            header_lines("f", "nope")
+                .unwrap_err()
+                .starts_with("f: each line")
+        );
     }
 }

@@ -13,8 +13,7 @@ use crate::Dash;
 use crate::form::Form;
 use crate::layout::{PageError, PageResult, SignedIn, check_csrf, page, see_other};
 use crate::session::{
-    SESSION_COOKIE, SESSION_SECS, SIGNIN_COOKIE, cookie, is_https, random, set_cookie,
-    tokens_match,
+    SESSION_COOKIE, SESSION_SECS, SIGNIN_COOKIE, cookie, is_https, random, set_cookie, tokens_match,
 };
 
 /// Only same-site paths are followed after sign-in.
@@ -75,11 +74,7 @@ pub async fn form(
     ))
 }
 
-pub async fn submit(
-    State(dash): State<Arc<Dash>>,
-    headers: HeaderMap,
-    form: Form,
-) -> PageResult {
+pub async fn submit(State(dash): State<Arc<Dash>>, headers: HeaderMap, form: Form) -> PageResult {
     let expected = cookie(&headers, SIGNIN_COOKIE).unwrap_or("");
     if !tokens_match(form.get("csrf"), expected) {
         return Err(PageError::Csrf);

@@ -57,7 +57,13 @@ fn list_body(s: &Session, sources: &[Source], name: &str, error: Option<&str>) -
 
 pub async fn list(State(dash): State<Arc<Dash>>, SignedIn(s): SignedIn) -> PageResult {
     let sources = dash.app.store.list_sources().await?;
-    Ok(page(Some(&s), "Sources", "sources", list_body(&s, &sources, "", None)).into_response())
+    Ok(page(
+        Some(&s),
+        "Sources",
+        "sources",
+        list_body(&s, &sources, "", None),
+    )
+    .into_response())
 }
 
 pub async fn create(
