@@ -47,7 +47,7 @@ fn y_of(v: u64, max: u64) -> f64 {
 
 /// Axis ticks: zero, the middle when it is a whole number, the maximum.
 fn ticks(max: u64) -> Vec<u64> {
-    if max % 2 == 0 {
+    if max & 1 == 0 {
         vec![0, max / 2, max]
     } else {
         vec![0, max]
