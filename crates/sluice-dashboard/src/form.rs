@@ -35,6 +35,14 @@ impl Form {
             .map_or("", |(_, v)| v.trim())
     }
 
+    /// The first value of `name` as sent, untrimmed (secrets).
+    pub fn raw(&self, name: &str) -> &str {
+        self.0
+            .iter()
+            .find(|(k, _)| k == name)
+            .map_or("", |(_, v)| v.as_str())
+    }
+
     /// Every value of `name` (checkbox groups).
     pub fn all(&self, name: &str) -> Vec<String> {
         self.0

@@ -91,10 +91,10 @@ fn render(s: &Session, sources: &[Source], e: &Entered) -> Markup {
             input type="hidden" name="type" value=(e.kind);
             div.field {
                 label for="name" { "Name" }
-                input #name name="name" value=(e.name) required maxlength="200" aria-invalid=[invalid("name")] aria-describedby="name-error";
+                input #name name="name" value=(e.name) required maxlength="200" aria-invalid=[invalid("name")] aria-describedby=[invalid("name").map(|_| "name-error")];
                 @if let Some(m) = err("name") { p #name-error .field-error { (m) } }
             }
-            fieldset #sources tabindex="-1" aria-describedby="sources-error" {
+            fieldset #sources tabindex="-1" aria-describedby=[invalid("sources").map(|_| "sources-error")] {
                 legend { "1. Sources to connect" }
                 @if sources.is_empty() { p { "No sources yet: " a href="/sources" { "create one" } " first, or connect sources later." } }
                 @for src in sources {
@@ -114,13 +114,13 @@ fn render(s: &Session, sources: &[Source], e: &Entered) -> Markup {
                         div.field {
                             label for={ "url" (i) } { "URL " (i + 1) }
                             input id={ "url" (i) } name={ "url" (i) } type="url" inputmode="url" value=(url)
-                                placeholder="https://example.com/hook" aria-invalid=[invalid(&format!("url{i}"))] aria-describedby={ "url" (i) "-error" };
+                                placeholder="https://example.com/hook" aria-invalid=[invalid(&format!("url{i}"))] aria-describedby=[invalid(&format!("url{i}")).map(|_| format!("url{i}-error"))];
                             @if let Some(m) = err(&format!("url{i}")) { p.field-error id={ "url" (i) "-error" } { (m) } }
                         }
                         div.field {
                             label for={ "headers" (i) } { "Headers for URL " (i + 1) " (optional)" }
                             textarea id={ "headers" (i) } name={ "headers" (i) } rows="2" placeholder="Authorization: Bearer abc"
-                                aria-invalid=[invalid(&format!("headers{i}"))] aria-describedby={ "headers" (i) "-error" } { (headers) }
+                                aria-invalid=[invalid(&format!("headers{i}"))] aria-describedby=[invalid(&format!("headers{i}")).map(|_| format!("headers{i}-error"))] { (headers) }
                             @if let Some(m) = err(&format!("headers{i}")) { p.field-error id={ "headers" (i) "-error" } { (m) } }
                         }
                     }
@@ -132,7 +132,7 @@ fn render(s: &Session, sources: &[Source], e: &Entered) -> Markup {
                 legend { "3. Shared secret (optional)" }
                 div.field {
                     label for="secret" { "Shared secret" }
-                    input #secret name="secret" type="password" autocomplete="new-password" aria-invalid=[invalid("secret")] aria-describedby="secret-help secret-error";
+                    input #secret name="secret" type="password" autocomplete="new-password" aria-invalid=[invalid("secret")] aria-describedby=(if invalid("secret").is_some() { "secret-help secret-error" } else { "secret-help" });
                     p #secret-help .help { "When set, every request carries X-Signature: the hex HMAC-SHA1 of the body keyed with it. Afterwards only its first characters are shown." }
                     @if let Some(m) = err("secret") { p #secret-error .field-error { (m) } }
                 }
@@ -222,7 +222,8 @@ pub async fn submit(
             "settings.urls: enter at least one webhook URL".into(),
         );
     }
-    let secret = Value::String(form.get("secret").to_owned());
+    // The secret is taken as typed: spaces are part of it.
+    let secret = Value::String(form.raw("secret").to_owned());
     if let Err(err) = parse_secret(&secret) {
         e.errors.insert("secret".into(), err.message);
     }

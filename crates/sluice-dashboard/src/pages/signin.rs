@@ -34,7 +34,7 @@ fn render(next: &str, error: Option<&str>, https: bool, status: StatusCode) -> R
             div.field {
                 label for="token" { "Admin token" }
                 input #token type="password" name="token" required autocomplete="current-password"
-                    aria-invalid=[error.map(|_| "true")] aria-describedby="token-help token-error";
+                    aria-invalid=[error.map(|_| "true")] aria-describedby=(if error.is_some() { "token-help token-error" } else { "token-help" });
                 p #token-help .help { "The token printed when Sluice first started, or your SLUICE_ADMIN_TOKEN." }
                 @if let Some(e) = error { p #token-error .field-error role="alert" { (e) } }
             }

@@ -47,7 +47,7 @@ fn list_body(s: &Session, sources: &[Source], name: &str, error: Option<&str>) -
             div.field {
                 label for="name" { "Name" }
                 input #name name="name" value=(name) required maxlength="200"
-                    aria-invalid=[error.map(|_| "true")] aria-describedby="name-error";
+                    aria-invalid=[error.map(|_| "true")] aria-describedby=[error.map(|_| "name-error")];
                 @if let Some(e) = error { p #name-error .field-error role="alert" { (e) } }
             }
             button type="submit" { "Create source" }
