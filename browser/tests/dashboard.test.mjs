@@ -1,17 +1,23 @@
 // The dashboard in a real browser against the real binary: the spec's setup
 // flow, the live debugger, signed deliveries and the delivery log, a dead
 // delivery replayed, CSRF refusal, sign-out, and a phone-sized viewport.
-// Screenshots of each main page go to docs/screenshots/.
+// Screenshots of each main page are taken on every run; with
+// UPDATE_SCREENSHOTS=1 they replace those in docs/screenshots/ (otherwise they
+// go to a temporary directory, so a test run leaves the work tree clean).
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { launch } from '../lib/browser.mjs';
 import { startReceiver } from '../lib/receiver.mjs';
 import { startSluice } from '../lib/sluice.mjs';
 
 const SECRET = 's3cret-for-the-browser-test';
-const SHOTS = fileURLToPath(new URL('../../docs/screenshots/', import.meta.url));
+const SHOTS = process.env.UPDATE_SCREENSHOTS === '1'
+  ? fileURLToPath(new URL('../../docs/screenshots/', import.meta.url))
+  : `${mkdtempSync(join(tmpdir(), 'sluice-screenshots-'))}/`;
 mkdirSync(SHOTS, { recursive: true });
 
 let sluice;
