@@ -71,6 +71,11 @@ document.addEventListener('DOMContentLoaded', () => {
         const res = await fetch(`${list.dataset.poll}?after=${encodeURIComponent(list.dataset.after)}`,
           { credentials: 'same-origin', headers: { accept: 'text/html' } });
         if (res.ok && res.headers.get('x-sluice-fragment') === '1') {
+          if (res.headers.get('x-sluice-more') === '1' && !document.querySelector('details[open]')) {
+            // A whole page arrived since the last poll: start from the newest.
+            window.location.reload();
+            return;
+          }
           const html = await res.text();
           if (html.trim() !== '') {
             list.insertAdjacentHTML('afterbegin', html);

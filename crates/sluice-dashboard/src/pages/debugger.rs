@@ -97,7 +97,9 @@ pub async fn show(
     Ok(page(Some(&s), "Live debugger", "sources", body).into_response())
 }
 
-/// The rows newer than `after`, as an HTML fragment for the poller.
+/// The rows newer than `after`, as an HTML fragment for the poller. When a
+/// whole page is newer, calls may be missing between it and what is shown:
+/// `X-Sluice-More` tells the script to reload the page instead.
 pub async fn newer(
     State(dash): State<Arc<Dash>>,
     SignedIn(_): SignedIn,
@@ -107,11 +109,17 @@ pub async fn newer(
     let after: i64 = q.get("after").and_then(|a| a.parse().ok()).unwrap_or(0);
     let events = dash.app.store.recent_events(&id, None, PAGE).await?;
     let fresh: Vec<_> = events.iter().filter(|e| e.seq > after).collect();
+    let more = if fresh.len() == PAGE as usize {
+        "1"
+    } else {
+        "0"
+    };
     let markup = html! { @for e in &fresh { (row(e)) } };
     Ok((
         [
             (header::CONTENT_TYPE, "text/html; charset=utf-8"),
             (header::HeaderName::from_static("x-sluice-fragment"), "1"),
+            (header::HeaderName::from_static("x-sluice-more"), more),
         ],
         markup.into_string(),
     )

@@ -117,6 +117,7 @@ pub async fn show(
         form.card method="post" action={ "/destinations/" (id) "/test" } {
             (csrf_field(&s))
             p { "Sends a track call named " code { "Sluice Test Event" } " through the real pipeline (stored for the first connected source, delivered and signed like any other call) and shows what the URLs answered." }
+            @if !d.enabled { p.help { "The destination is off: switch it on first, or the test delivery is discarded unsent." } }
             button type="submit" { "Send a test event" }
         }
         p.actions { a.button.secondary href={ "/destinations/" (id) "/deliveries" } { "Delivery log" } }

@@ -82,19 +82,19 @@ pub async fn send(
         })
         .await?;
     (app.on_commit)();
+    // Looked for among the destination's newest deliveries (an index walk),
+    // not by messageId, which the store finds only by scanning events.
     let filter = DeliveryFilter {
         destination_id: Some(id.clone()),
-        message_id: Some(message_id.clone()),
-        limit: 1,
+        limit: 50,
         ..DeliveryFilter::default()
     };
     let deadline = tokio::time::Instant::now() + WAIT;
     while tokio::time::Instant::now() < deadline {
         let rows = app.store.list_deliveries(&filter).await?;
-        if rows
-            .first()
-            .is_some_and(|d| d.attempts > 0 || d.state != DeliveryState::Pending)
-        {
+        if rows.iter().any(|d| {
+            d.message_id == message_id && (d.attempts > 0 || d.state != DeliveryState::Pending)
+        }) {
             break;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
