@@ -189,7 +189,9 @@ test('a test event from the destination page goes through the pipeline, signed, 
   await page.goto(`${sluice.url}/destinations/${state.destinationId}`);
   await page.getByRole('button', { name: 'Send a test event' }).click();
   await page.getByText('Test event sent').waitFor();
-  await page.locator('.pill.succeeded').waitFor();
+  const marked = page.locator('li.delivery.marked');
+  assert.equal(await marked.count(), 1);
+  await marked.locator('.pill.succeeded').waitFor();
   const hit = await receiver.waitFor((r) => r.json?.event === 'Sluice Test Event');
   assert.ok(hit.signed);
 });

@@ -50,9 +50,10 @@ fn attempt_row(a: &Attempt) -> Markup {
     }
 }
 
-fn delivery_row(s: &Session, d: &DeliveryRecord, attempts: &[Attempt]) -> Markup {
+fn delivery_row(s: &Session, d: &DeliveryRecord, attempts: &[Attempt], marked: bool) -> Markup {
     html! {
-        li.delivery data-state=(d.state.as_str()) {
+        li.delivery.marked[marked] data-state=(d.state.as_str()) {
+            @if marked { p.mark { strong { "Test event" } } }
             div.delivery-head {
                 span class={ "pill " (d.state.as_str()) } { (d.state.as_str()) }
                 " "
@@ -130,8 +131,8 @@ pub async fn show(
         .any(|(d, _)| d.state == DeliveryState::Pending);
     let body = html! {
         p { "Deliveries of " a href={ "/destinations/" (id) } { (dest.name) } ", newest first." }
-        @if q.contains_key("test") {
-            div.notice role="status" { p { "Test event sent. Its delivery is below." } }
+        @if let Some(t) = q.get("test") {
+            div.notice role="status" { p { "Test event sent (messageId " code { (t) } "). Its delivery is marked below." } }
         }
         @if let Some(n) = q.get("replayed") {
             div.notice role="status" { p { (n) " dead delivery(ies) replayed: back to pending, due now." } }
@@ -166,7 +167,9 @@ pub async fn show(
         }
         @if page_rows.is_empty() { p #no-deliveries { "No deliveries match." } }
         ol.deliveries data-refresh=[waiting.then_some("3000")] {
-            @for (d, attempts) in &page_rows { (delivery_row(&s, d, attempts)) }
+            @for (d, attempts) in &page_rows {
+                (delivery_row(&s, d, attempts, q.get("test").is_some_and(|t| *t == d.message_id)))
+            }
         }
         @if let Some(o) = older {
             p { a href={ "?state=" (urlencode(state)) "&message_id=" (urlencode(message_id)) "&before=" (o) } { "Older deliveries" } }

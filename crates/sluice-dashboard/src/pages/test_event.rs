@@ -4,7 +4,7 @@
 //! in the debugger and counts in usage) with one pending delivery, to this
 //! destination only; the delivery engine sends and signs it like any other.
 //! The answer waits a little for the first attempt, then shows the delivery
-//! log filtered to the test call's messageId.
+//! log with the test call's delivery marked.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -100,7 +100,7 @@ pub async fn send(
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     Ok(see_other(&format!(
-        "/destinations/{id}/deliveries?test=1&message_id={}",
+        "/destinations/{id}/deliveries?test={}",
         urlencode(&message_id)
     )))
 }
