@@ -196,6 +196,22 @@ test('a test event from the destination page goes through the pipeline, signed, 
   assert.ok(hit.signed);
 });
 
+test('editing a destination changes its headers and keeps the secret when its field is left empty', async () => {
+  await page.goto(`${sluice.url}/destinations/${state.destinationId}`);
+  await page.getByRole('link', { name: 'Edit settings' }).click();
+  assert.equal(await page.getByLabel('Headers for URL 1 (optional)').inputValue(), 'X-Team: growth');
+  assert.equal(await page.getByLabel('Shared secret', { exact: true }).inputValue(), '');
+  await page.getByLabel('Headers for URL 1 (optional)').fill('X-Team: platform');
+  await page.getByRole('button', { name: 'Save changes' }).click();
+  await page.getByText('Settings saved.').waitFor();
+  await page.getByText('X-Team: platform').waitFor();
+  assert.equal((await page.locator('#secret-hint').textContent()).trim(), 's3cr…');
+  await track({ userId: 'u1', event: 'After Edit', messageId: 'msg-edit-1' });
+  const hit = await receiver.waitFor((r) => r.path === '/a' && r.json?.messageId === 'msg-edit-1');
+  assert.ok(hit.signed, 'still signed with the kept secret');
+  assert.equal(hit.headers['x-team'], 'platform');
+});
+
 test('a failing receiver makes a dead delivery; replay sends it again and it succeeds', async () => {
   receiver.state.failing = true;
   await track({ userId: 'u2', event: 'Payment Failed', messageId: 'msg-fail-1' });
@@ -219,8 +235,8 @@ test('usage shows the day\'s calls per source as a chart and a table', async () 
   const today = new Date().toISOString().slice(0, 10);
   const row = page.locator('tbody tr', { hasText: today });
   const cells = await row.locator('td').allTextContents();
-  // Two calls from the client and the test event.
-  assert.deepEqual(cells, [today, '3', '3']);
+  // Three calls from the client and the test event.
+  assert.deepEqual(cells, [today, '4', '4']);
   assert.ok(await page.locator('figure.chart svg').isVisible());
   await shot(page, 'usage');
   await page.getByRole('link', { name: 'Overview' }).click();
@@ -257,6 +273,7 @@ test('the dashboard is usable 375 px wide: nothing scrolls sideways', async () =
     `/destinations/${state.destinationId}`,
     `/destinations/${state.destinationId}/deliveries`,
     '/destinations/new',
+    `/destinations/${state.destinationId}/edit`,
     '/usage',
   ]) {
     await p.goto(`${sluice.url}${path}`);

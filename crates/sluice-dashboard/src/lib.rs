@@ -62,6 +62,10 @@ pub fn router(app: Arc<AppState>) -> Router {
             get(new_destination::form).post(new_destination::submit),
         )
         .route("/destinations/{id}", get(destinations::show))
+        .route(
+            "/destinations/{id}/edit",
+            get(edit_destination::form).post(edit_destination::submit),
+        )
         .route("/destinations/{id}/enabled", post(destinations::switch))
         .route("/destinations/{id}/test", post(test_event::send))
         .route("/destinations/{id}/deliveries", get(deliveries::show))

@@ -69,6 +69,9 @@ pub async fn show(
         @if q.contains_key("created") {
             div.notice role="status" { p { "Destination saved. It is switched off: check the settings below, then switch it on." } }
         }
+        @if q.contains_key("updated") {
+            div.notice role="status" { p { "Settings saved." } }
+        }
         section.switch aria-labelledby="state-h" {
             h2 #state-h { "State" }
             form method="post" action={ "/destinations/" (id) "/enabled" } {
@@ -103,6 +106,7 @@ pub async fn show(
                 }
             }
         }
+        p.actions { a.button.secondary href={ "/destinations/" (id) "/edit" } { "Edit settings" } }
         dl.facts {
             dt { "Shared secret" }
             dd { @match secret { Some(h) => { code #secret-hint { (h) } " (only the first characters are shown); requests carry X-Signature." } None => { "None: requests are not signed." } } }
