@@ -26,7 +26,7 @@ let receiver;
 let context;
 let page;
 // Filled in as the flow goes.
-const state = { writeKey: '', sourceId: '', destinationId: '' };
+const state = { writeKey: '', sourceId: '', destinationId: '', consoleErrors: [] };
 
 before(async () => {
   receiver = await startReceiver(SECRET);
@@ -40,6 +40,9 @@ before(async () => {
   browser = await launch();
   context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   page = await context.newPage();
+  // Script errors and CSP violations (Chromium reports both on the console).
+  page.on('console', (m) => { if (m.type() === 'error') state.consoleErrors.push(m.text()); });
+  page.on('pageerror', (e) => state.consoleErrors.push(String(e)));
 });
 
 after(async () => {
@@ -299,4 +302,11 @@ test('sign-out ends the session, and its cookie no longer opens pages', async ()
   await p.goto(`${sluice.url}/sources`);
   assert.match(p.url(), /\/signin/);
   await other.close();
+});
+
+test('no page raised a script error or a Content-Security-Policy violation', () => {
+  // The 4xx pages the tests provoke on purpose (wrong token, invalid form,
+  // CSRF refusal) are reported as failed loads; nothing else may be.
+  const ours = state.consoleErrors.filter((e) => !/status of 4\d\d/.test(e));
+  assert.deepEqual(ours, []);
 });

@@ -66,6 +66,7 @@ pub fn page(session: Option<&Session>, title: &str, active: &str, body: Markup) 
                 meta charset="utf-8";
                 meta name="viewport" content="width=device-width, initial-scale=1";
                 title { (title) " · Sluice" }
+                link rel="icon" href="data:,";
                 link rel="stylesheet" href="/assets/dashboard.css";
                 script src="/assets/dashboard.js" defer {}
             }
