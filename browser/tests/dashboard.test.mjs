@@ -153,7 +153,8 @@ test('setup flow: create a source, then a Webhooks destination with 2 URLs, head
 });
 
 test('a call from a real client shows up in the live debugger without reloading', async () => {
-  await page.goto(`${sluice.url}/sources/${state.sourceId}/debugger`);
+  await page.getByRole('link', { name: 'Debugger' }).click();
+  await page.waitForURL(`${sluice.url}/sources/${state.sourceId}/debugger`);
   await page.getByText('No calls yet').waitFor();
   await track({ userId: 'u1', event: 'Order Completed', messageId: 'msg-ok-1', properties: { total: 42 } });
   const item = page.locator('#events li', { hasText: 'Order Completed' });

@@ -31,6 +31,7 @@ pub const NAV: &[(&str, &str, &str)] = &[
     ("sources", "/sources", "Sources"),
     ("destinations", "/destinations", "Destinations"),
     ("catalog", "/catalog", "Catalog"),
+    ("debugger", "/debugger", "Debugger"),
     ("usage", "/usage", "Usage"),
 ];
 

@@ -53,6 +53,7 @@ pub fn router(app: Arc<AppState>) -> Router {
         .route("/sources", get(sources::list).post(sources::create))
         .route("/sources/{id}", get(sources::show))
         .route("/sources/{id}/rotate-key", post(sources::rotate))
+        .route("/debugger", get(debugger::choose))
         .route("/sources/{id}/debugger", get(debugger::show))
         .route("/sources/{id}/debugger/newer", get(debugger::newer))
         .route("/usage", get(usage::show))

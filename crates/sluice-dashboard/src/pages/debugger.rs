@@ -15,7 +15,7 @@ use sluice_api::ApiError;
 use sluice_store::StoredEvent;
 
 use crate::Dash;
-use crate::layout::{PageResult, SignedIn, page, when};
+use crate::layout::{PageResult, SignedIn, page, see_other, when};
 
 /// Events per page.
 pub const PAGE: u32 = 25;
@@ -45,6 +45,23 @@ fn row(e: &StoredEvent) -> Markup {
             }
         }
     }
+}
+
+/// `/debugger`: the only source's debugger, or a choice of source.
+pub async fn choose(State(dash): State<Arc<Dash>>, SignedIn(s): SignedIn) -> PageResult {
+    let sources = dash.app.store.list_sources().await?;
+    if let [only] = sources.as_slice() {
+        return Ok(see_other(&format!("/sources/{}/debugger", only.id)));
+    }
+    let body = html! {
+        @if sources.is_empty() {
+            p { "No sources yet. " a href="/sources" { "Create one" } " and its calls appear here." }
+        } @else {
+            p { "Choose the source to watch:" }
+            ul { @for src in &sources { li { a href={ "/sources/" (src.id) "/debugger" } { (src.name) } } } }
+        }
+    };
+    Ok(page(Some(&s), "Live debugger", "debugger", body).into_response())
 }
 
 pub async fn show(
@@ -94,7 +111,7 @@ pub async fn show(
             p { a href={ "/sources/" (id) "/debugger?before=" (o) } { "Older calls" } }
         }
     };
-    Ok(page(Some(&s), "Live debugger", "sources", body).into_response())
+    Ok(page(Some(&s), "Live debugger", "debugger", body).into_response())
 }
 
 /// The rows newer than `after`, as an HTML fragment for the poller. When a
