@@ -31,7 +31,8 @@ pub struct Config {
     pub admin_token: Option<String>,
     /// `text` (default) or `json` log lines.
     pub log_format: LogFormat,
-    /// Use `X-Forwarded-For` for `context.ip`; only behind a trusted proxy.
+    /// Use `X-Forwarded-For` for `context.ip`, and `X-Forwarded-Proto` for
+    /// the dashboard's `Secure` cookies; only behind a trusted proxy.
     pub trust_forwarded_for: bool,
     /// An optional file declaring sources and destinations, applied at start.
     pub bootstrap: Option<PathBuf>,

@@ -179,7 +179,9 @@ pub async fn run(
     });
     let upkeep = tasks::spawn(store.clone(), routes, &config.retention, stop_rx.clone());
 
-    let router = sluice_api::router(app);
+    // The dashboard's pages sit next to the APIs; it adds no fallback, so
+    // unknown paths keep the API's JSON 404.
+    let router = sluice_api::router(app.clone()).merge(sluice_dashboard::router(app));
     tracing::info!(
         addr = %listener.local_addr()?,
         storage = ?config.storage.backend,

@@ -70,8 +70,14 @@ async fn require_admin(
     let token = bearer_token(request.headers()).ok_or_else(|| {
         ApiError::unauthorized("admin API needs 'Authorization: Bearer <admin token>'")
     })?;
-    if !keys::verify_secret(token, &app.admin_token_hash) {
+    if !admin_token_matches(&app, token) {
         return Err(ApiError::unauthorized("invalid admin token"));
     }
     Ok(next.run(request).await)
+}
+
+/// Whether `token` is the admin token, compared through its SHA-256 in
+/// constant time. The dashboard's sign-in uses the same check.
+pub fn admin_token_matches(app: &AppState, token: &str) -> bool {
+    keys::verify_secret(token, &app.admin_token_hash)
 }

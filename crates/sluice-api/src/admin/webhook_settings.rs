@@ -53,21 +53,7 @@ pub fn parse(
     };
     let shared_secret = match obj.get("sharedSecret") {
         None => previous.and_then(|p| p.shared_secret.clone()),
-        Some(Value::Null) => None,
-        Some(Value::String(s)) if s.is_empty() => None,
-        Some(Value::String(s)) if s.len() > 1024 => {
-            return Err(ApiError::invalid(
-                "settings.sharedSecret",
-                "must be at most 1024 bytes",
-            ));
-        }
-        Some(Value::String(s)) => Some(s.clone()),
-        Some(_) => {
-            return Err(ApiError::invalid(
-                "settings.sharedSecret",
-                "must be a string",
-            ));
-        }
+        Some(v) => parse_secret(v)?,
     };
     Ok(WebhookSettings {
         urls,
@@ -95,7 +81,28 @@ fn parse_urls(value: &Value) -> Result<Vec<WebhookUrl>, ApiError> {
         .collect()
 }
 
-fn parse_entry(field: &str, item: &Value) -> Result<WebhookUrl, ApiError> {
+/// Parses `sharedSecret`: `null` or `""` mean none. Public so that the
+/// dashboard validates the field on its own with the same message.
+pub fn parse_secret(value: &Value) -> Result<Option<String>, ApiError> {
+    match value {
+        Value::Null => Ok(None),
+        Value::String(s) if s.is_empty() => Ok(None),
+        Value::String(s) if s.len() > 1024 => Err(ApiError::invalid(
+            "settings.sharedSecret",
+            "must be at most 1024 bytes",
+        )),
+        Value::String(s) => Ok(Some(s.clone())),
+        _ => Err(ApiError::invalid(
+            "settings.sharedSecret",
+            "must be a string",
+        )),
+    }
+}
+
+/// Parses one URL entry; `field` names it in messages
+/// (`settings.urls[2]`). Public so that the dashboard validates each entry
+/// on its own and shows every error next to its field.
+pub fn parse_entry(field: &str, item: &Value) -> Result<WebhookUrl, ApiError> {
     // A bare string is accepted as an entry without headers.
     let (url, headers) = match item {
         Value::String(s) => (s.as_str(), None),

@@ -1,0 +1,79 @@
+//! Sluice's web dashboard, served by the `sluice` binary at `/`.
+//!
+//! Server-rendered HTML ([maud]) over the same logic as the admin API: reads
+//! go to the store, writes go through the admin API's handlers and
+//! validation functions, so the dashboard and `curl` accept and refuse the
+//! same things with the same messages. A little JavaScript (copy buttons,
+//! the live debugger's short poll, more URL rows) is served as a file; every
+//! page works without it.
+//!
+//! Modules:
+//! - [`session`]: signed session cookies and CSRF tokens.
+//! - [`layout`]: page shell, navigation, security headers, error pages.
+//! - [`form`]: capped form bodies.
+//! - [`chart`]: inline SVG charts (pure).
+//! - [`assets`]: the embedded CSS and JavaScript.
+//! - [`pages`]: one module per page.
+
+pub mod assets;
+pub mod chart;
+pub mod form;
+pub mod layout;
+pub mod pages;
+pub mod session;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::middleware::from_fn;
+use axum::routing::{get, post};
+use sluice_api::AppState;
+
+use crate::session::Sessions;
+
+/// What every dashboard handler shares.
+pub struct Dash {
+    pub app: Arc<AppState>,
+    pub sessions: Sessions,
+}
+
+/// The dashboard's routes, to merge next to the API's. It installs no
+/// fallback, so unknown paths keep the API's JSON 404.
+pub fn router(app: Arc<AppState>) -> Router {
+    let dash = Arc::new(Dash {
+        sessions: Sessions::new(app.admin_token_hash.clone()),
+        app,
+    });
+    use pages::*;
+    Router::new()
+        .route("/", get(overview::show))
+        .route("/signin", get(signin::form).post(signin::submit))
+        .route("/signout", post(signin::sign_out))
+        .route("/catalog", get(catalog::show))
+        .route("/sources", get(sources::list).post(sources::create))
+        .route("/sources/{id}", get(sources::show))
+        .route("/sources/{id}/rotate-key", post(sources::rotate))
+        .route("/debugger", get(debugger::choose))
+        .route("/sources/{id}/debugger", get(debugger::show))
+        .route("/sources/{id}/debugger/newer", get(debugger::newer))
+        .route("/usage", get(usage::show))
+        .route("/destinations", get(destinations::list))
+        .route(
+            "/destinations/new",
+            get(new_destination::form).post(new_destination::submit),
+        )
+        .route("/destinations/{id}", get(destinations::show))
+        .route(
+            "/destinations/{id}/edit",
+            get(edit_destination::form).post(edit_destination::submit),
+        )
+        .route("/destinations/{id}/enabled", post(destinations::switch))
+        .route("/destinations/{id}/test", post(test_event::send))
+        .route("/destinations/{id}/deliveries", get(deliveries::show))
+        .route("/destinations/{id}/replay", post(deliveries::replay_all))
+        .route("/deliveries/{id}/replay", post(deliveries::replay_one))
+        .route("/assets/dashboard.css", get(assets::css))
+        .route("/assets/dashboard.js", get(assets::js))
+        .layer(from_fn(layout::security_headers))
+        .with_state(dash)
+}

@@ -1,0 +1,228 @@
+//! `/destinations/{id}/deliveries`: the delivery log. Deliveries newest
+//! first, a page at a time, filtered by state and messageId (through the
+//! admin API's own list handler, so a bad filter gets its message); each
+//! expands to its attempts. Dead deliveries replay one at a time or all
+//! together. The chart covers the attempts of the destination's latest
+//! deliveries.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::extract::{Path, Query, State};
+use axum::response::IntoResponse;
+use maud::{Markup, html};
+use serde_json::{Map, Value};
+use sluice_api::ApiError;
+use sluice_api::admin::deliveries as api;
+use sluice_api::admin::extract::{OptionalJsonObject, Params};
+use sluice_store::{Attempt, DeliveryFilter, DeliveryRecord, DeliveryState};
+
+use crate::Dash;
+use crate::chart::{bucket_attempts, outcomes};
+use crate::form::Form;
+use crate::layout::{
+    PageResult, SignedIn, check_csrf, csrf_field, page, see_other, urlencode, when,
+};
+use crate::session::Session;
+
+/// Deliveries per page.
+const PAGE: u32 = 20;
+/// Deliveries whose attempts the chart covers.
+const CHART_DELIVERIES: u32 = 100;
+const STATES: &[&str] = &["pending", "succeeded", "dead", "discarded"];
+
+fn attempt_row(a: &Attempt) -> Markup {
+    html! {
+        tr {
+            td { (a.attempt) }
+            td { (when(&a.at)) }
+            td.wrap { code { (a.url) } }
+            td {
+                @match (a.status, &a.error) {
+                    (Some(st), _) => span class={ "status " @if (200..300).contains(&st) { "ok" } @else { "fail" } } { (st) },
+                    (None, Some(e)) => span.status.fail { (e) },
+                    (None, None) => "—",
+                }
+            }
+            td.num { (a.latency_ms) " ms" }
+            td.wrap { @if let Some(r) = &a.response { code.excerpt { (r) } } }
+        }
+    }
+}
+
+fn delivery_row(s: &Session, d: &DeliveryRecord, attempts: &[Attempt], marked: bool) -> Markup {
+    html! {
+        li.delivery.marked[marked] data-state=(d.state.as_str()) {
+            @if marked { p.mark { strong { "Test event" } } }
+            div.delivery-head {
+                span class={ "pill " (d.state.as_str()) } { (d.state.as_str()) }
+                " "
+                a href={ "?message_id=" (urlencode(&d.message_id)) } { code { (d.message_id) } }
+                span.muted { " · " (d.attempts) " attempt round(s) · updated " (when(&d.updated_at)) }
+                @if d.state == DeliveryState::Dead {
+                    form.inline method="post" action={ "/deliveries/" (d.id) "/replay" } {
+                        (csrf_field(s))
+                        button.small type="submit" aria-label={ "Replay delivery " (d.id) } { "Replay" }
+                    }
+                }
+            }
+            @if let Some(e) = &d.last_error { @if d.state != DeliveryState::Succeeded { p.muted { "Last error: " (e) } } }
+            @if let Some(next) = &d.next_attempt_at { @if d.state == DeliveryState::Pending { p.muted { "Next attempt " (when(next)) } } }
+            details {
+                summary { "Attempts (" (attempts.len()) ")" }
+                @if attempts.is_empty() { p { "No attempt yet." } } @else {
+                    div.table-wrap {
+                        table.attempts {
+                            thead { tr { th scope="col" { "#" } th scope="col" { "Time" } th scope="col" { "URL" } th scope="col" { "Status or error" } th scope="col" .num { "Latency" } th scope="col" { "Response" } } }
+                            tbody { @for a in attempts { (attempt_row(a)) } }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+pub async fn show(
+    State(dash): State<Arc<Dash>>,
+    SignedIn(s): SignedIn,
+    Path(id): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
+) -> PageResult {
+    let app = &dash.app;
+    let dest = app
+        .store
+        .get_destination(&id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("destination"))?;
+    let mut params: HashMap<String, String> = q
+        .iter()
+        .filter(|(k, _)| ["state", "message_id", "before"].contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), v.trim().to_owned()))
+        .collect();
+    params.insert("limit".into(), PAGE.to_string());
+    let listed =
+        api::list_for_destination(State(app.clone()), Path(id.clone()), Params(params)).await?;
+    let rows: Vec<DeliveryRecord> =
+        serde_json::from_value(listed.0["data"].clone()).unwrap_or_default();
+    let older = listed.0["next_before"].as_i64();
+    let mut page_rows = Vec::with_capacity(rows.len());
+    for d in rows {
+        let attempts = app.store.list_attempts(d.id).await?;
+        page_rows.push((d, attempts));
+    }
+    let recent = app
+        .store
+        .list_deliveries(&DeliveryFilter {
+            destination_id: Some(id.clone()),
+            limit: CHART_DELIVERIES,
+            ..DeliveryFilter::default()
+        })
+        .await?;
+    let mut chart_attempts = Vec::new();
+    for d in &recent {
+        chart_attempts.extend(app.store.list_attempts(d.id).await?);
+    }
+    let buckets = bucket_attempts(&chart_attempts, 12);
+    let state = q.get("state").map_or("", |v| v.as_str());
+    let message_id = q.get("message_id").map_or("", |v| v.trim());
+    let waiting = page_rows
+        .iter()
+        .any(|(d, _)| d.state == DeliveryState::Pending);
+    let body = html! {
+        p { "Deliveries of " a href={ "/destinations/" (id) } { (dest.name) } ", newest first." }
+        @if let Some(t) = q.get("test") {
+            div.notice role="status" { p { "Test event sent (messageId " code { (t) } "). Its delivery is marked below." } }
+        }
+        @if let Some(n) = q.get("replayed") {
+            div.notice role="status" { p { (n) " dead delivery(ies) replayed: back to pending, due now." } }
+        }
+        h2 { "Attempts over time" }
+        @if chart_attempts.is_empty() { p { "No attempts yet." } } @else {
+            (outcomes(&format!("Attempts of the latest {} deliveries: succeeded, failed and mean latency", recent.len()), &buckets))
+            p.help { "Covers the attempts of the latest " (recent.len()) " deliveries." }
+        }
+        h2 { "Deliveries" }
+        form.filters method="get" action={ "/destinations/" (id) "/deliveries" } {
+            div.field {
+                label for="state" { "State" }
+                select #state name="state" {
+                    option value="" selected[state.is_empty()] { "Any" }
+                    @for st in STATES { option value=(st) selected[state == *st] { (st) } }
+                }
+            }
+            div.field {
+                label for="message_id" { "messageId" }
+                input #message_id name="message_id" value=(message_id);
+            }
+            button type="submit" { "Filter" }
+            a href={ "/destinations/" (id) "/deliveries" } { "Clear" }
+        }
+        form.inline method="post" action={ "/destinations/" (id) "/replay" } data-confirm="Replay every dead delivery of this destination?" {
+            (csrf_field(&s))
+            @if !message_id.is_empty() { input type="hidden" name="message_id" value=(message_id); }
+            button.secondary type="submit" {
+                @if message_id.is_empty() { "Replay all dead deliveries" } @else { "Replay dead deliveries of this messageId" }
+            }
+        }
+        @if page_rows.is_empty() { p #no-deliveries { "No deliveries match." } }
+        ol.deliveries data-refresh=[waiting.then_some("3000")] {
+            @for (d, attempts) in &page_rows {
+                (delivery_row(&s, d, attempts, q.get("test").is_some_and(|t| *t == d.message_id)))
+            }
+        }
+        @if let Some(o) = older {
+            p { a href={ "?state=" (urlencode(state)) "&message_id=" (urlencode(message_id)) "&before=" (o) } { "Older deliveries" } }
+        }
+    };
+    Ok(page(Some(&s), "Delivery log", "destinations", body).into_response())
+}
+
+pub async fn replay_one(
+    State(dash): State<Arc<Dash>>,
+    SignedIn(s): SignedIn,
+    Path(id): Path<String>,
+    form: Form,
+) -> PageResult {
+    check_csrf(&s, &form)?;
+    let id: i64 = id.parse().map_err(|_| ApiError::not_found("delivery"))?;
+    let delivery = dash
+        .app
+        .store
+        .get_delivery(id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("delivery"))?;
+    let out = api::replay_one(State(dash.app.clone()), Path(id)).await?.0;
+    Ok(see_other(&format!(
+        "/destinations/{}/deliveries?replayed={}&message_id={}",
+        delivery.destination_id,
+        out["replayed"],
+        urlencode(&delivery.message_id)
+    )))
+}
+
+pub async fn replay_all(
+    State(dash): State<Arc<Dash>>,
+    SignedIn(s): SignedIn,
+    Path(id): Path<String>,
+    form: Form,
+) -> PageResult {
+    check_csrf(&s, &form)?;
+    let mut body = Map::new();
+    let message_id = form.get("message_id");
+    if !message_id.is_empty() {
+        body.insert("message_id".into(), Value::String(message_id.to_owned()));
+    }
+    let out = api::replay_bulk(
+        State(dash.app.clone()),
+        Path(id.clone()),
+        OptionalJsonObject(body),
+    )
+    .await?
+    .0;
+    Ok(see_other(&format!(
+        "/destinations/{id}/deliveries?replayed={}&message_id={}",
+        out["replayed"],
+        urlencode(message_id)
+    )))
+}

@@ -1,0 +1,261 @@
+//! The destination form, shared by creation and editing: the sources to
+//! connect, up to five webhook URLs each with optional static headers, an
+//! optional shared secret. Each field is checked on its own by the admin
+//! API's validation functions, so every error shows next to its field, in
+//! the API's words; the API's handlers then check everything again.
+
+use std::collections::BTreeMap;
+
+use maud::{Markup, html};
+use serde_json::{Map, Value, json};
+use sluice_api::admin::extract::non_empty;
+use sluice_api::admin::webhook_settings::{MAX_URLS, parse_entry, parse_secret};
+use sluice_store::Source;
+
+use crate::form::Form;
+use crate::layout::csrf_field;
+use crate::session::Session;
+
+/// What was entered, kept to re-show the form with its errors.
+#[derive(Default)]
+pub struct Entered {
+    pub kind: String,
+    pub name: String,
+    pub sources: Vec<String>,
+    pub urls: Vec<(String, String)>,
+    /// Editing: the current secret's first characters, if it has one.
+    pub secret_hint: Option<String>,
+    /// Field id → message.
+    pub errors: BTreeMap<String, String>,
+}
+
+/// Where the form posts and what it says; creation and editing differ.
+pub struct Mode<'a> {
+    pub action: &'a str,
+    pub submit: &'a str,
+    pub editing: bool,
+}
+
+/// Which form field an admin API message is about, from the field path it
+/// starts with (`settings.urls[1].headers.X-A: …` → `headers1`).
+pub fn field_of(message: &str) -> String {
+    let path = message.split(':').next().unwrap_or("");
+    if path == "name" {
+        return "name".into();
+    }
+    if path.starts_with("source_ids") {
+        return "sources".into();
+    }
+    if path.starts_with("settings.sharedSecret") {
+        return "secret".into();
+    }
+    if let Some(rest) = path.strip_prefix("settings.urls[") {
+        let i: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        let after = &rest[i.len()..];
+        let kind = if after.starts_with("].headers") {
+            "headers"
+        } else {
+            "url"
+        };
+        return format!("{kind}{i}");
+    }
+    "form".into()
+}
+
+/// `Name: value` lines into a headers object.
+fn header_lines(field: &str, text: &str) -> Result<Map<String, Value>, String> {
+    let mut out = Map::new();
+    for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        let (name, value) = line
+            .split_once(':')
+            .ok_or_else(|| format!("{field}: each line must be 'Name: value'"))?;
+        out.insert(
+            name.trim().to_owned(),
+            Value::String(value.trim().to_owned()),
+        );
+    }
+    Ok(out)
+}
+
+pub fn render(s: &Session, sources: &[Source], e: &Entered, mode: &Mode) -> Markup {
+    let err = |k: &str| e.errors.get(k).map(String::as_str);
+    let invalid = |k: &str| e.errors.contains_key(k).then_some("true");
+    html! {
+        @if !e.errors.is_empty() {
+            div.error #errors role="alert" tabindex="-1" {
+                p { "The destination was not saved. Please fix:" }
+                ul { @for (k, m) in &e.errors { li { a href={ "#" (k) } { (m) } } } }
+            }
+        }
+        form.card.setup method="post" action=(mode.action) novalidate {
+            (csrf_field(s))
+            input type="hidden" name="type" value=(e.kind);
+            div.field {
+                label for="name" { "Name" }
+                input #name name="name" value=(e.name) required maxlength="200" aria-invalid=[invalid("name")] aria-describedby=[invalid("name").map(|_| "name-error")];
+                @if let Some(m) = err("name") { p #name-error .field-error { (m) } }
+            }
+            fieldset #sources tabindex="-1" aria-describedby=[invalid("sources").map(|_| "sources-error")] {
+                legend { "1. Sources to connect" }
+                @if sources.is_empty() { p { "No sources yet: " a href="/sources" { "create one" } " first, or connect sources later." } }
+                @for src in sources {
+                    div.check {
+                        input type="checkbox" name="source" value=(src.id) id={ "src-" (src.id) } checked[e.sources.contains(&src.id)];
+                        label for={ "src-" (src.id) } { (src.name) }
+                    }
+                }
+                @if let Some(m) = err("sources") { p #sources-error .field-error { (m) } }
+            }
+            fieldset #urls tabindex="-1" {
+                legend { "2. Webhook URLs (up to " (MAX_URLS) ")" }
+                p.help { "Each a full URL with http:// or https://. Static headers are sent with every request to that URL, one per line as " code { "Name: value" } "." }
+                @for i in 0..MAX_URLS {
+                    @let (url, headers) = e.urls.get(i).cloned().unwrap_or_default();
+                    div.url-entry data-url-row=(i) {
+                        div.field {
+                            label for={ "url" (i) } { "URL " (i + 1) }
+                            input id={ "url" (i) } name={ "url" (i) } type="url" inputmode="url" value=(url)
+                                placeholder="https://example.com/hook" aria-invalid=[invalid(&format!("url{i}"))] aria-describedby=[invalid(&format!("url{i}")).map(|_| format!("url{i}-error"))];
+                            @if let Some(m) = err(&format!("url{i}")) { p.field-error id={ "url" (i) "-error" } { (m) } }
+                        }
+                        div.field {
+                            label for={ "headers" (i) } { "Headers for URL " (i + 1) " (optional)" }
+                            textarea id={ "headers" (i) } name={ "headers" (i) } rows="2" placeholder="Authorization: Bearer abc"
+                                aria-invalid=[invalid(&format!("headers{i}"))] aria-describedby=[invalid(&format!("headers{i}")).map(|_| format!("headers{i}-error"))] { (headers) }
+                            @if let Some(m) = err(&format!("headers{i}")) { p.field-error id={ "headers" (i) "-error" } { (m) } }
+                        }
+                    }
+                }
+                @if let Some(m) = err("urls") { p.field-error { (m) } }
+                button.secondary #add-url type="button" hidden { "Add another URL" }
+            }
+            fieldset {
+                legend { "3. Shared secret (optional)" }
+                @if mode.editing {
+                    p.help { @match &e.secret_hint {
+                        Some(h) => { "Current secret: " code { (h) } ". Leave the field empty to keep it." }
+                        None => { "No secret yet: requests are not signed." }
+                    } }
+                    @if e.secret_hint.is_some() {
+                        div.check {
+                            input #remove-secret type="checkbox" name="remove_secret" value="1";
+                            label for="remove-secret" { "Remove the shared secret (requests are no longer signed)" }
+                        }
+                    }
+                }
+                div.field {
+                    label for="secret" { "Shared secret" }
+                    input #secret name="secret" type="password" autocomplete="new-password" aria-invalid=[invalid("secret")] aria-describedby=(if invalid("secret").is_some() { "secret-help secret-error" } else { "secret-help" });
+                    p #secret-help .help { "When set, every request carries X-Signature: the hex HMAC-SHA1 of the body keyed with it. Afterwards only its first characters are shown." }
+                    @if let Some(m) = err("secret") { p #secret-error .field-error { (m) } }
+                }
+            }
+            @if let Some(m) = err("form") { p.field-error { (m) } }
+            @if !mode.editing { p.help { "The destination is saved switched off; switch it on from its page." } }
+            button type="submit" { (mode.submit) }
+        }
+    }
+}
+
+/// Reads the form and checks each field with the admin API's functions.
+/// Returns what was entered (with any errors), the URL entries, and the
+/// `sharedSecret` value to send: `None` when editing and the field was left
+/// empty (keep the current secret).
+pub fn validate(form: &Form, editing: bool) -> (Entered, Vec<Value>, Option<Value>) {
+    let mut e = Entered {
+        kind: form.get("type").to_owned(),
+        name: form.get("name").to_owned(),
+        sources: form.all("source"),
+        urls: (0..MAX_URLS)
+            .map(|i| {
+                (
+                    form.get(&format!("url{i}")).to_owned(),
+                    form.get(&format!("headers{i}")).to_owned(),
+                )
+            })
+            .collect(),
+        ..Entered::default()
+    };
+    if let Err(err) = non_empty("name", &e.name) {
+        e.errors.insert("name".into(), err.message);
+    }
+    let mut urls = Vec::new();
+    for (i, (url, headers)) in e.urls.iter().enumerate() {
+        if url.is_empty() && headers.is_empty() {
+            continue;
+        }
+        let field = format!("settings.urls[{i}]");
+        let headers = match header_lines(&format!("{field}.headers"), headers) {
+            Ok(h) => h,
+            Err(m) => {
+                e.errors.insert(format!("headers{i}"), m);
+                continue;
+            }
+        };
+        let entry = json!({"url": url, "headers": headers});
+        match parse_entry(&field, &entry) {
+            Ok(_) => urls.push(entry),
+            Err(err) => {
+                e.errors.insert(field_of(&err.message), err.message);
+            }
+        }
+    }
+    if urls.is_empty() && e.errors.is_empty() {
+        e.errors.insert(
+            "url0".into(),
+            "settings.urls: enter at least one webhook URL".into(),
+        );
+    }
+    // The secret is taken as typed: spaces are part of it.
+    let typed = form.raw("secret");
+    let secret = if editing && form.checked("remove_secret") {
+        Some(Value::Null)
+    } else if editing && typed.is_empty() {
+        None
+    } else {
+        Some(Value::String(typed.to_owned()))
+    };
+    if let Some(Err(err)) = secret.as_ref().map(parse_secret) {
+        e.errors.insert("secret".into(), err.message);
+    }
+    (e, urls, secret)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn api_messages_map_to_their_form_fields() {
+        assert_eq!(field_of("name: must not be empty"), "name");
+        assert_eq!(
+            field_of("settings.urls[3].url: must use the http or https protocol"),
+            "url3"
+        );
+        assert_eq!(
+            field_of("settings.urls[1].headers.X-A: value has characters"),
+            "headers1"
+        );
+        assert_eq!(
+            field_of("settings.sharedSecret: must be at most 1024 bytes"),
+            "secret"
+        );
+        assert_eq!(
+            field_of("source_ids: source src_x does not exist"),
+            "sources"
+        );
+        assert_eq!(field_of("something else"), "form");
+    }
+
+    #[test]
+    fn header_lines_need_a_colon() {
+        let h = header_lines("f", "X-A: 1\n\n  X-B:two  ").unwrap();
+        assert_eq!(h["X-A"], "1");
+        assert_eq!(h["X-B"], "two");
+        assert!(
+            header_lines("f", "nope")
+                .unwrap_err()
+                .starts_with("f: each line")
+        );
+    }
+}

@@ -1,0 +1,143 @@
+//! `/destinations`: the list, a destination's page and its on/off switch.
+//! The page shows the settings as the admin API does: URLs and headers in
+//! full, the shared secret only as its first characters.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::extract::{Path, Query, State};
+use axum::response::IntoResponse;
+use maud::html;
+use serde_json::{Map, Value};
+use sluice_api::admin::destinations as api;
+use sluice_api::admin::extract::JsonObject;
+
+use crate::Dash;
+use crate::form::Form;
+use crate::layout::{PageResult, SignedIn, check_csrf, csrf_field, page, see_other, when};
+
+pub async fn list(State(dash): State<Arc<Dash>>, SignedIn(s): SignedIn) -> PageResult {
+    let all = dash.app.store.list_destinations().await?;
+    let body = html! {
+        p.actions { a.button href="/catalog" { "Add a destination" } }
+        @if all.is_empty() {
+            p { "No destinations yet. Choose one in the " a href="/catalog" { "catalog" } "." }
+        } @else {
+            div.table-wrap {
+                table {
+                    caption.sr-only { "Destinations" }
+                    thead { tr { th scope="col" { "Name" } th scope="col" { "Type" } th scope="col" { "State" } th scope="col" .num { "URLs" } th scope="col" .num { "Sources" } th scope="col" { "Log" } } }
+                    tbody {
+                        @for d in &all {
+                            tr {
+                                td { a href={ "/destinations/" (d.id) } { (d.name) } }
+                                td { (d.kind) }
+                                td { span class={ "pill " @if d.enabled { "on" } @else { "off" } } { @if d.enabled { "On" } @else { "Off" } } }
+                                td.num { (d.settings.urls.len()) }
+                                td.num { (d.source_ids.len()) }
+                                td { a href={ "/destinations/" (d.id) "/deliveries" } { "Deliveries" } }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    };
+    Ok(page(Some(&s), "Destinations", "destinations", body).into_response())
+}
+
+pub async fn show(
+    State(dash): State<Arc<Dash>>,
+    SignedIn(s): SignedIn,
+    Path(id): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
+) -> PageResult {
+    let d = dash
+        .app
+        .store
+        .get_destination(&id)
+        .await?
+        .ok_or_else(|| sluice_api::ApiError::not_found("destination"))?;
+    let view = api::view(&d);
+    let sources = dash.app.store.list_sources().await?;
+    let names: HashMap<&str, &str> = sources
+        .iter()
+        .map(|src| (src.id.as_str(), src.name.as_str()))
+        .collect();
+    let secret = view["settings"]["sharedSecret"].as_str();
+    let body = html! {
+        @if q.contains_key("created") {
+            div.notice role="status" { p { "Destination saved. It is switched off: check the settings below, then switch it on." } }
+        }
+        @if q.contains_key("updated") {
+            div.notice role="status" { p { "Settings saved." } }
+        }
+        section.switch aria-labelledby="state-h" {
+            h2 #state-h { "State" }
+            form method="post" action={ "/destinations/" (id) "/enabled" } {
+                (csrf_field(&s))
+                p {
+                    span #state class={ "pill " @if d.enabled { "on" } @else { "off" } } { @if d.enabled { "On" } @else { "Off" } }
+                    " "
+                    @if d.enabled {
+                        "Calls of the connected sources are forwarded. "
+                        input type="hidden" name="enabled" value="false";
+                        button.secondary type="submit" { "Switch off" }
+                    } @else {
+                        "Nothing is forwarded. "
+                        input type="hidden" name="enabled" value="true";
+                        button type="submit" { "Switch on" }
+                    }
+                }
+            }
+        }
+        h2 { "Webhook URLs" }
+        @if d.settings.urls.is_empty() {
+            p { "No URLs: nothing can be delivered." }
+        } @else {
+            ol.urls {
+                @for u in &d.settings.urls {
+                    li {
+                        code.url { (u.url) }
+                        @if !u.headers.is_empty() {
+                            ul.headers { @for (k, v) in &u.headers { li { code { (k) ": " (v) } } } }
+                        }
+                    }
+                }
+            }
+        }
+        p.actions { a.button.secondary href={ "/destinations/" (id) "/edit" } { "Edit settings" } }
+        dl.facts {
+            dt { "Shared secret" }
+            dd { @match secret { Some(h) => { code #secret-hint { (h) } " (only the first characters are shown); requests carry X-Signature." } None => { "None: requests are not signed." } } }
+            dt { "Connected sources" }
+            dd {
+                @if d.source_ids.is_empty() { "None." }
+                ul.plain { @for sid in &d.source_ids { li { a href={ "/sources/" (sid) } { (names.get(sid.as_str()).copied().unwrap_or(sid)) } } } }
+            }
+            dt { "Updated" } dd { (when(&d.updated_at)) }
+        }
+        h2 { "Send a test event" }
+        form.card method="post" action={ "/destinations/" (id) "/test" } {
+            (csrf_field(&s))
+            p { "Sends a track call named " code { "Sluice Test Event" } " through the real pipeline (stored for the first connected source, delivered and signed like any other call) and shows what the URLs answered." }
+            @if !d.enabled { p.help { "The destination is off: switch it on first, or the test delivery is discarded unsent." } }
+            button type="submit" { "Send a test event" }
+        }
+        p.actions { a.button.secondary href={ "/destinations/" (id) "/deliveries" } { "Delivery log" } }
+    };
+    Ok(page(Some(&s), &d.name, "destinations", body).into_response())
+}
+
+pub async fn switch(
+    State(dash): State<Arc<Dash>>,
+    SignedIn(s): SignedIn,
+    Path(id): Path<String>,
+    form: Form,
+) -> PageResult {
+    check_csrf(&s, &form)?;
+    let mut body = Map::new();
+    body.insert("enabled".into(), Value::Bool(form.get("enabled") == "true"));
+    let _updated = api::update(State(dash.app.clone()), Path(id.clone()), JsonObject(body)).await?;
+    Ok(see_other(&format!("/destinations/{id}")))
+}

@@ -1,0 +1,113 @@
+//! `/destinations/{id}/edit`: the destination form filled with the current
+//! settings. The secret is never shown: leaving its field empty keeps it,
+//! a checkbox removes it. Saved through the admin API's update handler;
+//! the on/off state is left as it is.
+
+use std::sync::Arc;
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use serde_json::{Map, Value, json};
+use sluice_api::ApiError;
+use sluice_api::admin::destinations as api;
+use sluice_api::admin::extract::JsonObject;
+use sluice_store::{Destination, Source};
+
+use super::destination_form::{Entered, Mode, field_of, render, validate};
+use crate::Dash;
+use crate::form::Form;
+use crate::layout::{PageResult, SignedIn, check_csrf, page, see_other};
+use crate::session::Session;
+
+async fn find(dash: &Dash, id: &str) -> PageResult<Destination> {
+    Ok(dash
+        .app
+        .store
+        .get_destination(id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("destination"))?)
+}
+
+fn secret_hint(d: &Destination) -> Option<String> {
+    api::view(d)["settings"]["sharedSecret"]
+        .as_str()
+        .map(str::to_owned)
+}
+
+fn respond(
+    s: &Session,
+    d: &Destination,
+    sources: &[Source],
+    e: &Entered,
+    status: StatusCode,
+) -> PageResult {
+    let action = format!("/destinations/{}/edit", d.id);
+    let mode = Mode {
+        action: &action,
+        submit: "Save changes",
+        editing: true,
+    };
+    let body = render(s, sources, e, &mode);
+    let title = format!("Edit {}", d.name);
+    Ok((status, page(Some(s), &title, "destinations", body)).into_response())
+}
+
+pub async fn form(
+    State(dash): State<Arc<Dash>>,
+    SignedIn(s): SignedIn,
+    Path(id): Path<String>,
+) -> PageResult {
+    let d = find(&dash, &id).await?;
+    let sources = dash.app.store.list_sources().await?;
+    let entered = Entered {
+        kind: d.kind.clone(),
+        name: d.name.clone(),
+        sources: d.source_ids.clone(),
+        urls: d
+            .settings
+            .urls
+            .iter()
+            .map(|u| {
+                let headers: Vec<String> =
+                    u.headers.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+                (u.url.clone(), headers.join("\n"))
+            })
+            .collect(),
+        secret_hint: secret_hint(&d),
+        ..Entered::default()
+    };
+    respond(&s, &d, &sources, &entered, StatusCode::OK)
+}
+
+pub async fn submit(
+    State(dash): State<Arc<Dash>>,
+    SignedIn(s): SignedIn,
+    Path(id): Path<String>,
+    form: Form,
+) -> PageResult {
+    check_csrf(&s, &form)?;
+    let d = find(&dash, &id).await?;
+    let (mut e, urls, secret) = validate(&form, true);
+    e.secret_hint = secret_hint(&d);
+    if e.errors.is_empty() {
+        let mut settings = Map::new();
+        settings.insert("urls".into(), Value::Array(urls));
+        if let Some(secret) = secret {
+            settings.insert("sharedSecret".into(), secret);
+        }
+        let mut body = Map::new();
+        body.insert("name".into(), json!(e.name));
+        body.insert("source_ids".into(), json!(e.sources));
+        body.insert("settings".into(), Value::Object(settings));
+        match api::update(State(dash.app.clone()), Path(id.clone()), JsonObject(body)).await {
+            Ok(_) => return Ok(see_other(&format!("/destinations/{id}?updated=1"))),
+            Err(err) if err.status == StatusCode::BAD_REQUEST => {
+                e.errors.insert(field_of(&err.message), err.message);
+            }
+            Err(err) => return Err(err.into()),
+        }
+    }
+    let sources = dash.app.store.list_sources().await?;
+    respond(&s, &d, &sources, &e, StatusCode::BAD_REQUEST)
+}

@@ -1,0 +1,27 @@
+//! One module per page.
+//!
+//! - [`signin`]: sign-in and sign-out.
+//! - [`overview`]: the setup checklist.
+//! - [`catalog`]: destination types.
+//! - [`sources`]: sources, write keys shown once.
+//! - [`debugger`]: a source's live event stream.
+//! - [`usage`]: calls and events per day per source.
+//! - [`destinations`]: the list, a destination's page, the on/off switch.
+//! - [`destination_form`]: the destination form, validated field by field.
+//! - [`new_destination`]: the setup flow on that form.
+//! - [`edit_destination`]: changing a destination's settings.
+//! - [`test_event`]: a signed test call through the real pipeline.
+//! - [`deliveries`]: the delivery log, its chart, replay.
+
+pub mod catalog;
+pub mod debugger;
+pub mod deliveries;
+pub mod destination_form;
+pub mod destinations;
+pub mod edit_destination;
+pub mod new_destination;
+pub mod overview;
+pub mod signin;
+pub mod sources;
+pub mod test_event;
+pub mod usage;

@@ -1,0 +1,161 @@
+//! `/sources`: the list, creation, a source's page and key rotation. The
+//! write key appears once, in the answer to creation or rotation, with a
+//! copy button; afterwards only its first characters.
+
+use std::sync::Arc;
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use maud::{Markup, html};
+use serde_json::{Map, Value};
+use sluice_api::admin::extract::JsonObject;
+use sluice_api::admin::sources as api;
+use sluice_store::Source;
+
+use crate::Dash;
+use crate::form::Form;
+use crate::layout::{PageResult, SignedIn, check_csrf, csrf_field, page, when};
+use crate::session::Session;
+
+fn list_body(s: &Session, sources: &[Source], name: &str, error: Option<&str>) -> Markup {
+    html! {
+        @if sources.is_empty() {
+            p { "No sources yet. A source stands for one app or site; its write key authenticates the calls it sends." }
+        } @else {
+            div.table-wrap {
+                table {
+                    caption.sr-only { "Sources" }
+                    thead { tr { th scope="col" { "Name" } th scope="col" { "Write key" } th scope="col" { "State" } th scope="col" { "Created" } th scope="col" { "Watch" } } }
+                    tbody {
+                        @for src in sources {
+                            tr {
+                                td { a href={ "/sources/" (src.id) } { (src.name) } }
+                                td { code { (src.write_key_hint) } }
+                                td { @if src.enabled { "Enabled" } @else { "Disabled" } }
+                                td { (when(&src.created_at)) }
+                                td { a href={ "/sources/" (src.id) "/debugger" } { "Debugger" } " · " a href={ "/usage?source=" (src.id) } { "Usage" } }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        h2 { "New source" }
+        form.card method="post" action="/sources" {
+            (csrf_field(s))
+            div.field {
+                label for="name" { "Name" }
+                input #name name="name" value=(name) required maxlength="200"
+                    aria-invalid=[error.map(|_| "true")] aria-describedby=[error.map(|_| "name-error")];
+                @if let Some(e) = error { p #name-error .field-error role="alert" { (e) } }
+            }
+            button type="submit" { "Create source" }
+        }
+    }
+}
+
+pub async fn list(State(dash): State<Arc<Dash>>, SignedIn(s): SignedIn) -> PageResult {
+    let sources = dash.app.store.list_sources().await?;
+    Ok(page(
+        Some(&s),
+        "Sources",
+        "sources",
+        list_body(&s, &sources, "", None),
+    )
+    .into_response())
+}
+
+pub async fn create(
+    State(dash): State<Arc<Dash>>,
+    SignedIn(s): SignedIn,
+    form: Form,
+) -> PageResult {
+    check_csrf(&s, &form)?;
+    let mut body = Map::new();
+    body.insert("name".into(), Value::String(form.get("name").to_owned()));
+    match api::create(State(dash.app.clone()), JsonObject(body)).await {
+        Ok((_, json)) => Ok(key_once(&s, &json.0, "Source created").into_response()),
+        Err(e) if e.status == StatusCode::BAD_REQUEST => {
+            let sources = dash.app.store.list_sources().await?;
+            let markup = list_body(&s, &sources, form.get("name"), Some(&e.message));
+            Ok((e.status, page(Some(&s), "Sources", "sources", markup)).into_response())
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The one page that shows a write key in full.
+fn key_once(s: &Session, source: &Value, title: &str) -> impl IntoResponse + use<> {
+    let id = source["id"].as_str().unwrap_or("");
+    let key = source["write_key"].as_str().unwrap_or("");
+    let body = html! {
+        div.notice role="status" {
+            p { strong { "Copy the write key now: it is shown only once." } " Sluice keeps only its hash." }
+        }
+        dl.facts {
+            dt { "Source" } dd { a href={ "/sources/" (id) } { (source["name"].as_str().unwrap_or("")) } }
+            dt { "Write key" }
+            dd.copyable {
+                code #write-key { (key) }
+                button.copy type="button" data-copy="write-key" hidden { "Copy key" }
+            }
+        }
+        h2 { "Try it" }
+        div.copyable {
+            pre #curl-example { code { "curl -u '" (key) ":' -H 'Content-Type: application/json' \\\n  -d '{\"userId\":\"u1\",\"event\":\"Signed Up\"}' \\\n  <this server>/v1/track" } }
+            button.copy type="button" data-copy="curl-example" hidden { "Copy command" }
+        }
+        p { a href={ "/sources/" (id) "/debugger" } { "Open the live debugger" } " to watch the calls arrive." }
+    };
+    page(Some(s), title, "sources", body)
+}
+
+pub async fn show(
+    State(dash): State<Arc<Dash>>,
+    SignedIn(s): SignedIn,
+    Path(id): Path<String>,
+) -> PageResult {
+    let src = api::get(State(dash.app.clone()), Path(id.clone())).await?.0;
+    let destinations = dash.app.store.list_destinations().await?;
+    let connected: Vec<_> = destinations
+        .iter()
+        .filter(|d| d.source_ids.contains(&id))
+        .collect();
+    let body = html! {
+        dl.facts {
+            dt { "Id" } dd { code { (id) } }
+            dt { "Write key" } dd { code { (src["write_key_hint"].as_str().unwrap_or("")) } " (only the first characters are kept for display)" }
+            dt { "State" } dd { @if src["enabled"] == Value::Bool(true) { "Enabled" } @else { "Disabled" } }
+        }
+        p.actions {
+            a.button href={ "/sources/" (id) "/debugger" } { "Live debugger" }
+            a.button.secondary href={ "/usage?source=" (id) } { "Usage" }
+        }
+        h2 { "Connected destinations" }
+        @if connected.is_empty() {
+            p { "None. " a href="/catalog" { "Add a destination" } " to forward this source's calls." }
+        } @else {
+            ul { @for d in &connected { li { a href={ "/destinations/" (d.id) } { (d.name) } " — " @if d.enabled { "on" } @else { "off" } } } }
+        }
+        h2 { "Rotate the write key" }
+        form.card method="post" action={ "/sources/" (id) "/rotate-key" } data-confirm="Rotate the write key? The current key stops working at once." {
+            (csrf_field(&s))
+            p { "A new key is generated and shown once; the current key stops working at once." }
+            button.danger type="submit" { "Rotate key" }
+        }
+    };
+    let title = src["name"].as_str().unwrap_or("Source").to_owned();
+    Ok(page(Some(&s), &title, "sources", body).into_response())
+}
+
+pub async fn rotate(
+    State(dash): State<Arc<Dash>>,
+    SignedIn(s): SignedIn,
+    Path(id): Path<String>,
+    form: Form,
+) -> PageResult {
+    check_csrf(&s, &form)?;
+    let json = api::rotate_key(State(dash.app.clone()), Path(id)).await?.0;
+    Ok(key_once(&s, &json, "Write key rotated").into_response())
+}

@@ -1,0 +1,228 @@
+//! The dashboard over HTTP against the real server: security headers,
+//! cookie flags, CSRF and sign-out. (The pages themselves are exercised in a
+//! real browser: `browser/tests/dashboard.test.mjs`.)
+
+use reqwest::header::{CONTENT_SECURITY_POLICY, COOKIE, LOCATION, SET_COOKIE};
+use reqwest::{Client, Response, redirect};
+
+use crate::support::{ADMIN_TOKEN, TestServer, test_config};
+
+fn client() -> Client {
+    Client::builder()
+        .redirect(redirect::Policy::none())
+        .build()
+        .expect("client")
+}
+
+fn set_cookies(res: &Response) -> Vec<String> {
+    res.headers()
+        .get_all(SET_COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok().map(str::to_owned))
+        .collect()
+}
+
+fn cookie_named(cookies: &[String], name: &str) -> String {
+    cookies
+        .iter()
+        .find(|c| c.starts_with(&format!("{name}=")))
+        .cloned()
+        .unwrap_or_else(|| panic!("no {name} cookie in {cookies:?}"))
+}
+
+/// `name=value` of a Set-Cookie line.
+fn pair(set_cookie: &str) -> String {
+    set_cookie.split(';').next().unwrap_or("").to_owned()
+}
+
+fn hidden_csrf(html: &str) -> String {
+    let at = html.find("name=\"csrf\" value=\"").expect("csrf field") + 19;
+    html[at..].split('"').next().unwrap_or("").to_owned()
+}
+
+/// Signs in with `token`; returns the response (cookies not followed).
+async fn sign_in(server: &TestServer, token: &str, proto: Option<&str>) -> Response {
+    let http = client();
+    let mut get = http.get(server.url("/signin"));
+    if let Some(p) = proto {
+        get = get.header("x-forwarded-proto", p);
+    }
+    let form = get.send().await.expect("signin page");
+    let signin_cookie = pair(&cookie_named(&set_cookies(&form), "sluice_signin"));
+    let csrf = hidden_csrf(&form.text().await.expect("body"));
+    let mut post = http
+        .post(server.url("/signin"))
+        .header(COOKIE, signin_cookie)
+        .form(&[
+            ("csrf", csrf.as_str()),
+            ("token", token),
+            ("next", "/sources"),
+        ]);
+    if let Some(p) = proto {
+        post = post.header("x-forwarded-proto", p);
+    }
+    post.send().await.expect("signin")
+}
+
+async fn session_cookie(server: &TestServer) -> String {
+    let res = sign_in(server, ADMIN_TOKEN, None).await;
+    assert_eq!(res.status(), 303);
+    pair(&cookie_named(&set_cookies(&res), "sluice_session"))
+}
+
+#[tokio::test]
+async fn every_dashboard_page_sends_a_csp_and_pages_need_a_session() {
+    let server = TestServer::start().await;
+    let http = client();
+    for path in ["/", "/signin", "/sources", "/assets/dashboard.js"] {
+        let res = http.get(server.url(path)).send().await.expect("get");
+        let csp = res
+            .headers()
+            .get(CONTENT_SECURITY_POLICY)
+            .unwrap_or_else(|| panic!("{path} has no CSP"));
+        let csp = csp.to_str().expect("ascii");
+        assert!(csp.contains("script-src 'self'"), "{csp}");
+        assert!(!csp.contains("unsafe-inline"), "{csp}");
+        assert!(csp.contains("frame-ancestors 'none'"), "{csp}");
+    }
+    let res = http.get(server.url("/sources")).send().await.expect("get");
+    assert_eq!(res.status(), 303);
+    assert_eq!(res.headers()[LOCATION], "/signin?next=%2Fsources");
+    // The APIs keep their JSON 404 for unknown paths.
+    let res = http.get(server.url("/nope")).send().await.expect("get");
+    assert_eq!(res.status(), 404);
+    assert!(
+        res.text()
+            .await
+            .expect("body")
+            .contains("\"code\":\"not_found\"")
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_wrong_admin_token_is_refused_with_the_admin_api_message() {
+    let server = TestServer::start().await;
+    let res = sign_in(&server, "wrong-token-0123456789", None).await;
+    assert_eq!(res.status(), 401);
+    assert!(
+        !set_cookies(&res)
+            .iter()
+            .any(|c| c.starts_with("sluice_session="))
+    );
+    assert!(
+        res.text()
+            .await
+            .expect("body")
+            .contains("invalid admin token")
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn session_cookie_is_httponly_and_samesite_strict_and_secure_only_over_https() {
+    let server = TestServer::start().await;
+    let res = sign_in(&server, ADMIN_TOKEN, None).await;
+    assert_eq!(res.status(), 303);
+    assert_eq!(res.headers()[LOCATION], "/sources");
+    let cookie = cookie_named(&set_cookies(&res), "sluice_session");
+    assert!(cookie.contains("; HttpOnly"), "{cookie}");
+    assert!(cookie.contains("; SameSite=Strict"), "{cookie}");
+    assert!(cookie.contains("; Path=/"), "{cookie}");
+    assert!(!cookie.contains("Secure"), "plain HTTP: {cookie}");
+    // An untrusted X-Forwarded-Proto changes nothing.
+    let res = sign_in(&server, ADMIN_TOKEN, Some("https")).await;
+    assert!(!cookie_named(&set_cookies(&res), "sluice_session").contains("Secure"));
+    server.stop().await;
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut config = test_config(dir.path());
+    config.trust_forwarded_for = true;
+    let server = TestServer::start_with(config).await;
+    let res = sign_in(&server, ADMIN_TOKEN, Some("https")).await;
+    let cookie = cookie_named(&set_cookies(&res), "sluice_session");
+    assert!(cookie.ends_with("; Secure"), "{cookie}");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn state_changing_forms_need_the_session_csrf_token() {
+    let server = TestServer::start().await;
+    let session = session_cookie(&server).await;
+    let http = client();
+    let page = http
+        .get(server.url("/sources"))
+        .header(COOKIE, &session)
+        .send()
+        .await
+        .expect("sources");
+    assert_eq!(page.status(), 200);
+    let csrf = hidden_csrf(&page.text().await.expect("body"));
+    for forged in [None, Some("0123"), Some("")] {
+        let mut form = vec![("name", "evil")];
+        if let Some(f) = forged {
+            form.push(("csrf", f));
+        }
+        let res = http
+            .post(server.url("/sources"))
+            .header(COOKIE, &session)
+            .form(&form)
+            .send()
+            .await
+            .expect("post");
+        assert_eq!(res.status(), 403, "{forged:?}");
+        assert!(
+            res.text()
+                .await
+                .expect("body")
+                .contains("CSRF check failed")
+        );
+    }
+    let (_, sources) = server.admin(reqwest::Method::GET, "/sources", None).await;
+    assert_eq!(sources["data"].as_array().expect("data").len(), 0);
+    let res = http
+        .post(server.url("/sources"))
+        .header(COOKIE, &session)
+        .form(&[("name", "web"), ("csrf", csrf.as_str())])
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(res.status(), 200);
+    assert!(res.text().await.expect("body").contains("id=\"write-key\""));
+    let (_, sources) = server.admin(reqwest::Method::GET, "/sources", None).await;
+    assert_eq!(sources["data"][0]["name"], "web");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn signing_out_revokes_the_session_cookie() {
+    let server = TestServer::start().await;
+    let session = session_cookie(&server).await;
+    let http = client();
+    let page = http
+        .get(server.url("/"))
+        .header(COOKIE, &session)
+        .send()
+        .await
+        .expect("overview");
+    assert_eq!(page.status(), 200);
+    let csrf = hidden_csrf(&page.text().await.expect("body"));
+    let out = http
+        .post(server.url("/signout"))
+        .header(COOKIE, &session)
+        .form(&[("csrf", csrf.as_str())])
+        .send()
+        .await
+        .expect("signout");
+    assert_eq!(out.status(), 303);
+    assert!(cookie_named(&set_cookies(&out), "sluice_session").contains("Max-Age=0"));
+    let again = http
+        .get(server.url("/"))
+        .header(COOKIE, &session)
+        .send()
+        .await
+        .expect("overview");
+    assert_eq!(again.status(), 303);
+    assert_eq!(again.headers()[LOCATION], "/signin");
+    server.stop().await;
+}
