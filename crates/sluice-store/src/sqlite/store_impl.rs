@@ -169,6 +169,12 @@ impl Store for SqliteStore {
             .await
     }
 
+    async fn cap_pending(&self, cap: u64, now: DateTime<Utc>) -> Result<u64> {
+        self.writer
+            .run(1, move |c| delivery::cap_pending(c, cap, now))
+            .await
+    }
+
     async fn replay(&self, filter: &DeliveryFilter, now: DateTime<Utc>) -> Result<u64> {
         let filter = filter.clone();
         self.writer
