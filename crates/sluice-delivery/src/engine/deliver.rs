@@ -2,7 +2,9 @@
 //! and let the policy decide.
 
 use bytes::Bytes;
-use chrono::Utc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
 use sluice_store::{AttemptReport, Destination, DueDelivery, Outcome};
 
 use crate::payload;
@@ -78,7 +80,7 @@ pub(super) fn discard(due: &DueDelivery, reason: &str) -> AttemptReport {
 /// The report that hands a claimed delivery back without attempting it
 /// (its destination is saturated): no attempt is counted and it is due again
 /// after `after`, instead of waiting out its whole lease.
-pub(super) fn release(delivery_id: i64, after: std::time::Duration) -> AttemptReport {
+pub(super) fn release(delivery_id: i64, after: Duration) -> AttemptReport {
     let now = Utc::now();
     let at = chrono::Duration::from_std(after).map_or(now, |d| now + d);
     AttemptReport {
@@ -87,4 +89,44 @@ pub(super) fn release(delivery_id: i64, after: std::time::Duration) -> AttemptRe
         attempts: Vec::new(),
         outcome: Outcome::Retry { at },
     }
+}
+
+/// When `due`'s retry window ends: measured from its first attempt, or from
+/// the event's arrival when it was never attempted. A replayed delivery not
+/// yet attempted again has no end yet (its fresh window starts at its next
+/// attempt).
+pub(super) fn window_end(due: &DueDelivery, window: Duration) -> Option<DateTime<Utc>> {
+    let start = match due.first_attempt_at {
+        Some(first) => first,
+        None if due.attempts == 0 => due.received_at,
+        None => return None,
+    };
+    Some(start + chrono::Duration::from_std(window).unwrap_or(chrono::Duration::MAX))
+}
+
+/// The report for a delivery the open breaker holds back: dead, unsent,
+/// once its window has ended; otherwise handed back for `wait`, but never
+/// past the window's end, so it is declared dead on time.
+pub(super) fn hold_back(due: &DueDelivery, wait: Duration, window: Duration) -> AttemptReport {
+    let now = Utc::now();
+    let end = window_end(due, window);
+    if end.is_some_and(|end| now >= end) {
+        return AttemptReport {
+            delivery_id: due.delivery_id,
+            at: now,
+            attempts: Vec::new(),
+            outcome: Outcome::Dead {
+                error: format!(
+                    "retry window of {}s ended while the destination's circuit breaker \
+                     was open; not sent again",
+                    window.as_secs()
+                ),
+            },
+        };
+    }
+    let mut report = release(due.delivery_id, wait);
+    if let (Outcome::Retry { at }, Some(end)) = (&mut report.outcome, end) {
+        *at = (*at).min(end);
+    }
+    report
 }
