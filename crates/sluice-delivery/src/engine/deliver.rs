@@ -51,7 +51,7 @@ pub(super) async fn attempt(
     let now = Utc::now();
     let ctx = AttemptContext {
         attempt: number,
-        first_attempt_at: due.first_attempt_at.unwrap_or(started),
+        first_attempt_at: window_start(&due, policy.window).unwrap_or(started),
         now,
     };
     let verdicts: Vec<_> = results.iter().map(|r| r.verdict.clone()).collect();
@@ -91,16 +91,24 @@ pub(super) fn release(delivery_id: i64, after: Duration) -> AttemptReport {
     }
 }
 
-/// When `due`'s retry window ends: measured from its first attempt, or from
-/// the event's arrival when it was never attempted. A replayed delivery not
-/// yet attempted again has no end yet (its fresh window starts at its next
-/// attempt).
+/// Where `due`'s retry window starts: the event's arrival, so that time
+/// spent held back by an open breaker counts. A first attempt made more
+/// than a window after arrival can only follow a replay (or a long
+/// backlog), and starts a fresh window; a replayed delivery not attempted
+/// since has no start yet (`None`).
+pub(super) fn window_start(due: &DueDelivery, window: Duration) -> Option<DateTime<Utc>> {
+    let window = chrono::Duration::from_std(window).unwrap_or(chrono::Duration::MAX);
+    match due.first_attempt_at {
+        Some(first) if first - due.received_at < window => Some(due.received_at),
+        Some(first) => Some(first),
+        None if due.attempts == 0 => Some(due.received_at),
+        None => None,
+    }
+}
+
+/// When `due`'s retry window ends, if it has started.
 pub(super) fn window_end(due: &DueDelivery, window: Duration) -> Option<DateTime<Utc>> {
-    let start = match due.first_attempt_at {
-        Some(first) => first,
-        None if due.attempts == 0 => due.received_at,
-        None => return None,
-    };
+    let start = window_start(due, window)?;
     Some(start + chrono::Duration::from_std(window).unwrap_or(chrono::Duration::MAX))
 }
 
