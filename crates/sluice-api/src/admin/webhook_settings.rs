@@ -3,9 +3,17 @@
 //! Settings (seed): up to 5 URL entries, each a full http(s) URL with optional
 //! static `key: value` headers, and an optional `sharedSecret`. Every failure
 //! names the offending field, e.g. `settings.urls[2].headers.X-A: …`.
+//!
+//! A URL whose host literally names a blocked address (loopback, private,
+//! link-local…, see `sluice_outbound::network`) is refused unless the
+//! operator allowed its network. Credentials are shown masked (URL
+//! userinfo, sensitive header values); an update that sends a masked value
+//! back unchanged keeps the stored one.
 
 use axum::http::{HeaderName, HeaderValue};
 use serde_json::{Map, Value, json};
+use sluice_outbound::mask::{self, is_masked_url_of, looks_masked, mask_url};
+use sluice_outbound::{Masker, NetworkPolicy};
 use sluice_store::{WebhookSettings, WebhookUrl, keys};
 
 use crate::error::ApiError;
@@ -29,12 +37,20 @@ pub const RESERVED_HEADERS: &[&str] = &[
     "x-sluice-attempt",
 ];
 
+/// The rules settings are checked and shown by.
+#[derive(Debug, Clone, Default)]
+pub struct Rules {
+    pub network: NetworkPolicy,
+    pub masker: Masker,
+}
+
 /// Parses `settings` from a create or update body. `previous` supplies the
 /// secret kept when an update omits `sharedSecret` (an explicit `null` or
-/// `""` removes it).
+/// `""` removes it), and the credentials kept when masked values come back.
 pub fn parse(
     value: &Value,
     previous: Option<&WebhookSettings>,
+    rules: &Rules,
 ) -> Result<WebhookSettings, ApiError> {
     let obj = value
         .as_object()
@@ -49,7 +65,7 @@ pub fn parse(
     }
     let urls = match obj.get("urls") {
         None => previous.map(|p| p.urls.clone()).unwrap_or_default(),
-        Some(v) => parse_urls(v)?,
+        Some(v) => parse_urls(v, previous, rules)?,
     };
     let shared_secret = match obj.get("sharedSecret") {
         None => previous.and_then(|p| p.shared_secret.clone()),
@@ -75,7 +91,11 @@ pub fn parse(
     })
 }
 
-fn parse_urls(value: &Value) -> Result<Vec<WebhookUrl>, ApiError> {
+fn parse_urls(
+    value: &Value,
+    previous: Option<&WebhookSettings>,
+    rules: &Rules,
+) -> Result<Vec<WebhookUrl>, ApiError> {
     let items = value
         .as_array()
         .ok_or_else(|| ApiError::invalid("settings.urls", "must be an array"))?;
@@ -91,11 +111,61 @@ fn parse_urls(value: &Value) -> Result<Vec<WebhookUrl>, ApiError> {
     items
         .iter()
         .enumerate()
-        .map(|(i, item)| parse_entry(&format!("settings.urls[{i}]"), item))
+        .map(|(i, item)| {
+            let entry = parse_entry(&format!("settings.urls[{i}]"), item, rules)?;
+            unmask(&format!("settings.urls[{i}]"), entry, previous, &rules.masker)
+        })
         .collect()
 }
 
-fn parse_entry(field: &str, item: &Value) -> Result<WebhookUrl, ApiError> {
+/// Puts stored credentials back where a client sent their masked form: a
+/// URL equal to a stored URL's masked form is that stored URL, and a masked
+/// sensitive header value of that entry is its stored value. A masked-looking
+/// value with nothing stored behind it is refused rather than saved.
+fn unmask(
+    field: &str,
+    mut entry: WebhookUrl,
+    previous: Option<&WebhookSettings>,
+    masker: &Masker,
+) -> Result<WebhookUrl, ApiError> {
+    let stored_urls = previous.map(|p| p.urls.as_slice()).unwrap_or_default();
+    if let Some(stored) = stored_urls
+        .iter()
+        .find(|s| is_masked_url_of(&entry.url, &s.url))
+    {
+        entry.url = stored.url.clone();
+    } else if entry.url.contains(&format!("{}@", mask::HIDDEN))
+        || entry.url.contains(&format!(":{}@", mask::HIDDEN))
+    {
+        return Err(ApiError::invalid(
+            &format!("{field}.url"),
+            "carries masked credentials that match no stored URL; send the full URL",
+        ));
+    }
+    let stored = stored_urls.iter().find(|s| s.url == entry.url);
+    for (name, value) in &mut entry.headers {
+        if !masker.is_sensitive(name) || !looks_masked(value) {
+            continue;
+        }
+        let kept = stored.and_then(|s| {
+            s.headers
+                .iter()
+                .find(|(n, v)| n.eq_ignore_ascii_case(name) && masker.is_mask_of(name, value, v))
+        });
+        match kept {
+            Some((_, v)) => *value = v.clone(),
+            None => {
+                return Err(ApiError::invalid(
+                    &format!("{field}.headers.{name}"),
+                    "is a masked value that matches no stored value; send the full value",
+                ));
+            }
+        }
+    }
+    Ok(entry)
+}
+
+fn parse_entry(field: &str, item: &Value, rules: &Rules) -> Result<WebhookUrl, ApiError> {
     // A bare string is accepted as an entry without headers.
     let (url, headers) = match item {
         Value::String(s) => (s.as_str(), None),
@@ -114,7 +184,7 @@ fn parse_entry(field: &str, item: &Value) -> Result<WebhookUrl, ApiError> {
         }
         _ => return Err(ApiError::invalid(field, "must be an object with 'url'")),
     };
-    let url = check_url(&format!("{field}.url"), url)?;
+    let url = check_url(&format!("{field}.url"), url, &rules.network)?;
     let headers = match headers {
         None | Some(Value::Null) => Vec::new(),
         Some(v) => parse_headers(&format!("{field}.headers"), v)?,
@@ -122,7 +192,7 @@ fn parse_entry(field: &str, item: &Value) -> Result<WebhookUrl, ApiError> {
     Ok(WebhookUrl { url, headers })
 }
 
-fn check_url(field: &str, raw: &str) -> Result<String, ApiError> {
+fn check_url(field: &str, raw: &str, network: &NetworkPolicy) -> Result<String, ApiError> {
     let parsed = url::Url::parse(raw.trim())
         .map_err(|e| ApiError::invalid(field, format!("'{raw}' is not a full URL ({e})")))?;
     if parsed.scheme() != "http" && parsed.scheme() != "https" {
@@ -131,9 +201,12 @@ fn check_url(field: &str, raw: &str) -> Result<String, ApiError> {
             "must use the http or https protocol",
         ));
     }
-    if parsed.host_str().is_none_or(str::is_empty) {
+    let Some(host) = parsed.host().filter(|h| !h.to_string().is_empty()) else {
         return Err(ApiError::invalid(field, "must name a host"));
-    }
+    };
+    network.check_host(&host).map_err(|blocked| {
+        ApiError::invalid(field, format!("names a blocked address: {blocked}"))
+    })?;
     Ok(parsed.to_string())
 }
 
@@ -169,8 +242,9 @@ fn parse_headers(field: &str, value: &Value) -> Result<Vec<(String, String)>, Ap
     Ok(out)
 }
 
-/// Settings as the admin API shows them: the secret masked.
-pub fn view(settings: &WebhookSettings) -> Value {
+/// Settings as the admin API shows them: the secret, URL userinfo and
+/// sensitive header values masked.
+pub fn view(settings: &WebhookSettings, masker: &Masker) -> Value {
     let urls: Vec<Value> = settings
         .urls
         .iter()
@@ -178,9 +252,9 @@ pub fn view(settings: &WebhookSettings) -> Value {
             let headers: Map<String, Value> = u
                 .headers
                 .iter()
-                .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+                .map(|(k, v)| (k.clone(), Value::String(masker.header_value(k, v))))
                 .collect();
-            json!({"url": u.url, "headers": headers})
+            json!({"url": mask_url(&u.url), "headers": headers})
         })
         .collect();
     json!({
@@ -194,7 +268,7 @@ mod tests {
     use super::*;
 
     fn err(v: Value) -> String {
-        parse(&v, None).unwrap_err().message
+        parse(&v, None, &Rules::default()).unwrap_err().message
     }
 
     #[test]
@@ -231,9 +305,9 @@ mod tests {
             urls: vec![],
             shared_secret: Some("s3cret".into()),
         };
-        let kept = parse(&json!({"urls": []}), Some(&prev)).unwrap();
+        let kept = parse(&json!({"urls": []}), Some(&prev), &Rules::default()).unwrap();
         assert_eq!(kept.shared_secret.as_deref(), Some("s3cret"));
-        let removed = parse(&json!({"sharedSecret": null}), Some(&prev)).unwrap();
+        let removed = parse(&json!({"sharedSecret": null}), Some(&prev), &Rules::default()).unwrap();
         assert_eq!(removed.shared_secret, None);
     }
 
@@ -243,6 +317,52 @@ mod tests {
             urls: vec![],
             shared_secret: Some("s3cretvalue".into()),
         };
-        assert_eq!(view(&s)["sharedSecret"], json!("s3cr…"));
+        assert_eq!(view(&s, &Masker::default())["sharedSecret"], json!("s3cr…"));
+    }
+
+    #[test]
+    fn literal_blocked_hosts_are_refused() {
+        for url in [
+            "http://127.0.0.1:9/x",
+            "http://localhost/",
+            "http://2130706433/",
+            "http://127.1/",
+            "http://[::ffff:127.0.0.1]/",
+            "http://169.254.169.254/latest",
+            "http://[::1]/",
+            "http://0.0.0.0/",
+            "http://10.0.0.1/",
+        ] {
+            let e = err(json!({"urls": [{"url": url}]}));
+            assert!(e.contains("settings.urls[0].url") && e.contains("blocked"), "{url}: {e}");
+        }
+    }
+
+    #[test]
+    fn masked_values_round_trip_and_keep_the_stored_credentials() {
+        let rules = Rules::default();
+        let stored = WebhookSettings {
+            urls: vec![WebhookUrl {
+                url: "https://user:pa55word@hooks.example.com/x".into(),
+                headers: vec![
+                    ("Authorization".into(), "Bearer s3cr3t-t0ken-value".into()),
+                    ("X-Team".into(), "blue".into()),
+                ],
+            }],
+            shared_secret: None,
+        };
+        let shown = view(&stored, &rules.masker);
+        assert_eq!(shown["urls"][0]["url"], "https://****:****@hooks.example.com/x");
+        assert_eq!(shown["urls"][0]["headers"]["Authorization"], "Bear…");
+        assert_eq!(shown["urls"][0]["headers"]["X-Team"], "blue");
+        let back = parse(&json!({"urls": shown["urls"].clone()}), Some(&stored), &rules)
+            .expect("masked values are accepted");
+        assert_eq!(back.urls, stored.urls);
+        let wrong = parse(
+            &json!({"urls": [{"url": "https://h.example/", "headers": {"Authorization": "Bear…"}}]}),
+            Some(&stored),
+            &rules,
+        );
+        assert!(wrong.is_err(), "a mask with nothing behind it is not saved");
     }
 }

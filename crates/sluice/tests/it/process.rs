@@ -13,6 +13,9 @@ pub struct Sluice {
     pub base: String,
 }
 
+/// The allow list that lets delivery reach loopback receivers.
+pub const LOOPBACK: &str = r#"["127.0.0.0/8","::1/128"]"#;
+
 pub fn free_port() -> u16 {
     let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     l.local_addr().expect("addr").port()
@@ -27,6 +30,8 @@ pub async fn start(data_dir: &Path, extra_env: &[(&str, &str)]) -> Sluice {
         .env("SLUICE_DATA_DIR", data_dir)
         .env("SLUICE_ADMIN_TOKEN", TOKEN)
         .env("SLUICE_LOG", "warn")
+        // Receivers listen on loopback, which the SSRF guard refuses by default.
+        .env("SLUICE_DELIVERY__ALLOW_NETWORKS", LOOPBACK)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .kill_on_drop(true);
