@@ -20,7 +20,12 @@ const HEAD: usize = 4;
 const SHOW_HEAD_FROM: usize = 12;
 
 /// Header names that always count as sensitive.
-const EXACT: &[&str] = &["authorization", "proxy-authorization", "cookie", "set-cookie"];
+const EXACT: &[&str] = &[
+    "authorization",
+    "proxy-authorization",
+    "cookie",
+    "set-cookie",
+];
 /// A header whose name contains one of these counts as sensitive.
 const CONTAINS: &[&str] = &["key", "token", "secret", "signature", "password", "auth"];
 
@@ -34,7 +39,10 @@ pub struct Masker {
 impl Masker {
     pub fn new(extra: &[String]) -> Masker {
         Masker {
-            extra: extra.iter().map(|h| h.trim().to_ascii_lowercase()).collect(),
+            extra: extra
+                .iter()
+                .map(|h| h.trim().to_ascii_lowercase())
+                .collect(),
         }
     }
 
@@ -136,7 +144,10 @@ mod tests {
         assert_eq!(mask_value(""), "…");
         let m = Masker::default();
         assert_eq!(m.header_value("X-Team", "blue"), "blue");
-        assert_eq!(m.header_value("Authorization", "Bearer s3cr3t-t0ken"), "Bear…");
+        assert_eq!(
+            m.header_value("Authorization", "Bearer s3cr3t-t0ken"),
+            "Bear…"
+        );
     }
 
     #[test]
@@ -155,10 +166,16 @@ mod tests {
             mask_url("https://user:pa55word@hooks.example.com/x?q=1"),
             "https://****:****@hooks.example.com/x?q=1"
         );
-        assert_eq!(mask_url("https://apikey@h.example/"), "https://****@h.example/");
+        assert_eq!(
+            mask_url("https://apikey@h.example/"),
+            "https://****@h.example/"
+        );
         assert_eq!(mask_url("https://h.example/p"), "https://h.example/p");
         let stored = "https://user:pa55word@hooks.example.com/x";
         assert!(is_masked_url_of(&mask_url(stored), stored));
-        assert!(!is_masked_url_of("https://user:other@hooks.example.com/x", stored));
+        assert!(!is_masked_url_of(
+            "https://user:other@hooks.example.com/x",
+            stored
+        ));
     }
 }

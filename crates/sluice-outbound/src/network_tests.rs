@@ -76,7 +76,11 @@ fn ipv6_forms_of_blocked_ipv4_addresses_are_refused() {
 fn the_allow_list_opens_only_its_networks() {
     let p = allowing(&["127.0.0.0/8", "::1/128"]);
     assert_eq!(p.check(ip("127.0.0.1")), Ok(()));
-    assert_eq!(p.check(ip("::ffff:127.0.0.1")), Ok(()), "mapped form follows");
+    assert_eq!(
+        p.check(ip("::ffff:127.0.0.1")),
+        Ok(()),
+        "mapped form follows"
+    );
     assert_eq!(p.check(ip("::1")), Ok(()));
     assert!(p.check(ip("10.0.0.1")).is_err());
     assert!(p.check(ip("169.254.169.254")).is_err());
@@ -116,6 +120,12 @@ fn url_hosts_are_judged_after_normalisation() {
 
 #[test]
 fn localhost_is_allowed_with_loopback() {
-    assert_eq!(allowing(&["127.0.0.0/8"]).check_url("http://localhost/"), Ok(()));
-    assert_eq!(allowing(&["::1/128"]).check_url("http://localhost/"), Ok(()));
+    assert_eq!(
+        allowing(&["127.0.0.0/8"]).check_url("http://localhost/"),
+        Ok(())
+    );
+    assert_eq!(
+        allowing(&["::1/128"]).check_url("http://localhost/"),
+        Ok(())
+    );
 }

@@ -348,7 +348,9 @@ impl Config {
     }
 
     /// The network guard `delivery.allow_networks` describes.
-    pub fn network_policy(&self) -> Result<sluice_outbound::NetworkPolicy, sluice_outbound::CidrError> {
+    pub fn network_policy(
+        &self,
+    ) -> Result<sluice_outbound::NetworkPolicy, sluice_outbound::CidrError> {
         let allow = self
             .delivery
             .allow_networks

@@ -170,7 +170,12 @@ pub async fn run(
              destinations can reach loopback, private networks and cloud metadata"
         );
     } else if !rules.network.allowed().is_empty() {
-        let allowed: Vec<String> = rules.network.allowed().iter().map(ToString::to_string).collect();
+        let allowed: Vec<String> = rules
+            .network
+            .allowed()
+            .iter()
+            .map(ToString::to_string)
+            .collect();
         tracing::info!(allowed = %allowed.join(","), "delivery may reach these non-public networks");
     }
     let token = admin_token::resolve(store.as_ref(), config.admin_token.as_deref()).await?;

@@ -95,10 +95,7 @@ pub async fn create(
 
 pub async fn list(State(app): State<Arc<AppState>>) -> ApiResult<Json<Value>> {
     let all = app.store.list_destinations().await?;
-    let data: Vec<Value> = all
-        .iter()
-        .map(|d| view(d, &app.outbound.masker))
-        .collect();
+    let data: Vec<Value> = all.iter().map(|d| view(d, &app.outbound.masker)).collect();
     Ok(Json(json!({ "data": data })))
 }
 

@@ -113,7 +113,12 @@ fn parse_urls(
         .enumerate()
         .map(|(i, item)| {
             let entry = parse_entry(&format!("settings.urls[{i}]"), item, rules)?;
-            unmask(&format!("settings.urls[{i}]"), entry, previous, &rules.masker)
+            unmask(
+                &format!("settings.urls[{i}]"),
+                entry,
+                previous,
+                &rules.masker,
+            )
         })
         .collect()
 }
@@ -307,7 +312,12 @@ mod tests {
         };
         let kept = parse(&json!({"urls": []}), Some(&prev), &Rules::default()).unwrap();
         assert_eq!(kept.shared_secret.as_deref(), Some("s3cret"));
-        let removed = parse(&json!({"sharedSecret": null}), Some(&prev), &Rules::default()).unwrap();
+        let removed = parse(
+            &json!({"sharedSecret": null}),
+            Some(&prev),
+            &Rules::default(),
+        )
+        .unwrap();
         assert_eq!(removed.shared_secret, None);
     }
 
@@ -334,7 +344,10 @@ mod tests {
             "http://10.0.0.1/",
         ] {
             let e = err(json!({"urls": [{"url": url}]}));
-            assert!(e.contains("settings.urls[0].url") && e.contains("blocked"), "{url}: {e}");
+            assert!(
+                e.contains("settings.urls[0].url") && e.contains("blocked"),
+                "{url}: {e}"
+            );
         }
     }
 
@@ -352,11 +365,18 @@ mod tests {
             shared_secret: None,
         };
         let shown = view(&stored, &rules.masker);
-        assert_eq!(shown["urls"][0]["url"], "https://****:****@hooks.example.com/x");
+        assert_eq!(
+            shown["urls"][0]["url"],
+            "https://****:****@hooks.example.com/x"
+        );
         assert_eq!(shown["urls"][0]["headers"]["Authorization"], "Bear…");
         assert_eq!(shown["urls"][0]["headers"]["X-Team"], "blue");
-        let back = parse(&json!({"urls": shown["urls"].clone()}), Some(&stored), &rules)
-            .expect("masked values are accepted");
+        let back = parse(
+            &json!({"urls": shown["urls"].clone()}),
+            Some(&stored),
+            &rules,
+        )
+        .expect("masked values are accepted");
         assert_eq!(back.urls, stored.urls);
         let wrong = parse(
             &json!({"urls": [{"url": "https://h.example/", "headers": {"Authorization": "Bear…"}}]}),

@@ -55,7 +55,11 @@ impl GuardedResolver {
     /// Resolves `host` and keeps the allowed addresses; fails with
     /// [`Blocked`] (for the first refused address) when none is left.
     pub async fn resolve_allowed(&self, host: &str) -> Result<Vec<IpAddr>, ResolveError> {
-        let all = self.lookup.lookup(host).await.map_err(ResolveError::Lookup)?;
+        let all = self
+            .lookup
+            .lookup(host)
+            .await
+            .map_err(ResolveError::Lookup)?;
         let mut first_refusal = None;
         let allowed: Vec<IpAddr> = all
             .into_iter()

@@ -39,10 +39,14 @@ fn call() -> impl Strategy<Value = Value> {
         proptest::collection::vec((text(), text()), 0..3),
     )
         .prop_map(|(kind, message_id, user, name, props, page)| {
-            let props: Map<String, Value> =
-                props.into_iter().map(|(k, v)| (k, Value::String(v))).collect();
-            let page: Map<String, Value> =
-                page.into_iter().map(|(k, v)| (k, Value::String(v))).collect();
+            let props: Map<String, Value> = props
+                .into_iter()
+                .map(|(k, v)| (k, Value::String(v)))
+                .collect();
+            let page: Map<String, Value> = page
+                .into_iter()
+                .map(|(k, v)| (k, Value::String(v)))
+                .collect();
             let mut call = json!({
                 "type": kind, "userId": user, "anonymousId": "anon",
                 "event": name, "name": name, "groupId": name, "previousId": user,

@@ -64,7 +64,10 @@ fn job() -> Job {
 async fn rebinding_answer_is_refused_on_the_next_resolution() {
     let dns = Scripted::new(&["93.184.216.34", "127.0.0.1"]);
     let resolver = GuardedResolver::new(dns, NetworkPolicy::default());
-    let first = resolver.resolve_allowed("rebind.example").await.expect("public");
+    let first = resolver
+        .resolve_allowed("rebind.example")
+        .await
+        .expect("public");
     assert_eq!(first, vec!["93.184.216.34".parse::<IpAddr>().expect("ip")]);
     match resolver.resolve_allowed("rebind.example").await {
         Err(ResolveError::Blocked(b)) => assert_eq!(b.range, "loopback"),
@@ -75,24 +78,47 @@ async fn rebinding_answer_is_refused_on_the_next_resolution() {
 #[tokio::test]
 async fn name_resolving_to_loopback_gets_no_request_and_is_permanent() {
     let receiver = Receiver::start().await;
-    let port = receiver.url().rsplit(':').next().map(str::to_owned).expect("port");
+    let port = receiver
+        .url()
+        .rsplit(':')
+        .next()
+        .map(str::to_owned)
+        .expect("port");
     let dns = Scripted::new(&["127.0.0.1"]);
     let sender = Sender::with_lookup(&strict(), dns.clone()).expect("sender");
     let target = url(&format!("http://rebind.example:{port}"));
     let result = sender.send_one(&target, &job()).await;
     let error = result.attempt.error.clone().unwrap_or_default();
-    assert!(error.contains("blocked") && error.contains("loopback"), "{error}");
+    assert!(
+        error.contains("blocked") && error.contains("loopback"),
+        "{error}"
+    );
     assert_eq!(result.verdict.class, Class::Permanent);
-    assert_eq!(dns.calls.load(Ordering::SeqCst), 1, "the connector asked the resolver");
+    assert_eq!(
+        dns.calls.load(Ordering::SeqCst),
+        1,
+        "the connector asked the resolver"
+    );
     assert!(receiver.requests().is_empty(), "a request left the machine");
 }
 
 #[tokio::test]
 async fn system_resolved_localhost_is_refused() {
     let receiver = Receiver::start().await;
-    let port = receiver.url().rsplit(':').next().map(str::to_owned).expect("port");
+    let port = receiver
+        .url()
+        .rsplit(':')
+        .next()
+        .map(str::to_owned)
+        .expect("port");
     let sender = Sender::with_lookup(&strict(), Arc::new(SystemLookup)).expect("sender");
-    for host in ["localhost", "127.0.0.1", "[::ffff:127.0.0.1]", "2130706433", "127.1"] {
+    for host in [
+        "localhost",
+        "127.0.0.1",
+        "[::ffff:127.0.0.1]",
+        "2130706433",
+        "127.1",
+    ] {
         let target = url(&format!("http://{host}:{port}"));
         let result = sender.send_one(&target, &job()).await;
         let error = result.attempt.error.clone().unwrap_or_default();
@@ -112,7 +138,10 @@ async fn blocked_delivery_is_dead_after_one_round_and_never_retried() {
     let dead = wait_state(&store, "m-blocked", DeliveryState::Dead).await;
     assert_eq!(dead.attempts, 1);
     let reason = dead.last_error.unwrap_or_default();
-    assert!(reason.contains("blocked") && reason.contains("loopback"), "{reason}");
+    assert!(
+        reason.contains("blocked") && reason.contains("loopback"),
+        "{reason}"
+    );
     let attempts = store.list_attempts(dead.id).await.expect("attempts");
     assert_eq!(attempts.len(), 1);
     assert_eq!(attempts[0].status, None);
@@ -133,9 +162,17 @@ async fn attempt_log_masks_url_credentials() {
     engine.stop().await;
     let attempts = store.list_attempts(done.id).await.expect("attempts");
     assert_eq!(attempts.len(), 1);
-    assert!(attempts[0].url.contains("****:****@"), "{}", attempts[0].url);
+    assert!(
+        attempts[0].url.contains("****:****@"),
+        "{}",
+        attempts[0].url
+    );
     assert!(!attempts[0].url.contains("pa55word"));
     let got = receiver.requests();
     assert_eq!(got.len(), 1, "credentials still reach the receiver");
-    assert!(got[0].header("authorization").is_some_and(|h| h.starts_with("Basic ")));
+    assert!(
+        got[0]
+            .header("authorization")
+            .is_some_and(|h| h.starts_with("Basic "))
+    );
 }

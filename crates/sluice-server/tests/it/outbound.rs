@@ -72,9 +72,18 @@ async fn destination_urls_naming_blocked_addresses_are_refused_by_default() {
 async fn allow_networks_opens_only_the_listed_networks() {
     let (_dir, s) = strict(&["10.0.0.0/8"]).await;
     let (src, _) = s.source("web").await;
-    assert_eq!(create(&s, &src, json!(["http://10.1.2.3/hook"])).await.0, 201);
-    assert_eq!(create(&s, &src, json!(["http://127.0.0.1/hook"])).await.0, 400);
-    assert_eq!(create(&s, &src, json!(["http://192.168.0.1/hook"])).await.0, 400);
+    assert_eq!(
+        create(&s, &src, json!(["http://10.1.2.3/hook"])).await.0,
+        201
+    );
+    assert_eq!(
+        create(&s, &src, json!(["http://127.0.0.1/hook"])).await.0,
+        400
+    );
+    assert_eq!(
+        create(&s, &src, json!(["http://192.168.0.1/hook"])).await.0,
+        400
+    );
 }
 
 #[tokio::test]
@@ -95,13 +104,23 @@ async fn credentials_are_masked_in_responses_and_the_attempt_log_but_sent_in_ful
     let (_, listed) = s.admin(Method::GET, "/destinations", None).await;
     for shown in [&created, &listed["data"][0]] {
         let text = shown.to_string();
-        for secret in ["hookpa55word", "hookuser", "tok-0123456789abcdef", "k-1234567890abcdef"] {
+        for secret in [
+            "hookpa55word",
+            "hookuser",
+            "tok-0123456789abcdef",
+            "k-1234567890abcdef",
+        ] {
             assert!(!text.contains(secret), "{secret} shown in {text}");
         }
         let entry = &shown["settings"]["urls"][0];
         assert_eq!(entry["headers"]["Authorization"], "Bear…");
         assert_eq!(entry["headers"]["X-Team"], "blue");
-        assert!(entry["url"].as_str().unwrap_or_default().contains("****:****@"));
+        assert!(
+            entry["url"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("****:****@")
+        );
     }
 
     // Sending the settings back as shown keeps the stored credentials.
@@ -112,23 +131,42 @@ async fn credentials_are_masked_in_responses_and_the_attempt_log_but_sent_in_ful
     assert_eq!(status, 200, "{body}");
 
     let call = json!({"userId": "u1", "event": "Signed Up", "messageId": "m-creds"});
-    assert_eq!(s.collect("/v1/track", Some(&key), call.to_string()).await.0, 200);
+    assert_eq!(
+        s.collect("/v1/track", Some(&key), call.to_string()).await.0,
+        200
+    );
     let got = rx.wait_for(1, Duration::from_secs(10)).await;
-    assert_eq!(got[0].header("authorization"), Some(token), "stored value kept");
+    assert_eq!(
+        got[0].header("authorization"),
+        Some(token),
+        "stored value kept"
+    );
     assert_eq!(got[0].header("x-api-key"), Some("k-1234567890abcdef"));
 
     let delivery_id = eventually(10, || async {
-        let (_, body) = s.admin(Method::GET, "/deliveries?message_id=m-creds", None).await;
+        let (_, body) = s
+            .admin(Method::GET, "/deliveries?message_id=m-creds", None)
+            .await;
         let d = body["data"].get(0)?.clone();
-        (d["state"] == "succeeded").then(|| d["id"].as_i64()).flatten()
+        (d["state"] == "succeeded")
+            .then(|| d["id"].as_i64())
+            .flatten()
     })
     .await;
     let (_, detail) = s
         .admin(Method::GET, &format!("/deliveries/{delivery_id}"), None)
         .await;
     let text = detail.to_string();
-    assert!(!text.contains("hookpa55word") && !text.contains("hookuser"), "{text}");
-    assert!(detail["attempts"][0]["url"].as_str().unwrap_or_default().contains("****"));
+    assert!(
+        !text.contains("hookpa55word") && !text.contains("hookuser"),
+        "{text}"
+    );
+    assert!(
+        detail["attempts"][0]["url"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("****")
+    );
 }
 
 #[tokio::test]
@@ -140,7 +178,13 @@ async fn message_ids_a_header_cannot_carry_are_refused_at_ingest() {
         let (status, body) = s.collect("/v1/track", Some(&key), call.to_string()).await;
         assert_eq!(status, 400, "{bad:?}: {body}");
         assert_eq!(body["success"], false);
-        assert!(body["message"].as_str().unwrap_or_default().contains("messageId"), "{body}");
+        assert!(
+            body["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("messageId"),
+            "{body}"
+        );
     }
 }
 
@@ -157,19 +201,32 @@ async fn page_properties_are_filled_from_context_page_and_never_invented() {
     let server_side = json!({"userId": "u1", "name": "Home", "messageId": "m-page-2",
         "properties": {"plan": "free"}});
     for call in [with_page, server_side] {
-        assert_eq!(s.collect("/v1/page", Some(&key), call.to_string()).await.0, 200);
+        assert_eq!(
+            s.collect("/v1/page", Some(&key), call.to_string()).await.0,
+            200
+        );
     }
     let got = rx.wait_for(2, Duration::from_secs(10)).await;
     let bodies: Vec<Value> = got
         .iter()
         .map(|r| serde_json::from_slice(&r.body).expect("json"))
         .collect();
-    let first = bodies.iter().find(|b| b["messageId"] == "m-page-1").expect("page 1");
+    let first = bodies
+        .iter()
+        .find(|b| b["messageId"] == "m-page-1")
+        .expect("page 1");
     assert_eq!(
         first["properties"],
         json!({"path": "/pricing", "referrer": "https://r.example/",
                "title": "Own title", "url": "https://x.example/pricing", "plan": "pro"})
     );
-    let second = bodies.iter().find(|b| b["messageId"] == "m-page-2").expect("page 2");
-    assert_eq!(second["properties"], json!({"plan": "free"}), "nothing invented");
+    let second = bodies
+        .iter()
+        .find(|b| b["messageId"] == "m-page-2")
+        .expect("page 2");
+    assert_eq!(
+        second["properties"],
+        json!({"plan": "free"}),
+        "nothing invented"
+    );
 }

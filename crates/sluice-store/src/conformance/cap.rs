@@ -17,7 +17,13 @@ pub async fn claimed_delivery_carries_its_event_received_time(store: Shared) {
 
 pub async fn cap_pending_dead_letters_the_oldest_beyond_the_cap(store: Shared) {
     for i in 0..5 {
-        append(&store, "src_a", at(i), vec![event(&format!("a{i}"), &["dst_1"])]).await;
+        append(
+            &store,
+            "src_a",
+            at(i),
+            vec![event(&format!("a{i}"), &["dst_1"])],
+        )
+        .await;
     }
     append(&store, "src_a", at(0), vec![event("b0", &["dst_2"])]).await;
     append(&store, "src_a", at(1), vec![event("b1", &["dst_2"])]).await;
