@@ -230,3 +230,113 @@ async fn page_properties_are_filled_from_context_page_and_never_invented() {
         "nothing invented"
     );
 }
+
+#[tokio::test]
+async fn a_name_resolving_to_a_blocked_address_gets_no_request() {
+    // The machine's own name usually resolves to loopback or a private
+    // address through /etc/hosts; it is not a literal, so it is saved, and
+    // refused when the connection is made.
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|n| n.trim().to_owned())
+        .unwrap_or_default();
+    let policy = sluice_outbound::NetworkPolicy::default();
+    let resolved: Vec<std::net::IpAddr> =
+        std::net::ToSocketAddrs::to_socket_addrs(&(name.as_str(), 80))
+            .map(|a| a.map(|s| s.ip()).collect())
+            .unwrap_or_default();
+    if name.is_empty() || resolved.is_empty() || resolved.iter().any(|ip| policy.check(*ip).is_ok())
+    {
+        eprintln!("skipped: host name {name:?} does not resolve only to blocked addresses");
+        return;
+    }
+    let (_dir, s) = strict(&[]).await;
+    let (src, key) = s.source("web").await;
+    let rx = Receiver::start().await;
+    let port = rx
+        .url()
+        .rsplit(':')
+        .next()
+        .map(str::to_owned)
+        .expect("port");
+    let url = format!("http://{name}:{port}");
+    let (status, body) = create(&s, &src, json!([url])).await;
+    assert_eq!(status, 201, "{body}");
+    let call = json!({"userId": "u1", "event": "E", "messageId": "m-by-name"});
+    assert_eq!(
+        s.collect("/v1/track", Some(&key), call.to_string()).await.0,
+        200
+    );
+    let dead = eventually(10, || async {
+        let (_, body) = s
+            .admin(Method::GET, "/deliveries?message_id=m-by-name", None)
+            .await;
+        let d = body["data"].get(0)?.clone();
+        (d["state"] == "dead").then_some(d)
+    })
+    .await;
+    assert_eq!(dead["attempts"], 1, "not retried");
+    assert!(
+        dead["last_error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("blocked"),
+        "{dead}"
+    );
+    assert!(rx.requests().is_empty(), "a request left the machine");
+}
+
+#[tokio::test]
+async fn pending_cap_dead_letters_the_oldest_with_a_reason_and_counts_them() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut config = test_config(dir.path());
+    config.delivery.max_pending_per_destination = 3;
+    config.delivery.pending_cap_interval_ms = 100;
+    config.delivery.backoff_base_ms = 300;
+    config.delivery.backoff_cap_ms = 1_000;
+    let s = TestServer::start_with(config).await;
+    let (src, key) = s.source("web").await;
+    let rx = Receiver::start().await;
+    rx.set_default(sluice_testkit::Reply::status(503));
+    let dest = s.webhook(&src, json!([rx.url()]), None).await;
+    let batch: Vec<Value> = (0..10)
+        .map(|i| json!({"type": "track", "userId": "u", "event": "E", "messageId": format!("cap-{i}")}))
+        .collect();
+    let body = json!({"batch": batch}).to_string();
+    assert_eq!(s.collect("/v1/batch", Some(&key), body).await.0, 200);
+    let dead = eventually(15, || async {
+        let (_, body) = s
+            .admin(
+                Method::GET,
+                &format!("/destinations/{dest}/deliveries?state=dead"),
+                None,
+            )
+            .await;
+        let dead = body["data"].as_array().cloned().unwrap_or_default();
+        (dead.len() >= 7).then_some(dead)
+    })
+    .await;
+    assert_eq!(dead.len(), 7, "exactly the ones over the cap");
+    for d in &dead {
+        let reason = d["last_error"].as_str().unwrap_or_default();
+        assert!(reason.contains("cap of 3"), "{reason}");
+    }
+    let mut dead_ids: Vec<&str> = dead
+        .iter()
+        .filter_map(|d| d["message_id"].as_str())
+        .collect();
+    dead_ids.sort();
+    assert_eq!(
+        dead_ids,
+        [
+            "cap-0", "cap-1", "cap-2", "cap-3", "cap-4", "cap-5", "cap-6"
+        ],
+        "oldest first"
+    );
+    let metrics = s.http.get(s.url("/metrics")).send().await.expect("metrics");
+    let text = metrics.text().await.unwrap_or_default();
+    assert!(
+        text.lines()
+            .any(|l| l == "sluice_deliveries_dead_lettered_pending_cap_total 7"),
+        "{text}"
+    );
+}
