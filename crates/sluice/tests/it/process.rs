@@ -23,6 +23,11 @@ pub fn free_port() -> u16 {
 
 /// Starts `sluice serve` on `data_dir` and waits until it is ready.
 pub async fn start(data_dir: &Path, extra_env: &[(&str, &str)]) -> Sluice {
+    start_logging(data_dir, extra_env, Stdio::null()).await
+}
+
+/// [`start`], with the server's log lines (standard error) going to `log`.
+pub async fn start_logging(data_dir: &Path, extra_env: &[(&str, &str)], log: Stdio) -> Sluice {
     let port = free_port();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_sluice"));
     cmd.arg("serve")
@@ -33,7 +38,7 @@ pub async fn start(data_dir: &Path, extra_env: &[(&str, &str)]) -> Sluice {
         // Receivers listen on loopback, which the SSRF guard refuses by default.
         .env("SLUICE_DELIVERY__ALLOW_NETWORKS", LOOPBACK)
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(log)
         .kill_on_drop(true);
     for (k, v) in extra_env {
         cmd.env(k, v);
