@@ -1,6 +1,7 @@
 //! Black-box tests: the real server on an ephemeral port, spoken to over HTTP.
 
 mod admin;
+mod backlog;
 mod ingest;
 mod limits;
 mod operations;
