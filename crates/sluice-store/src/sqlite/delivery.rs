@@ -136,39 +136,55 @@ fn insert_attempts(conn: &Connection, delivery_id: i64, attempts: &[Attempt]) ->
     Ok(())
 }
 
-/// Dead-letters the oldest pending, unleased deliveries of every destination
-/// holding more than `cap` pending ones, so that `cap` remain. Returns how
-/// many were dead-lettered. Counting walks the partial `deliveries_due`
-/// index (pending rows only).
-pub(super) fn cap_pending(conn: &Connection, cap: u64, now: DateTime<Utc>) -> Result<u64> {
+/// Destinations holding more than `cap` pending deliveries, with their
+/// counts. Read-only, so it runs on a reader and never holds up the writer;
+/// it walks the partial `deliveries_due` index (pending rows only).
+pub(super) fn over_cap(conn: &Connection, cap: u64) -> Result<Vec<(String, u64)>> {
     let cap = i64::try_from(cap).unwrap_or(i64::MAX);
-    let now_ms = ms(now);
-    let over: Vec<(String, i64)> = conn
+    let over = conn
         .prepare_cached(
             "SELECT destination_id, COUNT(*) FROM deliveries
              WHERE state = 'pending' AND next_attempt_at IS NOT NULL
              GROUP BY destination_id HAVING COUNT(*) > ?1",
         )?
-        .query_map(params![cap], |row| Ok((row.get(0)?, row.get(1)?)))?
+        .query_map(params![cap], |row| {
+            let count: i64 = row.get(1)?;
+            Ok((row.get(0)?, u64::try_from(count).unwrap_or(0)))
+        })?
         .collect::<rusqlite::Result<_>>()?;
-    let mut total = 0u64;
-    for (destination, count) in over {
-        let reason = format!(
-            "dead-lettered without sending: the destination had {count} pending deliveries, \
-             over its cap of {cap} (delivery.max_pending_per_destination); oldest first"
-        );
-        let changed = conn
-            .prepare_cached(
-                "UPDATE deliveries SET state = 'dead', next_attempt_at = NULL,
-                 last_error = ?4, updated_at = ?3
-                 WHERE id IN (
-                     SELECT id FROM deliveries
-                     WHERE destination_id = ?1 AND state = 'pending'
-                       AND (lease_until IS NULL OR lease_until <= ?3)
-                     ORDER BY id LIMIT ?2)",
-            )?
-            .execute(params![destination, count - cap, now_ms, reason])?;
-        total += changed as u64;
+    Ok(over)
+}
+
+/// Dead-letters the `count - cap` oldest pending, unleased deliveries of
+/// `destination` (`count` as [`over_cap`] read it), with a reason naming the
+/// cap. Returns how many were dead-lettered. Work appended since the count
+/// is left for the next round, so the cap never takes more than the excess.
+pub(super) fn dead_letter_over_cap(
+    conn: &Connection,
+    destination: &str,
+    count: u64,
+    cap: u64,
+    now: DateTime<Utc>,
+) -> Result<u64> {
+    if count <= cap {
+        return Ok(0);
     }
-    Ok(total)
+    let excess = i64::try_from(count - cap).unwrap_or(i64::MAX);
+    let now_ms = ms(now);
+    let reason = format!(
+        "dead-lettered without sending: the destination had {count} pending deliveries, \
+         over its cap of {cap} (delivery.max_pending_per_destination); oldest first"
+    );
+    let changed = conn
+        .prepare_cached(
+            "UPDATE deliveries SET state = 'dead', next_attempt_at = NULL,
+             last_error = ?4, updated_at = ?3
+             WHERE id IN (
+                 SELECT id FROM deliveries
+                 WHERE destination_id = ?1 AND state = 'pending'
+                   AND (lease_until IS NULL OR lease_until <= ?3)
+                 ORDER BY id LIMIT ?2)",
+        )?
+        .execute(params![destination, excess, now_ms, reason])?;
+    Ok(changed as u64)
 }
