@@ -16,7 +16,9 @@ use crate::policy::RetryPolicy;
 pub struct DeliveryConfig {
     /// Total time an endpoint gets to answer: connect, headers and body.
     pub timeout: Duration,
-    /// How long after the first attempt retries may still be made.
+    /// How long after the event's arrival retries may still be made (a
+    /// first attempt more than a window after arrival, after a replay,
+    /// starts a fresh window).
     pub retry_window: Duration,
     /// Delay before the first retry; later retries back off exponentially.
     pub backoff_base: Duration,

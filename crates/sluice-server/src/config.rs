@@ -104,7 +104,7 @@ pub struct LimitsConfig {
 pub struct DeliverySettings {
     /// Time an endpoint has to answer, headers and body (5 s, per the spec).
     pub timeout_ms: u64,
-    /// How long a failing message is retried after its first attempt (4 h).
+    /// How long a failing message is retried after its arrival (4 h).
     pub retry_window_secs: u64,
     /// First retry delay before jitter (1 s); doubles per attempt.
     pub backoff_base_ms: u64,
