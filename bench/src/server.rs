@@ -76,6 +76,12 @@ impl Sluice {
             .env("SLUICE_DATA_DIR", data_dir.path().join("db"))
             .env("SLUICE_ADMIN_TOKEN", ADMIN_TOKEN)
             .env("SLUICE_LOG", "warn")
+            // The bench's receivers listen on loopback, which the SSRF guard
+            // refuses by default.
+            .env(
+                "SLUICE_DELIVERY__ALLOW_NETWORKS",
+                r#"["127.0.0.0/8","::1/128"]"#,
+            )
             .env("SLUICE_STORAGE__SYNCHRONOUS", &options.synchronous)
             .env(
                 "SLUICE_DELIVERY__TIMEOUT_MS",

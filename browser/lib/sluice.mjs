@@ -40,6 +40,8 @@ export async function startSluice(env = {}) {
       SLUICE_DATA_DIR: dataDir,
       SLUICE_ADMIN_TOKEN: token,
       SLUICE_LOG: 'warn',
+      // Receivers listen on loopback, which the SSRF guard refuses by default.
+      SLUICE_DELIVERY__ALLOW_NETWORKS: '["127.0.0.0/8","::1/128"]',
       ...env,
     },
     stdio: ['ignore', 'inherit', 'inherit'],

@@ -52,6 +52,8 @@ func startSluice(t *testing.T, bin string) *sluice {
 		"SLUICE_LISTEN="+addr,
 		"SLUICE_DATA_DIR="+t.TempDir(),
 		"SLUICE_ADMIN_TOKEN="+s.token,
+		// Receivers listen on loopback, which the SSRF guard refuses by default.
+		`SLUICE_DELIVERY__ALLOW_NETWORKS=["127.0.0.0/8","::1/128"]`,
 	)
 	cmd.Stdout, cmd.Stderr = s.out, s.out
 	if err := cmd.Start(); err != nil {

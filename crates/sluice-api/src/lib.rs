@@ -56,6 +56,8 @@ pub struct AppState {
     pub registry: Arc<Registry>,
     /// False until start-up is complete and again once shutdown begins.
     pub ready: Arc<AtomicBool>,
+    /// Which destination URLs may be saved, and how credentials are shown.
+    pub outbound: admin::webhook_settings::Rules,
 }
 
 impl AppState {

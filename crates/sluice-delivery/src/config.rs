@@ -6,6 +6,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use sluice_outbound::{Masker, NetworkPolicy};
+
 use crate::error::DeliveryError;
 use crate::policy::RetryPolicy;
 
@@ -14,7 +16,9 @@ use crate::policy::RetryPolicy;
 pub struct DeliveryConfig {
     /// Total time an endpoint gets to answer: connect, headers and body.
     pub timeout: Duration,
-    /// How long after the first attempt retries may still be made.
+    /// How long after the event's arrival retries may still be made (a
+    /// first attempt more than a window after arrival, after a replay,
+    /// starts a fresh window).
     pub retry_window: Duration,
     /// Delay before the first retry; later retries back off exponentially.
     pub backoff_base: Duration,
@@ -47,6 +51,11 @@ pub struct DeliveryConfig {
     pub response_body_cap: usize,
     /// Extra trusted CA certificates (PEM bundle) for private CAs.
     pub extra_ca_file: Option<PathBuf>,
+    /// Which addresses may be connected to. The default refuses loopback,
+    /// private, link-local and other non-public ranges.
+    pub network: NetworkPolicy,
+    /// Which static header values are credentials (masked when shown).
+    pub masker: Masker,
 }
 
 impl Default for DeliveryConfig {
@@ -67,6 +76,8 @@ impl Default for DeliveryConfig {
             shutdown_grace: Duration::from_secs(10),
             response_body_cap: 4096,
             extra_ca_file: None,
+            network: NetworkPolicy::default(),
+            masker: Masker::default(),
         }
     }
 }

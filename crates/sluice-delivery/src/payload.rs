@@ -167,9 +167,17 @@ fn page_properties(
 ) -> Map<String, Value> {
     let mut out = Map::new();
     for key in PAGE_KEYS {
-        let value = props
-            .remove(key)
-            .or_else(|| page.and_then(|p| p.get(key)).cloned());
+        // A `null` the caller sent counts as left out, but is kept when
+        // `context.page` has nothing better: values are never invented.
+        let own = props.remove(key);
+        let value = match own {
+            Some(v) if !v.is_null() => Some(v),
+            own => page
+                .and_then(|p| p.get(key))
+                .filter(|v| !v.is_null())
+                .cloned()
+                .or(own),
+        };
         if let Some(value) = value {
             out.insert(key.into(), value);
         }

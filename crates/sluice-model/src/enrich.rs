@@ -187,24 +187,33 @@ pub(crate) fn not_an_object(key: &str) -> ValidationError {
     )
 }
 
-/// Keeps a client `messageId` of 1 to 100 characters, generates a UUID v4
-/// when it is absent or `null`, and rejects anything else.
+/// Keeps a client `messageId` of 1 to 100 printable characters, generates
+/// a UUID v4 when it is absent or `null`, and rejects anything else. The id
+/// is sent in the `X-Sluice-Message-Id` header of every delivery, so a
+/// control character (`\n`, `\r`, `\0`, DEL…) would make an accepted event
+/// undeliverable: it is refused at ingest instead.
 fn message_id(call: &mut RawObject<'_>) -> Result<String, ValidationError> {
     match call.field("messageId") {
         Field::Null => {}
-        Field::Str(id) if (1..=MAX_MESSAGE_ID_CHARS).contains(&id.chars().count()) => {
-            return Ok(id.into_owned());
-        }
+        Field::Str(id) if is_header_safe_id(&id) => return Ok(id.into_owned()),
         _ => {
             return Err(ValidationError::new(
                 ErrorCode::InvalidField,
-                format!("'messageId' must be a string of 1 to {MAX_MESSAGE_ID_CHARS} characters"),
+                format!(
+                    "'messageId' must be a string of 1 to {MAX_MESSAGE_ID_CHARS} printable \
+                     characters (no control characters)"
+                ),
             ));
         }
     }
     let id = uuid::Uuid::new_v4().to_string();
     call.insert_value("messageId", Value::String(id.clone()));
     Ok(id)
+}
+
+/// 1 to 100 characters, none of them a control character.
+pub fn is_header_safe_id(id: &str) -> bool {
+    (1..=MAX_MESSAGE_ID_CHARS).contains(&id.chars().count()) && !id.chars().any(char::is_control)
 }
 
 /// Reads an optional timestamp field: absent or `null` is `None`; a string

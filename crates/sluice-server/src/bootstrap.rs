@@ -87,7 +87,11 @@ fn secret(
 }
 
 /// Reads and applies the bootstrap file.
-pub async fn apply(store: &dyn Store, path: &Path) -> Result<(), BootstrapError> {
+pub async fn apply(
+    store: &dyn Store,
+    path: &Path,
+    rules: &webhook_settings::Rules,
+) -> Result<(), BootstrapError> {
     let text = std::fs::read_to_string(path).map_err(|e| BootstrapError::File {
         path: path.display().to_string(),
         why: e.to_string(),
@@ -100,7 +104,7 @@ pub async fn apply(store: &dyn Store, path: &Path) -> Result<(), BootstrapError>
         apply_source(store, s).await?;
     }
     for d in file.destinations {
-        apply_destination(store, d).await?;
+        apply_destination(store, d, rules).await?;
     }
     Ok(())
 }
@@ -136,7 +140,11 @@ async fn apply_source(store: &dyn Store, s: SourceDecl) -> Result<(), BootstrapE
     Ok(())
 }
 
-async fn apply_destination(store: &dyn Store, d: DestinationDecl) -> Result<(), BootstrapError> {
+async fn apply_destination(
+    store: &dyn Store,
+    d: DestinationDecl,
+    rules: &webhook_settings::Rules,
+) -> Result<(), BootstrapError> {
     let what = format!("destination {}", d.id);
     // The admin API's validation applies to declared settings too.
     let urls: Vec<serde_json::Value> = d
@@ -146,7 +154,7 @@ async fn apply_destination(store: &dyn Store, d: DestinationDecl) -> Result<(), 
         .collect();
     let secret = secret(d.shared_secret, d.shared_secret_env.as_deref(), &what)?;
     let declared = serde_json::json!({"urls": urls, "sharedSecret": secret});
-    let settings = webhook_settings::parse(&declared, None)
+    let settings = webhook_settings::parse(&declared, None, rules)
         .map_err(|e| BootstrapError::Invalid(format!("{what}: {}", e.message)))?;
     let mut sources = d.sources;
     sources.sort();

@@ -105,7 +105,7 @@ pub struct LimitsConfig {
 pub struct DeliverySettings {
     /// Time an endpoint has to answer, headers and body (5 s, per the spec).
     pub timeout_ms: u64,
-    /// How long a failing message is retried after its first attempt (4 h).
+    /// How long a failing message is retried after its arrival (4 h).
     pub retry_window_secs: u64,
     /// First retry delay before jitter (1 s); doubles per attempt.
     pub backoff_base_ms: u64,
@@ -115,6 +115,20 @@ pub struct DeliverySettings {
     pub concurrency_per_destination: usize,
     /// A PEM bundle of extra CA certificates, for private CAs.
     pub extra_ca_file: Option<PathBuf>,
+    /// Networks webhooks may reach besides public addresses, as CIDRs
+    /// (`["10.0.0.0/8"]`). Loopback, private, link-local and other
+    /// non-public ranges are refused unless listed. `["0.0.0.0/0", "::/0"]`
+    /// turns the guard off (warned at start). Default: none.
+    pub allow_networks: Vec<String>,
+    /// Extra static header names whose values are credentials, masked when
+    /// shown (beyond Authorization, Cookie and names containing key, token,
+    /// secret, signature, password or auth).
+    pub sensitive_headers: Vec<String>,
+    /// Pending deliveries one destination may hold (1,000,000); beyond it
+    /// the oldest are dead-lettered with a reason. 0 disables the cap.
+    pub max_pending_per_destination: u64,
+    /// How often the pending cap is enforced (5 s).
+    pub pending_cap_interval_ms: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -175,6 +189,10 @@ impl Default for DeliverySettings {
             backoff_cap_ms: 600_000,
             concurrency_per_destination: 64,
             extra_ca_file: None,
+            allow_networks: Vec::new(),
+            sensitive_headers: Vec::new(),
+            max_pending_per_destination: 1_000_000,
+            pending_cap_interval_ms: 5_000,
         }
     }
 }
@@ -321,10 +339,37 @@ impl Config {
         if d.concurrency_per_destination == 0 {
             return invalid("delivery.concurrency_per_destination", "must be at least 1");
         }
+        if let Err(e) = self.network_policy() {
+            return Err(ConfigError::Invalid {
+                key: "delivery.allow_networks",
+                why: e.to_string(),
+            });
+        }
+        if d.pending_cap_interval_ms == 0 {
+            return invalid("delivery.pending_cap_interval_ms", "must be at least 1");
+        }
         if self.retention.interval_secs == 0 {
             return invalid("retention.interval_secs", "must be at least 1");
         }
         Ok(())
+    }
+
+    /// The network guard `delivery.allow_networks` describes.
+    pub fn network_policy(
+        &self,
+    ) -> Result<sluice_outbound::NetworkPolicy, sluice_outbound::CidrError> {
+        let allow = self
+            .delivery
+            .allow_networks
+            .iter()
+            .map(|c| c.parse())
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(sluice_outbound::NetworkPolicy::new(allow))
+    }
+
+    /// Which header values are credentials.
+    pub fn masker(&self) -> sluice_outbound::Masker {
+        sluice_outbound::Masker::new(&self.delivery.sensitive_headers)
     }
 
     pub fn limits(&self) -> sluice_model::Limits {

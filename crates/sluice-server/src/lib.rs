@@ -22,6 +22,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use prometheus_client::registry::Registry;
+use sluice_api::admin::webhook_settings;
 use sluice_api::{AppState, Metrics, RouteTable};
 use sluice_delivery::{DeliveryConfig, DeliveryEngine};
 use sluice_store::Store;
@@ -122,17 +123,33 @@ pub async fn open_store(config: &Config) -> Result<OpenStore, ServerError> {
     }
 }
 
-fn delivery_config(config: &Config) -> DeliveryConfig {
+fn delivery_config(config: &Config) -> Result<DeliveryConfig, ServerError> {
     let d = &config.delivery;
-    DeliveryConfig {
+    Ok(DeliveryConfig {
         timeout: Duration::from_millis(d.timeout_ms),
         retry_window: Duration::from_secs(d.retry_window_secs),
         backoff_base: Duration::from_millis(d.backoff_base_ms),
         backoff_cap: Duration::from_millis(d.backoff_cap_ms),
         concurrency_per_destination: d.concurrency_per_destination,
         extra_ca_file: d.extra_ca_file.clone(),
+        network: outbound_rules(config)?.network,
+        masker: config.masker(),
         ..DeliveryConfig::default()
-    }
+    })
+}
+
+/// The network guard and credential masking, from `delivery.*`.
+fn outbound_rules(config: &Config) -> Result<webhook_settings::Rules, ServerError> {
+    let network = config
+        .network_policy()
+        .map_err(|e| config::ConfigError::Invalid {
+            key: "delivery.allow_networks",
+            why: e.to_string(),
+        })?;
+    Ok(webhook_settings::Rules {
+        network,
+        masker: config.masker(),
+    })
 }
 
 /// Runs Sluice on `listener` until `shutdown` completes, then stops
@@ -146,21 +163,42 @@ pub async fn run(
 ) -> Result<(), ServerError> {
     let opened = open_store(&config).await?;
     let store = opened.shared();
+    let rules = outbound_rules(&config)?;
+    if rules.network.allows_everything() {
+        tracing::warn!(
+            "delivery.allow_networks allows every address: the SSRF guard is off, and \
+             destinations can reach loopback, private networks and cloud metadata"
+        );
+    } else if !rules.network.allowed().is_empty() {
+        let allowed: Vec<String> = rules
+            .network
+            .allowed()
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        tracing::info!(allowed = %allowed.join(","), "delivery may reach these non-public networks");
+    }
     let token = admin_token::resolve(store.as_ref(), config.admin_token.as_deref()).await?;
     if let Some(generated) = &token.generated {
         announce.admin_token_generated(generated);
     }
     if let Some(path) = &config.bootstrap {
-        bootstrap::apply(store.as_ref(), path).await?;
+        bootstrap::apply(store.as_ref(), path, &rules).await?;
     }
 
     let (stop_tx, stop_rx) = watch::channel(false);
     let engine_stop = wait_for(stop_rx.clone());
     let (engine, engine_task) =
-        DeliveryEngine::start(store.clone(), delivery_config(&config), engine_stop)?;
+        DeliveryEngine::start(store.clone(), delivery_config(&config)?, engine_stop)?;
 
     let mut registry = Registry::default();
     let metrics = Arc::new(Metrics::register(&mut registry));
+    let capped = prometheus_client::metrics::counter::Counter::<u64>::default();
+    registry.register(
+        "sluice_deliveries_dead_lettered_pending_cap",
+        "Pending deliveries dead-lettered because their destination was over delivery.max_pending_per_destination",
+        capped.clone(),
+    );
     let routes = RouteTable::load(store.clone()).await?;
     let ready = Arc::new(AtomicBool::new(false));
     let notify = engine.clone();
@@ -176,8 +214,15 @@ pub async fn run(
         metrics,
         registry: Arc::new(registry),
         ready: ready.clone(),
+        outbound: rules,
     });
-    let upkeep = tasks::spawn(store.clone(), routes, &config.retention, stop_rx.clone());
+    let upkeep = tasks::spawn(
+        store.clone(),
+        routes,
+        &config.retention,
+        tasks::PendingCap::new(&config.delivery, capped),
+        stop_rx.clone(),
+    );
 
     // The dashboard's pages sit next to the APIs; it adds no fallback, so
     // unknown paths keep the API's JSON 404.

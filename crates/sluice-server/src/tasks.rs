@@ -1,5 +1,6 @@
 //! Background upkeep: refreshing the routing table (changes made by other
-//! nodes sharing the database) and retention of delivered events.
+//! nodes sharing the database), retention of delivered events, and the
+//! per-destination cap on pending deliveries.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,15 +11,54 @@ use sluice_store::Store;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::config::RetentionConfig;
+use prometheus_client::metrics::counter::Counter;
+
+use crate::config::{DeliverySettings, RetentionConfig};
 
 /// How often the routing table is re-read from the store.
 const ROUTES_REFRESH: Duration = Duration::from_secs(5);
+
+/// The per-destination cap on pending deliveries, and the metric counting
+/// the deliveries it dead-lettered.
+pub struct PendingCap {
+    cap: u64,
+    every: Duration,
+    counter: Counter,
+}
+
+impl PendingCap {
+    pub fn new(delivery: &DeliverySettings, counter: Counter) -> Self {
+        PendingCap {
+            cap: delivery.max_pending_per_destination,
+            every: Duration::from_millis(delivery.pending_cap_interval_ms.max(1)),
+            counter,
+        }
+    }
+
+    async fn enforce(&self, store: &dyn Store) {
+        if self.cap == 0 {
+            return;
+        }
+        match store.cap_pending(self.cap, Utc::now()).await {
+            Ok(0) => {}
+            Ok(n) => {
+                self.counter.inc_by(n);
+                tracing::warn!(
+                    dead_lettered = n,
+                    cap = self.cap,
+                    "destinations over delivery.max_pending_per_destination: oldest pending deliveries dead-lettered"
+                );
+            }
+            Err(e) => tracing::warn!(error = %e, "enforcing the pending cap"),
+        }
+    }
+}
 
 pub fn spawn(
     store: Arc<dyn Store>,
     routes: RouteTable,
     retention: &RetentionConfig,
+    cap: PendingCap,
     mut stop: watch::Receiver<bool>,
 ) -> JoinHandle<()> {
     let keep = (retention.events_hours > 0)
@@ -27,6 +67,7 @@ pub fn spawn(
     tokio::spawn(async move {
         let mut refresh = tokio::time::interval(ROUTES_REFRESH);
         let mut prune = tokio::time::interval(every);
+        let mut capping = tokio::time::interval(cap.every);
         loop {
             tokio::select! {
                 changed = stop.changed() => {
@@ -39,6 +80,7 @@ pub fn spawn(
                         tracing::warn!(error = %e, "refreshing routing table");
                     }
                 }
+                _ = capping.tick() => cap.enforce(store.as_ref()).await,
                 _ = prune.tick() => {
                     let Some(keep) = keep else { continue };
                     match store.prune(Utc::now() - keep).await {

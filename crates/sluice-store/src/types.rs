@@ -175,6 +175,9 @@ pub struct DueDelivery {
     pub attempts: u32,
     /// When the first attempt was made; `None` before the first attempt.
     pub first_attempt_at: Option<DateTime<Utc>>,
+    /// When the event was received: where the retry window of a delivery
+    /// that was never attempted is measured from.
+    pub received_at: DateTime<Utc>,
 }
 
 /// One HTTP attempt against one URL.

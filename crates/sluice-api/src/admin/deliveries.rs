@@ -75,7 +75,11 @@ pub async fn get(
         .get_delivery(id)
         .await?
         .ok_or_else(|| ApiError::not_found("delivery"))?;
-    let attempts = app.store.list_attempts(id).await?;
+    // Attempts keep masked URLs; rows written before masking are masked here.
+    let mut attempts = app.store.list_attempts(id).await?;
+    for a in &mut attempts {
+        a.url = sluice_outbound::mask::mask_url(&a.url);
+    }
     Ok(Json(json!({ "delivery": delivery, "attempts": attempts })))
 }
 

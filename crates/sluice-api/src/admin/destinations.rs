@@ -17,13 +17,13 @@ use crate::routes::WEBHOOKS;
 
 const FIELDS: &[&str] = &["name", "type", "enabled", "settings", "source_ids"];
 
-pub fn view(d: &Destination) -> Value {
+pub fn view(d: &Destination, masker: &sluice_outbound::Masker) -> Value {
     json!({
         "id": d.id,
         "name": d.name,
         "type": d.kind,
         "enabled": d.enabled,
-        "settings": webhook_settings::view(&d.settings),
+        "settings": webhook_settings::view(&d.settings, masker),
         "source_ids": d.source_ids,
         "created_at": d.created_at,
         "updated_at": d.updated_at,
@@ -73,7 +73,7 @@ pub async fn create(
         ));
     }
     let settings = match body.get("settings") {
-        Some(v) => webhook_settings::parse(v, None)?,
+        Some(v) => webhook_settings::parse(v, None, &app.outbound)?,
         None => Default::default(),
     };
     let new = NewDestination {
@@ -90,12 +90,12 @@ pub async fn create(
         .await
         .map_err(unknown_source)?;
     app.config_changed().await?;
-    Ok((StatusCode::CREATED, Json(view(&dest))))
+    Ok((StatusCode::CREATED, Json(view(&dest, &app.outbound.masker))))
 }
 
 pub async fn list(State(app): State<Arc<AppState>>) -> ApiResult<Json<Value>> {
     let all = app.store.list_destinations().await?;
-    let data: Vec<Value> = all.iter().map(view).collect();
+    let data: Vec<Value> = all.iter().map(|d| view(d, &app.outbound.masker)).collect();
     Ok(Json(json!({ "data": data })))
 }
 
@@ -103,7 +103,7 @@ pub async fn get(
     State(app): State<Arc<AppState>>,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Value>> {
-    Ok(Json(view(&find(&app, &id).await?)))
+    Ok(Json(view(&find(&app, &id).await?, &app.outbound.masker)))
 }
 
 /// Updates a destination. `settings` keys that are omitted keep their value;
@@ -127,7 +127,11 @@ pub async fn update(
     };
     let settings = match body.get("settings") {
         None => None,
-        Some(v) => Some(webhook_settings::parse(v, Some(&current.settings))?),
+        Some(v) => Some(webhook_settings::parse(
+            v,
+            Some(&current.settings),
+            &app.outbound,
+        )?),
     };
     let patch = DestinationPatch {
         name,
@@ -142,7 +146,7 @@ pub async fn update(
         .map_err(unknown_source)?
         .ok_or_else(|| ApiError::not_found("destination"))?;
     app.config_changed().await?;
-    Ok(Json(view(&dest)))
+    Ok(Json(view(&dest, &app.outbound.masker)))
 }
 
 pub async fn delete(

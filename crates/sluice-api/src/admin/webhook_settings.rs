@@ -3,9 +3,17 @@
 //! Settings (seed): up to 5 URL entries, each a full http(s) URL with optional
 //! static `key: value` headers, and an optional `sharedSecret`. Every failure
 //! names the offending field, e.g. `settings.urls[2].headers.X-A: …`.
+//!
+//! A URL whose host literally names a blocked address (loopback, private,
+//! link-local…, see `sluice_outbound::network`) is refused unless the
+//! operator allowed its network. Credentials are shown masked (URL
+//! userinfo, sensitive header values); an update that sends a masked value
+//! back unchanged keeps the stored one.
 
 use axum::http::{HeaderName, HeaderValue};
 use serde_json::{Map, Value, json};
+use sluice_outbound::mask::{self, is_masked_url_of, looks_masked, mask_url};
+use sluice_outbound::{Masker, NetworkPolicy};
 use sluice_store::{WebhookSettings, WebhookUrl, keys};
 
 use crate::error::ApiError;
@@ -29,12 +37,20 @@ pub const RESERVED_HEADERS: &[&str] = &[
     "x-sluice-attempt",
 ];
 
+/// The rules settings are checked and shown by.
+#[derive(Debug, Clone, Default)]
+pub struct Rules {
+    pub network: NetworkPolicy,
+    pub masker: Masker,
+}
+
 /// Parses `settings` from a create or update body. `previous` supplies the
 /// secret kept when an update omits `sharedSecret` (an explicit `null` or
-/// `""` removes it).
+/// `""` removes it), and the credentials kept when masked values come back.
 pub fn parse(
     value: &Value,
     previous: Option<&WebhookSettings>,
+    rules: &Rules,
 ) -> Result<WebhookSettings, ApiError> {
     let obj = value
         .as_object()
@@ -49,7 +65,7 @@ pub fn parse(
     }
     let urls = match obj.get("urls") {
         None => previous.map(|p| p.urls.clone()).unwrap_or_default(),
-        Some(v) => parse_urls(v)?,
+        Some(v) => parse_urls(v, previous, rules)?,
     };
     let shared_secret = match obj.get("sharedSecret") {
         None => previous.and_then(|p| p.shared_secret.clone()),
@@ -61,7 +77,11 @@ pub fn parse(
     })
 }
 
-fn parse_urls(value: &Value) -> Result<Vec<WebhookUrl>, ApiError> {
+fn parse_urls(
+    value: &Value,
+    previous: Option<&WebhookSettings>,
+    rules: &Rules,
+) -> Result<Vec<WebhookUrl>, ApiError> {
     let items = value
         .as_array()
         .ok_or_else(|| ApiError::invalid("settings.urls", "must be an array"))?;
@@ -77,7 +97,15 @@ fn parse_urls(value: &Value) -> Result<Vec<WebhookUrl>, ApiError> {
     items
         .iter()
         .enumerate()
-        .map(|(i, item)| parse_entry(&format!("settings.urls[{i}]"), item))
+        .map(|(i, item)| {
+            let entry = parse_entry(&format!("settings.urls[{i}]"), item, rules)?;
+            unmask(
+                &format!("settings.urls[{i}]"),
+                entry,
+                previous,
+                &rules.masker,
+            )
+        })
         .collect()
 }
 
@@ -99,10 +127,55 @@ pub fn parse_secret(value: &Value) -> Result<Option<String>, ApiError> {
     }
 }
 
+/// Puts stored credentials back where a client sent their masked form: a
+/// URL equal to a stored URL's masked form is that stored URL, and a masked
+/// sensitive header value of that entry is its stored value. A masked-looking
+/// value with nothing stored behind it is refused rather than saved.
+fn unmask(
+    field: &str,
+    mut entry: WebhookUrl,
+    previous: Option<&WebhookSettings>,
+    masker: &Masker,
+) -> Result<WebhookUrl, ApiError> {
+    let stored_urls = previous.map(|p| p.urls.as_slice()).unwrap_or_default();
+    if let Some(stored) = stored_urls
+        .iter()
+        .find(|s| is_masked_url_of(&entry.url, &s.url))
+    {
+        entry.url = stored.url.clone();
+    } else if entry.url.contains(&format!("{}@", mask::HIDDEN)) {
+        return Err(ApiError::invalid(
+            &format!("{field}.url"),
+            "carries masked credentials that match no stored URL; send the full URL",
+        ));
+    }
+    let stored = stored_urls.iter().find(|s| s.url == entry.url);
+    for (name, value) in &mut entry.headers {
+        if !masker.is_sensitive(name) || !looks_masked(value) {
+            continue;
+        }
+        let kept = stored.and_then(|s| {
+            s.headers
+                .iter()
+                .find(|(n, v)| n.eq_ignore_ascii_case(name) && masker.is_mask_of(name, value, v))
+        });
+        match kept {
+            Some((_, v)) => *value = v.clone(),
+            None => {
+                return Err(ApiError::invalid(
+                    &format!("{field}.headers.{name}"),
+                    "is a masked value that matches no stored value; send the full value",
+                ));
+            }
+        }
+    }
+    Ok(entry)
+}
+
 /// Parses one URL entry; `field` names it in messages
 /// (`settings.urls[2]`). Public so that the dashboard validates each entry
 /// on its own and shows every error next to its field.
-pub fn parse_entry(field: &str, item: &Value) -> Result<WebhookUrl, ApiError> {
+pub fn parse_entry(field: &str, item: &Value, rules: &Rules) -> Result<WebhookUrl, ApiError> {
     // A bare string is accepted as an entry without headers.
     let (url, headers) = match item {
         Value::String(s) => (s.as_str(), None),
@@ -121,7 +194,7 @@ pub fn parse_entry(field: &str, item: &Value) -> Result<WebhookUrl, ApiError> {
         }
         _ => return Err(ApiError::invalid(field, "must be an object with 'url'")),
     };
-    let url = check_url(&format!("{field}.url"), url)?;
+    let url = check_url(&format!("{field}.url"), url, &rules.network)?;
     let headers = match headers {
         None | Some(Value::Null) => Vec::new(),
         Some(v) => parse_headers(&format!("{field}.headers"), v)?,
@@ -129,7 +202,7 @@ pub fn parse_entry(field: &str, item: &Value) -> Result<WebhookUrl, ApiError> {
     Ok(WebhookUrl { url, headers })
 }
 
-fn check_url(field: &str, raw: &str) -> Result<String, ApiError> {
+fn check_url(field: &str, raw: &str, network: &NetworkPolicy) -> Result<String, ApiError> {
     let parsed = url::Url::parse(raw.trim())
         .map_err(|e| ApiError::invalid(field, format!("'{raw}' is not a full URL ({e})")))?;
     if parsed.scheme() != "http" && parsed.scheme() != "https" {
@@ -138,9 +211,12 @@ fn check_url(field: &str, raw: &str) -> Result<String, ApiError> {
             "must use the http or https protocol",
         ));
     }
-    if parsed.host_str().is_none_or(str::is_empty) {
+    let Some(host) = parsed.host().filter(|h| !h.to_string().is_empty()) else {
         return Err(ApiError::invalid(field, "must name a host"));
-    }
+    };
+    network.check_host(&host).map_err(|blocked| {
+        ApiError::invalid(field, format!("names a blocked address: {blocked}"))
+    })?;
     Ok(parsed.to_string())
 }
 
@@ -176,8 +252,9 @@ fn parse_headers(field: &str, value: &Value) -> Result<Vec<(String, String)>, Ap
     Ok(out)
 }
 
-/// Settings as the admin API shows them: the secret masked.
-pub fn view(settings: &WebhookSettings) -> Value {
+/// Settings as the admin API shows them: the secret, URL userinfo and
+/// sensitive header values masked.
+pub fn view(settings: &WebhookSettings, masker: &Masker) -> Value {
     let urls: Vec<Value> = settings
         .urls
         .iter()
@@ -185,9 +262,9 @@ pub fn view(settings: &WebhookSettings) -> Value {
             let headers: Map<String, Value> = u
                 .headers
                 .iter()
-                .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+                .map(|(k, v)| (k.clone(), Value::String(masker.header_value(k, v))))
                 .collect();
-            json!({"url": u.url, "headers": headers})
+            json!({"url": mask_url(&u.url), "headers": headers})
         })
         .collect();
     json!({
@@ -197,59 +274,5 @@ pub fn view(settings: &WebhookSettings) -> Value {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn err(v: Value) -> String {
-        parse(&v, None).unwrap_err().message
-    }
-
-    #[test]
-    fn sixth_url_is_refused() {
-        let urls: Vec<Value> = (0..6)
-            .map(|i| json!({"url": format!("https://h{i}.example")}))
-            .collect();
-        assert!(err(json!({"urls": urls})).starts_with("settings.urls: at most 5"));
-    }
-
-    #[test]
-    fn url_without_http_scheme_is_refused() {
-        assert!(
-            err(json!({"urls": [{"url": "ftp://x.example"}]})).contains("settings.urls[0].url")
-        );
-        assert!(err(json!({"urls": [{"url": "x.example/hook"}]})).contains("settings.urls[0].url"));
-    }
-
-    #[test]
-    fn header_with_newline_or_bad_name_is_refused() {
-        let e =
-            err(json!({"urls": [{"url": "http://a.example", "headers": {"X-A": "b\r\nX-B: c"}}]}));
-        assert!(e.contains("settings.urls[0].headers.X-A"), "{e}");
-        let e = err(json!({"urls": [{"url": "http://a.example", "headers": {"X A": "b"}}]}));
-        assert!(e.contains("not a valid HTTP header name"), "{e}");
-        let e =
-            err(json!({"urls": [{"url": "http://a.example", "headers": {"X-Signature": "b"}}]}));
-        assert!(e.contains("set by Sluice"), "{e}");
-    }
-
-    #[test]
-    fn omitted_secret_is_kept_and_null_removes_it() {
-        let prev = WebhookSettings {
-            urls: vec![],
-            shared_secret: Some("s3cret".into()),
-        };
-        let kept = parse(&json!({"urls": []}), Some(&prev)).unwrap();
-        assert_eq!(kept.shared_secret.as_deref(), Some("s3cret"));
-        let removed = parse(&json!({"sharedSecret": null}), Some(&prev)).unwrap();
-        assert_eq!(removed.shared_secret, None);
-    }
-
-    #[test]
-    fn view_masks_the_secret() {
-        let s = WebhookSettings {
-            urls: vec![],
-            shared_secret: Some("s3cretvalue".into()),
-        };
-        assert_eq!(view(&s)["sharedSecret"], json!("s3cr…"));
-    }
-}
+#[path = "webhook_settings_tests.rs"]
+mod tests;

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use maud::{Markup, html};
 use serde_json::{Map, Value, json};
 use sluice_api::admin::extract::non_empty;
-use sluice_api::admin::webhook_settings::{MAX_URLS, parse_entry, parse_secret};
+use sluice_api::admin::webhook_settings::{MAX_URLS, Rules, parse_entry, parse_secret};
 use sluice_store::Source;
 
 use crate::form::Form;
@@ -161,7 +161,7 @@ pub fn render(s: &Session, sources: &[Source], e: &Entered, mode: &Mode) -> Mark
 /// Returns what was entered (with any errors), the URL entries, and the
 /// `sharedSecret` value to send: `None` when editing and the field was left
 /// empty (keep the current secret).
-pub fn validate(form: &Form, editing: bool) -> (Entered, Vec<Value>, Option<Value>) {
+pub fn validate(form: &Form, editing: bool, rules: &Rules) -> (Entered, Vec<Value>, Option<Value>) {
     let mut e = Entered {
         kind: form.get("type").to_owned(),
         name: form.get("name").to_owned(),
@@ -193,7 +193,7 @@ pub fn validate(form: &Form, editing: bool) -> (Entered, Vec<Value>, Option<Valu
             }
         };
         let entry = json!({"url": url, "headers": headers});
-        match parse_entry(&field, &entry) {
+        match parse_entry(&field, &entry, rules) {
             Ok(_) => urls.push(entry),
             Err(err) => {
                 e.errors.insert(field_of(&err.message), err.message);

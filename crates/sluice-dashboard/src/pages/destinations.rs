@@ -58,7 +58,7 @@ pub async fn show(
         .get_destination(&id)
         .await?
         .ok_or_else(|| sluice_api::ApiError::not_found("destination"))?;
-    let view = api::view(&d);
+    let view = api::view(&d, &dash.app.outbound.masker);
     let sources = dash.app.store.list_sources().await?;
     let names: HashMap<&str, &str> = sources
         .iter()

@@ -12,6 +12,8 @@ use serde_json::{Map, Value, json};
 use sluice_api::ApiError;
 use sluice_api::admin::destinations as api;
 use sluice_api::admin::extract::JsonObject;
+use sluice_outbound::Masker;
+use sluice_outbound::mask::mask_url;
 use sluice_store::{Destination, Source};
 
 use super::destination_form::{Entered, Mode, field_of, render, validate};
@@ -29,8 +31,23 @@ async fn find(dash: &Dash, id: &str) -> PageResult<Destination> {
         .ok_or_else(|| ApiError::not_found("destination"))?)
 }
 
-fn secret_hint(d: &Destination) -> Option<String> {
-    api::view(d)["settings"]["sharedSecret"]
+fn masked_urls(d: &Destination, masker: &Masker) -> Vec<(String, String)> {
+    d.settings
+        .urls
+        .iter()
+        .map(|u| {
+            let headers: Vec<String> = u
+                .headers
+                .iter()
+                .map(|(k, v)| format!("{k}: {}", masker.header_value(k, v)))
+                .collect();
+            (mask_url(&u.url), headers.join("\n"))
+        })
+        .collect()
+}
+
+fn secret_hint(d: &Destination, masker: &Masker) -> Option<String> {
+    api::view(d, masker)["settings"]["sharedSecret"]
         .as_str()
         .map(str::to_owned)
 }
@@ -64,17 +81,10 @@ pub async fn form(
         kind: d.kind.clone(),
         name: d.name.clone(),
         sources: d.source_ids.clone(),
-        urls: d
-            .settings
-            .urls
-            .iter()
-            .map(|u| {
-                let headers: Vec<String> =
-                    u.headers.iter().map(|(k, v)| format!("{k}: {v}")).collect();
-                (u.url.clone(), headers.join("\n"))
-            })
-            .collect(),
-        secret_hint: secret_hint(&d),
+        // Credentials are shown masked; the admin API keeps the stored
+        // value when a masked one comes back unchanged.
+        urls: masked_urls(&d, &dash.app.outbound.masker),
+        secret_hint: secret_hint(&d, &dash.app.outbound.masker),
         ..Entered::default()
     };
     respond(&s, &d, &sources, &entered, StatusCode::OK)
@@ -88,8 +98,8 @@ pub async fn submit(
 ) -> PageResult {
     check_csrf(&s, &form)?;
     let d = find(&dash, &id).await?;
-    let (mut e, urls, secret) = validate(&form, true);
-    e.secret_hint = secret_hint(&d);
+    let (mut e, urls, secret) = validate(&form, true, &dash.app.outbound);
+    e.secret_hint = secret_hint(&d, &dash.app.outbound.masker);
     if e.errors.is_empty() {
         let mut settings = Map::new();
         settings.insert("urls".into(), Value::Array(urls));

@@ -58,7 +58,7 @@ pub async fn submit(
     form: Form,
 ) -> PageResult {
     check_csrf(&s, &form)?;
-    let (mut e, urls, secret) = validate(&form, false);
+    let (mut e, urls, secret) = validate(&form, false, &dash.app.outbound);
     if e.errors.is_empty() {
         let body = json!({
             "name": e.name,

@@ -2,7 +2,9 @@
 //! and let the policy decide.
 
 use bytes::Bytes;
-use chrono::Utc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
 use sluice_store::{AttemptReport, Destination, DueDelivery, Outcome};
 
 use crate::payload;
@@ -49,7 +51,7 @@ pub(super) async fn attempt(
     let now = Utc::now();
     let ctx = AttemptContext {
         attempt: number,
-        first_attempt_at: due.first_attempt_at.unwrap_or(started),
+        first_attempt_at: window_start(&due, policy.window).unwrap_or(started),
         now,
     };
     let verdicts: Vec<_> = results.iter().map(|r| r.verdict.clone()).collect();
@@ -78,7 +80,7 @@ pub(super) fn discard(due: &DueDelivery, reason: &str) -> AttemptReport {
 /// The report that hands a claimed delivery back without attempting it
 /// (its destination is saturated): no attempt is counted and it is due again
 /// after `after`, instead of waiting out its whole lease.
-pub(super) fn release(delivery_id: i64, after: std::time::Duration) -> AttemptReport {
+pub(super) fn release(delivery_id: i64, after: Duration) -> AttemptReport {
     let now = Utc::now();
     let at = chrono::Duration::from_std(after).map_or(now, |d| now + d);
     AttemptReport {
@@ -87,4 +89,52 @@ pub(super) fn release(delivery_id: i64, after: std::time::Duration) -> AttemptRe
         attempts: Vec::new(),
         outcome: Outcome::Retry { at },
     }
+}
+
+/// Where `due`'s retry window starts: the event's arrival, so that time
+/// spent held back by an open breaker counts. A first attempt made more
+/// than a window after arrival can only follow a replay (or a long
+/// backlog), and starts a fresh window; a replayed delivery not attempted
+/// since has no start yet (`None`).
+pub(super) fn window_start(due: &DueDelivery, window: Duration) -> Option<DateTime<Utc>> {
+    let window = chrono::Duration::from_std(window).unwrap_or(chrono::Duration::MAX);
+    match due.first_attempt_at {
+        Some(first) if first - due.received_at < window => Some(due.received_at),
+        Some(first) => Some(first),
+        None if due.attempts == 0 => Some(due.received_at),
+        None => None,
+    }
+}
+
+/// When `due`'s retry window ends, if it has started.
+pub(super) fn window_end(due: &DueDelivery, window: Duration) -> Option<DateTime<Utc>> {
+    let start = window_start(due, window)?;
+    Some(start + chrono::Duration::from_std(window).unwrap_or(chrono::Duration::MAX))
+}
+
+/// The report for a delivery the open breaker holds back: dead, unsent,
+/// once its window has ended; otherwise handed back for `wait`, but never
+/// past the window's end, so it is declared dead on time.
+pub(super) fn hold_back(due: &DueDelivery, wait: Duration, window: Duration) -> AttemptReport {
+    let now = Utc::now();
+    let end = window_end(due, window);
+    if end.is_some_and(|end| now >= end) {
+        return AttemptReport {
+            delivery_id: due.delivery_id,
+            at: now,
+            attempts: Vec::new(),
+            outcome: Outcome::Dead {
+                error: format!(
+                    "retry window of {}s ended while the destination's circuit breaker \
+                     was open; not sent again",
+                    window.as_secs()
+                ),
+            },
+        };
+    }
+    let mut report = release(due.delivery_id, wait);
+    if let (Outcome::Retry { at }, Some(end)) = (&mut report.outcome, end) {
+        *at = (*at).min(end);
+    }
+    report
 }

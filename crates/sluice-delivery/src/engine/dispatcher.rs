@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
-use sluice_store::{AttemptReport, DueDelivery, Store};
+use sluice_store::{AttemptReport, DueDelivery, Outcome, Store};
 use tokio::sync::{Notify, Semaphore, mpsc, watch};
 use tokio::task::JoinSet;
 
@@ -173,12 +173,17 @@ impl Dispatcher {
                 health: Arc::new(Health::default()),
             })
             .clone();
-        if lane.health.open() && lane.held.load(Ordering::SeqCst) >= 1 {
+        let window = self.config.retry_window;
+        if lane.health.open() {
             let wait = lane
                 .health
                 .hand_back_delay(self.config.backoff_base, self.config.backoff_cap);
-            let _ = self.reports.send(deliver::release(due.delivery_id, wait));
-            return false;
+            let report = deliver::hold_back(&due, wait, window);
+            let finished = !matches!(report.outcome, Outcome::Retry { .. });
+            if finished || lane.held.load(Ordering::SeqCst) >= 1 {
+                let _ = self.reports.send(report);
+                return finished;
+            }
         }
         if lane.held.load(Ordering::SeqCst) >= per_dest + self.config.max_queued_per_destination {
             tracing::debug!(destination = %due.destination_id, "destination saturated; delivery handed back");
@@ -213,7 +218,8 @@ impl Dispatcher {
             // probe, the rest wait like newly claimed deliveries.
             let in_flight = per_dest.saturating_sub(lane.slots.available_permits());
             if slot.is_some() && lane.health.open() && in_flight > 1 {
-                let _ = reports.send(deliver::release(id, lane.health.hand_back_delay(base, cap)));
+                let wait = lane.health.hand_back_delay(base, cap);
+                let _ = reports.send(deliver::hold_back(&due, wait, window));
                 lane.held.fetch_sub(1, Ordering::SeqCst);
                 freed.notify_one();
                 return;

@@ -10,8 +10,13 @@
 //! with the run of failures. The first success closes it and restores full
 //! concurrency. An endpoint that fails only some requests (the retry storm:
 //! half at random) almost never fails eight in a row, so it keeps its full
-//! concurrency. Retry windows are untouched: a handed-back delivery is still
-//! attempted, and declared dead only by a real attempt after its window.
+//! concurrency.
+//!
+//! The breaker never stretches a retry window: a delivery it holds back is
+//! handed back no later than its window's end (measured from its first
+//! attempt, or from the event's arrival when it was never attempted), and
+//! when it comes back with the breaker still open and the window over, it is
+//! declared dead without being sent. See `docs/delivery.md`.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;

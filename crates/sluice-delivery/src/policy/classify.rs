@@ -24,6 +24,9 @@ pub enum TransportError {
     InvalidRequest,
     /// Anything else on the wire (reset mid-response, protocol error).
     Other,
+    /// The address is in a blocked network (`delivery.allow_networks`); no
+    /// connection was made. Settings, not time, change that.
+    Blocked,
 }
 
 /// Classifies an HTTP status. Redirects are not followed, so a 3xx is a
@@ -44,7 +47,9 @@ pub fn classify_error(error: TransportError) -> Class {
         TransportError::Timeout | TransportError::Connect | TransportError::Other => {
             Class::Retryable
         }
-        TransportError::Tls | TransportError::InvalidRequest => Class::Permanent,
+        TransportError::Tls | TransportError::InvalidRequest | TransportError::Blocked => {
+            Class::Permanent
+        }
     }
 }
 
@@ -80,6 +85,7 @@ mod tests {
             classify_error(TransportError::InvalidRequest),
             Class::Permanent
         );
+        assert_eq!(classify_error(TransportError::Blocked), Class::Permanent);
         assert_eq!(classify_error(TransportError::Timeout), Class::Retryable);
         assert_eq!(classify_error(TransportError::Connect), Class::Retryable);
         assert_eq!(classify_error(TransportError::Other), Class::Retryable);

@@ -3,7 +3,10 @@
 use std::error::Error as StdError;
 use std::time::Duration;
 
+use sluice_outbound::Blocked;
+
 use super::Failure;
+use super::resolver::ResolveError;
 use crate::policy::TransportError;
 
 impl Failure {
@@ -26,6 +29,9 @@ impl Failure {
                 message: format!("TLS error, request not sent: {tls}"),
             };
         }
+        if let Some(blocked) = blocked_cause(e) {
+            return Failure::blocked(blocked);
+        }
         if e.is_timeout() {
             return Failure::timeout(timeout);
         }
@@ -41,6 +47,19 @@ impl Failure {
             message: format!("{label}: {}", root_cause(e)),
         }
     }
+}
+
+/// The guard's refusal somewhere in the chain (the resolver found only
+/// blocked addresses), if any.
+fn blocked_cause(e: &reqwest::Error) -> Option<Blocked> {
+    let mut current: Option<&(dyn StdError + 'static)> = Some(e);
+    while let Some(err) = current {
+        if let Some(ResolveError::Blocked(blocked)) = err.downcast_ref::<ResolveError>() {
+            return Some(blocked.clone());
+        }
+        current = err.source();
+    }
+    None
 }
 
 /// The rustls error somewhere in the chain, if any. rustls errors travel

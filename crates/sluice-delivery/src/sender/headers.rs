@@ -5,7 +5,8 @@ use http::HeaderName;
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
 use sluice_store::WebhookUrl;
 
-use super::Job;
+use super::{Failure, Job};
+use crate::policy::TransportError;
 
 /// The product token sent as `User-Agent`.
 pub const USER_AGENT: &str = "Sluice/1.0";
@@ -29,7 +30,14 @@ const DROPPED: [&str; 6] = [
 
 /// Builds the headers for one URL; fails (without echoing the value, which
 /// may be a credential) when a static header is not valid HTTP.
-pub(super) fn build(url: &WebhookUrl, job: &Job) -> Result<HeaderMap, String> {
+pub fn build(url: &WebhookUrl, job: &Job) -> Result<HeaderMap, Failure> {
+    build_inner(url, job).map_err(|message| Failure {
+        kind: TransportError::InvalidRequest,
+        message,
+    })
+}
+
+fn build_inner(url: &WebhookUrl, job: &Job) -> Result<HeaderMap, String> {
     let mut headers = HeaderMap::new();
     for (name, value) in &url.headers {
         let name = HeaderName::from_bytes(name.trim().as_bytes())
@@ -95,7 +103,7 @@ mod tests {
 
     #[test]
     fn sluice_headers_win_over_static_ones() {
-        let h = build(
+        let h = build_inner(
             &url(&[
                 ("User-Agent", "evil"),
                 ("X-Signature", "forged"),
@@ -113,7 +121,7 @@ mod tests {
 
     #[test]
     fn framing_headers_are_dropped_and_signature_is_set_with_a_secret() {
-        let h = build(
+        let h = build_inner(
             &url(&[("Host", "other"), ("Content-Length", "1")]),
             &job(Some("ab12")),
         )
@@ -125,7 +133,7 @@ mod tests {
 
     #[test]
     fn invalid_static_header_fails_without_echoing_the_value() {
-        let err = build(&url(&[("X-Token", "line\nbreak-secret")]), &job(None))
+        let err = build_inner(&url(&[("X-Token", "line\nbreak-secret")]), &job(None))
             .expect_err("newline is invalid");
         assert!(!err.contains("secret"), "{err}");
     }

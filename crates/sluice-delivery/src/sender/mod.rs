@@ -1,14 +1,23 @@
 //! The HTTP side: one shared client (keep-alive pool, verified TLS, no
-//! redirects, no proxies), one POST per URL, all URLs of a delivery at once.
+//! redirects, no proxies, a resolver that refuses blocked networks), one
+//! POST per URL, all URLs of a delivery at once.
+//!
+//! - `headers`: the request headers of one URL.
+//! - [`resolver`]: name resolution filtered by the [`NetworkPolicy`].
+//! - `errors`: transport errors → class and a secret-free message.
 
 mod errors;
 mod headers;
+pub mod resolver;
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use chrono::Utc;
 use reqwest::header::RETRY_AFTER;
+use sluice_outbound::mask::mask_url;
+use sluice_outbound::{Blocked, NetworkPolicy};
 use sluice_store::{Attempt, WebhookUrl};
 
 use crate::config::DeliveryConfig;
@@ -17,7 +26,10 @@ use crate::policy::{
     Class, TransportError, UrlVerdict, classify_error, classify_status, parse_retry_after,
 };
 
-pub use headers::{ATTEMPT_HEADER, MESSAGE_ID_HEADER, SIGNATURE_HEADER, USER_AGENT};
+pub use headers::{
+    ATTEMPT_HEADER, MESSAGE_ID_HEADER, SIGNATURE_HEADER, USER_AGENT, build as build_headers,
+};
+use resolver::{GuardedResolver, Lookup, SystemLookup};
 
 /// One delivery attempt's request, the same for every URL of the destination.
 #[derive(Debug, Clone)]
@@ -45,13 +57,26 @@ pub struct Sender {
     client: reqwest::Client,
     timeout: Duration,
     body_cap: usize,
+    policy: NetworkPolicy,
 }
 
 impl Sender {
     /// Builds the client: standard web PKI roots plus the optional extra CA
-    /// bundle, a total per-request timeout, and redirects disabled.
+    /// bundle, a total per-request timeout, redirects disabled, and the
+    /// system resolver behind the network guard.
     pub fn new(config: &DeliveryConfig) -> Result<Self, DeliveryError> {
+        Self::with_lookup(config, Arc::new(SystemLookup))
+    }
+
+    /// [`Sender::new`] with another name resolver behind the guard (tests
+    /// use it to play a DNS server whose answers change).
+    pub fn with_lookup(
+        config: &DeliveryConfig,
+        lookup: Arc<dyn Lookup>,
+    ) -> Result<Self, DeliveryError> {
+        let resolver = GuardedResolver::new(lookup, config.network.clone());
         let mut builder = reqwest::Client::builder()
+            .dns_resolver(Arc::new(resolver))
             .redirect(reqwest::redirect::Policy::none())
             .timeout(config.timeout)
             .connect_timeout(config.timeout)
@@ -87,6 +112,7 @@ impl Sender {
             client,
             timeout: config.timeout,
             body_cap: config.response_body_cap,
+            policy: config.network.clone(),
         })
     }
 
@@ -99,7 +125,7 @@ impl Sender {
     pub async fn send_one(&self, url: &WebhookUrl, job: &Job) -> UrlResult {
         let at = Utc::now();
         let started = Instant::now();
-        let outcome = match headers::build(url, job) {
+        let outcome = match self.literal_host(&url.url).and(headers::build(url, job)) {
             Ok(headers) => {
                 let request = self.exchange(&url.url, headers, job.body.clone());
                 match tokio::time::timeout(self.timeout, request).await {
@@ -107,17 +133,15 @@ impl Sender {
                     Err(_) => Err(Failure::timeout(self.timeout)),
                 }
             }
-            Err(reason) => Err(Failure {
-                kind: TransportError::InvalidRequest,
-                message: reason,
-            }),
+            Err(failure) => Err(failure),
         };
+        let shown_url = mask_url(&url.url);
         let latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         let mut attempt = Attempt {
             delivery_id: job.delivery_id,
             attempt: job.attempt,
             at,
-            url: url.url.clone(),
+            url: shown_url.clone(),
             status: None,
             error: None,
             latency_ms,
@@ -136,11 +160,11 @@ impl Sender {
                 UrlVerdict {
                     class,
                     retry_after: answer.retry_after.filter(|_| class == Class::Retryable),
-                    summary: format!("{}: HTTP {}{note}", url.url, answer.status),
+                    summary: format!("{shown_url}: HTTP {}{note}", answer.status),
                 }
             }
             Err(failure) => {
-                let summary = format!("{}: {}", url.url, failure.message);
+                let summary = format!("{shown_url}: {}", failure.message);
                 attempt.error = Some(failure.message);
                 UrlVerdict {
                     class: classify_error(failure.kind),
@@ -150,6 +174,19 @@ impl Sender {
             }
         };
         UrlResult { attempt, verdict }
+    }
+
+    /// Refuses a URL whose host is an IP literal in a blocked network:
+    /// such hosts never reach the resolver, so they are checked here.
+    fn literal_host(&self, url: &str) -> Result<(), Failure> {
+        let parsed = reqwest::Url::parse(url).map_err(|_| Failure {
+            kind: TransportError::InvalidRequest,
+            message: "invalid URL".to_owned(),
+        })?;
+        match parsed.host() {
+            Some(host) => self.policy.check_host(&host).map_err(Failure::blocked),
+            None => Ok(()),
+        }
     }
 
     /// The request and a capped read of the response.
@@ -203,8 +240,19 @@ struct Answer {
     body: Option<String>,
 }
 
+impl Failure {
+    fn blocked(blocked: Blocked) -> Self {
+        Failure {
+            kind: TransportError::Blocked,
+            message: format!("blocked, request not sent: {blocked}"),
+        }
+    }
+}
+
 /// Why no usable response arrived.
-struct Failure {
-    kind: TransportError,
-    message: String,
+#[derive(Debug, Clone)]
+pub struct Failure {
+    pub kind: TransportError,
+    /// Short and secret-free: it lands in the attempt log.
+    pub message: String,
 }

@@ -1,6 +1,8 @@
 //! End-to-end tests of the delivery engine: a real SQLite store, real local
 //! receivers, the real engine, with short timings so the suite runs in seconds.
 
+mod deliverable;
+mod guard;
 mod headers;
 mod isolation;
 mod outcomes;
@@ -9,3 +11,4 @@ mod retries;
 mod shapes;
 mod support;
 mod tls;
+mod window;

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use chrono::Utc;
 use serde_json::{Value, json};
 use sluice_delivery::{DeliveryConfig, DeliveryEngine, EngineHandle};
+use sluice_outbound::NetworkPolicy;
 use sluice_store::sqlite::{SqliteConfig, SqliteStore};
 use sluice_store::{
     AppendRequest, Attempt, DeliveryFilter, DeliveryRecord, DeliveryState, NewDestination,
@@ -38,7 +39,18 @@ pub fn fast_config() -> DeliveryConfig {
         shutdown_grace: Duration::from_secs(1),
         response_body_cap: 4096,
         extra_ca_file: None,
+        // Every receiver in these tests listens on loopback.
+        network: loopback_allowed(),
+        masker: Default::default(),
     }
+}
+
+/// The guard with loopback allowed: the one place these tests open it.
+pub fn loopback_allowed() -> NetworkPolicy {
+    NetworkPolicy::new(vec![
+        "127.0.0.0/8".parse().expect("cidr"),
+        "::1/128".parse().expect("cidr"),
+    ])
 }
 
 pub async fn open_store(path: &Path) -> Arc<SqliteStore> {

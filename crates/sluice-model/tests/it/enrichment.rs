@@ -28,7 +28,35 @@ fn message_id_of_101_characters_is_rejected() {
     assert_eq!(error.code, ErrorCode::InvalidField);
     assert_eq!(
         error.message,
-        "batch[0]: 'messageId' must be a string of 1 to 100 characters"
+        "batch[0]: 'messageId' must be a string of 1 to 100 printable characters \
+         (no control characters)"
+    );
+}
+
+#[test]
+fn message_id_with_control_characters_is_rejected() {
+    for bad in [
+        r"a\nb",
+        r"a\rb",
+        r"a\u0000b",
+        r"a\u001fb",
+        r"a\u007fb",
+        r"a\tb",
+        r"\u0085",
+    ] {
+        let body = identify(&format!(r#","messageId":"{bad}""#));
+        let error = rejected(single(EventType::Identify, &body));
+        assert_eq!(error.code, ErrorCode::InvalidField, "{bad}");
+        assert!(
+            error.message.contains("'messageId'"),
+            "{bad}: {}",
+            error.message
+        );
+    }
+    let fine = identify(r#","messageId":"ajs-näive id/ünicode 42""#);
+    assert_eq!(
+        one(single(EventType::Identify, &fine)).message_id,
+        "ajs-näive id/ünicode 42"
     );
 }
 

@@ -37,6 +37,9 @@ pub fn test_config(dir: &std::path::Path) -> Config {
     config.delivery.timeout_ms = 1_000;
     config.delivery.backoff_base_ms = 50;
     config.delivery.backoff_cap_ms = 200;
+    // Every receiver in these tests listens on loopback, which the SSRF
+    // guard refuses by default: the one place these tests open it.
+    config.delivery.allow_networks = vec!["127.0.0.0/8".into(), "::1/128".into()];
     config
 }
 

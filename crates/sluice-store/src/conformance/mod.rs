@@ -17,12 +17,14 @@
 //! so checks are deterministic; `claim_due` and `replay` take explicit times.
 
 mod admin;
+mod cap;
 mod delivery;
 mod ingest;
 mod retention;
 mod support;
 
 pub use admin::*;
+pub use cap::*;
 pub use delivery::*;
 pub use ingest::*;
 pub use retention::*;
@@ -56,6 +58,8 @@ macro_rules! conformance_tests {
             report_dead_and_discarded_finish_with_their_reason,
             next_due_is_the_earliest_pending_time_after_leases,
             replay_moves_dead_deliveries_back_with_a_fresh_window,
+            claimed_delivery_carries_its_event_received_time,
+            cap_pending_dead_letters_the_oldest_beyond_the_cap,
             list_deliveries_filters_and_pages_newest_first,
             prune_deletes_finished_old_events_and_keeps_pending_work,
             seqs_and_delivery_ids_are_never_reused_after_prune,

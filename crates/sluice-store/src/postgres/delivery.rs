@@ -12,7 +12,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use deadpool_postgres::{Client, Transaction};
 
-use super::rows::{backend, big, get, ms, opt_time, unsigned};
+use super::rows::{backend, big, get, ms, opt_time, time, unsigned};
 use crate::records::last_error;
 use crate::{Attempt, AttemptReport, DueDelivery, Outcome, Result};
 
@@ -40,7 +40,7 @@ pub(super) async fn claim_due(
              FROM due, events e
              WHERE d.id = due.id AND e.seq = d.event_seq
              RETURNING d.id, d.destination_id, d.event_seq, e.message_id, e.body, d.attempts,
-                       d.first_attempt_at, d.next_attempt_at",
+                       d.first_attempt_at, d.next_attempt_at, e.received_at",
         )
         .await
         .map_err(backend)?;
@@ -60,6 +60,7 @@ pub(super) async fn claim_due(
                 event_body: get(row, 4)?,
                 attempts: unsigned(row, 5)?,
                 first_attempt_at: opt_time(row, 6)?,
+                received_at: time(row, 8)?,
             };
             Ok((next, delivery))
         })
@@ -235,4 +236,47 @@ async fn insert_attempts(
     .await
     .map_err(backend)?;
     Ok(())
+}
+
+/// Dead-letters the oldest pending, unleased deliveries of every destination
+/// holding more than `cap` pending ones, so that `cap` remain. Returns how
+/// many were dead-lettered. Rows another node holds locked are skipped.
+pub(super) async fn cap_pending(client: &Client, cap: u64, now: DateTime<Utc>) -> Result<u64> {
+    let cap = i64::try_from(cap).unwrap_or(i64::MAX);
+    let now_ms = ms(now);
+    let over = client
+        .query(
+            "SELECT destination_id, COUNT(*) FROM deliveries
+             WHERE state = 'pending' AND next_attempt_at IS NOT NULL
+             GROUP BY destination_id HAVING COUNT(*) > $1",
+            &[&cap],
+        )
+        .await
+        .map_err(backend)?;
+    let mut total = 0u64;
+    for row in over {
+        let destination: String = get(&row, 0)?;
+        let count: i64 = get(&row, 1)?;
+        let reason = format!(
+            "dead-lettered without sending: the destination had {count} pending deliveries, \
+             over its cap of {cap} (delivery.max_pending_per_destination); oldest first"
+        );
+        let changed = client
+            .execute(
+                "UPDATE deliveries SET state = 'dead', next_attempt_at = NULL,
+                 last_error = $4, updated_at = $3
+                 WHERE id IN (
+                     SELECT id FROM deliveries
+                     WHERE destination_id = $1 AND state = 'pending'
+                       AND (lease_until IS NULL OR lease_until <= $3)
+                     ORDER BY id LIMIT $2
+                     FOR UPDATE SKIP LOCKED)
+                   AND state = 'pending'",
+                &[&destination, &(count - cap), &now_ms, &reason],
+            )
+            .await
+            .map_err(backend)?;
+        total += changed;
+    }
+    Ok(total)
 }

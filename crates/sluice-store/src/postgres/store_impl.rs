@@ -119,6 +119,10 @@ impl Store for PostgresStore {
         deliveries::list_attempts(&self.client().await?, delivery_id).await
     }
 
+    async fn cap_pending(&self, cap: u64, now: DateTime<Utc>) -> Result<u64> {
+        delivery::cap_pending(&self.client().await?, cap, now).await
+    }
+
     async fn replay(&self, filter: &DeliveryFilter, now: DateTime<Utc>) -> Result<u64> {
         deliveries::replay(&self.client().await?, filter, now).await
     }

@@ -5,7 +5,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use rusqlite::{Connection, params};
 
-use super::rows::{ms, opt_time, small};
+use super::rows::{ms, opt_time, small, time};
 use crate::records::last_error;
 use crate::{Attempt, AttemptReport, DueDelivery, Outcome, Result};
 
@@ -23,7 +23,7 @@ pub(super) fn claim_due(
     let lease_until = now_ms.saturating_add(lease_ms);
     let mut select = conn.prepare_cached(
         "SELECT d.id, d.destination_id, d.event_seq, e.message_id, e.body, d.attempts,
-                d.first_attempt_at
+                d.first_attempt_at, e.received_at
          FROM deliveries d JOIN events e ON e.seq = d.event_seq
          WHERE d.state = 'pending' AND d.next_attempt_at <= ?1
            AND (d.lease_until IS NULL OR d.lease_until <= ?1)
@@ -40,6 +40,7 @@ pub(super) fn claim_due(
                 event_body: row.get(4)?,
                 attempts: small(row, 5)?,
                 first_attempt_at: opt_time(row, 6)?,
+                received_at: time(row, 7)?,
             })
         })?
         .collect::<rusqlite::Result<Vec<_>>>()?;
@@ -133,4 +134,57 @@ fn insert_attempts(conn: &Connection, delivery_id: i64, attempts: &[Attempt]) ->
         ])?;
     }
     Ok(())
+}
+
+/// Destinations holding more than `cap` pending deliveries, with their
+/// counts. Read-only, so it runs on a reader and never holds up the writer;
+/// it walks the partial `deliveries_due` index (pending rows only).
+pub(super) fn over_cap(conn: &Connection, cap: u64) -> Result<Vec<(String, u64)>> {
+    let cap = i64::try_from(cap).unwrap_or(i64::MAX);
+    let over = conn
+        .prepare_cached(
+            "SELECT destination_id, COUNT(*) FROM deliveries
+             WHERE state = 'pending' AND next_attempt_at IS NOT NULL
+             GROUP BY destination_id HAVING COUNT(*) > ?1",
+        )?
+        .query_map(params![cap], |row| {
+            let count: i64 = row.get(1)?;
+            Ok((row.get(0)?, u64::try_from(count).unwrap_or(0)))
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+    Ok(over)
+}
+
+/// Dead-letters the `count - cap` oldest pending, unleased deliveries of
+/// `destination` (`count` as [`over_cap`] read it), with a reason naming the
+/// cap. Returns how many were dead-lettered. Work appended since the count
+/// is left for the next round, so the cap never takes more than the excess.
+pub(super) fn dead_letter_over_cap(
+    conn: &Connection,
+    destination: &str,
+    count: u64,
+    cap: u64,
+    now: DateTime<Utc>,
+) -> Result<u64> {
+    if count <= cap {
+        return Ok(0);
+    }
+    let excess = i64::try_from(count - cap).unwrap_or(i64::MAX);
+    let now_ms = ms(now);
+    let reason = format!(
+        "dead-lettered without sending: the destination had {count} pending deliveries, \
+         over its cap of {cap} (delivery.max_pending_per_destination); oldest first"
+    );
+    let changed = conn
+        .prepare_cached(
+            "UPDATE deliveries SET state = 'dead', next_attempt_at = NULL,
+             last_error = ?4, updated_at = ?3
+             WHERE id IN (
+                 SELECT id FROM deliveries
+                 WHERE destination_id = ?1 AND state = 'pending'
+                   AND (lease_until IS NULL OR lease_until <= ?3)
+                 ORDER BY id LIMIT ?2)",
+        )?
+        .execute(params![destination, excess, now_ms, reason])?;
+    Ok(changed as u64)
 }

@@ -169,6 +169,24 @@ impl Store for SqliteStore {
             .await
     }
 
+    /// Counts on a reader; only destinations over the cap cost a write.
+    async fn cap_pending(&self, cap: u64, now: DateTime<Utc>) -> Result<u64> {
+        let over = self
+            .readers
+            .run(move |c| delivery::over_cap(c, cap))
+            .await?;
+        let mut total = 0;
+        for (destination, count) in over {
+            total += self
+                .writer
+                .run(1, move |c| {
+                    delivery::dead_letter_over_cap(c, &destination, count, cap, now)
+                })
+                .await?;
+        }
+        Ok(total)
+    }
+
     async fn replay(&self, filter: &DeliveryFilter, now: DateTime<Utc>) -> Result<u64> {
         let filter = filter.clone();
         self.writer

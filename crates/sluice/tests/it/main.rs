@@ -7,3 +7,4 @@ mod cli;
 mod config;
 mod durability;
 mod lifecycle;
+mod secrets;

@@ -13,6 +13,9 @@ pub struct Sluice {
     pub base: String,
 }
 
+/// The allow list that lets delivery reach loopback receivers.
+pub const LOOPBACK: &str = r#"["127.0.0.0/8","::1/128"]"#;
+
 pub fn free_port() -> u16 {
     let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     l.local_addr().expect("addr").port()
@@ -22,6 +25,11 @@ pub fn free_port() -> u16 {
 /// listens on a free port unless `extra_env` sets `SLUICE_LISTEN` (to
 /// restart on the same address).
 pub async fn start(data_dir: &Path, extra_env: &[(&str, &str)]) -> Sluice {
+    start_logging(data_dir, extra_env, Stdio::null()).await
+}
+
+/// [`start`], with the server's log lines (standard error) going to `log`.
+pub async fn start_logging(data_dir: &Path, extra_env: &[(&str, &str)], log: Stdio) -> Sluice {
     let listen = extra_env
         .iter()
         .find(|(k, _)| *k == "SLUICE_LISTEN")
@@ -33,8 +41,10 @@ pub async fn start(data_dir: &Path, extra_env: &[(&str, &str)]) -> Sluice {
         .env("SLUICE_DATA_DIR", data_dir)
         .env("SLUICE_ADMIN_TOKEN", TOKEN)
         .env("SLUICE_LOG", "warn")
+        // Receivers listen on loopback, which the SSRF guard refuses by default.
+        .env("SLUICE_DELIVERY__ALLOW_NETWORKS", LOOPBACK)
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(log)
         .kill_on_drop(true);
     for (k, v) in extra_env {
         cmd.env(k, v);

@@ -1,0 +1,21 @@
+//! Outbound safety: what a customer-controlled webhook URL may reach, and how
+//! credentials inside destination settings are shown.
+//!
+//! Pure, no I/O: the delivery connector and the admin API both call in here,
+//! so the rules cannot drift between "may this URL be saved" and "may this
+//! address be connected to".
+//!
+//! Modules:
+//! - [`cidr`]: CIDR blocks (`10.0.0.0/8`, `fe80::/10`), parsing and membership.
+//! - [`network`]: [`NetworkPolicy`], the blocked ranges and the operator's
+//!   allow list; checks addresses and URL hosts.
+//! - [`mask`]: which header names are sensitive, and the masked forms of
+//!   header values and URL userinfo.
+
+pub mod cidr;
+pub mod mask;
+pub mod network;
+
+pub use cidr::{Cidr, CidrError};
+pub use mask::Masker;
+pub use network::{Blocked, NetworkPolicy};

@@ -1,0 +1,129 @@
+//! A failing endpoint's backlog: dead on time however the breaker holds it
+//! back, and bounded by the per-destination pending cap.
+
+use std::time::Duration;
+
+use reqwest::Method;
+use serde_json::{Value, json};
+use sluice_testkit::Receiver;
+
+use crate::support::{TestServer, eventually, test_config};
+
+#[tokio::test]
+async fn pending_cap_dead_letters_the_oldest_with_a_reason_and_counts_them() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut config = test_config(dir.path());
+    config.delivery.max_pending_per_destination = 3;
+    config.delivery.pending_cap_interval_ms = 100;
+    config.delivery.backoff_base_ms = 300;
+    config.delivery.backoff_cap_ms = 1_000;
+    let s = TestServer::start_with(config).await;
+    let (src, key) = s.source("web").await;
+    let rx = Receiver::start().await;
+    rx.set_default(sluice_testkit::Reply::status(503));
+    let dest = s.webhook(&src, json!([rx.url()]), None).await;
+    let batch: Vec<Value> = (0..10)
+        .map(|i| json!({"type": "track", "userId": "u", "event": "E", "messageId": format!("cap-{i}")}))
+        .collect();
+    let body = json!({"batch": batch}).to_string();
+    assert_eq!(s.collect("/v1/batch", Some(&key), body).await.0, 200);
+    let dead = eventually(15, || async {
+        let (_, body) = s
+            .admin(
+                Method::GET,
+                &format!("/destinations/{dest}/deliveries?state=dead"),
+                None,
+            )
+            .await;
+        let dead = body["data"].as_array().cloned().unwrap_or_default();
+        (dead.len() >= 7).then_some(dead)
+    })
+    .await;
+    assert_eq!(dead.len(), 7, "exactly the ones over the cap");
+    for d in &dead {
+        let reason = d["last_error"].as_str().unwrap_or_default();
+        assert!(reason.contains("cap of 3"), "{reason}");
+    }
+    let mut dead_ids: Vec<&str> = dead
+        .iter()
+        .filter_map(|d| d["message_id"].as_str())
+        .collect();
+    dead_ids.sort();
+    assert_eq!(
+        dead_ids,
+        [
+            "cap-0", "cap-1", "cap-2", "cap-3", "cap-4", "cap-5", "cap-6"
+        ],
+        "oldest first"
+    );
+    let metrics = s.http.get(s.url("/metrics")).send().await.expect("metrics");
+    let text = metrics.text().await.unwrap_or_default();
+    assert!(
+        text.lines()
+            .any(|l| l == "sluice_deliveries_dead_lettered_pending_cap_total 7"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn failing_endpoint_is_all_dead_within_the_window_while_a_neighbour_delivers() {
+    const POLL: Duration = Duration::from_secs(1); // delivery's default poll interval
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut config = test_config(dir.path());
+    config.delivery.retry_window_secs = 2;
+    let window = Duration::from_secs(2);
+    let s = TestServer::start_with(config).await;
+    let (src_down, key_down) = s.source("down").await;
+    let (src_ok, key_ok) = s.source("ok").await;
+    let (down, healthy) = (Receiver::start().await, Receiver::start().await);
+    down.set_default(sluice_testkit::Reply::status(503));
+    let dest_down = s.webhook(&src_down, json!([down.url()]), None).await;
+    s.webhook(&src_ok, json!([healthy.url()]), None).await;
+
+    let started = std::time::Instant::now();
+    let batch: Vec<Value> = (0..100)
+        .map(|i| json!({"type": "track", "userId": "u", "event": "E", "messageId": format!("down-{i}")}))
+        .collect();
+    let body = json!({"batch": batch}).to_string();
+    assert_eq!(s.collect("/v1/batch", Some(&key_down), body).await.0, 200);
+    let mut sent = 0;
+    while started.elapsed() < window {
+        let call = json!({"userId": "u", "event": "E", "messageId": format!("ok-{sent}")});
+        assert_eq!(
+            s.collect("/v1/track", Some(&key_ok), call.to_string())
+                .await
+                .0,
+            200
+        );
+        sent += 1;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let deadline = started + window + 2 * POLL;
+    loop {
+        let (_, body) = s
+            .admin(
+                Method::GET,
+                &format!("/destinations/{dest_down}/deliveries?state=pending&limit=500"),
+                None,
+            )
+            .await;
+        let pending = body["data"].as_array().map_or(0, Vec::len);
+        if pending == 0 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{pending} deliveries still pending after the window plus two polls"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let (_, dead) = s
+        .admin(
+            Method::GET,
+            &format!("/destinations/{dest_down}/deliveries?state=dead&limit=500"),
+            None,
+        )
+        .await;
+    assert_eq!(dead["data"].as_array().map_or(0, Vec::len), 100);
+    healthy.wait_for(sent, Duration::from_secs(10)).await;
+}
