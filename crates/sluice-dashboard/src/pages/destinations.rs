@@ -11,6 +11,7 @@ use maud::html;
 use serde_json::{Map, Value};
 use sluice_api::admin::destinations as api;
 use sluice_api::admin::extract::JsonObject;
+use sluice_outbound::mask::mask_url;
 
 use crate::Dash;
 use crate::form::Form;
@@ -65,6 +66,7 @@ pub async fn show(
         .map(|src| (src.id.as_str(), src.name.as_str()))
         .collect();
     let secret = view["settings"]["sharedSecret"].as_str();
+    let masker = &dash.app.outbound.masker;
     let body = html! {
         @if q.contains_key("created") {
             div.notice role="status" { p { "Destination saved. It is switched off: check the settings below, then switch it on." } }
@@ -98,9 +100,9 @@ pub async fn show(
             ol.urls {
                 @for u in &d.settings.urls {
                     li {
-                        code.url { (u.url) }
+                        code.url { (mask_url(&u.url)) }
                         @if !u.headers.is_empty() {
-                            ul.headers { @for (k, v) in &u.headers { li { code { (k) ": " (v) } } } }
+                            ul.headers { @for (k, v) in &u.headers { li { code { (k) ": " (masker.header_value(k, v)) } } } }
                         }
                     }
                 }
