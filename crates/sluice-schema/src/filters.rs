@@ -139,11 +139,11 @@ impl FilterSet {
         };
         let mut changed = false;
         for f in &self.filters {
-            if let Action::DropFields(paths) = &f.action {
-                if matches(f, Some(&m)) {
-                    for p in paths {
-                        changed |= p.remove(&mut m);
-                    }
+            if let Action::DropFields(paths) = &f.action
+                && matches(f, Some(&m))
+            {
+                for p in paths {
+                    changed |= p.remove(&mut m);
                 }
             }
         }
