@@ -24,6 +24,7 @@ use std::time::Duration;
 use prometheus_client::registry::Registry;
 use sluice_api::{AppState, Metrics, RouteTable};
 use sluice_delivery::{DeliveryConfig, DeliveryEngine};
+use sluice_schema::Tracker;
 use sluice_store::Store;
 use sluice_store::postgres::{PostgresConfig, PostgresStore};
 use sluice_store::sqlite::{SqliteConfig, SqliteStore, Synchronous};
@@ -162,6 +163,10 @@ pub async fn run(
     let mut registry = Registry::default();
     let metrics = Arc::new(Metrics::register(&mut registry));
     let routes = RouteTable::load(store.clone()).await?;
+    let schema = config
+        .schema
+        .enabled
+        .then(|| Arc::new(Tracker::new(config.schema.max_entries_per_source)));
     let ready = Arc::new(AtomicBool::new(false));
     let notify = engine.clone();
     let invalidate = engine.clone();
@@ -176,8 +181,12 @@ pub async fn run(
         metrics,
         registry: Arc::new(registry),
         ready: ready.clone(),
+        schema: schema.clone(),
     });
     let upkeep = tasks::spawn(store.clone(), routes, &config.retention, stop_rx.clone());
+    let schema_flusher = schema.clone().map(|tracker| {
+        tasks::spawn_schema_flush(store.clone(), tracker, &config.schema, stop_rx.clone())
+    });
 
     let router = sluice_api::router(app);
     tracing::info!(
@@ -204,6 +213,12 @@ pub async fn run(
         tracing::error!(error = %e, "delivery engine task failed");
     }
     upkeep.abort();
+    if let Some(flusher) = schema_flusher {
+        // It writes what is pending once more on its way out.
+        if let Err(e) = flusher.await {
+            tracing::error!(error = %e, "schema flush task failed");
+        }
+    }
     opened.close().await;
     tracing::info!("stopped");
     served.map_err(ServerError::Io)
