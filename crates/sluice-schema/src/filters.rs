@@ -176,12 +176,19 @@ fn parse_filter(doc: &Value, at: &str) -> Result<Filter, RuleError> {
             ));
         }
     };
+    let action_name = obj.get("action").and_then(Value::as_str);
+    if !matches!(action_name, Some("drop" | "drop_fields")) {
+        return Err(RuleError::new(
+            format!("{at}.action"),
+            "must be 'drop' or 'drop_fields'",
+        ));
+    }
     let when = obj
         .get("when")
         .filter(|v| !v.is_null())
         .map(|w| Condition::parse(w, &format!("{at}.when")))
         .transpose()?;
-    let action = match obj.get("action").and_then(Value::as_str) {
+    let action = match action_name {
         Some("drop") => {
             if when.is_none() {
                 return Err(RuleError::new(format!("{at}.when"), "is required for drop"));
