@@ -6,6 +6,8 @@
 //!   fixed offered rate; disk per stored event before and after delivery.
 //! - [`fanout`]: a healthy 5-URL destination next to a hanging or failing one.
 //! - [`retry`]: half the answers are 503; every event still lands exactly once.
+//! - [`schema`]: ingest with schema tracking, 50 block rules and 5 destination
+//!   filters against ingest without them, same run; schema memory at the cap.
 //!
 //! Resource figures (peak RSS, CPU per million events, disk) are taken by the
 //! scenarios that produce them and reported under `resources`.
@@ -14,6 +16,7 @@ mod e2e;
 mod fanout;
 mod ingest;
 mod retry;
+mod schema;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -35,14 +38,16 @@ pub enum Scenario {
     EndToEnd,
     Fanout,
     RetryStorm,
+    Schema,
 }
 
 impl Scenario {
-    pub const ALL: [Scenario; 4] = [
+    pub const ALL: [Scenario; 5] = [
         Scenario::Ingest,
         Scenario::EndToEnd,
         Scenario::Fanout,
         Scenario::RetryStorm,
+        Scenario::Schema,
     ];
 
     fn name(self) -> &'static str {
@@ -51,6 +56,7 @@ impl Scenario {
             Scenario::EndToEnd => "end-to-end",
             Scenario::Fanout => "fan-out and isolation",
             Scenario::RetryStorm => "retry storm",
+            Scenario::Schema => "schema and filtering",
         }
     }
 }
@@ -87,6 +93,7 @@ impl Plan {
             synchronous,
             timeout_ms: 5_000,
             log_dir,
+            env: Vec::new(),
         };
         let scale = |full: usize, small: usize| if quick { small } else { full };
         Plan {
@@ -117,6 +124,7 @@ pub async fn run_all(plan: &Plan, scenarios: &[Scenario], report: &mut Report) {
             Scenario::EndToEnd => e2e::run(plan, report).await,
             Scenario::Fanout => fanout::run(plan, report).await,
             Scenario::RetryStorm => retry::run(plan, report).await,
+            Scenario::Schema => schema::run(plan, report).await,
         };
         match result {
             Ok(rss) => peak_rss = peak_rss.max(rss),

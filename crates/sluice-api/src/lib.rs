@@ -3,7 +3,9 @@
 //! Modules:
 //! - [`ingest`]: the Segment-compatible collection API (`/v1/...`).
 //! - [`admin`]: the admin API (`/api/v1/...`).
-//! - [`routes`]: the in-memory write key → source → destinations table.
+//! - [`routes`]: the in-memory write key → source → destinations table,
+//!   with source rules and destination filters.
+//! - [`gate`]: source rules and destination filters applied at ingest.
 //! - [`body`]: capped, gzip-aware body reading.
 //! - [`auth`]: write keys and the admin token from headers.
 //! - [`metrics`]: Prometheus metrics and the request-counting middleware.
@@ -13,6 +15,7 @@ pub mod admin;
 pub mod auth;
 pub mod body;
 pub mod error;
+pub mod gate;
 pub mod ingest;
 pub mod metrics;
 pub mod routes;
@@ -54,6 +57,8 @@ pub struct AppState {
     pub on_config_change: Hook,
     pub metrics: Arc<Metrics>,
     pub registry: Arc<Registry>,
+    /// The in-memory schema aggregate; `None` when schema tracking is off.
+    pub schema: Option<Arc<sluice_schema::Tracker>>,
     /// False until start-up is complete and again once shutdown begins.
     pub ready: Arc<AtomicBool>,
     /// Which destination URLs may be saved, and how credentials are shown.

@@ -40,6 +40,7 @@ pub struct Config {
     pub limits: LimitsConfig,
     pub delivery: DeliverySettings,
     pub retention: RetentionConfig,
+    pub schema: SchemaConfig,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -140,6 +141,31 @@ pub struct RetentionConfig {
     pub interval_secs: u64,
 }
 
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SchemaConfig {
+    /// Record what each source sends (on). Block rules and destination
+    /// filters work either way.
+    pub enabled: bool,
+    /// How often the in-memory schema aggregate is written (10 s): what a
+    /// crash can lose of the schema's counts (never events).
+    pub flush_interval_ms: u64,
+    /// Most schema entries kept per source (10000): event, page and screen
+    /// names, trait keys and property keys together. Beyond it, observations
+    /// are counted as overflow.
+    pub max_entries_per_source: usize,
+}
+
+impl Default for SchemaConfig {
+    fn default() -> Self {
+        SchemaConfig {
+            enabled: true,
+            flush_interval_ms: 10_000,
+            max_entries_per_source: 10_000,
+        }
+    }
+}
+
 impl Default for Config {
     fn default() -> Self {
         Config {
@@ -153,6 +179,7 @@ impl Default for Config {
             limits: LimitsConfig::default(),
             delivery: DeliverySettings::default(),
             retention: RetentionConfig::default(),
+            schema: SchemaConfig::default(),
         }
     }
 }
@@ -347,6 +374,12 @@ impl Config {
         }
         if d.pending_cap_interval_ms == 0 {
             return invalid("delivery.pending_cap_interval_ms", "must be at least 1");
+        }
+        if self.schema.flush_interval_ms == 0 {
+            return invalid("schema.flush_interval_ms", "must be at least 1");
+        }
+        if self.schema.max_entries_per_source == 0 {
+            return invalid("schema.max_entries_per_source", "must be at least 1");
         }
         if self.retention.interval_secs == 0 {
             return invalid("retention.interval_secs", "must be at least 1");

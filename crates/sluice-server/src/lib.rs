@@ -25,6 +25,7 @@ use prometheus_client::registry::Registry;
 use sluice_api::admin::webhook_settings;
 use sluice_api::{AppState, Metrics, RouteTable};
 use sluice_delivery::{DeliveryConfig, DeliveryEngine};
+use sluice_schema::Tracker;
 use sluice_store::Store;
 use sluice_store::postgres::{PostgresConfig, PostgresStore};
 use sluice_store::sqlite::{SqliteConfig, SqliteStore, Synchronous};
@@ -200,6 +201,10 @@ pub async fn run(
         capped.clone(),
     );
     let routes = RouteTable::load(store.clone()).await?;
+    let schema = config
+        .schema
+        .enabled
+        .then(|| Arc::new(Tracker::new(config.schema.max_entries_per_source)));
     let ready = Arc::new(AtomicBool::new(false));
     let notify = engine.clone();
     let invalidate = engine.clone();
@@ -215,6 +220,7 @@ pub async fn run(
         registry: Arc::new(registry),
         ready: ready.clone(),
         outbound: rules,
+        schema: schema.clone(),
     });
     let upkeep = tasks::spawn(
         store.clone(),
@@ -223,6 +229,9 @@ pub async fn run(
         tasks::PendingCap::new(&config.delivery, capped),
         stop_rx.clone(),
     );
+    let schema_flusher = schema.clone().map(|tracker| {
+        tasks::spawn_schema_flush(store.clone(), tracker, &config.schema, stop_rx.clone())
+    });
 
     // The dashboard's pages sit next to the APIs; it adds no fallback, so
     // unknown paths keep the API's JSON 404.
@@ -251,6 +260,12 @@ pub async fn run(
         tracing::error!(error = %e, "delivery engine task failed");
     }
     upkeep.abort();
+    if let Some(flusher) = schema_flusher {
+        // It writes what is pending once more on its way out.
+        if let Err(e) = flusher.await {
+            tracing::error!(error = %e, "schema flush task failed");
+        }
+    }
     opened.close().await;
     tracing::info!("stopped");
     served.map_err(ServerError::Io)

@@ -9,6 +9,8 @@
 //! - [`keys`]: ids, write keys and their hashes (constant-time compare).
 //! - [`error`]: the error type, [`StoreError`].
 //! - `records`: record logic both backends share (patches, error summaries).
+//! - [`source_schema`]: [`SchemaStore`], the observed schema, block rules,
+//!   destination filters and blocked-call usage.
 //! - [`conformance`]: one behavioural suite every backend must pass.
 //!
 //! The data flows one way: `append` commits events together with their
@@ -21,6 +23,7 @@ pub mod keys;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 mod records;
+pub mod source_schema;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
 pub mod types;
@@ -32,6 +35,10 @@ use std::time::Duration;
 pub use error::StoreError;
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresConfig, PostgresStore};
+pub use source_schema::{
+    BlockedDay, SchemaEntry, SchemaEntryDelta, SchemaFlush, SchemaPage, SchemaQuery, SchemaSort,
+    SchemaStore,
+};
 #[cfg(feature = "sqlite")]
 pub use sqlite::{SqliteConfig, SqliteStore, Synchronous};
 pub use types::*;
@@ -40,8 +47,10 @@ pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
 /// The storage contract. Every method is atomic; `append` returns only after
 /// the events are durable (committed, fsynced per the backend's policy).
+/// Separate concerns live in sub-traits that `Store` requires
+/// ([`SchemaStore`]).
 #[async_trait]
-pub trait Store: Send + Sync + 'static {
+pub trait Store: SchemaStore + Send + Sync + 'static {
     // --- settings kept by the service itself -------------------------------
     /// Reads a service setting (for example the generated admin token hash).
     async fn get_meta(&self, key: &str) -> Result<Option<String>>;

@@ -4,6 +4,8 @@
 //! - [`destinations`]: Webhooks destinations and their connections.
 //! - [`deliveries`]: the attempt log and replay.
 //! - [`catalog`]: destination types and their settings schema.
+//! - [`schema`]: a source's observed schema, its block rules, and
+//!   destination filters.
 //! - [`webhook_settings`]: validation and masking of Webhooks settings.
 //! - [`extract`]: body and query extractors with JSON errors.
 
@@ -11,6 +13,7 @@ pub mod catalog;
 pub mod deliveries;
 pub mod destinations;
 pub mod extract;
+pub mod schema;
 pub mod sources;
 pub mod webhook_settings;
 
@@ -39,6 +42,15 @@ pub fn router(app: Arc<AppState>) -> Router<Arc<AppState>> {
         .route("/sources/{id}/rotate-key", post(sources::rotate_key))
         .route("/sources/{id}/events", get(sources::events))
         .route("/sources/{id}/usage", get(sources::usage))
+        .route("/sources/{id}/schema", get(schema::list))
+        .route(
+            "/sources/{id}/rules",
+            get(schema::get_rules).put(schema::put_rules),
+        )
+        .route(
+            "/destinations/{id}/filters",
+            get(schema::get_filters).put(schema::put_filters),
+        )
         .route("/catalog/destinations", get(catalog::destinations))
         .route(
             "/destinations",

@@ -2,7 +2,9 @@
 
 mod admin;
 mod backlog;
+mod blocking;
 mod dashboard;
+mod filters;
 mod ingest;
 mod limits;
 mod operations;
@@ -10,5 +12,6 @@ mod outbound;
 #[cfg(feature = "postgres-tests")]
 mod postgres;
 mod receivers;
+mod schema;
 mod support;
 mod webhooks;

@@ -105,3 +105,82 @@ async fn two_nodes_share_sources_and_deliver_each_event_once() {
     a.stop().await;
     b.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rule_set_on_one_node_blocks_on_the_other_and_schema_merges() {
+    let dir = tempfile::tempdir().unwrap();
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let schema = format!("sluice_it_rules_{}_{nanos}", std::process::id());
+    let fast = |dir: &std::path::Path| {
+        let mut c = pg_config(dir, &schema);
+        c.schema.flush_interval_ms = 50;
+        c
+    };
+    let a = TestServer::start_with(fast(dir.path())).await;
+    let b = TestServer::start_with(fast(dir.path())).await;
+    let (src, key) = a.source("shared").await;
+    let call =
+        |event: &str, id: &str| json!({"userId": "u", "event": event, "messageId": id}).to_string();
+    // B serves the source once its routing table has it.
+    eventually(10, || async {
+        (b.collect("/v1/track", Some(&key), call("Warm Up", "warm"))
+            .await
+            .0
+            == 200)
+            .then_some(())
+    })
+    .await;
+
+    let (status, body) = a
+        .admin(
+            reqwest::Method::PUT,
+            &format!("/sources/{src}/rules"),
+            Some(json!({"blocked_events": ["Debug Ping"]})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    // B blocks within its refresh interval (500 ms): a probe sent a few
+    // seconds at most after the change is stored marked as blocked.
+    let mut n = 0;
+    eventually(3, || {
+        n += 1;
+        let id = format!("ping-{n}");
+        let (b, key, src) = (&b, &key, &src);
+        let body = call("Debug Ping", &id);
+        async move {
+            assert_eq!(b.collect("/v1/track", Some(key), body).await.0, 200);
+            let events = b.events(src).await;
+            let e = events.iter().find(|e| e["message_id"] == json!(id))?;
+            (e["blocked_by"] == json!("blocked_events")).then_some(())
+        }
+    })
+    .await;
+
+    // Both nodes observe; the schema is one, in the shared database.
+    assert_eq!(
+        a.collect("/v1/track", Some(&key), call("Warm Up", "warm-a"))
+            .await
+            .0,
+        200
+    );
+    eventually(10, || async {
+        let (_, page) = a
+            .admin(
+                reqwest::Method::GET,
+                &format!("/sources/{src}/schema?kind=track"),
+                None,
+            )
+            .await;
+        let warm = page["data"]
+            .as_array()?
+            .iter()
+            .find(|e| e["name"] == json!("Warm Up"))?
+            .clone();
+        (warm["volume_24h"].as_u64()? >= 2).then_some(())
+    })
+    .await;
+    a.stop().await;
+    b.stop().await;
+}

@@ -21,6 +21,7 @@ mod cap;
 mod delivery;
 mod ingest;
 mod retention;
+mod schema;
 mod support;
 
 pub use admin::*;
@@ -28,6 +29,7 @@ pub use cap::*;
 pub use delivery::*;
 pub use ingest::*;
 pub use retention::*;
+pub use schema::*;
 
 /// Declares one `#[tokio::test]` per conformance check. `$fresh` is an
 /// expression evaluating to a future of `(guard, store)`; see the module docs.
@@ -63,6 +65,10 @@ macro_rules! conformance_tests {
             list_deliveries_filters_and_pages_newest_first,
             prune_deletes_finished_old_events_and_keeps_pending_work,
             seqs_and_delivery_ids_are_never_reused_after_prune,
+            rules_and_filters_documents_are_replaced_and_listed,
+            blocked_and_filtered_events_are_stored_marked_and_counted,
+            schema_flushes_merge_types_times_and_volumes,
+            schema_cap_keeps_known_entries_and_counts_overflow,
         );
     };
     (@each $fresh:expr; $($check:ident),* $(,)?) => {

@@ -53,6 +53,7 @@ mod destinations;
 mod ingest;
 mod rows;
 mod schema;
+mod source_schema;
 mod sources;
 mod store_impl;
 mod writer;

@@ -109,8 +109,59 @@ CREATE TABLE usage (
 );
 "#;
 
+/// Version 2: source schema and filtering (see `crate::source_schema`).
+/// - `events.blocked`: the rule that blocked the call, NULL when it passed.
+///   Blocked calls are stored (the debugger shows them) but have no
+///   deliveries; every consumer of committed events must skip them.
+/// - `deliveries.body`: the body this destination gets when its filters
+///   dropped fields; NULL means the event's body.
+const V2: &str = r#"
+ALTER TABLE events ADD COLUMN blocked text;
+ALTER TABLE deliveries ADD COLUMN body text;
+CREATE TABLE usage_blocked (
+    source_id text COLLATE "C" NOT NULL,
+    day       text COLLATE "C" NOT NULL,
+    event     text COLLATE "C" NOT NULL,
+    count     bigint NOT NULL,
+    PRIMARY KEY (source_id, day, event)
+);
+CREATE TABLE source_rules (
+    source_id  text COLLATE "C" PRIMARY KEY,
+    rules      text NOT NULL,
+    updated_at bigint NOT NULL
+);
+CREATE TABLE destination_filters (
+    destination_id text COLLATE "C" PRIMARY KEY,
+    filters        text NOT NULL,
+    updated_at     bigint NOT NULL
+);
+CREATE TABLE schema_entries (
+    source_id  text COLLATE "C" NOT NULL,
+    kind       text COLLATE "C" NOT NULL,
+    name       text COLLATE "C" NOT NULL,
+    property   text COLLATE "C" NOT NULL,
+    types      bigint NOT NULL,
+    first_seen bigint NOT NULL,
+    last_seen  bigint NOT NULL,
+    PRIMARY KEY (source_id, kind, name, property)
+);
+CREATE TABLE schema_volumes (
+    source_id text COLLATE "C" NOT NULL,
+    kind      text COLLATE "C" NOT NULL,
+    name      text COLLATE "C" NOT NULL,
+    property  text COLLATE "C" NOT NULL,
+    hour      bigint NOT NULL,
+    count     bigint NOT NULL,
+    PRIMARY KEY (source_id, kind, name, property, hour)
+);
+CREATE TABLE schema_overflow (
+    source_id text COLLATE "C" PRIMARY KEY,
+    count     bigint NOT NULL
+);
+"#;
+
 /// Every migration, oldest first; version `n` is entry `n - 1`.
-const MIGRATIONS: &[(&str, &str)] = &[("initial schema", V1)];
+const MIGRATIONS: &[(&str, &str)] = &[("initial schema", V1), ("source schema", V2)];
 
 /// First key of the migration advisory lock ("SLUI"); the second is a hash
 /// of the schema, so separate schemas migrate independently.

@@ -55,6 +55,7 @@ mod ingest;
 mod pool;
 mod rows;
 mod schema;
+mod source_schema;
 mod sources;
 mod store_impl;
 mod writer;

@@ -105,9 +105,61 @@ CREATE TABLE usage (
 ) WITHOUT ROWID;
 ";
 
+/// Version 2: source schema and filtering (see `crate::source_schema`).
+/// - `events.blocked`: the rule that blocked the call, NULL when it passed.
+///   Blocked calls are stored (the debugger shows them) but have no
+///   deliveries; every consumer of committed events must skip them.
+/// - `deliveries.body`: the body this destination gets when its filters
+///   dropped fields; NULL means the event's body.
+/// - Rules and filters are JSON documents, one row per source/destination.
+const V2: &str = "
+ALTER TABLE events ADD COLUMN blocked TEXT;
+ALTER TABLE deliveries ADD COLUMN body TEXT;
+CREATE TABLE usage_blocked (
+    source_id TEXT NOT NULL,
+    day       TEXT NOT NULL,
+    event     TEXT NOT NULL,
+    count     INTEGER NOT NULL,
+    PRIMARY KEY (source_id, day, event)
+) WITHOUT ROWID;
+CREATE TABLE source_rules (
+    source_id  TEXT PRIMARY KEY,
+    rules      TEXT NOT NULL,
+    updated_at INTEGER NOT NULL
+);
+CREATE TABLE destination_filters (
+    destination_id TEXT PRIMARY KEY,
+    filters        TEXT NOT NULL,
+    updated_at     INTEGER NOT NULL
+);
+CREATE TABLE schema_entries (
+    source_id  TEXT NOT NULL,
+    kind       TEXT NOT NULL,
+    name       TEXT NOT NULL,
+    property   TEXT NOT NULL,
+    types      INTEGER NOT NULL,
+    first_seen INTEGER NOT NULL,
+    last_seen  INTEGER NOT NULL,
+    PRIMARY KEY (source_id, kind, name, property)
+) WITHOUT ROWID;
+CREATE TABLE schema_volumes (
+    source_id TEXT NOT NULL,
+    kind      TEXT NOT NULL,
+    name      TEXT NOT NULL,
+    property  TEXT NOT NULL,
+    hour      INTEGER NOT NULL,
+    count     INTEGER NOT NULL,
+    PRIMARY KEY (source_id, kind, name, property, hour)
+) WITHOUT ROWID;
+CREATE TABLE schema_overflow (
+    source_id TEXT PRIMARY KEY,
+    count     INTEGER NOT NULL
+);
+";
+
 /// Every migration, oldest first.
 pub(super) static MIGRATIONS: LazyLock<Migrations<'static>> =
-    LazyLock::new(|| Migrations::new(vec![M::up(V1)]));
+    LazyLock::new(|| Migrations::new(vec![M::up(V1), M::up(V2)]));
 
 /// Prepared statements kept per connection; covers every hot statement.
 const STATEMENT_CACHE: usize = 64;
