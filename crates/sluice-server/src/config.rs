@@ -10,6 +10,8 @@ use figment::Figment;
 use figment::providers::{Env, Format, Serialized, Toml};
 use serde::{Deserialize, Serialize};
 
+pub use crate::serve::settings::{HttpSettings, MetricsSettings};
+
 /// Why configuration could not be used.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -39,6 +41,8 @@ pub struct Config {
     pub limits: LimitsConfig,
     pub delivery: DeliverySettings,
     pub retention: RetentionConfig,
+    pub http: HttpSettings,
+    pub metrics: MetricsSettings,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -138,6 +142,8 @@ impl Default for Config {
             limits: LimitsConfig::default(),
             delivery: DeliverySettings::default(),
             retention: RetentionConfig::default(),
+            http: HttpSettings::default(),
+            metrics: MetricsSettings::default(),
         }
     }
 }
@@ -317,7 +323,8 @@ impl Config {
         if self.retention.interval_secs == 0 {
             return invalid("retention.interval_secs", "must be at least 1");
         }
-        Ok(())
+        self.http.validate()?;
+        self.metrics.validate()
     }
 
     pub fn limits(&self) -> sluice_model::Limits {

@@ -47,7 +47,11 @@ fn main() -> anyhow::Result<()> {
         Command::Serve { config } => serve(config),
         Command::Config { config } => {
             let mut cfg = Config::load(config.as_deref())?;
-            for secret in [&mut cfg.admin_token, &mut cfg.storage.postgres_url] {
+            for secret in [
+                &mut cfg.admin_token,
+                &mut cfg.storage.postgres_url,
+                &mut cfg.metrics.token,
+            ] {
                 if secret.is_some() {
                     *secret = Some("(set)".into());
                 }
@@ -63,6 +67,16 @@ fn serve(config_file: Option<PathBuf>) -> anyhow::Result<()> {
     init_tracing(config.log_format);
     for name in Config::ignored_env_vars() {
         tracing::warn!(variable = %name, "ignoring an environment variable that is not a Sluice setting");
+    }
+    // Each client connection takes a descriptor: use all the process may have.
+    match sluice_server::rlimit::raise_nofile() {
+        Some((before, soft, hard)) => tracing::info!(
+            soft_before = before,
+            soft,
+            hard,
+            "open-file limit (RLIMIT_NOFILE)"
+        ),
+        None => tracing::warn!("could not read the open-file limit"),
     }
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     runtime.block_on(async move {
