@@ -5,4 +5,5 @@ mod process;
 
 mod config;
 mod durability;
+mod hostile;
 mod lifecycle;

@@ -20,8 +20,27 @@ pub fn free_port() -> u16 {
 
 /// Starts `sluice serve` on `data_dir` and waits until it is ready.
 pub async fn start(data_dir: &Path, extra_env: &[(&str, &str)]) -> Sluice {
+    start_limited(data_dir, extra_env, None).await
+}
+
+/// [`start`], with the open-file limit (soft and hard) set to `nofile` for
+/// the server process, as `ulimit -n` would.
+pub async fn start_limited(
+    data_dir: &Path,
+    extra_env: &[(&str, &str)],
+    nofile: Option<u64>,
+) -> Sluice {
     let port = free_port();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_sluice"));
+    let mut cmd = match nofile {
+        None => Command::new(env!("CARGO_BIN_EXE_sluice")),
+        Some(n) => {
+            let mut sh = Command::new("sh");
+            sh.arg("-c")
+                .arg(format!("ulimit -n {n} && exec \"$0\" \"$@\""))
+                .arg(env!("CARGO_BIN_EXE_sluice"));
+            sh
+        }
+    };
     cmd.arg("serve")
         .env("SLUICE_LISTEN", format!("127.0.0.1:{port}"))
         .env("SLUICE_DATA_DIR", data_dir)
