@@ -2,6 +2,7 @@
 
 mod admin;
 mod ingest;
+mod hostile;
 mod limits;
 mod operations;
 #[cfg(feature = "postgres-tests")]
