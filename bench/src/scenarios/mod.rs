@@ -6,6 +6,8 @@
 //!   fixed offered rate; disk per stored event before and after delivery.
 //! - [`fanout`]: a healthy 5-URL destination next to a hanging or failing one.
 //! - [`retry`]: half the answers are 503; every event still lands exactly once.
+//! - [`slow`]: 1,000 clients without credentials holding half-sent bodies:
+//!   resident memory during and after, against the idle figure.
 //!
 //! Resource figures (peak RSS, CPU per million events, disk) are taken by the
 //! scenarios that produce them and reported under `resources`.
@@ -14,6 +16,7 @@ mod e2e;
 mod fanout;
 mod ingest;
 mod retry;
+mod slow;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -35,14 +38,16 @@ pub enum Scenario {
     EndToEnd,
     Fanout,
     RetryStorm,
+    SlowClients,
 }
 
 impl Scenario {
-    pub const ALL: [Scenario; 4] = [
+    pub const ALL: [Scenario; 5] = [
         Scenario::Ingest,
         Scenario::EndToEnd,
         Scenario::Fanout,
         Scenario::RetryStorm,
+        Scenario::SlowClients,
     ];
 
     fn name(self) -> &'static str {
@@ -51,6 +56,7 @@ impl Scenario {
             Scenario::EndToEnd => "end-to-end",
             Scenario::Fanout => "fan-out and isolation",
             Scenario::RetryStorm => "retry storm",
+            Scenario::SlowClients => "slow clients",
         }
     }
 }
@@ -117,6 +123,7 @@ pub async fn run_all(plan: &Plan, scenarios: &[Scenario], report: &mut Report) {
             Scenario::EndToEnd => e2e::run(plan, report).await,
             Scenario::Fanout => fanout::run(plan, report).await,
             Scenario::RetryStorm => retry::run(plan, report).await,
+            Scenario::SlowClients => slow::run(plan, report).await,
         };
         match result {
             Ok(rss) => peak_rss = peak_rss.max(rss),

@@ -109,10 +109,8 @@ async fn read_raw(
     declared: Option<usize>,
     held: &mut Held,
 ) -> Result<Bytes, ApiError> {
-    if let Some(n) = declared {
-        if !held.take(n) {
-            return Err(over_budget());
-        }
+    if declared.is_some_and(|n| !held.take(n)) {
+        return Err(over_budget());
     }
     let mut first: Option<Bytes> = None;
     let mut buf = BytesMut::new();

@@ -1,6 +1,7 @@
 //! End-to-end tests of the delivery engine: a real SQLite store, real local
 //! receivers, the real engine, with short timings so the suite runs in seconds.
 
+mod fuzz;
 mod headers;
 mod isolation;
 mod outcomes;

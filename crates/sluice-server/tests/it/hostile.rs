@@ -28,9 +28,7 @@ async fn unknown_admin_paths_ask_for_the_token_before_answering_404() {
         assert_eq!(status, 401, "{path}: {body}");
         assert_error_shape(&body, "unauthorized");
     }
-    let (status, body) = s
-        .admin(reqwest::Method::GET, "/no-such-thing", None)
-        .await;
+    let (status, body) = s.admin(reqwest::Method::GET, "/no-such-thing", None).await;
     assert_eq!(status, 404, "{body}");
     s.stop().await;
 }

@@ -1,8 +1,8 @@
 //! Black-box tests: the real server on an ephemeral port, spoken to over HTTP.
 
 mod admin;
-mod ingest;
 mod hostile;
+mod ingest;
 mod limits;
 mod operations;
 #[cfg(feature = "postgres-tests")]

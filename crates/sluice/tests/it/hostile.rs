@@ -169,7 +169,11 @@ async fn unauthenticated_half_sent_bodies_stay_within_the_memory_budget() {
         assert_eq!(track(&http, &s.base, &key, &format!("ok-{i}")).await, 200);
     }
     let loaded = rss_bytes(s.pid());
-    eprintln!("RSS idle {} MiB, with the crowd {} MiB", idle >> 20, loaded >> 20);
+    eprintln!(
+        "RSS idle {} MiB, with the crowd {} MiB",
+        idle >> 20,
+        loaded >> 20
+    );
     assert!(
         loaded < idle + CROWD_RSS_ALLOWANCE,
         "RSS {} MiB under load, idle {} MiB",
