@@ -14,6 +14,8 @@ pub fn nofile() -> Option<(u64, u64)> {
     };
     // SAFETY: getrlimit writes into the struct we own and reads nothing else.
     let rc = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) };
+    // rlim_t is u64 on Linux but not on every Unix.
+    #[allow(clippy::unnecessary_cast)]
     (rc == 0).then_some((lim.rlim_cur as u64, lim.rlim_max as u64))
 }
 

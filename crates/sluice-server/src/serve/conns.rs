@@ -130,7 +130,7 @@ impl Tracker {
         }
     }
 
-    pub fn len(&self) -> usize {
+    pub fn open_count(&self) -> usize {
         self.lock().len()
     }
 

@@ -124,7 +124,7 @@ pub async fn serve(
     drop(listener);
     draining.store(true, Ordering::Release);
     let _ = stop_tx.send(true);
-    let open = tracker.len();
+    let open = tracker.open_count();
     tracing::info!(
         connections = open,
         grace_ms = opts.shutdown_grace.as_millis() as u64,
