@@ -183,3 +183,29 @@ async fn browser_settings_name_the_protocol() {
     assert_eq!(proxied["integrations"]["Segment.io"]["protocol"], "https");
     s.stop().await;
 }
+
+#[tokio::test]
+async fn idle_keep_alive_connections_are_closed_after_the_idle_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = test_config(dir.path());
+    config.http.keep_alive_idle_ms = 300;
+    let s = TestServer::start_with(config).await;
+    let mut sock = TcpStream::connect(addr(&s)).await.unwrap();
+    sock.write_all(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let mut buf = vec![0u8; 4096];
+    let n = sock.read(&mut buf).await.unwrap();
+    assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200 "));
+    let started = tokio::time::Instant::now();
+    let closed = tokio::time::timeout(Duration::from_secs(5), sock.read(&mut buf)).await;
+    assert!(
+        matches!(closed, Ok(Ok(0)) | Ok(Err(_))),
+        "closed by the server"
+    );
+    assert!(
+        started.elapsed() >= Duration::from_millis(250),
+        "not before the timeout"
+    );
+    s.stop().await;
+}
