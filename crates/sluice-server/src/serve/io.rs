@@ -89,6 +89,32 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for ShapedIo<T> {
         Pin::new(&mut this.inner).poll_write(cx, buf)
     }
 
+    /// hyper writes head and body as separate slices when the stream
+    /// supports it; its automatic error responses are a head alone.
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        ready!(this.poll_pending(cx))?;
+        let mut non_empty = bufs.iter().filter(|b| !b.is_empty());
+        if let (Some(only), None) = (non_empty.next(), non_empty.next()) {
+            if let Some(shaped) = shape_automatic_error(only) {
+                this.pending = shaped;
+                if let Poll::Ready(Err(e)) = this.poll_pending(cx) {
+                    return Poll::Ready(Err(e));
+                }
+                return Poll::Ready(Ok(only.len()));
+            }
+        }
+        Pin::new(&mut this.inner).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
         ready!(this.poll_pending(cx))?;
