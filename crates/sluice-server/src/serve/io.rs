@@ -99,14 +99,17 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for ShapedIo<T> {
         let this = self.get_mut();
         ready!(this.poll_pending(cx))?;
         let mut non_empty = bufs.iter().filter(|b| !b.is_empty());
-        if let (Some(only), None) = (non_empty.next(), non_empty.next()) {
-            if let Some(shaped) = shape_automatic_error(only) {
-                this.pending = shaped;
-                if let Poll::Ready(Err(e)) = this.poll_pending(cx) {
-                    return Poll::Ready(Err(e));
-                }
-                return Poll::Ready(Ok(only.len()));
+        let only = match (non_empty.next(), non_empty.next()) {
+            (Some(only), None) => Some(only),
+            _ => None,
+        };
+        let shaped = only.and_then(|b| shape_automatic_error(b).map(|s| (s, b.len())));
+        if let Some((shaped, len)) = shaped {
+            this.pending = shaped;
+            if let Poll::Ready(Err(e)) = this.poll_pending(cx) {
+                return Poll::Ready(Err(e));
             }
+            return Poll::Ready(Ok(len));
         }
         Pin::new(&mut this.inner).poll_write_vectored(cx, bufs)
     }
