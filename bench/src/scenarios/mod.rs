@@ -8,6 +8,8 @@
 //! - [`retry`]: half the answers are 503; every event still lands exactly once.
 //! - [`schema`]: ingest with schema tracking, 50 block rules and 5 destination
 //!   filters against ingest without them, same run; schema memory at the cap.
+//! - [`slow`]: 1,000 clients without credentials holding half-sent bodies:
+//!   resident memory during and after, against the idle figure.
 //!
 //! Resource figures (peak RSS, CPU per million events, disk) are taken by the
 //! scenarios that produce them and reported under `resources`.
@@ -17,6 +19,7 @@ mod fanout;
 mod ingest;
 mod retry;
 mod schema;
+mod slow;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -39,15 +42,17 @@ pub enum Scenario {
     Fanout,
     RetryStorm,
     Schema,
+    SlowClients,
 }
 
 impl Scenario {
-    pub const ALL: [Scenario; 5] = [
+    pub const ALL: [Scenario; 6] = [
         Scenario::Ingest,
         Scenario::EndToEnd,
         Scenario::Fanout,
         Scenario::RetryStorm,
         Scenario::Schema,
+        Scenario::SlowClients,
     ];
 
     fn name(self) -> &'static str {
@@ -57,6 +62,7 @@ impl Scenario {
             Scenario::Fanout => "fan-out and isolation",
             Scenario::RetryStorm => "retry storm",
             Scenario::Schema => "schema and filtering",
+            Scenario::SlowClients => "slow clients",
         }
     }
 }
@@ -125,6 +131,7 @@ pub async fn run_all(plan: &Plan, scenarios: &[Scenario], report: &mut Report) {
             Scenario::Fanout => fanout::run(plan, report).await,
             Scenario::RetryStorm => retry::run(plan, report).await,
             Scenario::Schema => schema::run(plan, report).await,
+            Scenario::SlowClients => slow::run(plan, report).await,
         };
         match result {
             Ok(rss) => peak_rss = peak_rss.max(rss),

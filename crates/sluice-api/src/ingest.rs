@@ -45,7 +45,16 @@ pub async fn collect(
     let header_route = basic_write_key(&headers)
         .map(|key| authorize(&app, &key))
         .transpose()?;
-    let bytes = read_capped(&headers, body, app.limits.max_body_bytes(endpoint)).await?;
+    // Without a key in the header the body is all we have to go on: such
+    // requests draw on the small anonymous share of the body budget.
+    let (bytes, _held) = read_capped(
+        &headers,
+        body,
+        app.limits.max_body_bytes(endpoint),
+        &app.bodies,
+        header_route.is_none(),
+    )
+    .await?;
     let ctx = RequestContext {
         received_at: Utc::now(),
         client_ip: Some(client_ip(&headers, peer, app.trust_forwarded_for)),
@@ -138,15 +147,31 @@ pub async fn project_settings(
 ) -> ApiResult<Json<Value>> {
     authorize(&app, &key)?;
     // Point the browser library back at the host it fetched settings from,
-    // so it does not fall back to Segment's own API host.
+    // so it does not fall back to Segment's own API host, and with the
+    // scheme it used: analytics.js assumes https when `protocol` is absent.
     let api_host = headers
         .get(axum::http::header::HOST)
         .and_then(|h| h.to_str().ok())
         .map(|h| format!("{h}/v1"));
+    let protocol = request_protocol(&headers, app.trust_forwarded_for);
     Ok(Json(json!({
-        "integrations": {"Segment.io": {"apiKey": key, "apiHost": api_host, "unbundledIntegrations": [], "addBundledMetadata": true}},
+        "integrations": {"Segment.io": {"apiKey": key, "apiHost": api_host, "protocol": protocol, "unbundledIntegrations": [], "addBundledMetadata": true}},
         "plan": {"track": {"__default": {"enabled": true, "integrations": {}}}, "identify": {"__default": {"enabled": true}}, "group": {"__default": {"enabled": true}}},
         "enabledMiddleware": {},
         "metrics": {"sampleRate": 0},
     })))
+}
+
+/// The scheme the client used: Sluice itself serves plain HTTP, so `http`
+/// unless a trusted proxy in front says otherwise in `X-Forwarded-Proto`.
+fn request_protocol(headers: &HeaderMap, trust_proxy: bool) -> &'static str {
+    let forwarded = headers
+        .get("x-forwarded-proto")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(',').next())
+        .map(str::trim);
+    match forwarded {
+        Some(p) if trust_proxy && p.eq_ignore_ascii_case("https") => "https",
+        _ => "http",
+    }
 }

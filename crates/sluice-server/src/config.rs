@@ -10,6 +10,8 @@ use figment::Figment;
 use figment::providers::{Env, Format, Serialized, Toml};
 use serde::{Deserialize, Serialize};
 
+pub use crate::serve::settings::{HttpSettings, MetricsSettings};
+
 /// Why configuration could not be used.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -41,6 +43,8 @@ pub struct Config {
     pub delivery: DeliverySettings,
     pub retention: RetentionConfig,
     pub schema: SchemaConfig,
+    pub http: HttpSettings,
+    pub metrics: MetricsSettings,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -180,6 +184,8 @@ impl Default for Config {
             delivery: DeliverySettings::default(),
             retention: RetentionConfig::default(),
             schema: SchemaConfig::default(),
+            http: HttpSettings::default(),
+            metrics: MetricsSettings::default(),
         }
     }
 }
@@ -384,7 +390,8 @@ impl Config {
         if self.retention.interval_secs == 0 {
             return invalid("retention.interval_secs", "must be at least 1");
         }
-        Ok(())
+        self.http.validate()?;
+        self.metrics.validate()
     }
 
     /// The network guard `delivery.allow_networks` describes.

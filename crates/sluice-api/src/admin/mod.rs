@@ -74,18 +74,44 @@ pub fn router(app: Arc<AppState>) -> Router<Arc<AppState>> {
         .layer(from_fn_with_state(app, require_admin))
 }
 
+/// The path prefix the admin API is nested under.
+pub const PREFIX: &str = "/api/v1";
+
 async fn require_admin(
     State(app): State<Arc<AppState>>,
     request: Request,
     next: Next,
 ) -> Result<Response, ApiError> {
-    let token = bearer_token(request.headers()).ok_or_else(|| {
-        ApiError::unauthorized("admin API needs 'Authorization: Bearer <admin token>'")
-    })?;
-    if !admin_token_matches(&app, token) {
-        return Err(ApiError::unauthorized("invalid admin token"));
+    check_token(&app, request.headers())?;
+    Ok(next.run(request).await)
+}
+
+/// Asks for the admin token on every path under [`PREFIX`] before routing,
+/// so that an unknown admin path answers `401` like a known one and does not
+/// reveal which routes exist. Installed around the whole application.
+pub async fn guard_prefix(
+    State(app): State<Arc<AppState>>,
+    request: Request,
+    next: Next,
+) -> Result<Response, ApiError> {
+    let path = request.uri().path();
+    let under = path
+        .strip_prefix(PREFIX)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'));
+    if under {
+        check_token(&app, request.headers())?;
     }
     Ok(next.run(request).await)
+}
+
+fn check_token(app: &AppState, headers: &axum::http::HeaderMap) -> Result<(), ApiError> {
+    let token = bearer_token(headers).ok_or_else(|| {
+        ApiError::unauthorized("admin API needs 'Authorization: Bearer <admin token>'")
+    })?;
+    if !admin_token_matches(app, token) {
+        return Err(ApiError::unauthorized("invalid admin token"));
+    }
+    Ok(())
 }
 
 /// Whether `token` is the admin token, compared through its SHA-256 in

@@ -5,6 +5,7 @@ mod backlog;
 mod blocking;
 mod dashboard;
 mod filters;
+mod hostile;
 mod ingest;
 mod limits;
 mod operations;

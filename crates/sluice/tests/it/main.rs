@@ -6,5 +6,6 @@ mod process;
 mod cli;
 mod config;
 mod durability;
+mod hostile;
 mod lifecycle;
 mod secrets;
