@@ -39,6 +39,7 @@ pub struct Config {
     pub limits: LimitsConfig,
     pub delivery: DeliverySettings,
     pub retention: RetentionConfig,
+    pub personas: PersonasConfig,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -125,6 +126,33 @@ pub struct RetentionConfig {
     pub interval_secs: u64,
 }
 
+/// The profile engine (computed traits, audiences); see docs/personas.md.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PersonasConfig {
+    /// Run the profile engine on this node (true).
+    pub enabled: bool,
+    /// How often an idle engine looks for events, due windows and jobs
+    /// (200 ms); also the granularity of window expiry.
+    pub poll_interval_ms: u64,
+    /// The engine lease: a dead node's work moves to another node after
+    /// this (15 s).
+    pub lease_ttl_secs: u64,
+    /// Events read per engine step (500).
+    pub batch_events: u32,
+}
+
+impl Default for PersonasConfig {
+    fn default() -> Self {
+        PersonasConfig {
+            enabled: true,
+            poll_interval_ms: 200,
+            lease_ttl_secs: 15,
+            batch_events: 500,
+        }
+    }
+}
+
 impl Default for Config {
     fn default() -> Self {
         Config {
@@ -138,6 +166,7 @@ impl Default for Config {
             limits: LimitsConfig::default(),
             delivery: DeliverySettings::default(),
             retention: RetentionConfig::default(),
+            personas: PersonasConfig::default(),
         }
     }
 }
@@ -313,6 +342,12 @@ impl Config {
         }
         if d.concurrency_per_destination == 0 {
             return invalid("delivery.concurrency_per_destination", "must be at least 1");
+        }
+        if self.personas.poll_interval_ms == 0 {
+            return invalid("personas.poll_interval_ms", "must be at least 1");
+        }
+        if self.personas.lease_ttl_secs == 0 {
+            return invalid("personas.lease_ttl_secs", "must be at least 1");
         }
         if self.retention.interval_secs == 0 {
             return invalid("retention.interval_secs", "must be at least 1");

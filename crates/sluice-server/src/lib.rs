@@ -1,5 +1,5 @@
 //! The Sluice server: configuration, start-up, shutdown, and the wiring of
-//! store → API → delivery.
+//! store → API → delivery, and the profile engine.
 //!
 //! Modules:
 //! - [`config`]: layered configuration (defaults, TOML file, `SLUICE_*`).
@@ -135,6 +135,16 @@ fn delivery_config(config: &Config) -> DeliveryConfig {
     }
 }
 
+fn profile_config(config: &Config) -> sluice_profiles::EngineConfig {
+    let p = &config.personas;
+    sluice_profiles::EngineConfig {
+        poll_interval: Duration::from_millis(p.poll_interval_ms),
+        lease_ttl: Duration::from_secs(p.lease_ttl_secs),
+        batch: p.batch_events.max(1),
+        ..sluice_profiles::EngineConfig::default()
+    }
+}
+
 /// Runs Sluice on `listener` until `shutdown` completes, then stops
 /// accepting, finishes in-flight requests (and so their commits), lets
 /// delivery wind down, and returns.
@@ -159,6 +169,17 @@ pub async fn run(
     let (engine, engine_task) =
         DeliveryEngine::start(store.clone(), delivery_config(&config), engine_stop)?;
 
+    let profiles = config.personas.enabled.then(|| {
+        let wake_delivery = engine.clone();
+        sluice_profiles::engine::start(
+            store.clone(),
+            profile_config(&config),
+            Arc::new(move || wake_delivery.notify()),
+            wait_for(stop_rx.clone()),
+        )
+    });
+    let wake_profiles = profiles.as_ref().map(|(handle, _)| handle.clone());
+
     let mut registry = Registry::default();
     let metrics = Arc::new(Metrics::register(&mut registry));
     let routes = RouteTable::load(store.clone()).await?;
@@ -171,7 +192,12 @@ pub async fn run(
         limits: config.limits(),
         trust_forwarded_for: config.trust_forwarded_for,
         admin_token_hash: token.hash,
-        on_commit: Arc::new(move || notify.notify()),
+        on_commit: Arc::new(move || {
+            notify.notify();
+            if let Some(p) = &wake_profiles {
+                p.notify();
+            }
+        }),
         on_config_change: Arc::new(move || invalidate.invalidate_destinations()),
         metrics,
         registry: Arc::new(registry),
@@ -202,6 +228,11 @@ pub async fn run(
     let _ = stop_tx.send(true);
     if let Err(e) = engine_task.await {
         tracing::error!(error = %e, "delivery engine task failed");
+    }
+    if let Some((_, task)) = profiles
+        && let Err(e) = task.await
+    {
+        tracing::error!(error = %e, "profile engine task failed");
     }
     upkeep.abort();
     opened.close().await;

@@ -9,6 +9,8 @@
 //! - [`keys`]: ids, write keys and their hashes (constant-time compare).
 //! - [`error`]: the error type, [`StoreError`].
 //! - `records`: record logic both backends share (patches, error summaries).
+//! - [`profiles`]: [`ProfileStore`], the profile engine's storage (a
+//!   sub-trait `Store` requires).
 //! - [`conformance`]: one behavioural suite every backend must pass.
 //!
 //! The data flows one way: `append` commits events together with their
@@ -20,6 +22,7 @@ pub mod error;
 pub mod keys;
 #[cfg(feature = "postgres")]
 pub mod postgres;
+pub mod profiles;
 mod records;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
@@ -32,6 +35,7 @@ use std::time::Duration;
 pub use error::StoreError;
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresConfig, PostgresStore};
+pub use profiles::*;
 #[cfg(feature = "sqlite")]
 pub use sqlite::{SqliteConfig, SqliteStore, Synchronous};
 pub use types::*;
@@ -41,7 +45,7 @@ pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 /// The storage contract. Every method is atomic; `append` returns only after
 /// the events are durable (committed, fsynced per the backend's policy).
 #[async_trait]
-pub trait Store: Send + Sync + 'static {
+pub trait Store: ProfileStore + Send + Sync + 'static {
     // --- settings kept by the service itself -------------------------------
     /// Reads a service setting (for example the generated admin token hash).
     async fn get_meta(&self, key: &str) -> Result<Option<String>>;

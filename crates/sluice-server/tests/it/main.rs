@@ -4,6 +4,7 @@ mod admin;
 mod ingest;
 mod limits;
 mod operations;
+mod personas;
 #[cfg(feature = "postgres-tests")]
 mod postgres;
 mod receivers;

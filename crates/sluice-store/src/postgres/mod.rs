@@ -51,6 +51,7 @@ mod deliveries;
 mod delivery;
 mod destinations;
 mod ingest;
+mod profiles;
 mod rows;
 mod schema;
 mod sources;

@@ -53,6 +53,7 @@ mod delivery;
 mod destinations;
 mod ingest;
 mod pool;
+mod profiles;
 mod rows;
 mod schema;
 mod sources;

@@ -1,0 +1,318 @@
+//! Computed traits and audiences end to end: calls in through the
+//! collection API, identify messages out at a real receiver, signed.
+
+use std::time::Duration;
+
+use reqwest::Method;
+use serde_json::{Value, json};
+use sluice_testkit::Receiver;
+
+use crate::support::{TestServer, eventually, test_config};
+
+const SECRET: &str = "whsec-personas-0123456789";
+
+/// A server with a fast profile engine, a source to send from, and a
+/// Webhooks destination (on an otherwise unused source) for personas.
+async fn setup() -> (TestServer, tempfile::TempDir, String, String, Receiver) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut config = test_config(dir.path());
+    config.personas.poll_interval_ms = 20;
+    let s = TestServer::start_with(config).await;
+    let (_src, key) = s.source("app").await;
+    let (quiet, _) = s.source("quiet").await;
+    let rx = Receiver::start().await;
+    let dest = s
+        .webhook(&quiet, json!([{"url": rx.url()}]), Some(SECRET))
+        .await;
+    (s, dir, key, dest, rx)
+}
+
+async fn track(s: &TestServer, key: &str, user: &str, event: &str, props: Value) {
+    let call = json!({"userId": user, "event": event, "properties": props});
+    assert_eq!(
+        s.collect("/v1/track", Some(key), call.to_string()).await.0,
+        200
+    );
+}
+
+/// Bodies received so far, parsed, after checking each signature.
+fn bodies(rx: &Receiver) -> Vec<Value> {
+    rx.requests()
+        .iter()
+        .map(|r| {
+            assert_eq!(
+                r.header("x-signature"),
+                Some(sluice_signing::sign(SECRET.as_bytes(), &r.body).as_str())
+            );
+            serde_json::from_slice(&r.body).expect("json body")
+        })
+        .collect()
+}
+
+async fn wait_bodies(rx: &Receiver, n: usize) -> Vec<Value> {
+    rx.wait_for(n, Duration::from_secs(15)).await;
+    bodies(rx)
+}
+
+async fn create(s: &TestServer, path: &str, body: Value) -> Value {
+    let (status, body) = s.admin(Method::POST, path, Some(body)).await;
+    assert_eq!(status, 201, "{body}");
+    body
+}
+
+#[tokio::test]
+async fn counter_trait_sends_each_change_once_as_a_signed_identify() {
+    let (s, _dir, key, dest, rx) = setup().await;
+    let ct = create(
+        &s,
+        "/computed-traits",
+        json!({"name": "Order Count", "destination_ids": [dest],
+               "definition": {"kind": "counter", "event": "Order Completed",
+                              "where": [{"property": "total", "op": "gt", "value": 5}]}}),
+    )
+    .await;
+    assert_eq!(ct["key"], json!("order_count"));
+    track(&s, &key, "u1", "Order Completed", json!({"total": 10})).await;
+    let got = wait_bodies(&rx, 1).await;
+    assert_eq!(got[0]["type"], json!("identify"));
+    assert_eq!(got[0]["version"], json!(1));
+    assert_eq!(got[0]["userId"], json!("u1"));
+    assert_eq!(got[0]["traits"], json!({"order_count": 1}));
+    assert_eq!(
+        got[0]["context"]["personas"],
+        json!({"computation_class": "trait", "computation_key": "order_count",
+               "computation_id": ct["id"]})
+    );
+    // Filtered out and unrelated events change nothing: nothing is sent.
+    track(&s, &key, "u1", "Order Completed", json!({"total": 1})).await;
+    track(&s, &key, "u1", "Viewed", json!({})).await;
+    track(&s, &key, "u1", "Order Completed", json!({"total": 7})).await;
+    let got = wait_bodies(&rx, 2).await;
+    assert_eq!(got[1]["traits"], json!({"order_count": 2}));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(rx.requests().len(), 2, "only changes are sent");
+
+    let id = ct["id"].as_str().unwrap();
+    let (_, status) = s
+        .admin(Method::GET, &format!("/computed-traits/{id}"), None)
+        .await;
+    assert_eq!(status["status"]["people_with_value"], json!(1));
+    assert_eq!(status["status"]["messages_sent"], json!(2));
+    let (code, profile) = s.admin(Method::GET, "/profiles/u1", None).await;
+    assert_eq!(code, 200, "{profile}");
+    assert_eq!(profile["computed_traits"]["order_count"], json!(2));
+    assert_eq!(profile["events"].as_array().map(Vec::len), Some(4));
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn creating_a_trait_backfills_people_from_stored_events_and_a_new_destination_too() {
+    let (s, _dir, key, dest, rx) = setup().await;
+    track(&s, &key, "u1", "Bought", json!({"price": 3, "sku": "a"})).await;
+    track(&s, &key, "u1", "Bought", json!({"price": 5, "sku": "b"})).await;
+    track(&s, &key, "u2", "Bought", json!({"price": 4, "sku": "b"})).await;
+    // Preview: counts without saving.
+    let (code, p) = s
+        .admin(
+            Method::POST,
+            "/computed-traits",
+            Some(json!({"name": "Spend", "preview": true,
+                        "definition": {"kind": "sum", "event": "Bought", "property": "price"}})),
+        )
+        .await;
+    assert_eq!(code, 200, "{p}");
+    eventually(10, || async {
+        let (_, p) = s
+            .admin(
+                Method::POST,
+                "/computed-traits",
+                Some(json!({"name": "Spend", "preview": true,
+                            "definition": {"kind": "sum", "event": "Bought", "property": "price"}})),
+            )
+            .await;
+        (p["preview"]["count"] == json!(2)).then_some(())
+    })
+    .await;
+    let ct = create(
+        &s,
+        "/computed-traits",
+        json!({"name": "Spend", "destination_ids": [dest],
+               "definition": {"kind": "sum", "event": "Bought", "property": "price"}}),
+    )
+    .await;
+    let got = wait_bodies(&rx, 2).await;
+    let mut seen: Vec<(Value, Value)> = got
+        .iter()
+        .map(|b| (b["userId"].clone(), b["traits"]["spend"].clone()))
+        .collect();
+    seen.sort_by_key(|(u, _)| u.to_string());
+    assert_eq!(seen, vec![(json!("u1"), json!(8)), (json!("u2"), json!(4))]);
+
+    // A second destination connected later gets its own backfill.
+    let rx2 = Receiver::start().await;
+    let (quiet2, _) = s.source("quiet2").await;
+    let dest2 = s.webhook(&quiet2, json!([{"url": rx2.url()}]), None).await;
+    let id = ct["id"].as_str().unwrap();
+    let (code, body) = s
+        .admin(
+            Method::POST,
+            &format!("/computed-traits/{id}/destinations/{dest2}"),
+            None,
+        )
+        .await;
+    assert_eq!(code, 200, "{body}");
+    rx2.wait_for(2, Duration::from_secs(15)).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        rx.requests().len(),
+        2,
+        "the first destination is not sent again"
+    );
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn audience_member_leaves_when_the_window_passes_with_no_new_event() {
+    let (s, _dir, key, dest, rx) = setup().await;
+    let aud = create(
+        &s,
+        "/audiences",
+        json!({"name": "Recent Buyers", "destination_ids": [dest],
+               "definition": {"condition": {"performed": {"event": "Bought", "window": {"seconds": 2}}}}}),
+    )
+    .await;
+    assert_eq!(aud["key"], json!("recent_buyers"));
+    track(&s, &key, "u1", "Bought", json!({})).await;
+    let got = wait_bodies(&rx, 1).await;
+    assert_eq!(got[0]["traits"], json!({"recent_buyers": true}));
+    assert_eq!(
+        got[0]["context"]["personas"]["computation_class"],
+        json!("audience")
+    );
+    let id = aud["id"].as_str().unwrap();
+    let (_, members) = s
+        .admin(Method::GET, &format!("/audiences/{id}/members"), None)
+        .await;
+    assert_eq!(members["data"][0]["user_id"], json!("u1"));
+    let got = wait_bodies(&rx, 2).await;
+    assert_eq!(got[1]["traits"], json!({"recent_buyers": false}));
+    let (_, members) = s
+        .admin(Method::GET, &format!("/audiences/{id}/members"), None)
+        .await;
+    assert_eq!(members["data"], json!([]));
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn nested_not_and_audience_of_audience_follow_events_and_cycles_are_refused() {
+    let (s, _dir, key, dest, rx) = setup().await;
+    create(
+        &s,
+        "/audiences",
+        json!({"name": "Buyers", "definition": {"condition": {"performed": {"event": "Bought"}}}}),
+    )
+    .await;
+    let happy = create(
+        &s,
+        "/audiences",
+        json!({"name": "Happy Buyers", "destination_ids": [dest],
+               "definition": {"condition": {"and": [{"audience": "buyers"},
+                                                    {"not": {"performed": {"event": "Refund"}}}]}}}),
+    )
+    .await;
+    track(&s, &key, "u1", "Bought", json!({})).await;
+    let got = wait_bodies(&rx, 1).await;
+    assert_eq!(got[0]["traits"], json!({"happy_buyers": true}));
+    track(&s, &key, "u1", "Refund", json!({})).await;
+    let got = wait_bodies(&rx, 2).await;
+    assert_eq!(got[1]["traits"], json!({"happy_buyers": false}));
+
+    // buyers -> happy_buyers -> buyers would be a cycle.
+    let (code, body) = s
+        .admin(
+            Method::POST,
+            "/audiences",
+            Some(json!({"name": "Loop", "key": "loop",
+                        "definition": {"condition": {"audience": "loop"}}})),
+        )
+        .await;
+    assert_eq!(code, 400, "{body}");
+    assert!(
+        body["message"].as_str().unwrap().contains("loop -> loop"),
+        "{body}"
+    );
+    let id = happy["id"].as_str().unwrap();
+    let (code, body) = s
+        .admin(Method::GET, &format!("/audiences/{id}"), None)
+        .await;
+    assert_eq!(code, 200, "{body}");
+    let (code, body) = s
+        .admin(
+            Method::POST,
+            "/computed-traits",
+            Some(json!({"name": "Bad", "definition": {"kind": "sum", "event": "E"}})),
+        )
+        .await;
+    assert_eq!(code, 400);
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("definition.property"),
+        "{body}"
+    );
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn alias_and_shared_ids_merge_identities_into_one_profile() {
+    let (s, _dir, key, dest, rx) = setup().await;
+    create(
+        &s,
+        "/computed-traits",
+        json!({"name": "Views", "destination_ids": [dest],
+               "definition": {"kind": "counter", "event": "Viewed"}}),
+    )
+    .await;
+    // An anonymous visitor, then the same visitor identified.
+    let call = json!({"anonymousId": "anon-1", "event": "Viewed"});
+    assert_eq!(
+        s.collect("/v1/track", Some(&key), call.to_string()).await.0,
+        200
+    );
+    let got = wait_bodies(&rx, 1).await;
+    assert_eq!(got[0]["anonymousId"], json!("anon-1"));
+    assert_eq!(got[0]["traits"], json!({"views": 1}));
+    let call = json!({"anonymousId": "anon-1", "userId": "u9", "traits": {"plan": "pro"}});
+    assert_eq!(
+        s.collect("/v1/identify", Some(&key), call.to_string())
+            .await
+            .0,
+        200
+    );
+    // An old id aliased into u9 brings its history along.
+    let call = json!({"userId": "old-9", "event": "Viewed"});
+    assert_eq!(
+        s.collect("/v1/track", Some(&key), call.to_string()).await.0,
+        200
+    );
+    wait_bodies(&rx, 2).await;
+    let call = json!({"previousId": "old-9", "userId": "u9"});
+    assert_eq!(
+        s.collect("/v1/alias", Some(&key), call.to_string()).await.0,
+        200
+    );
+    let got = wait_bodies(&rx, 3).await;
+    assert_eq!(got[2]["userId"], json!("u9"));
+    assert_eq!(got[2]["traits"], json!({"views": 2}));
+    let (_, profile) = s.admin(Method::GET, "/profiles/anon-1", None).await;
+    assert_eq!(profile["traits"]["plan"], json!("pro"));
+    assert_eq!(profile["anonymous_ids"], json!(["anon-1"]));
+    assert!(
+        profile["user_ids"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("old-9"))
+    );
+    s.stop().await;
+}
