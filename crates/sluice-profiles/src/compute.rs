@@ -31,19 +31,31 @@ impl Evaluation {
     }
 }
 
-/// The events of `kind`/`name` from the scoped sources that pass the
-/// filters, and within the window when there is one; records the next
-/// window exit in `eval`.
+/// Which events a definition looks at.
+struct Pattern<'b> {
+    kind: &'b str,
+    name: Option<&'b str>,
+    filters: &'b [Filter],
+    window: Option<&'b Window>,
+    sources: &'b [String],
+}
+
+/// The events matching `pattern` (and within its window when there is one),
+/// plus whether any matching event exists at all; records the next window
+/// exit in `eval`.
 fn select<'a>(
     profile: &'a Profile,
-    kind: &str,
-    name: Option<&str>,
-    filters: &[Filter],
-    window: Option<&Window>,
-    sources: &[String],
+    pattern: &Pattern<'_>,
     now: i64,
     eval: &mut Evaluation,
 ) -> (Vec<&'a ProfileEvent>, bool) {
+    let Pattern {
+        kind,
+        name,
+        filters,
+        window,
+        sources,
+    } = *pattern;
     let mut ever = false;
     let since = window.map(|w| now - w.millis());
     let mut out = Vec::new();
@@ -83,16 +95,14 @@ pub fn trait_value(
     now: i64,
     eval: &mut Evaluation,
 ) -> Option<Value> {
-    let (events, ever) = select(
-        profile,
-        "track",
-        Some(&def.event),
-        &def.filters,
-        def.window.as_ref(),
-        &def.source_ids,
-        now,
-        eval,
-    );
+    let pattern = Pattern {
+        kind: "track",
+        name: Some(&def.event),
+        filters: &def.filters,
+        window: def.window.as_ref(),
+        sources: &def.source_ids,
+    };
+    let (events, ever) = select(profile, &pattern, now, eval);
     let prop = def.property.as_deref().unwrap_or("");
     let values = || {
         events
@@ -132,7 +142,7 @@ pub fn trait_value(
                 .map(|(v, _, _)| v)
         }
         TraitKind::First => values().next().cloned(),
-        TraitKind::Last => values().last().cloned(),
+        TraitKind::Last => values().next_back().cloned(),
         TraitKind::UniqueList | TraitKind::UniqueCount => {
             let mut seen: Vec<&Value> = Vec::new();
             for v in values() {
@@ -160,16 +170,14 @@ fn performed_count(
     now: i64,
     eval: &mut Evaluation,
 ) -> u64 {
-    let (events, _) = select(
-        profile,
-        &p.kind,
-        p.event.as_deref(),
-        &p.filters,
-        p.window.as_ref(),
-        &def.source_ids,
-        now,
-        eval,
-    );
+    let pattern = Pattern {
+        kind: &p.kind,
+        name: p.event.as_deref(),
+        filters: &p.filters,
+        window: p.window.as_ref(),
+        sources: &def.source_ids,
+    };
+    let (events, _) = select(profile, &pattern, now, eval);
     u64::try_from(events.len()).unwrap_or(u64::MAX)
 }
 

@@ -19,12 +19,14 @@
 mod admin;
 mod delivery;
 mod ingest;
+mod profiles;
 mod retention;
 mod support;
 
 pub use admin::*;
 pub use delivery::*;
 pub use ingest::*;
+pub use profiles::*;
 pub use retention::*;
 
 /// Declares one `#[tokio::test]` per conformance check. `$fresh` is an
@@ -59,6 +61,11 @@ macro_rules! conformance_tests {
             list_deliveries_filters_and_pages_newest_first,
             prune_deletes_finished_old_events_and_keeps_pending_work,
             seqs_and_delivery_ids_are_never_reused_after_prune,
+            computation_keys_are_never_reused_even_after_delete,
+            definition_changes_and_new_connections_queue_jobs,
+            the_engine_lease_is_exclusive_until_it_lapses,
+            events_after_the_cursor_come_in_commit_order,
+            a_step_commits_profiles_values_messages_and_cursor_together,
         );
     };
     (@each $fresh:expr; $($check:ident),* $(,)?) => {
