@@ -123,7 +123,7 @@ async fn tick(
         events::step(store, &config.node_id, &defs, batch, now).await?;
     }
     busy |= sweep::sweep(store, &config.node_id, &defs, now).await?;
-    busy |= sweep::job(store, &config.node_id, &defs, now).await?;
+    busy |= sweep::job(store, &config.node_id, now).await?;
     if busy {
         on_emit();
     }

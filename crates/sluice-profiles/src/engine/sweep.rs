@@ -74,15 +74,13 @@ pub async fn sweep(
 }
 
 /// Advances the oldest job by one page. Returns whether there was work.
-pub async fn job(
-    store: &dyn Store,
-    owner: &str,
-    defs: &Defs,
-    now: DateTime<Utc>,
-) -> Result<bool, ProfileError> {
+pub async fn job(store: &dyn Store, owner: &str, now: DateTime<Utc>) -> Result<bool, ProfileError> {
     let Some(job) = store.next_profile_job().await? else {
         return Ok(false);
     };
+    // Definitions read after the job: the change that queued it is visible
+    // (both were committed together).
+    let defs = &Defs::new(store.list_computations().await?);
     let mut commit = ProfileCommit {
         owner: owner.to_owned(),
         now,

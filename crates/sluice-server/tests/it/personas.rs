@@ -400,3 +400,208 @@ async fn outbox(s: &TestServer, dest: &str) -> Vec<String> {
         }
     }
 }
+
+#[tokio::test]
+async fn every_trait_kind_arrives_with_its_value() {
+    let (s, _dir, key, dest, rx) = setup().await;
+    let kinds = [
+        (
+            "c_counter",
+            json!({"kind": "counter", "event": "Buy"}),
+            json!(3),
+        ),
+        (
+            "c_sum",
+            json!({"kind": "sum", "event": "Buy", "property": "price"}),
+            json!(9),
+        ),
+        (
+            "c_avg",
+            json!({"kind": "avg", "event": "Buy", "property": "price"}),
+            json!(3),
+        ),
+        (
+            "c_min",
+            json!({"kind": "min", "event": "Buy", "property": "price"}),
+            json!(1),
+        ),
+        (
+            "c_max",
+            json!({"kind": "max", "event": "Buy", "property": "price"}),
+            json!(6),
+        ),
+        (
+            "c_most",
+            json!({"kind": "most_frequent", "event": "Buy", "property": "sku"}),
+            json!("a"),
+        ),
+        (
+            "c_first",
+            json!({"kind": "first", "event": "Buy", "property": "sku"}),
+            json!("a"),
+        ),
+        (
+            "c_last",
+            json!({"kind": "last", "event": "Buy", "property": "sku"}),
+            json!("b"),
+        ),
+        (
+            "c_list",
+            json!({"kind": "unique_list", "event": "Buy", "property": "sku"}),
+            json!(["a", "b"]),
+        ),
+        (
+            "c_count",
+            json!({"kind": "unique_count", "event": "Buy", "property": "sku"}),
+            json!(2),
+        ),
+        (
+            "c_eq",
+            json!({"kind": "counter", "event": "Buy", "where": [{"property": "sku", "op": "equals", "value": "a"}]}),
+            json!(2),
+        ),
+        (
+            "c_ne",
+            json!({"kind": "counter", "event": "Buy", "where": [{"property": "sku", "op": "not_equals", "value": "a"}]}),
+            json!(1),
+        ),
+        (
+            "c_has",
+            json!({"kind": "counter", "event": "Buy", "where": [{"property": "note", "op": "exists"}]}),
+            json!(1),
+        ),
+        (
+            "c_in",
+            json!({"kind": "counter", "event": "Buy", "where": [{"property": "note", "op": "contains", "value": "gift"}]}),
+            json!(1),
+        ),
+        (
+            "c_lt",
+            json!({"kind": "counter", "event": "Buy", "where": [{"property": "price", "op": "lt", "value": 3}]}),
+            json!(2),
+        ),
+    ];
+    for (k, def, _) in &kinds {
+        create(
+            &s,
+            "/computed-traits",
+            json!({"name": k, "destination_ids": [dest], "definition": def}),
+        )
+        .await;
+    }
+    // One batch: one engine step, so each trait sends its final value once.
+    let batch = json!({"batch": [
+        {"type": "track", "userId": "u1", "event": "Buy", "properties": {"price": 1, "sku": "a"}},
+        {"type": "track", "userId": "u1", "event": "Buy", "properties": {"price": 2, "sku": "a", "note": "a gift"}},
+        {"type": "track", "userId": "u1", "event": "Buy", "properties": {"price": 6, "sku": "b"}},
+    ]});
+    assert_eq!(
+        s.collect("/v1/batch", Some(&key), batch.to_string())
+            .await
+            .0,
+        200
+    );
+    let got = wait_bodies(&rx, kinds.len()).await;
+    for (k, _, expected) in &kinds {
+        let sent: Vec<&Value> = got.iter().filter_map(|b| b["traits"].get(*k)).collect();
+        assert_eq!(sent, vec![expected], "{k}");
+    }
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn an_audience_first_syncs_its_members_then_sends_only_changes_and_edits() {
+    let (s, _dir, key, dest, rx) = setup().await;
+    for u in ["u1", "u2", "u3"] {
+        let call = json!({"userId": u, "traits": {"plan": if u == "u3" { "free" } else { "pro" }}});
+        assert_eq!(
+            s.collect("/v1/identify", Some(&key), call.to_string())
+                .await
+                .0,
+            200
+        );
+    }
+    eventually(10, || async {
+        let (code, _) = s.admin(Method::GET, "/profiles/u3", None).await;
+        (code == 200).then_some(())
+    })
+    .await;
+    let aud = create(
+        &s,
+        "/audiences",
+        json!({"name": "Pro Users", "destination_ids": [dest],
+               "definition": {"condition": {"trait": {"key": "plan", "op": "equals", "value": "pro"}}}}),
+    )
+    .await;
+    let got = wait_bodies(&rx, 2).await;
+    let mut first: Vec<&str> = got.iter().filter_map(|b| b["userId"].as_str()).collect();
+    first.sort_unstable();
+    assert_eq!(first, vec!["u1", "u2"], "first sync: every member once");
+    assert!(
+        got.iter()
+            .all(|b| b["traits"] == json!({"pro_users": true}))
+    );
+    // u3 upgrades: one message; u1 sends an unrelated identify: nothing.
+    let call = json!({"userId": "u3", "traits": {"plan": "pro"}});
+    assert_eq!(
+        s.collect("/v1/identify", Some(&key), call.to_string())
+            .await
+            .0,
+        200
+    );
+    let call = json!({"userId": "u1", "traits": {"age": 40}});
+    assert_eq!(
+        s.collect("/v1/identify", Some(&key), call.to_string())
+            .await
+            .0,
+        200
+    );
+    let got = wait_bodies(&rx, 3).await;
+    assert_eq!(got[2]["userId"], json!("u3"));
+    // An edit sends only the differences: u1 (age 40) stays, u2 and u3 leave.
+    let id = aud["id"].as_str().unwrap();
+    let (code, body) = s
+        .admin(
+            Method::PATCH,
+            &format!("/audiences/{id}"),
+            Some(json!({"definition": {"condition": {"and": [
+                {"trait": {"key": "plan", "op": "equals", "value": "pro"}},
+                {"trait": {"key": "age", "op": "gt", "value": 30}}]}}})),
+        )
+        .await;
+    assert_eq!(code, 200, "{body}");
+    let got = wait_bodies(&rx, 5).await;
+    let mut left: Vec<(&str, &Value)> = got[3..]
+        .iter()
+        .map(|b| {
+            (
+                b["userId"].as_str().unwrap_or(""),
+                &b["traits"]["pro_users"],
+            )
+        })
+        .collect();
+    left.sort_by_key(|(u, _)| *u);
+    assert_eq!(left, vec![("u2", &json!(false)), ("u3", &json!(false))]);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(rx.requests().len(), 5);
+    let (_, a) = s
+        .admin(Method::GET, &format!("/audiences/{id}"), None)
+        .await;
+    assert_eq!(a["status"]["size"], json!(1));
+    // Deleting sends nothing, and the key stays taken.
+    let (code, _) = s
+        .admin(Method::DELETE, &format!("/audiences/{id}"), None)
+        .await;
+    assert_eq!(code, 204);
+    let (code, _) = s
+        .admin(
+            Method::POST,
+            "/audiences",
+            Some(json!({"name": "Pro Users", "definition": {"condition": {"performed": {"event": "X"}}}})),
+        )
+        .await;
+    assert_eq!(code, 409);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(rx.requests().len(), 5);
+    s.stop().await;
+}
