@@ -588,6 +588,7 @@ async fn an_audience_first_syncs_its_members_then_sends_only_changes_and_edits()
         .admin(Method::GET, &format!("/audiences/{id}"), None)
         .await;
     assert_eq!(a["status"]["size"], json!(1));
+    assert_eq!(a["status"]["messages_sent_by_destination"][&dest], json!(5));
     // Deleting sends nothing, and the key stays taken.
     let (code, _) = s
         .admin(Method::DELETE, &format!("/audiences/{id}"), None)

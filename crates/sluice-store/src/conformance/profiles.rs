@@ -259,6 +259,8 @@ pub async fn a_step_commits_profiles_values_messages_and_cursor_together(store: 
         .expect("get")
         .expect("exists");
     assert_eq!((c.messages_sent, c.last_computed_at), (1, Some(at(1))));
+    let sends = store.sends_by_destination("ct_1").await.expect("sends");
+    assert_eq!(sends, vec![("dst_a".to_string(), 1)]);
 
     // The message sits in the outbox like an ingested call.
     let due = store.claim_due(at(2), 10, TTL).await.expect("claim");

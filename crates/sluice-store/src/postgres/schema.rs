@@ -166,6 +166,12 @@ CREATE TABLE profile_engine (
     lease_until bigint
 );
 INSERT INTO profile_engine (id, cursor_xact, cursor_seq) VALUES (1, 0, 0);
+CREATE TABLE computation_sends (
+    computation_id text COLLATE "C" NOT NULL,
+    destination_id text COLLATE "C" NOT NULL,
+    sent           bigint NOT NULL,
+    PRIMARY KEY (computation_id, destination_id)
+);
 "#;
 
 /// Every migration, oldest first; version `n` is entry `n - 1`.

@@ -16,6 +16,8 @@
 //! - `profile_identities`: `user:<id>` / `anon:<id>` → profile id.
 //! - `computed_values`: the last value *sent* per (computation, profile);
 //!   absent = no value (computed traits) or not a member (audiences).
+//! - `computation_sends`: messages put in the outbox per (computation,
+//!   destination).
 //! - `profile_engine`: one row: the event cursor and the engine lease.
 //!
 //! # Invariants
@@ -80,6 +82,8 @@ pub trait ProfileStore: Send + Sync + 'static {
     ) -> Result<Vec<ComputedValue>>;
     /// How many profiles have a stored value (audiences: members).
     async fn count_values(&self, computation_id: &str) -> Result<u64>;
+    /// Messages put in the outbox per destination, sorted by destination.
+    async fn sends_by_destination(&self, computation_id: &str) -> Result<Vec<(String, u64)>>;
 
     // --- the engine -----------------------------------------------------------
     /// Takes or renews the engine lease for `owner` until `now + ttl`.

@@ -154,6 +154,12 @@ CREATE TABLE profile_engine (
     lease_until INTEGER
 );
 INSERT INTO profile_engine (id, cursor_seq) VALUES (1, 0);
+CREATE TABLE computation_sends (
+    computation_id TEXT NOT NULL,
+    destination_id TEXT NOT NULL,
+    sent           INTEGER NOT NULL,
+    PRIMARY KEY (computation_id, destination_id)
+) WITHOUT ROWID;
 ";
 
 /// Every migration, oldest first.

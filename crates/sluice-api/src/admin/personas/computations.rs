@@ -37,6 +37,14 @@ async fn view(app: &AppState, c: &Computation) -> ApiResult<Value> {
         "messages_sent": c.messages_sent,
     });
     status[count_name] = json!(with_value);
+    let per_destination: serde_json::Map<String, Value> = app
+        .store
+        .sends_by_destination(&c.id)
+        .await?
+        .into_iter()
+        .map(|(d, n)| (d, json!(n)))
+        .collect();
+    status["messages_sent_by_destination"] = Value::Object(per_destination);
     Ok(json!({
         "id": c.id, "class": c.class, "name": c.name, "key": c.key,
         "definition": definition, "destination_ids": c.destination_ids,

@@ -227,3 +227,20 @@ pub(super) fn value(row: &Row) -> Result<ComputedValue> {
         value: get(row, 2)?,
     })
 }
+
+pub(super) async fn sends(
+    c: &impl GenericClient,
+    computation_id: &str,
+) -> Result<Vec<(String, u64)>> {
+    let rows = c
+        .query(
+            "SELECT destination_id, sent FROM computation_sends WHERE computation_id = $1
+             ORDER BY destination_id",
+            &[&computation_id],
+        )
+        .await
+        .map_err(backend)?;
+    rows.iter()
+        .map(|r| Ok((get(r, 0)?, unsigned(r, 1)?)))
+        .collect()
+}

@@ -294,6 +294,14 @@ pub(super) async fn commit(
         .await
         .map_err(backend)?;
         tx.execute(
+            "INSERT INTO computation_sends AS s (computation_id, destination_id, sent)
+             SELECT $1, d, 1 FROM UNNEST($2::text[]) AS d
+             ON CONFLICT (computation_id, destination_id) DO UPDATE SET sent = s.sent + 1",
+            &[&m.computation_id, &m.destination_ids],
+        )
+        .await
+        .map_err(backend)?;
+        tx.execute(
             "UPDATE computations SET messages_sent = messages_sent + $2 WHERE id = $1",
             &[&m.computation_id, &big(m.destination_ids.len())],
         )

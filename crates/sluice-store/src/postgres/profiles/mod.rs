@@ -55,6 +55,10 @@ impl ProfileStore for PostgresStore {
         defs::count_values(&self.client().await?, computation_id).await
     }
 
+    async fn sends_by_destination(&self, computation_id: &str) -> Result<Vec<(String, u64)>> {
+        defs::sends(&self.client().await?, computation_id).await
+    }
+
     async fn take_profile_lease(
         &self,
         owner: &str,

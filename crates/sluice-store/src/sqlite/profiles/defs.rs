@@ -186,3 +186,12 @@ pub(super) fn value_row(row: &Row<'_>) -> rusqlite::Result<ComputedValue> {
         value: row.get(2)?,
     })
 }
+
+pub(super) fn sends(conn: &Connection, computation_id: &str) -> Result<Vec<(String, u64)>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT destination_id, sent FROM computation_sends WHERE computation_id = ?1
+         ORDER BY destination_id",
+    )?;
+    let rows = stmt.query_map(params![computation_id], |r| Ok((r.get(0)?, count(r, 1)?)))?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}

@@ -228,6 +228,12 @@ pub(super) fn commit(conn: &Connection, c: &ProfileCommit) -> Result<bool> {
                  VALUES (?1, ?2, ?3, 'pending', 0, ?4, ?4)",
             )?
             .execute(params![seq, d, PERSONAS_SOURCE, now])?;
+            conn.prepare_cached(
+                "INSERT INTO computation_sends (computation_id, destination_id, sent)
+                 VALUES (?1, ?2, 1)
+                 ON CONFLICT (computation_id, destination_id) DO UPDATE SET sent = sent + 1",
+            )?
+            .execute(params![m.computation_id, d])?;
         }
         conn.prepare_cached(
             "UPDATE computations SET messages_sent = messages_sent + ?2 WHERE id = ?1",

@@ -70,6 +70,11 @@ impl ProfileStore for SqliteStore {
         self.readers.run(move |c| defs::count_values(c, &id)).await
     }
 
+    async fn sends_by_destination(&self, computation_id: &str) -> Result<Vec<(String, u64)>> {
+        let id = computation_id.to_owned();
+        self.readers.run(move |c| defs::sends(c, &id)).await
+    }
+
     async fn take_profile_lease(
         &self,
         owner: &str,
