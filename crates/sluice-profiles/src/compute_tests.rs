@@ -219,3 +219,49 @@ fn cycles_are_found_and_named() {
     );
     assert_eq!(crate::definition::snake_case("ordersCount"), "orders_count");
 }
+
+#[test]
+fn unique_list_is_capped_but_the_count_is_not() {
+    let mut p = Profile::default();
+    for i in 0..250 {
+        track(&mut p, i, i, "View", json!({"page": format!("/p{i}")}));
+    }
+    let list = def(
+        "trait",
+        json!({"kind": "unique_list", "event": "View", "property": "page"}),
+    );
+    let count = def(
+        "trait",
+        json!({"kind": "unique_count", "event": "View", "property": "page"}),
+    );
+    let (v, _) = value_of(&list, &p, 1000);
+    assert_eq!(
+        v.and_then(|v| v.as_array().map(Vec::len)),
+        Some(MAX_UNIQUE_LIST)
+    );
+    assert_eq!(value_of(&count, &p, 1000).0, Some(json!(250)));
+}
+
+#[test]
+fn missing_and_mixed_type_properties_are_skipped_by_value_kinds() {
+    let mut p = Profile::default();
+    track(&mut p, 1, 1, "Buy", json!({}));
+    track(&mut p, 2, 2, "Buy", json!({"price": "12"}));
+    track(&mut p, 3, 3, "Buy", json!({"price": true}));
+    let sum = def(
+        "trait",
+        json!({"kind": "sum", "event": "Buy", "property": "price"}),
+    );
+    assert_eq!(value_of(&sum, &p, 10).0, None, "no numeric value: no value");
+    let counter = def("trait", json!({"kind": "counter", "event": "Buy"}));
+    assert_eq!(
+        value_of(&counter, &p, 10).0,
+        Some(json!(3)),
+        "missing properties still count"
+    );
+    let last = def(
+        "trait",
+        json!({"kind": "last", "event": "Buy", "property": "price"}),
+    );
+    assert_eq!(value_of(&last, &p, 10).0, Some(json!(true)));
+}

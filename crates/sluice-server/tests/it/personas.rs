@@ -606,3 +606,25 @@ async fn an_audience_first_syncs_its_members_then_sends_only_changes_and_edits()
     assert_eq!(rx.requests().len(), 5);
     s.stop().await;
 }
+
+#[tokio::test]
+async fn a_windowed_trait_changes_when_its_window_slides_with_no_new_event() {
+    let (s, _dir, key, dest, rx) = setup().await;
+    create(
+        &s,
+        "/computed-traits",
+        json!({"name": "Recent Spend", "destination_ids": [dest],
+               "definition": {"kind": "sum", "event": "Buy", "property": "price",
+                              "window": {"seconds": 2}}}),
+    )
+    .await;
+    track(&s, &key, "u1", "Buy", json!({"price": 5})).await;
+    let got = wait_bodies(&rx, 1).await;
+    assert_eq!(got[0]["traits"], json!({"recent_spend": 5}));
+    // Two seconds later, with no event, the value is gone: sent as null.
+    let got = wait_bodies(&rx, 2).await;
+    assert_eq!(got[1]["traits"], json!({"recent_spend": null}));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(rx.requests().len(), 2);
+    s.stop().await;
+}
