@@ -6,6 +6,7 @@
 //!   fixed offered rate; disk per stored event before and after delivery.
 //! - [`fanout`]: a healthy 5-URL destination next to a hanging or failing one.
 //! - [`retry`]: half the answers are 503; every event still lands exactly once.
+//! - [`personas`]: ingest with and without 10 computed traits; engine catch-up.
 //!
 //! Resource figures (peak RSS, CPU per million events, disk) are taken by the
 //! scenarios that produce them and reported under `resources`.
@@ -13,6 +14,7 @@
 mod e2e;
 mod fanout;
 mod ingest;
+mod personas;
 mod retry;
 
 use std::path::PathBuf;
@@ -24,7 +26,7 @@ use crate::server::{ServerOptions, Sluice, Source};
 use crate::sink::{Endpoint, Sink};
 
 /// The shared secret every bench destination signs with.
-const SECRET: &str = "sluice-bench-shared-secret";
+pub const SECRET: &str = "sluice-bench-shared-secret";
 
 /// Load-generator connections for the throughput runs.
 pub const CONNECTIONS: usize = 64;
@@ -35,14 +37,16 @@ pub enum Scenario {
     EndToEnd,
     Fanout,
     RetryStorm,
+    Personas,
 }
 
 impl Scenario {
-    pub const ALL: [Scenario; 4] = [
+    pub const ALL: [Scenario; 5] = [
         Scenario::Ingest,
         Scenario::EndToEnd,
         Scenario::Fanout,
         Scenario::RetryStorm,
+        Scenario::Personas,
     ];
 
     fn name(self) -> &'static str {
@@ -51,6 +55,7 @@ impl Scenario {
             Scenario::EndToEnd => "end-to-end",
             Scenario::Fanout => "fan-out and isolation",
             Scenario::RetryStorm => "retry storm",
+            Scenario::Personas => "personas",
         }
     }
 }
@@ -69,6 +74,7 @@ pub struct Plan {
     pub latency_secs: f64,
     pub fanout_events: usize,
     pub retry_events: usize,
+    pub personas_events: usize,
     /// Upper bound on any one load phase.
     pub load_limit: Duration,
     /// Upper bound on waiting for deliveries after a load phase.
@@ -100,6 +106,7 @@ impl Plan {
             latency_secs: if quick { 2.0 } else { 15.0 },
             fanout_events: scale(10_000, 500),
             retry_events: scale(30_000, 2_000),
+            personas_events: scale(200_000, 5_000),
             load_limit: Duration::from_secs(if quick { 15 } else { 60 }),
             delivery_limit: Duration::from_secs(if quick { 20 } else { 40 }),
         }
@@ -117,6 +124,7 @@ pub async fn run_all(plan: &Plan, scenarios: &[Scenario], report: &mut Report) {
             Scenario::EndToEnd => e2e::run(plan, report).await,
             Scenario::Fanout => fanout::run(plan, report).await,
             Scenario::RetryStorm => retry::run(plan, report).await,
+            Scenario::Personas => personas::run(plan, report).await,
         };
         match result {
             Ok(rss) => peak_rss = peak_rss.max(rss),
