@@ -1,7 +1,8 @@
 //! Scenario 5, personas: batch ingest on a server without computed traits
 //! and on one with 10 computed traits connected to a sink, then how long the
 //! profile engine takes to compute everything ingested (a marker event sent
-//! last is computed only after every event before it, in commit order).
+//! last is computed only after every event before it, in commit order), and
+//! the marker's 200 → its identify at the sink.
 //! Events: the ingest scenario's e-commerce track events over 50,000 users.
 
 use std::sync::Arc;
@@ -57,8 +58,12 @@ pub async fn run(plan: &Plan, report: &mut Report) -> anyhow::Result<u64> {
             SECRET,
         )
         .await?;
+    // Only the marker trait is connected: the nine others are computed and
+    // stored, but sending ~4 changes per event is delivery's load, measured
+    // by the end-to-end scenario.
     for (i, def) in definitions().into_iter().enumerate() {
-        let body = json!({"name": format!("bench trait {i}"), "destination_ids": [dest], "definition": def});
+        let connected: Vec<&str> = if i == 9 { vec![dest.as_str()] } else { vec![] };
+        let body = json!({"name": format!("bench trait {i}"), "destination_ids": connected, "definition": def});
         h.sluice
             .admin(reqwest::Method::POST, "/computed-traits", body)
             .await?;
@@ -107,7 +112,13 @@ pub async fn run(plan: &Plan, report: &mut Report) -> anyhow::Result<u64> {
     report.check(
         "personas: the engine computes every ingested event",
         caught_up.is_some(),
-        format!("{accepted} events, marker computed: {caught_up:?}"),
+        match caught_up {
+            Some(done) => format!(
+                "{accepted} events computed {:.1} s after the first was sent",
+                done.duration_since(started).as_secs_f64()
+            ),
+            None => format!("{accepted} events; the marker was not computed in time"),
+        },
     );
     if let Some(done) = caught_up {
         report.figure(

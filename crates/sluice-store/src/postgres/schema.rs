@@ -114,8 +114,10 @@ CREATE TABLE usage (
 ///   default (ingest is unchanged). Seqs are drawn before commit, so they can
 ///   commit out of order; the engine instead reads `(xact, seq)` order below
 ///   the oldest running transaction (`pg_snapshot_xmin`), which is final:
-///   no event can appear there later. `computations.key` is UNIQUE over
-///   deleted rows too: keys are never reused.
+///   no event can appear there later. Adding the column rewrites `events`
+///   once on upgrade (a volatile default), in time proportional to its size.
+/// - `computations.key` is UNIQUE over deleted rows too: keys are never
+///   reused.
 const V2: &str = r#"
 ALTER TABLE events ADD COLUMN xact bigint NOT NULL DEFAULT (pg_current_xact_id()::text::bigint);
 CREATE INDEX events_xact_seq ON events (xact, seq);
