@@ -45,6 +45,7 @@ pub struct Config {
     pub schema: SchemaConfig,
     pub http: HttpSettings,
     pub metrics: MetricsSettings,
+    pub personas: PersonasConfig,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -170,6 +171,33 @@ impl Default for SchemaConfig {
     }
 }
 
+/// The profile engine (computed traits, audiences); see docs/personas.md.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PersonasConfig {
+    /// Run the profile engine on this node (true).
+    pub enabled: bool,
+    /// How often an idle engine looks for events, due windows and jobs
+    /// (200 ms); also the granularity of window expiry.
+    pub poll_interval_ms: u64,
+    /// The engine lease: a dead node's work moves to another node after
+    /// this (15 s).
+    pub lease_ttl_secs: u64,
+    /// Events read per engine step (500).
+    pub batch_events: u32,
+}
+
+impl Default for PersonasConfig {
+    fn default() -> Self {
+        PersonasConfig {
+            enabled: true,
+            poll_interval_ms: 200,
+            lease_ttl_secs: 15,
+            batch_events: 500,
+        }
+    }
+}
+
 impl Default for Config {
     fn default() -> Self {
         Config {
@@ -186,6 +214,7 @@ impl Default for Config {
             schema: SchemaConfig::default(),
             http: HttpSettings::default(),
             metrics: MetricsSettings::default(),
+            personas: PersonasConfig::default(),
         }
     }
 }
@@ -386,6 +415,12 @@ impl Config {
         }
         if self.schema.max_entries_per_source == 0 {
             return invalid("schema.max_entries_per_source", "must be at least 1");
+        }
+        if self.personas.poll_interval_ms == 0 {
+            return invalid("personas.poll_interval_ms", "must be at least 1");
+        }
+        if self.personas.lease_ttl_secs == 0 {
+            return invalid("personas.lease_ttl_secs", "must be at least 1");
         }
         if self.retention.interval_secs == 0 {
             return invalid("retention.interval_secs", "must be at least 1");

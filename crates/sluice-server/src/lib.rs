@@ -1,5 +1,5 @@
 //! The Sluice server: configuration, start-up, shutdown, and the wiring of
-//! store → API → delivery.
+//! store → API → delivery, and the profile engine.
 //!
 //! Modules:
 //! - [`config`]: layered configuration (defaults, TOML file, `SLUICE_*`).
@@ -158,6 +158,16 @@ fn outbound_rules(config: &Config) -> Result<webhook_settings::Rules, ServerErro
     })
 }
 
+fn profile_config(config: &Config) -> sluice_profiles::EngineConfig {
+    let p = &config.personas;
+    sluice_profiles::EngineConfig {
+        poll_interval: Duration::from_millis(p.poll_interval_ms),
+        lease_ttl: Duration::from_secs(p.lease_ttl_secs),
+        batch: p.batch_events.max(1),
+        ..sluice_profiles::EngineConfig::default()
+    }
+}
+
 /// Runs Sluice on `listener` until `shutdown` completes, then stops
 /// accepting, finishes in-flight requests (and so their commits), lets
 /// delivery wind down, and returns.
@@ -197,6 +207,17 @@ pub async fn run(
     let (engine, engine_task) =
         DeliveryEngine::start(store.clone(), delivery_config(&config)?, engine_stop)?;
 
+    let profiles = config.personas.enabled.then(|| {
+        let wake_delivery = engine.clone();
+        sluice_profiles::engine::start(
+            store.clone(),
+            profile_config(&config),
+            Arc::new(move || wake_delivery.notify()),
+            wait_for(stop_rx.clone()),
+        )
+    });
+    let wake_profiles = profiles.as_ref().map(|(handle, _)| handle.clone());
+
     let mut registry = Registry::default();
     let metrics = Arc::new(Metrics::register(&mut registry));
     let capped = prometheus_client::metrics::counter::Counter::<u64>::default();
@@ -228,7 +249,12 @@ pub async fn run(
             config.http.anonymous_body_budget_bytes,
             Duration::from_millis(config.http.body_timeout_ms),
         ),
-        on_commit: Arc::new(move || notify.notify()),
+        on_commit: Arc::new(move || {
+            notify.notify();
+            if let Some(p) = &wake_profiles {
+                p.notify();
+            }
+        }),
         on_config_change: Arc::new(move || invalidate.invalidate_destinations()),
         metrics,
         registry: Arc::new(registry),
@@ -285,6 +311,11 @@ pub async fn run(
     }
     if let Err(e) = engine_task.await {
         tracing::error!(error = %e, "delivery engine task failed");
+    }
+    if let Some((_, task)) = profiles
+        && let Err(e) = task.await
+    {
+        tracing::error!(error = %e, "profile engine task failed");
     }
     upkeep.abort();
     if let Some(flusher) = schema_flusher {

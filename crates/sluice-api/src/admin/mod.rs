@@ -7,12 +7,14 @@
 //! - [`schema`]: a source's observed schema, its block rules, and
 //!   destination filters.
 //! - [`webhook_settings`]: validation and masking of Webhooks settings.
+//! - [`personas`]: computed traits, audiences and profiles.
 //! - [`extract`]: body and query extractors with JSON errors.
 
 pub mod catalog;
 pub mod deliveries;
 pub mod destinations;
 pub mod extract;
+pub mod personas;
 pub mod schema;
 pub mod sources;
 pub mod webhook_settings;
@@ -70,6 +72,7 @@ pub fn router(app: Arc<AppState>) -> Router<Arc<AppState>> {
         .route("/deliveries", get(deliveries::list))
         .route("/deliveries/{id}", get(deliveries::get))
         .route("/deliveries/{id}/replay", post(deliveries::replay_one))
+        .merge(personas::router())
         .method_not_allowed_fallback(crate::method_not_allowed)
         .layer(from_fn_with_state(app, require_admin))
 }

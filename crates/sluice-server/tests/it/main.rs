@@ -10,6 +10,7 @@ mod ingest;
 mod limits;
 mod operations;
 mod outbound;
+mod personas;
 #[cfg(feature = "postgres-tests")]
 mod postgres;
 mod receivers;

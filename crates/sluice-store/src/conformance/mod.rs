@@ -20,6 +20,7 @@ mod admin;
 mod cap;
 mod delivery;
 mod ingest;
+mod profiles;
 mod retention;
 mod schema;
 mod support;
@@ -28,6 +29,7 @@ pub use admin::*;
 pub use cap::*;
 pub use delivery::*;
 pub use ingest::*;
+pub use profiles::*;
 pub use retention::*;
 pub use schema::*;
 
@@ -69,6 +71,11 @@ macro_rules! conformance_tests {
             blocked_and_filtered_events_are_stored_marked_and_counted,
             schema_flushes_merge_types_times_and_volumes,
             schema_cap_keeps_known_entries_and_counts_overflow,
+            computation_keys_are_never_reused_even_after_delete,
+            definition_changes_and_new_connections_queue_jobs,
+            the_engine_lease_is_exclusive_until_it_lapses,
+            events_after_the_cursor_come_in_commit_order,
+            a_step_commits_profiles_values_messages_and_cursor_together,
         );
     };
     (@each $fresh:expr; $($check:ident),* $(,)?) => {

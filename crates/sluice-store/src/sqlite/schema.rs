@@ -157,9 +157,66 @@ CREATE TABLE schema_overflow (
 );
 ";
 
+/// Version 3: the profile engine (see `crate::profiles` for the layout).
+/// `computations.key` is UNIQUE over deleted rows too: keys are never reused.
+const V3: &str = "
+CREATE TABLE computations (
+    id               TEXT PRIMARY KEY,
+    class            TEXT NOT NULL,
+    key              TEXT NOT NULL UNIQUE,
+    name             TEXT NOT NULL,
+    definition       TEXT NOT NULL,
+    destination_ids  TEXT NOT NULL,
+    revision         INTEGER NOT NULL,
+    messages_sent    INTEGER NOT NULL DEFAULT 0,
+    last_computed_at INTEGER,
+    created_at       INTEGER NOT NULL,
+    updated_at       INTEGER NOT NULL,
+    deleted_at       INTEGER
+);
+CREATE TABLE profile_jobs (
+    id             INTEGER PRIMARY KEY,
+    computation_id TEXT NOT NULL,
+    kind           TEXT NOT NULL,
+    destination_id TEXT,
+    after_profile  TEXT NOT NULL DEFAULT ''
+);
+CREATE TABLE profiles (
+    id             TEXT PRIMARY KEY,
+    doc            TEXT NOT NULL,
+    next_change_at INTEGER
+);
+CREATE INDEX profiles_next_change ON profiles (next_change_at) WHERE next_change_at IS NOT NULL;
+CREATE TABLE profile_identities (
+    identity   TEXT PRIMARY KEY,
+    profile_id TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX profile_identities_profile ON profile_identities (profile_id);
+CREATE TABLE computed_values (
+    computation_id TEXT NOT NULL,
+    profile_id     TEXT NOT NULL,
+    value          TEXT NOT NULL,
+    PRIMARY KEY (computation_id, profile_id)
+) WITHOUT ROWID;
+CREATE INDEX computed_values_profile ON computed_values (profile_id);
+CREATE TABLE profile_engine (
+    id          INTEGER PRIMARY KEY CHECK (id = 1),
+    cursor_seq  INTEGER NOT NULL,
+    lease_owner TEXT,
+    lease_until INTEGER
+);
+INSERT INTO profile_engine (id, cursor_seq) VALUES (1, 0);
+CREATE TABLE computation_sends (
+    computation_id TEXT NOT NULL,
+    destination_id TEXT NOT NULL,
+    sent           INTEGER NOT NULL,
+    PRIMARY KEY (computation_id, destination_id)
+) WITHOUT ROWID;
+";
+
 /// Every migration, oldest first.
 pub(super) static MIGRATIONS: LazyLock<Migrations<'static>> =
-    LazyLock::new(|| Migrations::new(vec![M::up(V1), M::up(V2)]));
+    LazyLock::new(|| Migrations::new(vec![M::up(V1), M::up(V2), M::up(V3)]));
 
 /// Prepared statements kept per connection; covers every hot statement.
 const STATEMENT_CACHE: usize = 64;

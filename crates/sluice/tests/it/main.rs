@@ -8,4 +8,5 @@ mod config;
 mod durability;
 mod hostile;
 mod lifecycle;
+mod personas;
 mod secrets;
