@@ -157,6 +157,7 @@ CREATE TABLE schema_volumes (
 CREATE TABLE schema_overflow (
     source_id text COLLATE "C" PRIMARY KEY,
     count     bigint NOT NULL
+);
 "#;
 
 /// Version 3: the profile engine (layout in `crate::profiles`).
