@@ -242,3 +242,49 @@ async fn unusable_rules_are_a_400_naming_the_field() {
     assert_eq!(status, 404);
     s.stop().await;
 }
+
+#[tokio::test]
+async fn blocked_calls_feed_no_computed_trait() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut config = crate::support::test_config(dir.path());
+    config.personas.poll_interval_ms = 20;
+    let s = TestServer::start_with(config).await;
+    let (src, key) = s.source("app").await;
+    let (quiet, _) = s.source("quiet").await;
+    let rx = Receiver::start().await;
+    let dest = s.webhook(&quiet, json!([rx.url()]), None).await;
+    let (status, body) = put_rules(&s, &src, json!({"blocked_events": ["Order"]})).await;
+    assert_eq!(status, 200, "{body}");
+    for (name, event) in [("Orders", "Order"), ("Markers", "Marker")] {
+        let (status, body) = s
+            .admin(
+                Method::POST,
+                "/computed-traits",
+                Some(json!({"name": name, "destination_ids": [dest],
+                            "definition": {"kind": "counter", "event": event}})),
+            )
+            .await;
+        assert_eq!(status, 201, "{body}");
+    }
+    // The blocked call is accepted and stored first; the marker after it
+    // shows the engine has read past it.
+    let (status, _) = s
+        .collect("/v1/track", Some(&key), track("Order", "blocked-order"))
+        .await;
+    assert_eq!(status, 200);
+    let (status, _) = s
+        .collect("/v1/track", Some(&key), track("Marker", "marker"))
+        .await;
+    assert_eq!(status, 200);
+    rx.wait_for(1, Duration::from_secs(15)).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let traits: Vec<Value> = rx
+        .requests()
+        .iter()
+        .map(|r| serde_json::from_slice::<Value>(&r.body).expect("json")["traits"].clone())
+        .collect();
+    assert_eq!(traits, vec![json!({"markers": 1})]);
+    let (_, profile) = s.admin(Method::GET, "/profiles/u", None).await;
+    assert_eq!(profile["computed_traits"].get("orders"), None, "{profile}");
+    s.stop().await;
+}
