@@ -133,6 +133,7 @@ pub async fn destination(
             settings: WebhookSettings {
                 urls,
                 shared_secret: secret.map(str::to_owned),
+                ..WebhookSettings::default()
             },
             source_ids: vec![SOURCE.into()],
         })
