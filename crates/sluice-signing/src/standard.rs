@@ -52,6 +52,18 @@ pub fn secret_from_key(key: &[u8]) -> String {
     format!("{SECRET_PREFIX}{}", B64.encode(key))
 }
 
+/// The `webhook-id` of one delivery: the same on every retry, so receivers
+/// can deduplicate, and distinct per destination for the same event.
+/// `msg_` and 32 hex digits of SHA-256 over destination and messageId.
+pub fn webhook_id(destination_id: &str, message_id: &str) -> String {
+    use sha2::Digest as _;
+    let mut hash = Sha256::new();
+    hash.update(destination_id.as_bytes());
+    hash.update([0u8]);
+    hash.update(message_id.as_bytes());
+    format!("msg_{}", hex::encode(&hash.finalize()[..16]))
+}
+
 /// One signature entry, `v1,<base64>`, of `body` sent as message `id` at
 /// `timestamp` (Unix seconds).
 pub fn sign(key: &[u8], id: &str, timestamp: i64, body: &[u8]) -> String {
@@ -129,6 +141,15 @@ mod tests {
         assert!(!verify(&key, ID, TS + 1, BODY, &header));
         assert!(!verify(&key, ID, TS, b"{}", &header));
         assert!(!verify(&key, ID, TS, BODY, &header.replace("v1,", "v2,")));
+    }
+
+    #[test]
+    fn webhook_id_is_stable_and_differs_per_destination() {
+        let a = webhook_id("dst_a", "m-1");
+        assert_eq!(a, webhook_id("dst_a", "m-1"));
+        assert_ne!(a, webhook_id("dst_b", "m-1"));
+        assert_ne!(a, webhook_id("dst_a", "m-2"));
+        assert!(a.starts_with("msg_") && a.len() == 36, "{a}");
     }
 
     #[test]

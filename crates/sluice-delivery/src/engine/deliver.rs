@@ -5,11 +5,12 @@ use bytes::Bytes;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use sluice_store::{AttemptReport, Destination, DueDelivery, Outcome};
+use sluice_signing::standard;
+use sluice_store::{AttemptReport, Destination, DueDelivery, Outcome, StandardWebhooks};
 
 use crate::payload;
 use crate::policy::{AttemptContext, RetryPolicy, decide};
-use crate::sender::{Job, Sender};
+use crate::sender::{Job, Sender, StandardHeaders};
 
 /// Attempts `due` against `dest` and returns the report to store.
 pub(super) async fn attempt(
@@ -40,14 +41,22 @@ pub(super) async fn attempt(
         .as_deref()
         .filter(|secret| !secret.is_empty())
         .map(|secret| sluice_signing::signature::sign(secret.as_bytes(), &body));
+    let standard = dest
+        .settings
+        .standard_webhooks
+        .as_ref()
+        .and_then(|s| standard_headers(s, &dest.id, &due.message_id, &body, started));
     let job = Job {
         delivery_id: due.delivery_id,
         attempt: number,
         message_id: due.message_id.clone(),
         body,
         signature,
+        standard,
     };
-    let results = sender.send_all(&dest.settings.urls, &job).await;
+    let results = sender
+        .send_all_trusting(&dest.settings.urls, dest.settings.ca_bundle.as_deref(), &job)
+        .await;
     let now = Utc::now();
     let ctx = AttemptContext {
         attempt: number,
@@ -62,6 +71,37 @@ pub(super) async fn attempt(
         attempts: results.into_iter().map(|r| r.attempt).collect(),
         outcome,
     }
+}
+
+/// The Standard Webhooks headers for one attempt at `now`: signed with the
+/// current secret and, while a rotation's overlap runs, the previous one.
+/// A stored secret that no longer parses signs nothing (the admin API
+/// refuses such secrets, so only a hand-edited database gets here).
+fn standard_headers(
+    s: &StandardWebhooks,
+    destination_id: &str,
+    message_id: &str,
+    body: &[u8],
+    now: DateTime<Utc>,
+) -> Option<StandardHeaders> {
+    let current = standard::secret_key(&s.secret).ok()?;
+    let previous = s
+        .previous_secret
+        .as_deref()
+        .filter(|_| s.previous_until.is_some_and(|until| now < until))
+        .and_then(|secret| standard::secret_key(secret).ok());
+    let mut keys: Vec<&[u8]> = vec![&current];
+    if let Some(previous) = &previous {
+        keys.push(previous);
+    }
+    let id = standard::webhook_id(destination_id, message_id);
+    let timestamp = now.timestamp();
+    let signature = standard::signature_header(&keys, &id, timestamp, body);
+    Some(StandardHeaders {
+        id,
+        timestamp,
+        signature,
+    })
 }
 
 /// The report for a delivery whose destination is gone or switched off:
