@@ -142,6 +142,23 @@ pub async fn destination(
     id.to_owned()
 }
 
+/// Creates an enabled destination connected to the test source with
+/// `settings` as given.
+pub async fn destination_with(store: &SqliteStore, id: &str, settings: WebhookSettings) -> String {
+    store
+        .create_destination(NewDestination {
+            id: id.into(),
+            name: id.into(),
+            kind: "Webhooks".into(),
+            enabled: true,
+            settings,
+            source_ids: vec![SOURCE.into()],
+        })
+        .await
+        .expect("create destination");
+    id.to_owned()
+}
+
 /// A stored (enriched) track event body.
 pub fn track(message_id: &str) -> Value {
     json!({
