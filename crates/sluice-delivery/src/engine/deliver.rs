@@ -8,6 +8,7 @@ use chrono::{DateTime, Utc};
 use sluice_signing::standard;
 use sluice_store::{AttemptReport, Destination, DueDelivery, Outcome, StandardWebhooks};
 
+use super::failure_log::FailureLog;
 use crate::payload;
 use crate::policy::{AttemptContext, RetryPolicy, decide};
 use crate::sender::{Job, Sender, StandardHeaders};
@@ -18,12 +19,14 @@ pub(super) async fn attempt(
     policy: &RetryPolicy,
     due: DueDelivery,
     dest: &Destination,
+    log: &FailureLog,
 ) -> AttemptReport {
     let started = Utc::now();
     let number = due.attempts.saturating_add(1);
     let message = match payload::build(&due.event_body) {
         Ok(message) => message,
         Err(e) => {
+            log.dead(&dest.id, &due.message_id, due.attempts, "invalid_payload");
             return AttemptReport {
                 delivery_id: due.delivery_id,
                 at: started,
@@ -63,8 +66,18 @@ pub(super) async fn attempt(
         first_attempt_at: window_start(&due, policy.window).unwrap_or(started),
         now,
     };
+    for result in &results {
+        log.attempt(&dest.id, &due.message_id, result);
+    }
     let verdicts: Vec<_> = results.iter().map(|r| r.verdict.clone()).collect();
     let outcome = decide(policy, &verdicts, ctx, rand::random::<f64>());
+    if matches!(outcome, Outcome::Dead { .. }) {
+        let kind = results
+            .iter()
+            .find_map(|r| r.error_kind)
+            .unwrap_or("no_urls");
+        log.dead(&dest.id, &due.message_id, number, kind);
+    }
     AttemptReport {
         delivery_id: due.delivery_id,
         at: now,
@@ -155,10 +168,21 @@ pub(super) fn window_end(due: &DueDelivery, window: Duration) -> Option<DateTime
 /// The report for a delivery the open breaker holds back: dead, unsent,
 /// once its window has ended; otherwise handed back for `wait`, but never
 /// past the window's end, so it is declared dead on time.
-pub(super) fn hold_back(due: &DueDelivery, wait: Duration, window: Duration) -> AttemptReport {
+pub(super) fn hold_back(
+    due: &DueDelivery,
+    wait: Duration,
+    window: Duration,
+    log: &FailureLog,
+) -> AttemptReport {
     let now = Utc::now();
     let end = window_end(due, window);
     if end.is_some_and(|end| now >= end) {
+        log.dead(
+            &due.destination_id,
+            &due.message_id,
+            due.attempts,
+            "circuit_open",
+        );
         return AttemptReport {
             delivery_id: due.delivery_id,
             at: now,

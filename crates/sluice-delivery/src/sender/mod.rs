@@ -66,6 +66,20 @@ pub struct StandardHeaders {
 pub struct UrlResult {
     pub attempt: Attempt,
     pub verdict: UrlVerdict,
+    /// The URL's host alone, for the process log.
+    pub host: String,
+    /// What went wrong, for the process log (`None` on success): an HTTP
+    /// status class (`http_5xx`…) or a transport error (`timeout`, `tls`…).
+    pub error_kind: Option<&'static str>,
+}
+
+/// The host of `url` alone: no scheme, userinfo, port, path or query
+/// (webhook tokens often live in the path).
+pub fn host_of(url: &str) -> String {
+    reqwest::Url::parse(url)
+        .ok()
+        .and_then(|u| u.host_str().map(str::to_owned))
+        .unwrap_or_else(|| "(invalid URL)".to_owned())
 }
 
 /// Sends webhook requests. Cheap to share: the client pools connections.
@@ -157,11 +171,19 @@ impl Sender {
             latency_ms,
             response: None,
         };
+        let mut error_kind = None;
         let verdict = match outcome {
             Ok(answer) => {
                 attempt.status = Some(answer.status);
                 attempt.response = answer.body;
                 let class = classify_status(answer.status);
+                if class != Class::Success {
+                    error_kind = Some(match answer.status {
+                        500.. => "http_5xx",
+                        400..=499 => "http_4xx",
+                        _ => "http_other",
+                    });
+                }
                 let note = if (300..400).contains(&answer.status) {
                     " (redirects are not followed)"
                 } else {
@@ -174,6 +196,7 @@ impl Sender {
                 }
             }
             Err(failure) => {
+                error_kind = Some(failure.kind.label());
                 let summary = format!("{shown_url}: {}", failure.message);
                 attempt.error = Some(failure.message);
                 UrlVerdict {
@@ -183,7 +206,12 @@ impl Sender {
                 }
             }
         };
-        UrlResult { attempt, verdict }
+        UrlResult {
+            attempt,
+            verdict,
+            host: host_of(&url.url),
+            error_kind,
+        }
     }
 
     /// Refuses a URL whose host is an IP literal in a blocked network:
