@@ -52,7 +52,7 @@ impl FailureLog {
             attempt = result.attempt.attempt,
             kind,
             status = result.attempt.status,
-            error = result.attempt.error.as_deref().unwrap_or_default(),
+            error = result.attempt.error.as_deref(),
             suppressed,
             "delivery attempt failed"
         );

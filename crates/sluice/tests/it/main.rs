@@ -6,5 +6,6 @@ mod process;
 mod cli;
 mod config;
 mod durability;
+mod failure_log;
 mod lifecycle;
 mod secrets;
