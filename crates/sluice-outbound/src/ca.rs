@@ -127,7 +127,9 @@ fn tlv(input: &[u8]) -> Option<(u8, &[u8], &[u8])> {
         }
         let (bytes, after) = rest.split_at(n);
         rest = after;
-        bytes.iter().fold(0usize, |acc, b| (acc << 8) | usize::from(*b))
+        bytes
+            .iter()
+            .fold(0usize, |acc, b| (acc << 8) | usize::from(*b))
     };
     if rest.len() < len {
         return None;
@@ -142,7 +144,10 @@ mod tests {
 
     #[test]
     fn tlv_reads_short_and_long_lengths() {
-        assert_eq!(tlv(&[0x04, 0x01, 0xaa, 0xbb]), Some((4, &[0xaa][..], &[0xbb][..])));
+        assert_eq!(
+            tlv(&[0x04, 0x01, 0xaa, 0xbb]),
+            Some((4, &[0xaa][..], &[0xbb][..]))
+        );
         let mut long = vec![0x04, 0x81, 0x80];
         long.extend([7u8; 0x80]);
         assert_eq!(tlv(&long).map(|(_, v, _)| v.len()), Some(0x80));

@@ -158,7 +158,10 @@ mod tests {
         let secret = secret_from_key(&key);
         assert!(secret.starts_with("whsec_"));
         assert_eq!(secret_key(&secret).expect("own form"), key);
-        assert_eq!(secret_key("MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"), Err(SecretError::Prefix));
+        assert_eq!(
+            secret_key("MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"),
+            Err(SecretError::Prefix)
+        );
         assert_eq!(secret_key("whsec_not base64!"), Err(SecretError::Base64));
         assert_eq!(secret_key("whsec_AAAA"), Err(SecretError::Length(3)));
     }

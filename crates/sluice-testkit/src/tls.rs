@@ -31,8 +31,7 @@ pub(crate) fn self_signed() -> SelfSigned {
 /// # Panics
 /// When certificate generation or the rustls config fails (a broken build).
 pub(crate) fn private_ca() -> SelfSigned {
-    let mut ca_params =
-        rcgen::CertificateParams::new(Vec::<String>::new()).expect("CA parameters");
+    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("CA parameters");
     ca_params
         .distinguished_name
         .push(rcgen::DnType::CommonName, "Sluice Test Private CA");
@@ -53,7 +52,11 @@ pub(crate) fn private_ca() -> SelfSigned {
     with_cert(leaf.der().clone(), &leaf_key, ca.pem())
 }
 
-fn with_cert(cert_der: CertificateDer<'static>, key_pair: &rcgen::KeyPair, cert_pem: String) -> SelfSigned {
+fn with_cert(
+    cert_der: CertificateDer<'static>,
+    key_pair: &rcgen::KeyPair,
+    cert_pem: String,
+) -> SelfSigned {
     let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key_pair.serialize_der()));
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let config = rustls::ServerConfig::builder_with_provider(provider)

@@ -58,7 +58,11 @@ pub(super) async fn attempt(
         standard,
     };
     let results = sender
-        .send_all_trusting(&dest.settings.urls, dest.settings.ca_bundle.as_deref(), &job)
+        .send_all_trusting(
+            &dest.settings.urls,
+            dest.settings.ca_bundle.as_deref(),
+            &job,
+        )
         .await;
     let now = Utc::now();
     let ctx = AttemptContext {

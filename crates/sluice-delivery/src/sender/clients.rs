@@ -79,7 +79,8 @@ impl Clients {
             kind: TransportError::InvalidRequest,
             message: format!("destination CA bundle unusable: {why}"),
         };
-        let certs = sluice_outbound::ca::parse_bundle(bundle).map_err(|e| invalid(e.to_string()))?;
+        let certs =
+            sluice_outbound::ca::parse_bundle(bundle).map_err(|e| invalid(e.to_string()))?;
         let roots = certs
             .iter()
             .map(|der| reqwest::Certificate::from_der(der))

@@ -28,11 +28,11 @@ use crate::policy::{
     Class, TransportError, UrlVerdict, classify_error, classify_status, parse_retry_after,
 };
 
+use clients::Clients;
 pub use headers::{
     ATTEMPT_HEADER, MESSAGE_ID_HEADER, SIGNATURE_HEADER, USER_AGENT, WEBHOOK_ID_HEADER,
     WEBHOOK_SIGNATURE_HEADER, WEBHOOK_TIMESTAMP_HEADER, build as build_headers,
 };
-use clients::Clients;
 use resolver::{GuardedResolver, Lookup, SystemLookup};
 
 /// One delivery attempt's request, the same for every URL of the destination.
@@ -128,8 +128,11 @@ impl Sender {
         job: &Job,
     ) -> Vec<UrlResult> {
         let client = self.clients.get(ca_bundle);
-        futures::future::join_all(urls.iter().map(|url| self.send_via(client.clone(), url, job)))
-            .await
+        futures::future::join_all(
+            urls.iter()
+                .map(|url| self.send_via(client.clone(), url, job)),
+        )
+        .await
     }
 
     /// Posts `job` to one URL and never fails: every outcome is a result.

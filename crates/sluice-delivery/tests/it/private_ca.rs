@@ -60,7 +60,10 @@ async fn self_signed_leaf_pasted_as_ca_is_not_trusted() {
         .clone()
         .unwrap_or_default();
     assert!(error.contains("not a CA certificate"), "{error}");
-    assert!(rx.requests().is_empty(), "no request may reach the endpoint");
+    assert!(
+        rx.requests().is_empty(),
+        "no request may reach the endpoint"
+    );
     assert_eq!(rx.tls_failures(), 0, "not even a connection is made");
     engine.stop().await;
 }

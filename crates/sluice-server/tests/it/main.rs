@@ -10,5 +10,6 @@ mod outbound;
 #[cfg(feature = "postgres-tests")]
 mod postgres;
 mod receivers;
+mod signing_ca;
 mod support;
 mod webhooks;

@@ -52,7 +52,8 @@ async fn failed_attempts_warn_and_dead_delivery_errors_without_secrets() {
     rx.set_default(Reply::status(503));
     let url = format!(
         "{}/{PATH_TOKEN}?token={QUERY_TOKEN}",
-        rx.url().replace("http://", &format!("http://user:{PASSWORD}@"))
+        rx.url()
+            .replace("http://", &format!("http://user:{PASSWORD}@"))
     );
     let created: Value = http
         .post(api("/destinations"))

@@ -63,7 +63,8 @@ pub fn parse_standard(
         Some(Value::String(s)) => match previous {
             Some(p) if *s == mask(&p.secret) => Some(p.secret.clone()),
             _ => {
-                standard::secret_key(s).map_err(|e| ApiError::invalid(&secret_field, e.to_string()))?;
+                standard::secret_key(s)
+                    .map_err(|e| ApiError::invalid(&secret_field, e.to_string()))?;
                 Some(s.clone())
             }
         },
