@@ -42,6 +42,14 @@ pub fn usage(pid: u32) -> anyhow::Result<Usage> {
     })
 }
 
+/// `VmRSS`: the resident set now, in bytes.
+pub fn rss_bytes(pid: u32) -> anyhow::Result<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .with_context(|| format!("reading /proc/{pid}/status"))?;
+    let kib = kib_field(&status, "VmRSS:").context("no VmRSS in /proc/<pid>/status")?;
+    Ok(kib * 1024)
+}
+
 /// `sysconf(_SC_CLK_TCK)` via `getconf`; 100 on every mainstream Linux.
 fn clock_ticks_per_sec() -> f64 {
     static TICKS: std::sync::OnceLock<f64> = std::sync::OnceLock::new();

@@ -25,6 +25,8 @@ pub struct ServerOptions {
     pub timeout_ms: u64,
     /// Where to keep server logs; `None`: a temporary file, removed at stop.
     pub log_dir: Option<PathBuf>,
+    /// Extra `SLUICE_*` settings for one scenario (e.g. schema tracking off).
+    pub env: Vec<(String, String)>,
 }
 
 /// A running `sluice serve`; terminated (SIGTERM, then SIGKILL) on drop.
@@ -90,6 +92,7 @@ impl Sluice {
             // Fast retries so the retry storm settles in seconds, not hours.
             .env("SLUICE_DELIVERY__BACKOFF_BASE_MS", "50")
             .env("SLUICE_DELIVERY__BACKOFF_CAP_MS", "500")
+            .envs(options.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log)
@@ -150,7 +153,7 @@ impl Sluice {
         resources::dir_bytes(self.data_dir.path())
     }
 
-    async fn admin(
+    pub async fn admin(
         &self,
         method: reqwest::Method,
         path: &str,

@@ -85,7 +85,7 @@ fn figures(
 }
 
 /// Correctness: no request failed, and some were answered at all.
-fn acknowledged(report: &mut Report, name: &str, out: &Outcome, workload: &Workload) {
+pub fn acknowledged(report: &mut Report, name: &str, out: &Outcome, workload: &Workload) {
     let detail = format!(
         "{} of {} requests answered 200, {} failed{}",
         out.acked.len(),

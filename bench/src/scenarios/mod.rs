@@ -6,6 +6,11 @@
 //!   fixed offered rate; disk per stored event before and after delivery.
 //! - [`fanout`]: a healthy 5-URL destination next to a hanging or failing one.
 //! - [`retry`]: half the answers are 503; every event still lands exactly once.
+//! - [`schema`]: ingest with schema tracking, 50 block rules and 5 destination
+//!   filters against ingest without them, same run; schema memory at the cap.
+//! - [`slow`]: 1,000 clients without credentials holding half-sent bodies:
+//!   resident memory during and after, against the idle figure.
+//! - [`personas`]: ingest with and without 10 computed traits; engine catch-up.
 //!
 //! Resource figures (peak RSS, CPU per million events, disk) are taken by the
 //! scenarios that produce them and reported under `resources`.
@@ -13,7 +18,10 @@
 mod e2e;
 mod fanout;
 mod ingest;
+mod personas;
 mod retry;
+mod schema;
+mod slow;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -24,7 +32,7 @@ use crate::server::{ServerOptions, Sluice, Source};
 use crate::sink::{Endpoint, Sink};
 
 /// The shared secret every bench destination signs with.
-const SECRET: &str = "sluice-bench-shared-secret";
+pub const SECRET: &str = "sluice-bench-shared-secret";
 
 /// Load-generator connections for the throughput runs.
 pub const CONNECTIONS: usize = 64;
@@ -35,14 +43,20 @@ pub enum Scenario {
     EndToEnd,
     Fanout,
     RetryStorm,
+    Schema,
+    SlowClients,
+    Personas,
 }
 
 impl Scenario {
-    pub const ALL: [Scenario; 4] = [
+    pub const ALL: [Scenario; 7] = [
         Scenario::Ingest,
         Scenario::EndToEnd,
         Scenario::Fanout,
         Scenario::RetryStorm,
+        Scenario::Schema,
+        Scenario::SlowClients,
+        Scenario::Personas,
     ];
 
     fn name(self) -> &'static str {
@@ -51,6 +65,9 @@ impl Scenario {
             Scenario::EndToEnd => "end-to-end",
             Scenario::Fanout => "fan-out and isolation",
             Scenario::RetryStorm => "retry storm",
+            Scenario::Schema => "schema and filtering",
+            Scenario::SlowClients => "slow clients",
+            Scenario::Personas => "personas",
         }
     }
 }
@@ -69,6 +86,7 @@ pub struct Plan {
     pub latency_secs: f64,
     pub fanout_events: usize,
     pub retry_events: usize,
+    pub personas_events: usize,
     /// Upper bound on any one load phase.
     pub load_limit: Duration,
     /// Upper bound on waiting for deliveries after a load phase.
@@ -87,6 +105,7 @@ impl Plan {
             synchronous,
             timeout_ms: 5_000,
             log_dir,
+            env: Vec::new(),
         };
         let scale = |full: usize, small: usize| if quick { small } else { full };
         Plan {
@@ -100,6 +119,7 @@ impl Plan {
             latency_secs: if quick { 2.0 } else { 15.0 },
             fanout_events: scale(10_000, 500),
             retry_events: scale(30_000, 2_000),
+            personas_events: scale(200_000, 5_000),
             load_limit: Duration::from_secs(if quick { 15 } else { 60 }),
             delivery_limit: Duration::from_secs(if quick { 20 } else { 40 }),
         }
@@ -117,6 +137,9 @@ pub async fn run_all(plan: &Plan, scenarios: &[Scenario], report: &mut Report) {
             Scenario::EndToEnd => e2e::run(plan, report).await,
             Scenario::Fanout => fanout::run(plan, report).await,
             Scenario::RetryStorm => retry::run(plan, report).await,
+            Scenario::Schema => schema::run(plan, report).await,
+            Scenario::SlowClients => slow::run(plan, report).await,
+            Scenario::Personas => personas::run(plan, report).await,
         };
         match result {
             Ok(rss) => peak_rss = peak_rss.max(rss),

@@ -1,17 +1,25 @@
-//! Reading request bodies under a hard cap, gzip included.
+//! Reading request bodies under a hard cap, gzip included, within the body
+//! deadline and the memory budget ([`crate::budget`]).
 //!
 //! Limits apply to the decompressed bytes, and decompression stops as soon as
 //! the limit is passed, so a gzip bomb costs at most `limit + 1` bytes of
-//! memory and the time to inflate them.
+//! memory and the time to inflate them. A declared `Content-Length` over the
+//! limit is refused before any byte is read. Every byte kept is counted
+//! against the budget as it arrives; over budget the request is refused with
+//! `503` rather than buffered. A client that has not sent the whole body
+//! when the deadline passes gets `408`.
 
 use std::io::Read;
+use std::sync::Arc;
 
 use axum::body::Body;
-use axum::http::HeaderMap;
-use axum::http::header::CONTENT_ENCODING;
-use bytes::Bytes;
+use axum::http::header::{CONTENT_ENCODING, CONTENT_LENGTH};
+use axum::http::{HeaderMap, StatusCode};
+use bytes::{Bytes, BytesMut};
 use flate2::read::MultiGzDecoder;
+use http_body_util::BodyExt;
 
+use crate::budget::{BodyBudget, Held};
 use crate::error::ApiError;
 
 /// Compressed bodies may exceed the decompressed limit by this much (gzip
@@ -19,8 +27,16 @@ use crate::error::ApiError;
 const GZIP_SLACK: usize = 1024;
 
 /// Reads the whole body, decoding `Content-Encoding: gzip`, and fails with
-/// `body_too_large` when more than `limit` bytes would result.
-pub async fn read_capped(headers: &HeaderMap, body: Body, limit: usize) -> Result<Bytes, ApiError> {
+/// `body_too_large` when more than `limit` bytes would result. The bytes stay
+/// counted against `budget` until the returned [`Held`] is dropped;
+/// `anonymous` requests (no HTTP Basic write key) draw on its small share.
+pub async fn read_capped(
+    headers: &HeaderMap,
+    body: Body,
+    limit: usize,
+    budget: &Arc<BodyBudget>,
+    anonymous: bool,
+) -> Result<(Bytes, Held), ApiError> {
     let encoding = headers
         .get(CONTENT_ENCODING)
         .and_then(|v| v.to_str().ok())
@@ -37,11 +53,38 @@ pub async fn read_capped(headers: &HeaderMap, body: Body, limit: usize) -> Resul
         }
     };
     let raw_limit = if gzip { limit + GZIP_SLACK } else { limit };
-    let raw = axum::body::to_bytes(body, raw_limit)
-        .await
-        .map_err(|_| too_large(limit))?;
+    let declared = headers
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<usize>().ok());
+    if declared.is_some_and(|n| n > raw_limit) {
+        return Err(too_large(limit));
+    }
+    let mut held = budget.hold(anonymous);
+    let raw = tokio::time::timeout(
+        budget.timeout,
+        read_raw(body, raw_limit, declared, &mut held),
+    )
+    .await
+    .map_err(|_| {
+        ApiError::new(
+            StatusCode::REQUEST_TIMEOUT,
+            "body_timeout",
+            format!(
+                "the request body did not arrive within {} s",
+                budget.timeout.as_secs_f64()
+            ),
+        )
+    })?
+    .map_err(|e| {
+        if e.code == "body_too_large" {
+            too_large(limit)
+        } else {
+            e
+        }
+    })?;
     if !gzip {
-        return Ok(raw);
+        return Ok((raw, held));
     }
     let mut out = Vec::with_capacity(raw.len().saturating_mul(4).min(limit + 1));
     MultiGzDecoder::new(raw.as_ref())
@@ -51,7 +94,61 @@ pub async fn read_capped(headers: &HeaderMap, body: Body, limit: usize) -> Resul
     if out.len() > limit {
         return Err(too_large(limit));
     }
-    Ok(Bytes::from(out))
+    if !held.take(out.len()) {
+        return Err(over_budget());
+    }
+    Ok((Bytes::from(out), held))
+}
+
+/// Reads raw body bytes, counting them against `held` as they arrive. With a
+/// declared length the whole of it is counted up front (one step, and the
+/// refusal comes before anything is read).
+async fn read_raw(
+    mut body: Body,
+    raw_limit: usize,
+    declared: Option<usize>,
+    held: &mut Held,
+) -> Result<Bytes, ApiError> {
+    if declared.is_some_and(|n| !held.take(n)) {
+        return Err(over_budget());
+    }
+    let mut first: Option<Bytes> = None;
+    let mut buf = BytesMut::new();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| {
+            ApiError::bad_request("body_read_failed", format!("reading the body: {e}"))
+        })?;
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
+        let so_far = first.as_ref().map_or(0, Bytes::len) + buf.len();
+        let total = so_far + data.len();
+        if total > raw_limit {
+            return Err(ApiError::too_large(String::new()));
+        }
+        if total > held.bytes() && !held.take(total - held.bytes()) {
+            return Err(over_budget());
+        }
+        // Most bodies arrive in one frame: keep it without copying.
+        match first.take() {
+            None if buf.is_empty() => first = Some(data),
+            None => buf.extend_from_slice(&data),
+            Some(prev) => {
+                buf.reserve(declared.unwrap_or(total).max(total));
+                buf.extend_from_slice(&prev);
+                buf.extend_from_slice(&data);
+            }
+        }
+    }
+    Ok(first.unwrap_or_else(|| buf.freeze()))
+}
+
+fn over_budget() -> ApiError {
+    ApiError::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "over_capacity",
+        "too many request bodies in flight; retry later",
+    )
 }
 
 fn too_large(limit: usize) -> ApiError {

@@ -7,11 +7,15 @@
 //! text.
 
 use axum::Json;
-use axum::http::StatusCode;
+use axum::http::header::RETRY_AFTER;
+use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 use sluice_model::ValidationError;
 use sluice_store::StoreError;
+
+/// `Retry-After` on every `503`, in seconds.
+pub const RETRY_AFTER_SECS: &str = "1";
 
 /// An error answered to an API client.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -88,7 +92,15 @@ impl From<StoreError> for ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let body = json!({"success": false, "code": self.code, "message": self.message});
-        (self.status, Json(body)).into_response()
+        let mut response = (self.status, Json(body)).into_response();
+        // Every 503 is temporary (storage, shutdown, the body budget): say
+        // when to come back, so clients back off instead of hammering.
+        if self.status == StatusCode::SERVICE_UNAVAILABLE {
+            response
+                .headers_mut()
+                .insert(RETRY_AFTER, HeaderValue::from_static(RETRY_AFTER_SECS));
+        }
+        response
     }
 }
 

@@ -3,9 +3,12 @@
 //! `POST /v1/{kind}` where kind is a call type, `batch`, `import`, or the
 //! browser library's one-letter forms. Order of work, cheapest refusal first:
 //! path → capped body read (gzip aware) → write key from HTTP Basic → parse and
-//! validate the whole request → write key from the body → route → commit →
-//! wake delivery → `200 {"success":true}`. Nothing is stored unless every item
-//! is valid, and the 200 is sent only after the commit.
+//! validate the whole request → write key from the body → route, with source
+//! rules and destination filters ([`crate::gate`]) → commit → wake delivery →
+//! record the schema (in memory) → `200 {"success":true}`. Nothing is stored
+//! unless every item is valid, and the 200 is sent only after the commit. A
+//! call blocked by a rule is committed (marked) and answered 200 like any
+//! other, so clients do not retry it.
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
@@ -17,14 +20,16 @@ use axum::extract::{ConnectInfo, Path, State};
 use axum::http::HeaderMap;
 use chrono::Utc;
 use serde_json::{Value, json};
-use sluice_model::{Endpoint, Envelope, RequestContext, destination_enabled, parse_request};
-use sluice_store::{AppendRequest, NewEvent};
+use sluice_model::{Endpoint, Envelope, RequestContext, parse_request};
+use sluice_schema::Shape;
+use sluice_store::AppendRequest;
 
 use crate::AppState;
 use crate::auth::basic_write_key;
 use crate::body::read_capped;
 use crate::error::{ApiError, ApiResult};
-use crate::routes::{SourceRoute, WEBHOOKS};
+use crate::gate;
+use crate::routes::SourceRoute;
 
 /// Handles one collection request.
 pub async fn collect(
@@ -40,7 +45,16 @@ pub async fn collect(
     let header_route = basic_write_key(&headers)
         .map(|key| authorize(&app, &key))
         .transpose()?;
-    let bytes = read_capped(&headers, body, app.limits.max_body_bytes(endpoint)).await?;
+    // Without a key in the header the body is all we have to go on: such
+    // requests draw on the small anonymous share of the body budget.
+    let (bytes, _held) = read_capped(
+        &headers,
+        body,
+        app.limits.max_body_bytes(endpoint),
+        &app.bodies,
+        header_route.is_none(),
+    )
+    .await?;
     let ctx = RequestContext {
         received_at: Utc::now(),
         client_ip: Some(client_ip(&headers, peer, app.trust_forwarded_for)),
@@ -58,7 +72,7 @@ pub async fn collect(
         }
     };
     let count = envelope.events.len() as u64;
-    let request = append_request(&route, envelope, ctx.received_at);
+    let (request, shapes) = append_request(&route, envelope, ctx.received_at, app.schema.is_some());
     let started = Instant::now();
     app.store.append(request).await?;
     app.metrics
@@ -67,6 +81,10 @@ pub async fn collect(
     app.metrics.events_accepted.inc_by(count);
     if !route.destinations.is_empty() {
         (app.on_commit)();
+    }
+    if let Some(schema) = &app.schema {
+        let at = ctx.received_at.timestamp_millis();
+        schema.observe(&route.source_id, shapes.iter().flatten(), at);
     }
     Ok(Json(json!({"success": true})))
 }
@@ -86,26 +104,21 @@ fn append_request(
     route: &SourceRoute,
     envelope: Envelope,
     received_at: chrono::DateTime<Utc>,
-) -> AppendRequest {
+    track_schema: bool,
+) -> (AppendRequest, Vec<Option<Shape>>) {
     let mut events = Vec::with_capacity(envelope.events.len());
+    let mut shapes = Vec::with_capacity(envelope.events.len());
     for event in envelope.events {
-        let destination_ids = if destination_enabled(event.integrations.as_ref(), WEBHOOKS) {
-            route.destinations.clone()
-        } else {
-            Vec::new()
-        };
-        events.push(NewEvent {
-            message_id: event.message_id,
-            event_type: event.event_type.as_str().to_owned(),
-            body: event.json,
-            destination_ids,
-        });
+        let (stored, shape) = gate::screen(route, event, track_schema);
+        events.push(stored);
+        shapes.push(shape);
     }
-    AppendRequest {
+    let request = AppendRequest {
         source_id: route.source_id.clone(),
         received_at,
         events,
-    }
+    };
+    (request, shapes)
 }
 
 /// The client address: the peer, or with a trusted proxy in front, the first
@@ -134,15 +147,31 @@ pub async fn project_settings(
 ) -> ApiResult<Json<Value>> {
     authorize(&app, &key)?;
     // Point the browser library back at the host it fetched settings from,
-    // so it does not fall back to Segment's own API host.
+    // so it does not fall back to Segment's own API host, and with the
+    // scheme it used: analytics.js assumes https when `protocol` is absent.
     let api_host = headers
         .get(axum::http::header::HOST)
         .and_then(|h| h.to_str().ok())
         .map(|h| format!("{h}/v1"));
+    let protocol = request_protocol(&headers, app.trust_forwarded_for);
     Ok(Json(json!({
-        "integrations": {"Segment.io": {"apiKey": key, "apiHost": api_host, "unbundledIntegrations": [], "addBundledMetadata": true}},
+        "integrations": {"Segment.io": {"apiKey": key, "apiHost": api_host, "protocol": protocol, "unbundledIntegrations": [], "addBundledMetadata": true}},
         "plan": {"track": {"__default": {"enabled": true, "integrations": {}}}, "identify": {"__default": {"enabled": true}}, "group": {"__default": {"enabled": true}}},
         "enabledMiddleware": {},
         "metrics": {"sampleRate": 0},
     })))
+}
+
+/// The scheme the client used: Sluice itself serves plain HTTP, so `http`
+/// unless a trusted proxy in front says otherwise in `X-Forwarded-Proto`.
+fn request_protocol(headers: &HeaderMap, trust_proxy: bool) -> &'static str {
+    let forwarded = headers
+        .get("x-forwarded-proto")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(',').next())
+        .map(str::trim);
+    match forwarded {
+        Some(p) if trust_proxy && p.eq_ignore_ascii_case("https") => "https",
+        _ => "http",
+    }
 }

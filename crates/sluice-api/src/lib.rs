@@ -3,8 +3,11 @@
 //! Modules:
 //! - [`ingest`]: the Segment-compatible collection API (`/v1/...`).
 //! - [`admin`]: the admin API (`/api/v1/...`).
-//! - [`routes`]: the in-memory write key → source → destinations table.
+//! - [`routes`]: the in-memory write key → source → destinations table,
+//!   with source rules and destination filters.
+//! - [`gate`]: source rules and destination filters applied at ingest.
 //! - [`body`]: capped, gzip-aware body reading.
+//! - [`budget`]: the memory budget for request bodies.
 //! - [`auth`]: write keys and the admin token from headers.
 //! - [`metrics`]: Prometheus metrics and the request-counting middleware.
 //! - [`error`]: [`ApiError`], the stable JSON error shape.
@@ -12,7 +15,9 @@
 pub mod admin;
 pub mod auth;
 pub mod body;
+pub mod budget;
 pub mod error;
+pub mod gate;
 pub mod ingest;
 pub mod metrics;
 pub mod routes;
@@ -32,6 +37,7 @@ use sluice_model::Limits;
 use sluice_store::Store;
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
+pub use budget::BodyBudget;
 pub use error::{ApiError, ApiResult};
 pub use metrics::Metrics;
 pub use routes::RouteTable;
@@ -48,16 +54,33 @@ pub struct AppState {
     pub trust_forwarded_for: bool,
     /// SHA-256 of the admin token.
     pub admin_token_hash: String,
+    /// Who may read `/metrics`, and on which listener.
+    pub metrics_access: MetricsAccess,
+    /// The memory budget and deadline for request bodies.
+    pub bodies: Arc<BodyBudget>,
     /// Fired after events with deliveries are committed: wakes delivery.
     pub on_commit: Hook,
     /// Fired after a source or destination changed.
     pub on_config_change: Hook,
     pub metrics: Arc<Metrics>,
     pub registry: Arc<Registry>,
+    /// The in-memory schema aggregate; `None` when schema tracking is off.
+    pub schema: Option<Arc<sluice_schema::Tracker>>,
     /// False until start-up is complete and again once shutdown begins.
     pub ready: Arc<AtomicBool>,
     /// Which destination URLs may be saved, and how credentials are shown.
     pub outbound: admin::webhook_settings::Rules,
+}
+
+/// Access to `/metrics`.
+#[derive(Debug, Clone, Default)]
+pub struct MetricsAccess {
+    /// SHA-256 of the token that `Authorization: Bearer` must carry; `None`
+    /// leaves the endpoint open.
+    pub token_hash: Option<String>,
+    /// Serve `/metrics` on a listener of its own ([`metrics_router`]) rather
+    /// than on the main one.
+    pub separate_listener: bool,
 }
 
 impl AppState {
@@ -93,13 +116,15 @@ pub fn router(app: Arc<AppState>) -> Router {
             get(ingest::project_settings).fallback(method_not_allowed),
         )
         .layer(cors);
-    Router::new()
+    let mut main = Router::new()
         .merge(collection)
         .nest("/api/v1", admin::router(app.clone()))
         .route("/health", get(|| async { "ok" }))
-        .route("/ready", get(ready))
-        .route("/metrics", get(metrics_text))
-        .fallback(|| async { ApiError::not_found("route") })
+        .route("/ready", get(ready));
+    if !app.metrics_access.separate_listener {
+        main = main.route("/metrics", get(metrics_text));
+    }
+    main.fallback(|| async { ApiError::not_found("route") })
         .method_not_allowed_fallback(|| async {
             ApiError::new(
                 StatusCode::METHOD_NOT_ALLOWED,
@@ -107,10 +132,22 @@ pub fn router(app: Arc<AppState>) -> Router {
                 "method not allowed on this route",
             )
         })
+        // Outside the routing, so that every path under the admin prefix,
+        // known or not, asks for the token first and the route table stays
+        // private.
+        .layer(from_fn_with_state(app.clone(), admin::guard_prefix))
         .layer(from_fn_with_state(
             app.metrics.clone(),
             metrics::track_requests,
         ))
+        .with_state(app)
+}
+
+/// `/metrics` alone, for a listener of its own (`metrics.listen`).
+pub fn metrics_router(app: Arc<AppState>) -> Router {
+    Router::new()
+        .route("/metrics", get(metrics_text))
+        .fallback(|| async { ApiError::not_found("route") })
         .with_state(app)
 }
 
@@ -132,7 +169,19 @@ async fn ready(State(app): State<Arc<AppState>>) -> impl IntoResponse {
     }
 }
 
-async fn metrics_text(State(app): State<Arc<AppState>>) -> impl IntoResponse {
+async fn metrics_text(
+    State(app): State<Arc<AppState>>,
+    headers: axum::http::HeaderMap,
+) -> axum::response::Response {
+    if let Some(hash) = &app.metrics_access.token_hash {
+        let given = auth::bearer_token(&headers);
+        if !given.is_some_and(|t| sluice_store::keys::verify_secret(t, hash)) {
+            return ApiError::unauthorized(
+                "/metrics needs 'Authorization: Bearer <metrics token>'",
+            )
+            .into_response();
+        }
+    }
     let mut out = String::new();
     if let Err(e) = prometheus_client::encoding::text::encode(&mut out, &app.registry) {
         tracing::error!(error = %e, "encoding metrics");

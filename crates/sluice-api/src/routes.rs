@@ -1,27 +1,35 @@
-//! The in-memory routing table: write key → source → destinations.
+//! The in-memory routing table: write key → source → destinations, with the
+//! source's block rules and its destinations' filters.
 //!
 //! Ingest consults it for every request, so it lives in memory and is
-//! replaced whole (copy on write) when the admin API changes a source or
-//! destination, and on a timer so that changes made by other nodes sharing
-//! the database arrive within the refresh interval.
+//! replaced whole (copy on write) when the admin API changes a source,
+//! destination, rules or filters, and on a timer so that changes made by
+//! other nodes sharing the database arrive within the refresh interval.
+//! Rules and filters are parsed here, once per reload, never per event.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
+use sluice_schema::{FilterSet, SourceRules};
 use sluice_store::{Store, StoreError, keys};
 
 /// The name of the Webhooks destination type, as `integrations` spells it.
 pub const WEBHOOKS: &str = "Webhooks";
 
 /// What ingest needs to know about one source.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct SourceRoute {
     pub source_id: String,
     pub enabled: bool,
     write_key_hash: String,
     /// Enabled Webhooks destinations connected to the source.
     pub destinations: Vec<String>,
+    /// The source's block rules, when it has any that can act.
+    pub rules: Option<Arc<SourceRules>>,
+    /// Filters of connected destinations that have some: `(destination id,
+    /// filters)`.
+    pub filters: Vec<(String, Arc<FilterSet>)>,
 }
 
 #[derive(Debug, Default)]
@@ -59,18 +67,30 @@ impl RouteTable {
         let generation = self.generations.fetch_add(1, Ordering::SeqCst) + 1;
         let sources = self.store.list_sources().await?;
         let destinations = self.store.list_destinations().await?;
+        let mut rules = parsed(self.store.list_source_rules().await?, |doc| {
+            SourceRules::parse(doc).map(|r| (!r.is_empty()).then_some(r))
+        });
+        let filters = parsed(self.store.list_destination_filters().await?, |doc| {
+            FilterSet::parse(doc).map(|f| (!f.is_empty()).then_some(f))
+        });
         let mut by_key_hash = HashMap::with_capacity(sources.len());
         for source in sources {
-            let connected = destinations
+            let connected: Vec<String> = destinations
                 .iter()
                 .filter(|d| d.enabled && d.kind == WEBHOOKS && d.source_ids.contains(&source.id))
                 .map(|d| d.id.clone())
                 .collect();
+            let source_filters = connected
+                .iter()
+                .filter_map(|d| filters.get(d).map(|f| (d.clone(), Arc::clone(f))))
+                .collect();
             let route = SourceRoute {
+                rules: rules.remove(&source.id),
                 source_id: source.id,
                 enabled: source.enabled,
                 write_key_hash: source.write_key_hash.clone(),
                 destinations: connected,
+                filters: source_filters,
             };
             by_key_hash.insert(source.write_key_hash, Arc::new(route));
         }
@@ -99,4 +119,25 @@ impl RouteTable {
         let route = snapshot.by_key_hash.get(&hash)?;
         keys::verify_secret(write_key, &route.write_key_hash).then(|| Arc::clone(route))
     }
+}
+
+/// Parses stored documents by id, keeping those that can act. A document
+/// that no longer parses (written by a newer version) is skipped with a
+/// warning rather than failing the whole table.
+fn parsed<T>(
+    docs: Vec<(String, String)>,
+    parse: impl Fn(&serde_json::Value) -> Result<Option<T>, sluice_schema::RuleError>,
+) -> HashMap<String, Arc<T>> {
+    let mut out = HashMap::with_capacity(docs.len());
+    for (id, text) in docs {
+        let doc = serde_json::from_str(&text).unwrap_or(serde_json::Value::Null);
+        match parse(&doc) {
+            Ok(Some(v)) => {
+                out.insert(id, Arc::new(v));
+            }
+            Ok(None) => {}
+            Err(e) => tracing::warn!(id, error = %e, "ignoring stored rules or filters"),
+        }
+    }
+    out
 }

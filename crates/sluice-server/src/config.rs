@@ -10,6 +10,8 @@ use figment::Figment;
 use figment::providers::{Env, Format, Serialized, Toml};
 use serde::{Deserialize, Serialize};
 
+pub use crate::serve::settings::{HttpSettings, MetricsSettings};
+
 /// Why configuration could not be used.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -40,6 +42,10 @@ pub struct Config {
     pub limits: LimitsConfig,
     pub delivery: DeliverySettings,
     pub retention: RetentionConfig,
+    pub schema: SchemaConfig,
+    pub http: HttpSettings,
+    pub metrics: MetricsSettings,
+    pub personas: PersonasConfig,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -140,6 +146,58 @@ pub struct RetentionConfig {
     pub interval_secs: u64,
 }
 
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SchemaConfig {
+    /// Record what each source sends (on). Block rules and destination
+    /// filters work either way.
+    pub enabled: bool,
+    /// How often the in-memory schema aggregate is written (10 s): what a
+    /// crash can lose of the schema's counts (never events).
+    pub flush_interval_ms: u64,
+    /// Most schema entries kept per source (10000): event, page and screen
+    /// names, trait keys and property keys together. Beyond it, observations
+    /// are counted as overflow.
+    pub max_entries_per_source: usize,
+}
+
+impl Default for SchemaConfig {
+    fn default() -> Self {
+        SchemaConfig {
+            enabled: true,
+            flush_interval_ms: 10_000,
+            max_entries_per_source: 10_000,
+        }
+    }
+}
+
+/// The profile engine (computed traits, audiences); see docs/personas.md.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PersonasConfig {
+    /// Run the profile engine on this node (true).
+    pub enabled: bool,
+    /// How often an idle engine looks for events, due windows and jobs
+    /// (200 ms); also the granularity of window expiry.
+    pub poll_interval_ms: u64,
+    /// The engine lease: a dead node's work moves to another node after
+    /// this (15 s).
+    pub lease_ttl_secs: u64,
+    /// Events read per engine step (500).
+    pub batch_events: u32,
+}
+
+impl Default for PersonasConfig {
+    fn default() -> Self {
+        PersonasConfig {
+            enabled: true,
+            poll_interval_ms: 200,
+            lease_ttl_secs: 15,
+            batch_events: 500,
+        }
+    }
+}
+
 impl Default for Config {
     fn default() -> Self {
         Config {
@@ -153,6 +211,10 @@ impl Default for Config {
             limits: LimitsConfig::default(),
             delivery: DeliverySettings::default(),
             retention: RetentionConfig::default(),
+            schema: SchemaConfig::default(),
+            http: HttpSettings::default(),
+            metrics: MetricsSettings::default(),
+            personas: PersonasConfig::default(),
         }
     }
 }
@@ -348,10 +410,23 @@ impl Config {
         if d.pending_cap_interval_ms == 0 {
             return invalid("delivery.pending_cap_interval_ms", "must be at least 1");
         }
+        if self.schema.flush_interval_ms == 0 {
+            return invalid("schema.flush_interval_ms", "must be at least 1");
+        }
+        if self.schema.max_entries_per_source == 0 {
+            return invalid("schema.max_entries_per_source", "must be at least 1");
+        }
+        if self.personas.poll_interval_ms == 0 {
+            return invalid("personas.poll_interval_ms", "must be at least 1");
+        }
+        if self.personas.lease_ttl_secs == 0 {
+            return invalid("personas.lease_ttl_secs", "must be at least 1");
+        }
         if self.retention.interval_secs == 0 {
             return invalid("retention.interval_secs", "must be at least 1");
         }
-        Ok(())
+        self.http.validate()?;
+        self.metrics.validate()
     }
 
     /// The network guard `delivery.allow_networks` describes.

@@ -1,11 +1,14 @@
 //! The Sluice server: configuration, start-up, shutdown, and the wiring of
-//! store → API → delivery.
+//! store → API → delivery, and the profile engine.
 //!
 //! Modules:
 //! - [`config`]: layered configuration (defaults, TOML file, `SLUICE_*`).
 //! - [`bootstrap`]: sources and destinations declared in a file.
 //! - [`admin_token`]: the admin token, configured or generated once.
 //! - [`tasks`]: background upkeep (routing refresh, retention).
+//! - [`serve`]: the HTTP accept loop with its timeouts, connection cap and
+//!   bounded shutdown.
+//! - [`rlimit`]: the open-file limit.
 //!
 //! [`run`] is what the `sluice` binary calls and what tests call, on a
 //! listener bound to port 0.
@@ -13,19 +16,22 @@
 pub mod admin_token;
 pub mod bootstrap;
 pub mod config;
+pub mod rlimit;
+pub mod serve;
 pub mod tasks;
 
 use std::future::Future;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use prometheus_client::registry::Registry;
 use sluice_api::admin::webhook_settings;
-use sluice_api::{AppState, Metrics, RouteTable};
+use sluice_api::{AppState, BodyBudget, Metrics, MetricsAccess, RouteTable};
 use sluice_delivery::{DeliveryConfig, DeliveryEngine};
+use sluice_schema::Tracker;
 use sluice_store::Store;
+use sluice_store::keys;
 use sluice_store::postgres::{PostgresConfig, PostgresStore};
 use sluice_store::sqlite::{SqliteConfig, SqliteStore, Synchronous};
 use tokio::net::TcpListener;
@@ -152,6 +158,16 @@ fn outbound_rules(config: &Config) -> Result<webhook_settings::Rules, ServerErro
     })
 }
 
+fn profile_config(config: &Config) -> sluice_profiles::EngineConfig {
+    let p = &config.personas;
+    sluice_profiles::EngineConfig {
+        poll_interval: Duration::from_millis(p.poll_interval_ms),
+        lease_ttl: Duration::from_secs(p.lease_ttl_secs),
+        batch: p.batch_events.max(1),
+        ..sluice_profiles::EngineConfig::default()
+    }
+}
+
 /// Runs Sluice on `listener` until `shutdown` completes, then stops
 /// accepting, finishes in-flight requests (and so their commits), lets
 /// delivery wind down, and returns.
@@ -191,6 +207,17 @@ pub async fn run(
     let (engine, engine_task) =
         DeliveryEngine::start(store.clone(), delivery_config(&config)?, engine_stop)?;
 
+    let profiles = config.personas.enabled.then(|| {
+        let wake_delivery = engine.clone();
+        sluice_profiles::engine::start(
+            store.clone(),
+            profile_config(&config),
+            Arc::new(move || wake_delivery.notify()),
+            wait_for(stop_rx.clone()),
+        )
+    });
+    let wake_profiles = profiles.as_ref().map(|(handle, _)| handle.clone());
+
     let mut registry = Registry::default();
     let metrics = Arc::new(Metrics::register(&mut registry));
     let capped = prometheus_client::metrics::counter::Counter::<u64>::default();
@@ -200,6 +227,10 @@ pub async fn run(
         capped.clone(),
     );
     let routes = RouteTable::load(store.clone()).await?;
+    let schema = config
+        .schema
+        .enabled
+        .then(|| Arc::new(Tracker::new(config.schema.max_entries_per_source)));
     let ready = Arc::new(AtomicBool::new(false));
     let notify = engine.clone();
     let invalidate = engine.clone();
@@ -209,12 +240,27 @@ pub async fn run(
         limits: config.limits(),
         trust_forwarded_for: config.trust_forwarded_for,
         admin_token_hash: token.hash,
-        on_commit: Arc::new(move || notify.notify()),
+        metrics_access: MetricsAccess {
+            token_hash: config.metrics.token.as_deref().map(keys::hash_secret),
+            separate_listener: config.metrics.listen.is_some(),
+        },
+        bodies: BodyBudget::new(
+            config.http.body_budget_bytes,
+            config.http.anonymous_body_budget_bytes,
+            Duration::from_millis(config.http.body_timeout_ms),
+        ),
+        on_commit: Arc::new(move || {
+            notify.notify();
+            if let Some(p) = &wake_profiles {
+                p.notify();
+            }
+        }),
         on_config_change: Arc::new(move || invalidate.invalidate_destinations()),
         metrics,
         registry: Arc::new(registry),
         ready: ready.clone(),
         outbound: rules,
+        schema: schema.clone(),
     });
     let upkeep = tasks::spawn(
         store.clone(),
@@ -223,41 +269,91 @@ pub async fn run(
         tasks::PendingCap::new(&config.delivery, capped),
         stop_rx.clone(),
     );
+    let schema_flusher = schema.clone().map(|tracker| {
+        tasks::spawn_schema_flush(store.clone(), tracker, &config.schema, stop_rx.clone())
+    });
 
     // The dashboard's pages sit next to the APIs; it adds no fallback, so
     // unknown paths keep the API's JSON 404.
-    let router = sluice_api::router(app.clone()).merge(sluice_dashboard::router(app));
+    let router = sluice_api::router(app.clone()).merge(sluice_dashboard::router(app.clone()));
+    let opts = serve_options(&config);
+    let metrics_side = match config.metrics.listen {
+        Some(addr) => {
+            let side = TcpListener::bind(addr).await?;
+            tracing::info!(addr = %side.local_addr()?, "metrics listening");
+            Some(serve::spawn_side_listener(
+                side,
+                sluice_api::metrics_router(app),
+                opts.clone(),
+                stop_rx.clone(),
+            ))
+        }
+        None => None,
+    };
     tracing::info!(
         addr = %listener.local_addr()?,
         storage = ?config.storage.backend,
         data_dir = %config.data_dir.display(),
+        max_connections = opts.max_connections,
         "sluice listening"
     );
     ready.store(true, Ordering::Release);
     let ready_flag = ready.clone();
-    let served = axum::serve(
-        listener,
-        router.into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(async move {
+    serve::serve(listener, router, opts, async move {
         shutdown.await;
         ready_flag.store(false, Ordering::Release);
-        tracing::info!("shutting down: no new connections; finishing in-flight requests");
     })
     .await;
 
     let _ = stop_tx.send(true);
+    if let Some(side) = metrics_side {
+        let _ = side.await;
+    }
     if let Err(e) = engine_task.await {
         tracing::error!(error = %e, "delivery engine task failed");
     }
+    if let Some((_, task)) = profiles
+        && let Err(e) = task.await
+    {
+        tracing::error!(error = %e, "profile engine task failed");
+    }
     upkeep.abort();
+    if let Some(flusher) = schema_flusher {
+        // It writes what is pending once more on its way out.
+        if let Err(e) = flusher.await {
+            tracing::error!(error = %e, "schema flush task failed");
+        }
+    }
     opened.close().await;
     tracing::info!("stopped");
-    served.map_err(ServerError::Io)
+    Ok(())
+}
+
+/// The accept loop's limits, with the connection cap lowered below the
+/// process's open-file limit.
+pub fn serve_options(config: &Config) -> serve::ServeOptions {
+    let h = &config.http;
+    let soft = rlimit::nofile().map(|(soft, _)| soft);
+    let max_connections = rlimit::effective_max_connections(h.max_connections, soft);
+    if max_connections < h.max_connections {
+        tracing::warn!(
+            configured = h.max_connections,
+            used = max_connections,
+            open_file_limit = soft,
+            "http.max_connections lowered to stay below the open-file limit"
+        );
+    }
+    serve::ServeOptions {
+        head_timeout: Duration::from_millis(h.head_timeout_ms),
+        keep_alive_idle: Duration::from_millis(h.keep_alive_idle_ms),
+        max_connections,
+        max_head_bytes: h.max_head_bytes,
+        shutdown_grace: Duration::from_millis(h.shutdown_grace_ms),
+    }
 }
 
 /// A future that completes once the watch flips to true (or its sender is gone).
-async fn wait_for(mut rx: watch::Receiver<bool>) {
+pub(crate) async fn wait_for(mut rx: watch::Receiver<bool>) {
     while !*rx.borrow_and_update() {
         if rx.changed().await.is_err() {
             return;

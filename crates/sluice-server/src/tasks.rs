@@ -1,6 +1,7 @@
 //! Background upkeep: refreshing the routing table (changes made by other
-//! nodes sharing the database), retention of delivered events, and the
-//! per-destination cap on pending deliveries.
+//! nodes sharing the database), retention of delivered events, the
+//! per-destination cap on pending deliveries, and flushing the in-memory
+//! schema aggregate.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,11 +13,15 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use prometheus_client::metrics::counter::Counter;
+use sluice_schema::Tracker;
+use sluice_store::SchemaFlush;
 
-use crate::config::{DeliverySettings, RetentionConfig};
+use crate::config::{DeliverySettings, RetentionConfig, SchemaConfig};
 
-/// How often the routing table is re-read from the store.
-const ROUTES_REFRESH: Duration = Duration::from_secs(5);
+/// How often the routing table is re-read from the store. Block rules and
+/// destination filters ride in it and must reach every node within 1 s of
+/// a change, so the refresh runs twice a second (a handful of small reads).
+const ROUTES_REFRESH: Duration = Duration::from_millis(500);
 
 /// The per-destination cap on pending deliveries, and the metric counting
 /// the deliveries it dead-lettered.
@@ -92,4 +97,60 @@ pub fn spawn(
             }
         }
     })
+}
+
+/// Writes the schema aggregate every `flush_interval_ms`, and once more when
+/// stopping. A flush that fails is logged and its counts are lost: at most
+/// one interval of schema counts, never an event.
+pub fn spawn_schema_flush(
+    store: Arc<dyn Store>,
+    tracker: Arc<Tracker>,
+    config: &SchemaConfig,
+    mut stop: watch::Receiver<bool>,
+) -> JoinHandle<()> {
+    let every = Duration::from_millis(config.flush_interval_ms);
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                changed = stop.changed() => {
+                    if changed.is_err() || *stop.borrow() {
+                        flush_schema(store.as_ref(), &tracker).await;
+                        return;
+                    }
+                }
+                _ = tick.tick() => flush_schema(store.as_ref(), &tracker).await,
+            }
+        }
+    })
+}
+
+async fn flush_schema(store: &dyn Store, tracker: &Tracker) {
+    let cap = tracker.max_entries() as u64;
+    for (source_id, delta) in tracker.take() {
+        let entries = delta
+            .entries
+            .into_iter()
+            .map(|e| sluice_store::SchemaEntryDelta {
+                kind: e.kind.as_str().to_owned(),
+                name: e.name,
+                property: e.property,
+                types: i64::from(e.types),
+                count: e.count,
+                first_seen_ms: e.first_ms,
+                last_seen_ms: e.last_ms,
+            })
+            .collect();
+        let flush = SchemaFlush {
+            source_id,
+            entries,
+            overflow: delta.overflow,
+            max_entries: cap,
+            now: Utc::now(),
+        };
+        if let Err(e) = store.flush_schema(flush).await {
+            tracing::warn!(error = %e, "writing the source schema; this interval's counts are lost");
+        }
+    }
 }

@@ -9,6 +9,10 @@
 //! - [`keys`]: ids, write keys and their hashes (constant-time compare).
 //! - [`error`]: the error type, [`StoreError`].
 //! - `records`: record logic both backends share (patches, error summaries).
+//! - [`source_schema`]: [`SchemaStore`], the observed schema, block rules,
+//!   destination filters and blocked-call usage.
+//! - [`profiles`]: [`ProfileStore`], the profile engine's storage (a
+//!   sub-trait `Store` requires).
 //! - [`conformance`]: one behavioural suite every backend must pass.
 //!
 //! The data flows one way: `append` commits events together with their
@@ -20,7 +24,9 @@ pub mod error;
 pub mod keys;
 #[cfg(feature = "postgres")]
 pub mod postgres;
+pub mod profiles;
 mod records;
+pub mod source_schema;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
 pub mod types;
@@ -32,6 +38,11 @@ use std::time::Duration;
 pub use error::StoreError;
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresConfig, PostgresStore};
+pub use profiles::*;
+pub use source_schema::{
+    BlockedDay, SchemaEntry, SchemaEntryDelta, SchemaFlush, SchemaPage, SchemaQuery, SchemaSort,
+    SchemaStore,
+};
 #[cfg(feature = "sqlite")]
 pub use sqlite::{SqliteConfig, SqliteStore, Synchronous};
 pub use types::*;
@@ -40,8 +51,10 @@ pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
 /// The storage contract. Every method is atomic; `append` returns only after
 /// the events are durable (committed, fsynced per the backend's policy).
+/// Separate concerns live in sub-traits that `Store` requires
+/// ([`SchemaStore`], [`ProfileStore`]).
 #[async_trait]
-pub trait Store: Send + Sync + 'static {
+pub trait Store: SchemaStore + ProfileStore + Send + Sync + 'static {
     // --- settings kept by the service itself -------------------------------
     /// Reads a service setting (for example the generated admin token hash).
     async fn get_meta(&self, key: &str) -> Result<Option<String>>;

@@ -115,7 +115,7 @@ pub struct AppendRequest {
 }
 
 /// One event to store, with the destinations it must be delivered to.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct NewEvent {
     pub message_id: String,
     pub event_type: String,
@@ -123,6 +123,23 @@ pub struct NewEvent {
     pub body: String,
     /// Destination ids to create pending deliveries for.
     pub destination_ids: Vec<String>,
+    /// Set when a source rule blocked the call: it is stored (marked, in the
+    /// `blocked` column) and counted, but has no deliveries.
+    pub blocked: Option<Blocked>,
+    /// Destinations whose filters dropped the event: `(destination id,
+    /// filter name)`. Each gets a delivery in state `filtered`.
+    pub filtered: Vec<(String, String)>,
+    /// Per-destination bodies that differ from `body` (fields dropped by a
+    /// destination filter): `(destination id, body)`.
+    pub bodies: Vec<(String, String)>,
+}
+
+/// Why a call was blocked: the rule, and the event name counted against it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Blocked {
+    /// `blocked_events` or `tracking_plan`.
+    pub rule: String,
+    pub event: String,
 }
 
 /// A stored event, as the debugger shows it.
@@ -135,6 +152,10 @@ pub struct StoredEvent {
     pub event_type: String,
     pub received_at: DateTime<Utc>,
     pub body: String,
+    /// The rule that blocked the call, if one did. Consumers of committed
+    /// events (delivery, profiles) must skip blocked events.
+    #[serde(default)]
+    pub blocked: Option<String>,
 }
 
 /// Per-source, per-day usage counters (UTC days, `YYYY-MM-DD`).
@@ -157,6 +178,9 @@ pub enum DeliveryState {
     Dead,
     /// Dropped without sending: destination deleted or switched off.
     Discarded,
+    /// Never sent: a destination filter dropped the event at ingest. The
+    /// filter's name is kept in `last_error`.
+    Filtered,
 }
 
 impl DeliveryState {
@@ -166,6 +190,7 @@ impl DeliveryState {
             DeliveryState::Succeeded => "succeeded",
             DeliveryState::Dead => "dead",
             DeliveryState::Discarded => "discarded",
+            DeliveryState::Filtered => "filtered",
         }
     }
 
@@ -175,6 +200,7 @@ impl DeliveryState {
             DeliveryState::Succeeded,
             DeliveryState::Dead,
             DeliveryState::Discarded,
+            DeliveryState::Filtered,
         ]
         .into_iter()
         .find(|st| st.as_str() == s)

@@ -7,12 +7,27 @@ use axum::Json;
 use axum::extract::{Path, State};
 use chrono::Utc;
 use serde_json::{Value, json};
-use sluice_store::{DeliveryFilter, DeliveryState};
+use sluice_store::{DeliveryFilter, DeliveryRecord, DeliveryState};
 
 use super::destinations::find as find_destination;
 use super::extract::{OptionalJsonObject, Params, opt_field};
 use crate::AppState;
 use crate::error::{ApiError, ApiResult};
+
+/// A delivery as the API shows it. A `filtered` delivery was never sent: the
+/// store keeps the name of the destination filter that dropped it in
+/// `last_error`; it is shown as `filter`, and `last_error` is null (it did
+/// not fail).
+fn view(d: &DeliveryRecord) -> Value {
+    let mut v = json!(d);
+    if d.state == DeliveryState::Filtered
+        && let Some(obj) = v.as_object_mut()
+    {
+        obj.insert("filter".into(), json!(d.last_error));
+        obj.insert("last_error".into(), Value::Null);
+    }
+    v
+}
 
 /// Delivery ids are integers; anything else is a 404 in the JSON shape.
 fn delivery_id(raw: &str) -> ApiResult<i64> {
@@ -25,7 +40,7 @@ fn filter(params: &Params) -> ApiResult<DeliveryFilter> {
         Some(s) => Some(DeliveryState::parse(s).ok_or_else(|| {
             ApiError::bad_request(
                 "invalid_query",
-                "state: must be one of pending, succeeded, dead, discarded",
+                "state: must be one of pending, succeeded, dead, discarded, filtered",
             )
         })?),
     };
@@ -44,7 +59,8 @@ async fn page(app: &AppState, filter: DeliveryFilter) -> ApiResult<Json<Value>> 
     let next_before = (rows.len() == limit)
         .then(|| rows.last().map(|d| d.id))
         .flatten();
-    Ok(Json(json!({ "data": rows, "next_before": next_before })))
+    let data: Vec<Value> = rows.iter().map(view).collect();
+    Ok(Json(json!({ "data": data, "next_before": next_before })))
 }
 
 /// `GET /api/v1/deliveries?message_id=&state=&destination_id=`: across destinations.
@@ -80,7 +96,9 @@ pub async fn get(
     for a in &mut attempts {
         a.url = sluice_outbound::mask::mask_url(&a.url);
     }
-    Ok(Json(json!({ "delivery": delivery, "attempts": attempts })))
+    Ok(Json(
+        json!({ "delivery": view(&delivery), "attempts": attempts }),
+    ))
 }
 
 /// `POST /api/v1/deliveries/{id}/replay`: one dead delivery back to pending.

@@ -188,7 +188,7 @@ fn unknown_source(e: StoreError) -> ApiError {
     }
 }
 
-pub(super) async fn find(app: &AppState, id: &str) -> ApiResult<Destination> {
+pub(crate) async fn find(app: &AppState, id: &str) -> ApiResult<Destination> {
     app.store
         .get_destination(id)
         .await?

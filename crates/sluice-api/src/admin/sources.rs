@@ -150,6 +150,8 @@ pub async fn events(
                 "message_id": e.message_id,
                 "type": e.event_type,
                 "received_at": e.received_at,
+                "blocked": e.blocked.is_some(),
+                "blocked_by": e.blocked,
                 "event": event,
             })
         })
@@ -158,7 +160,9 @@ pub async fn events(
 }
 
 /// API calls and events received per UTC day, counted at ingest before any
-/// filtering. `?from=YYYY-MM-DD&to=YYYY-MM-DD`, default the last 30 days.
+/// filtering: blocked calls count as received, and again under `blocked`
+/// (with `blocked_events` by event name). `?from=YYYY-MM-DD&to=YYYY-MM-DD`,
+/// default the last 30 days.
 pub async fn usage(
     State(app): State<Arc<AppState>>,
     Path(id): Path<String>,
@@ -178,11 +182,34 @@ pub async fn usage(
     };
     let from = day("from", today - Duration::days(29))?;
     let to = day("to", today)?;
-    let data = app.store.usage(&id, &from, &to).await?;
+    let days = app.store.usage(&id, &from, &to).await?;
+    let blocked = app.store.blocked_usage(&id, &from, &to).await?;
+    let data: Vec<Value> = days
+        .iter()
+        .map(|d| {
+            let by_event: serde_json::Map<String, Value> = blocked
+                .iter()
+                .filter(|b| b.day == d.day)
+                .map(|b| (b.event.clone(), json!(b.count)))
+                .collect();
+            let total: u64 = blocked
+                .iter()
+                .filter(|b| b.day == d.day)
+                .map(|b| b.count)
+                .sum();
+            json!({
+                "day": d.day,
+                "api_calls": d.api_calls,
+                "events": d.events,
+                "blocked": total,
+                "blocked_events": by_event,
+            })
+        })
+        .collect();
     Ok(Json(json!({ "data": data })))
 }
 
-async fn find(app: &AppState, id: &str) -> ApiResult<Source> {
+pub(crate) async fn find(app: &AppState, id: &str) -> ApiResult<Source> {
     app.store
         .get_source(id)
         .await?

@@ -71,6 +71,7 @@ pub async fn send(
                 event_type: e.event_type.as_str().to_owned(),
                 body: e.json,
                 destination_ids: vec![id.clone()],
+                ..NewEvent::default()
             }
         })
         .collect();

@@ -179,6 +179,7 @@ pub async fn append(store: &SqliteStore, bodies: &[Value], destinations: &[&str]
             event_type: body["type"].as_str().unwrap_or("track").to_owned(),
             body: body.to_string(),
             destination_ids: destinations.iter().map(|d| (*d).to_owned()).collect(),
+            ..NewEvent::default()
         })
         .collect();
     store

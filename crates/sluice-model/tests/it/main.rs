@@ -2,6 +2,7 @@
 
 mod batch;
 mod enrichment;
+mod fuzz;
 mod limits;
 mod required;
 mod stored;

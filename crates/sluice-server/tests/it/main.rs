@@ -2,14 +2,19 @@
 
 mod admin;
 mod backlog;
+mod blocking;
 mod dashboard;
+mod filters;
+mod hostile;
 mod ingest;
 mod limits;
 mod operations;
 mod outbound;
+mod personas;
 #[cfg(feature = "postgres-tests")]
 mod postgres;
 mod receivers;
+mod schema;
 mod signing_ca;
 mod support;
 mod webhooks;

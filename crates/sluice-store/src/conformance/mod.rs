@@ -20,14 +20,18 @@ mod admin;
 mod cap;
 mod delivery;
 mod ingest;
+mod profiles;
 mod retention;
+mod schema;
 mod support;
 
 pub use admin::*;
 pub use cap::*;
 pub use delivery::*;
 pub use ingest::*;
+pub use profiles::*;
 pub use retention::*;
+pub use schema::*;
 
 /// Declares one `#[tokio::test]` per conformance check. `$fresh` is an
 /// expression evaluating to a future of `(guard, store)`; see the module docs.
@@ -63,6 +67,15 @@ macro_rules! conformance_tests {
             list_deliveries_filters_and_pages_newest_first,
             prune_deletes_finished_old_events_and_keeps_pending_work,
             seqs_and_delivery_ids_are_never_reused_after_prune,
+            rules_and_filters_documents_are_replaced_and_listed,
+            blocked_and_filtered_events_are_stored_marked_and_counted,
+            schema_flushes_merge_types_times_and_volumes,
+            schema_cap_keeps_known_entries_and_counts_overflow,
+            computation_keys_are_never_reused_even_after_delete,
+            definition_changes_and_new_connections_queue_jobs,
+            the_engine_lease_is_exclusive_until_it_lapses,
+            events_after_the_cursor_come_in_commit_order,
+            a_step_commits_profiles_values_messages_and_cursor_together,
         );
     };
     (@each $fresh:expr; $($check:ident),* $(,)?) => {

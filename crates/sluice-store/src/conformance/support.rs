@@ -72,6 +72,7 @@ pub(super) fn event(message_id: &str, destination_ids: &[&str]) -> NewEvent {
         event_type: "track".into(),
         body: format!(r#"{{"messageId":"{message_id}","type":"track"}}"#),
         destination_ids: destination_ids.iter().map(|d| d.to_string()).collect(),
+        ..NewEvent::default()
     }
 }
 

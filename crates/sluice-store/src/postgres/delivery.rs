@@ -39,7 +39,8 @@ pub(super) async fn claim_due(
              UPDATE deliveries d SET lease_until = $3
              FROM due, events e
              WHERE d.id = due.id AND e.seq = d.event_seq
-             RETURNING d.id, d.destination_id, d.event_seq, e.message_id, e.body, d.attempts,
+             RETURNING d.id, d.destination_id, d.event_seq, e.message_id,
+                       COALESCE(d.body, e.body), d.attempts,
                        d.first_attempt_at, d.next_attempt_at, e.received_at",
         )
         .await

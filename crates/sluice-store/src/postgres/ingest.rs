@@ -28,6 +28,7 @@ struct Columns {
     event_types: Vec<String>,
     received_ats: Vec<i64>,
     bodies: Vec<String>,
+    blocked: Vec<Option<String>>,
 }
 
 /// Commits `requests` in one transaction: reserve one seq per event (in
@@ -58,6 +59,8 @@ async fn write(tx: &deadpool_postgres::Transaction<'_>, requests: &[&AppendReque
     let mut seq_iter = seqs.iter();
     let mut events = Columns::default();
     let (mut d_seqs, mut d_dests, mut d_sources, mut d_due) = (vec![], vec![], vec![], vec![]);
+    let mut d_bodies: Vec<Option<&str>> = vec![];
+    let mut at_ingest = AtIngest::default();
     // BTreeMap: one row per key (an upsert may not touch a row twice) and a
     // fixed lock order, so two nodes updating the same counters never deadlock.
     let mut usage: BTreeMap<(&str, String), (i64, i64)> = BTreeMap::new();
@@ -72,12 +75,23 @@ async fn write(tx: &deadpool_postgres::Transaction<'_>, requests: &[&AppendReque
             events.event_types.push(event.event_type.clone());
             events.received_ats.push(received_at);
             events.bodies.push(event.body.clone());
+            events
+                .blocked
+                .push(event.blocked.as_ref().map(|b| b.rule.clone()));
             for destination_id in &event.destination_ids {
                 d_seqs.push(seq);
                 d_dests.push(destination_id.as_str());
                 d_sources.push(request.source_id.as_str());
                 d_due.push(received_at);
+                d_bodies.push(
+                    event
+                        .bodies
+                        .iter()
+                        .find(|(d, _)| d == destination_id)
+                        .map(|(_, b)| b.as_str()),
+                );
             }
+            at_ingest.add(request, event, seq);
         }
         let counters = usage
             .entry((request.source_id.as_str(), day(request.received_at)))
@@ -88,9 +102,10 @@ async fn write(tx: &deadpool_postgres::Transaction<'_>, requests: &[&AppendReque
     if !seqs.is_empty() {
         let insert = tx
             .prepare_cached(
-                "INSERT INTO events (seq, source_id, message_id, event_type, received_at, body)
+                "INSERT INTO events (seq, source_id, message_id, event_type, received_at, body,
+                                     blocked)
                  SELECT * FROM UNNEST($1::bigint[], $2::text[], $3::text[], $4::text[],
-                                      $5::bigint[], $6::text[])",
+                                      $5::bigint[], $6::text[], $7::text[])",
             )
             .await
             .map_err(backend)?;
@@ -103,6 +118,7 @@ async fn write(tx: &deadpool_postgres::Transaction<'_>, requests: &[&AppendReque
                 &events.event_types,
                 &events.received_ats,
                 &events.bodies,
+                &events.blocked,
             ],
         )
         .await
@@ -114,16 +130,18 @@ async fn write(tx: &deadpool_postgres::Transaction<'_>, requests: &[&AppendReque
         let insert = tx
             .prepare_cached(
                 "INSERT INTO deliveries (event_seq, destination_id, source_id, state, attempts,
-                                         next_attempt_at, updated_at)
-                 SELECT s, d, src, 'pending', 0, t, t
-                 FROM UNNEST($1::bigint[], $2::text[], $3::text[], $4::bigint[]) AS u(s, d, src, t)",
+                                         next_attempt_at, updated_at, body)
+                 SELECT s, d, src, 'pending', 0, t, t, b
+                 FROM UNNEST($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[])
+                      AS u(s, d, src, t, b)",
             )
             .await
             .map_err(backend)?;
-        tx.execute(&insert, &[&d_seqs, &d_dests, &d_sources, &d_due])
+        tx.execute(&insert, &[&d_seqs, &d_dests, &d_sources, &d_due, &d_bodies])
             .await
             .map_err(backend)?;
     }
+    at_ingest.write(tx).await?;
     let mut u_sources = Vec::with_capacity(usage.len());
     let mut u_days = Vec::with_capacity(usage.len());
     let (mut u_calls, mut u_events) = (Vec::new(), Vec::new());
@@ -146,6 +164,84 @@ async fn write(tx: &deadpool_postgres::Transaction<'_>, requests: &[&AppendReque
         .await
         .map_err(backend)?;
     Ok(())
+}
+
+/// What rules and filters decided at ingest, for a whole group: `filtered`
+/// deliveries (the filter's name in `last_error`) and blocked calls per
+/// (source, day, event). Both statements run only when there is something
+/// to write, so a group without rules pays nothing.
+#[derive(Default)]
+struct AtIngest<'a> {
+    f_seqs: Vec<i64>,
+    f_dests: Vec<&'a str>,
+    f_sources: Vec<&'a str>,
+    f_filters: Vec<&'a str>,
+    f_at: Vec<i64>,
+    blocked: BTreeMap<(&'a str, String, &'a str), i64>,
+}
+
+impl<'a> AtIngest<'a> {
+    fn add(&mut self, request: &'a AppendRequest, event: &'a crate::NewEvent, seq: i64) {
+        for (destination_id, filter) in &event.filtered {
+            self.f_seqs.push(seq);
+            self.f_dests.push(destination_id);
+            self.f_sources.push(&request.source_id);
+            self.f_filters.push(filter);
+            self.f_at.push(ms(request.received_at));
+        }
+        if let Some(b) = &event.blocked {
+            let key = (
+                request.source_id.as_str(),
+                day(request.received_at),
+                b.event.as_str(),
+            );
+            *self.blocked.entry(key).or_default() += 1;
+        }
+    }
+
+    async fn write(self, tx: &deadpool_postgres::Transaction<'_>) -> Result<()> {
+        if !self.f_seqs.is_empty() {
+            let insert = tx
+                .prepare_cached(
+                    "INSERT INTO deliveries (event_seq, destination_id, source_id, state, attempts,
+                                             last_error, updated_at)
+                     SELECT s, d, src, 'filtered', 0, f, t
+                     FROM UNNEST($1::bigint[], $2::text[], $3::text[], $4::text[], $5::bigint[])
+                          AS u(s, d, src, f, t)",
+                )
+                .await
+                .map_err(backend)?;
+            let params: [&(dyn tokio_postgres::types::ToSql + Sync); 5] = [
+                &self.f_seqs,
+                &self.f_dests,
+                &self.f_sources,
+                &self.f_filters,
+                &self.f_at,
+            ];
+            tx.execute(&insert, &params).await.map_err(backend)?;
+        }
+        if !self.blocked.is_empty() {
+            let (mut sources, mut days, mut names, mut counts) = (vec![], vec![], vec![], vec![]);
+            for ((source, day, event), n) in &self.blocked {
+                sources.push(*source);
+                days.push(day.as_str());
+                names.push(*event);
+                counts.push(*n);
+            }
+            let upsert = tx
+                .prepare_cached(
+                    "INSERT INTO usage_blocked AS u (source_id, day, event, count)
+                     SELECT * FROM UNNEST($1::text[], $2::text[], $3::text[], $4::bigint[])
+                     ON CONFLICT (source_id, day, event) DO UPDATE SET count = u.count + excluded.count",
+                )
+                .await
+                .map_err(backend)?;
+            tx.execute(&upsert, &[&sources, &days, &names, &counts])
+                .await
+                .map_err(backend)?;
+        }
+        Ok(())
+    }
 }
 
 /// `n` fresh event seqs, ascending.
@@ -174,7 +270,7 @@ pub(super) async fn recent_events(
 ) -> Result<Vec<StoredEvent>> {
     let stmt = client
         .prepare_cached(
-            "SELECT seq, source_id, message_id, event_type, received_at, body FROM events
+            "SELECT seq, source_id, message_id, event_type, received_at, body, blocked FROM events
              WHERE source_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3",
         )
         .await
@@ -193,6 +289,7 @@ pub(super) async fn recent_events(
                 event_type: get(row, 3)?,
                 received_at: time(row, 4)?,
                 body: get(row, 5)?,
+                blocked: get(row, 6)?,
             })
         })
         .collect()

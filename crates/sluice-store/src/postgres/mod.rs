@@ -19,8 +19,9 @@
 //!
 //! # Tables
 //! `meta`, `sources`, `destinations`, `destination_sources`, `events`,
-//! `deliveries`, `attempts`, `usage`, plus `schema_migrations` (see
-//! `schema.rs`). Times are `bigint` unix milliseconds, UTC, as in SQLite;
+//! `deliveries`, `attempts`, `usage`, the profile engine's tables (see
+//! [`crate::profiles`]; `events.xact` orders its reads), plus
+//! `schema_migrations` (see `schema.rs`). Times are `bigint` unix milliseconds, UTC, as in SQLite;
 //! event bodies are `text`, kept byte for byte. They live in
 //! [`PostgresConfig::schema`] when set, else on the `search_path`.
 //!
@@ -51,8 +52,10 @@ mod deliveries;
 mod delivery;
 mod destinations;
 mod ingest;
+mod profiles;
 mod rows;
 mod schema;
+mod source_schema;
 mod sources;
 mod store_impl;
 mod writer;

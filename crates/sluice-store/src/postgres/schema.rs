@@ -109,8 +109,129 @@ CREATE TABLE usage (
 );
 "#;
 
+/// Version 2: source schema and filtering (see `crate::source_schema`).
+/// - `events.blocked`: the rule that blocked the call, NULL when it passed.
+///   Blocked calls are stored (the debugger shows them) but have no
+///   deliveries; every consumer of committed events must skip them.
+/// - `deliveries.body`: the body this destination gets when its filters
+///   dropped fields; NULL means the event's body.
+const V2: &str = r#"
+ALTER TABLE events ADD COLUMN blocked text;
+ALTER TABLE deliveries ADD COLUMN body text;
+CREATE TABLE usage_blocked (
+    source_id text COLLATE "C" NOT NULL,
+    day       text COLLATE "C" NOT NULL,
+    event     text COLLATE "C" NOT NULL,
+    count     bigint NOT NULL,
+    PRIMARY KEY (source_id, day, event)
+);
+CREATE TABLE source_rules (
+    source_id  text COLLATE "C" PRIMARY KEY,
+    rules      text NOT NULL,
+    updated_at bigint NOT NULL
+);
+CREATE TABLE destination_filters (
+    destination_id text COLLATE "C" PRIMARY KEY,
+    filters        text NOT NULL,
+    updated_at     bigint NOT NULL
+);
+CREATE TABLE schema_entries (
+    source_id  text COLLATE "C" NOT NULL,
+    kind       text COLLATE "C" NOT NULL,
+    name       text COLLATE "C" NOT NULL,
+    property   text COLLATE "C" NOT NULL,
+    types      bigint NOT NULL,
+    first_seen bigint NOT NULL,
+    last_seen  bigint NOT NULL,
+    PRIMARY KEY (source_id, kind, name, property)
+);
+CREATE TABLE schema_volumes (
+    source_id text COLLATE "C" NOT NULL,
+    kind      text COLLATE "C" NOT NULL,
+    name      text COLLATE "C" NOT NULL,
+    property  text COLLATE "C" NOT NULL,
+    hour      bigint NOT NULL,
+    count     bigint NOT NULL,
+    PRIMARY KEY (source_id, kind, name, property, hour)
+);
+CREATE TABLE schema_overflow (
+    source_id text COLLATE "C" PRIMARY KEY,
+    count     bigint NOT NULL
+"#;
+
+/// Version 3: the profile engine (layout in `crate::profiles`).
+/// - `events.xact` is the writing transaction's id, filled by a column
+///   default (ingest is unchanged). Seqs are drawn before commit, so they can
+///   commit out of order; the engine instead reads `(xact, seq)` order below
+///   the oldest running transaction (`pg_snapshot_xmin`), which is final:
+///   no event can appear there later. Adding the column rewrites `events`
+///   once on upgrade (a volatile default), in time proportional to its size.
+/// - `computations.key` is UNIQUE over deleted rows too: keys are never
+///   reused.
+const V3: &str = r#"
+ALTER TABLE events ADD COLUMN xact bigint NOT NULL DEFAULT (pg_current_xact_id()::text::bigint);
+CREATE INDEX events_xact_seq ON events (xact, seq);
+CREATE TABLE computations (
+    id               text COLLATE "C" PRIMARY KEY,
+    class            text NOT NULL,
+    key              text COLLATE "C" NOT NULL UNIQUE,
+    name             text NOT NULL,
+    definition       text NOT NULL,
+    destination_ids  text NOT NULL,
+    revision         bigint NOT NULL,
+    messages_sent    bigint NOT NULL DEFAULT 0,
+    last_computed_at bigint,
+    created_at       bigint NOT NULL,
+    updated_at       bigint NOT NULL,
+    deleted_at       bigint
+);
+CREATE TABLE profile_jobs (
+    id             bigserial PRIMARY KEY,
+    computation_id text COLLATE "C" NOT NULL,
+    kind           text NOT NULL,
+    destination_id text COLLATE "C",
+    after_profile  text COLLATE "C" NOT NULL DEFAULT ''
+);
+CREATE TABLE profiles (
+    id             text COLLATE "C" PRIMARY KEY,
+    doc            text NOT NULL,
+    next_change_at bigint
+);
+CREATE INDEX profiles_next_change ON profiles (next_change_at) WHERE next_change_at IS NOT NULL;
+CREATE TABLE profile_identities (
+    identity   text COLLATE "C" PRIMARY KEY,
+    profile_id text COLLATE "C" NOT NULL
+);
+CREATE INDEX profile_identities_profile ON profile_identities (profile_id);
+CREATE TABLE computed_values (
+    computation_id text COLLATE "C" NOT NULL,
+    profile_id     text COLLATE "C" NOT NULL,
+    value          text NOT NULL,
+    PRIMARY KEY (computation_id, profile_id)
+);
+CREATE INDEX computed_values_profile ON computed_values (profile_id);
+CREATE TABLE profile_engine (
+    id          integer PRIMARY KEY CHECK (id = 1),
+    cursor_xact bigint NOT NULL,
+    cursor_seq  bigint NOT NULL,
+    lease_owner text,
+    lease_until bigint
+);
+INSERT INTO profile_engine (id, cursor_xact, cursor_seq) VALUES (1, 0, 0);
+CREATE TABLE computation_sends (
+    computation_id text COLLATE "C" NOT NULL,
+    destination_id text COLLATE "C" NOT NULL,
+    sent           bigint NOT NULL,
+    PRIMARY KEY (computation_id, destination_id)
+);
+"#;
+
 /// Every migration, oldest first; version `n` is entry `n - 1`.
-const MIGRATIONS: &[(&str, &str)] = &[("initial schema", V1)];
+const MIGRATIONS: &[(&str, &str)] = &[
+    ("initial schema", V1),
+    ("source schema", V2),
+    ("profile engine", V3),
+];
 
 /// First key of the migration advisory lock ("SLUI"); the second is a hash
 /// of the schema, so separate schemas migrate independently.

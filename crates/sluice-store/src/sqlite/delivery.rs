@@ -22,7 +22,7 @@ pub(super) fn claim_due(
     let lease_ms = i64::try_from(lease.as_millis()).unwrap_or(i64::MAX);
     let lease_until = now_ms.saturating_add(lease_ms);
     let mut select = conn.prepare_cached(
-        "SELECT d.id, d.destination_id, d.event_seq, e.message_id, e.body, d.attempts,
+        "SELECT d.id, d.destination_id, d.event_seq, e.message_id, COALESCE(d.body, e.body), d.attempts,
                 d.first_attempt_at, e.received_at
          FROM deliveries d JOIN events e ON e.seq = d.event_seq
          WHERE d.state = 'pending' AND d.next_attempt_at <= ?1

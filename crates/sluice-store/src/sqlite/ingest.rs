@@ -3,7 +3,7 @@
 use rusqlite::{Connection, params};
 
 use super::rows::{count, day, ms, sql_limit, time};
-use crate::{AppendRequest, Result, StoredEvent, UsageDay};
+use crate::{AppendRequest, NewEvent, Result, StoredEvent, UsageDay};
 
 /// The writer's measure of a request's size: its events.
 pub(super) fn weight(request: &AppendRequest) -> usize {
@@ -16,29 +16,40 @@ pub(super) fn weight(request: &AppendRequest) -> usize {
 pub(super) fn append(conn: &Connection, request: &AppendRequest) -> Result<()> {
     let received_at = ms(request.received_at);
     let mut insert_event = conn.prepare_cached(
-        "INSERT INTO events (source_id, message_id, event_type, received_at, body)
-         VALUES (?1, ?2, ?3, ?4, ?5)",
+        "INSERT INTO events (source_id, message_id, event_type, received_at, body, blocked)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     )?;
     let mut insert_delivery = conn.prepare_cached(
         "INSERT INTO deliveries (event_seq, destination_id, source_id, state, attempts,
-                                 next_attempt_at, updated_at)
-         VALUES (?1, ?2, ?3, 'pending', 0, ?4, ?4)",
+                                 next_attempt_at, updated_at, body)
+         VALUES (?1, ?2, ?3, 'pending', 0, ?4, ?4, ?5)",
     )?;
+    let day = day(request.received_at);
     for event in &request.events {
         let seq = insert_event.insert(params![
             request.source_id,
             event.message_id,
             event.event_type,
             received_at,
-            event.body
+            event.body,
+            event.blocked.as_ref().map(|b| b.rule.as_str()),
         ])?;
         for destination_id in &event.destination_ids {
+            let body = event
+                .bodies
+                .iter()
+                .find(|(d, _)| d == destination_id)
+                .map(|(_, b)| b.as_str());
             insert_delivery.execute(params![
                 seq,
                 destination_id,
                 request.source_id,
-                received_at
+                received_at,
+                body
             ])?;
+        }
+        if !event.filtered.is_empty() || event.blocked.is_some() {
+            outcomes_at_ingest(conn, request, event, seq, &day)?;
         }
     }
     let events = i64::try_from(request.events.len()).unwrap_or(i64::MAX);
@@ -47,7 +58,42 @@ pub(super) fn append(conn: &Connection, request: &AppendRequest) -> Result<()> {
          ON CONFLICT (source_id, day)
          DO UPDATE SET api_calls = api_calls + 1, events = events + excluded.events",
     )?
-    .execute(params![request.source_id, day(request.received_at), events])?;
+    .execute(params![request.source_id, day, events])?;
+    Ok(())
+}
+
+/// What rules and filters decided at ingest: a `filtered` delivery per
+/// destination whose filter dropped the event (the filter's name in
+/// `last_error`), and a blocked call counted under its event name.
+fn outcomes_at_ingest(
+    conn: &Connection,
+    request: &AppendRequest,
+    event: &NewEvent,
+    seq: i64,
+    day: &str,
+) -> Result<()> {
+    let received_at = ms(request.received_at);
+    let mut filtered = conn.prepare_cached(
+        "INSERT INTO deliveries (event_seq, destination_id, source_id, state, attempts,
+                                 last_error, updated_at)
+         VALUES (?1, ?2, ?3, 'filtered', 0, ?4, ?5)",
+    )?;
+    for (destination_id, filter) in &event.filtered {
+        filtered.execute(params![
+            seq,
+            destination_id,
+            request.source_id,
+            filter,
+            received_at
+        ])?;
+    }
+    if let Some(blocked) = &event.blocked {
+        conn.prepare_cached(
+            "INSERT INTO usage_blocked (source_id, day, event, count) VALUES (?1, ?2, ?3, 1)
+             ON CONFLICT (source_id, day, event) DO UPDATE SET count = count + 1",
+        )?
+        .execute(params![request.source_id, day, blocked.event])?;
+    }
     Ok(())
 }
 
@@ -58,7 +104,7 @@ pub(super) fn recent_events(
     limit: u32,
 ) -> Result<Vec<StoredEvent>> {
     let mut stmt = conn.prepare_cached(
-        "SELECT seq, source_id, message_id, event_type, received_at, body FROM events
+        "SELECT seq, source_id, message_id, event_type, received_at, body, blocked FROM events
          WHERE source_id = ?1 AND seq < ?2 ORDER BY seq DESC LIMIT ?3",
     )?;
     let rows = stmt.query_map(
@@ -71,6 +117,7 @@ pub(super) fn recent_events(
                 event_type: row.get(3)?,
                 received_at: time(row, 4)?,
                 body: row.get(5)?,
+                blocked: row.get(6)?,
             })
         },
     )?;

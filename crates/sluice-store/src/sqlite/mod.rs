@@ -28,8 +28,10 @@
 //! # On-disk layout
 //! - `<path>`: the database, mode `0600` on unix (it holds destination
 //!   secrets). Tables: `meta`, `sources`, `destinations`,
-//!   `destination_sources`, `events`, `deliveries`, `attempts`, `usage`
-//!   (see `schema.rs`). Times are integer unix milliseconds, UTC.
+//!   `destination_sources`, `events`, `deliveries`, `attempts`, `usage`,
+//!   and the profile engine's `computations`, `profile_jobs`, `profiles`,
+//!   `profile_identities`, `computed_values`, `computation_sends`,
+//!   `profile_engine` (see `schema.rs` and [`crate::profiles`]). Times are integer unix milliseconds, UTC.
 //! - `<path>-wal`, `<path>-shm`: SQLite's write-ahead log and its index,
 //!   created by SQLite with the database's permissions. A background thread
 //!   checkpoints the WAL into the database after commits (see
@@ -53,8 +55,10 @@ mod delivery;
 mod destinations;
 mod ingest;
 mod pool;
+mod profiles;
 mod rows;
 mod schema;
+mod source_schema;
 mod sources;
 mod store_impl;
 mod writer;

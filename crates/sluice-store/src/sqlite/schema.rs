@@ -105,9 +105,118 @@ CREATE TABLE usage (
 ) WITHOUT ROWID;
 ";
 
+/// Version 2: source schema and filtering (see `crate::source_schema`).
+/// - `events.blocked`: the rule that blocked the call, NULL when it passed.
+///   Blocked calls are stored (the debugger shows them) but have no
+///   deliveries; every consumer of committed events must skip them.
+/// - `deliveries.body`: the body this destination gets when its filters
+///   dropped fields; NULL means the event's body.
+/// - Rules and filters are JSON documents, one row per source/destination.
+const V2: &str = "
+ALTER TABLE events ADD COLUMN blocked TEXT;
+ALTER TABLE deliveries ADD COLUMN body TEXT;
+CREATE TABLE usage_blocked (
+    source_id TEXT NOT NULL,
+    day       TEXT NOT NULL,
+    event     TEXT NOT NULL,
+    count     INTEGER NOT NULL,
+    PRIMARY KEY (source_id, day, event)
+) WITHOUT ROWID;
+CREATE TABLE source_rules (
+    source_id  TEXT PRIMARY KEY,
+    rules      TEXT NOT NULL,
+    updated_at INTEGER NOT NULL
+);
+CREATE TABLE destination_filters (
+    destination_id TEXT PRIMARY KEY,
+    filters        TEXT NOT NULL,
+    updated_at     INTEGER NOT NULL
+);
+CREATE TABLE schema_entries (
+    source_id  TEXT NOT NULL,
+    kind       TEXT NOT NULL,
+    name       TEXT NOT NULL,
+    property   TEXT NOT NULL,
+    types      INTEGER NOT NULL,
+    first_seen INTEGER NOT NULL,
+    last_seen  INTEGER NOT NULL,
+    PRIMARY KEY (source_id, kind, name, property)
+) WITHOUT ROWID;
+CREATE TABLE schema_volumes (
+    source_id TEXT NOT NULL,
+    kind      TEXT NOT NULL,
+    name      TEXT NOT NULL,
+    property  TEXT NOT NULL,
+    hour      INTEGER NOT NULL,
+    count     INTEGER NOT NULL,
+    PRIMARY KEY (source_id, kind, name, property, hour)
+) WITHOUT ROWID;
+CREATE TABLE schema_overflow (
+    source_id TEXT PRIMARY KEY,
+    count     INTEGER NOT NULL
+);
+";
+
+/// Version 3: the profile engine (see `crate::profiles` for the layout).
+/// `computations.key` is UNIQUE over deleted rows too: keys are never reused.
+const V3: &str = "
+CREATE TABLE computations (
+    id               TEXT PRIMARY KEY,
+    class            TEXT NOT NULL,
+    key              TEXT NOT NULL UNIQUE,
+    name             TEXT NOT NULL,
+    definition       TEXT NOT NULL,
+    destination_ids  TEXT NOT NULL,
+    revision         INTEGER NOT NULL,
+    messages_sent    INTEGER NOT NULL DEFAULT 0,
+    last_computed_at INTEGER,
+    created_at       INTEGER NOT NULL,
+    updated_at       INTEGER NOT NULL,
+    deleted_at       INTEGER
+);
+CREATE TABLE profile_jobs (
+    id             INTEGER PRIMARY KEY,
+    computation_id TEXT NOT NULL,
+    kind           TEXT NOT NULL,
+    destination_id TEXT,
+    after_profile  TEXT NOT NULL DEFAULT ''
+);
+CREATE TABLE profiles (
+    id             TEXT PRIMARY KEY,
+    doc            TEXT NOT NULL,
+    next_change_at INTEGER
+);
+CREATE INDEX profiles_next_change ON profiles (next_change_at) WHERE next_change_at IS NOT NULL;
+CREATE TABLE profile_identities (
+    identity   TEXT PRIMARY KEY,
+    profile_id TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX profile_identities_profile ON profile_identities (profile_id);
+CREATE TABLE computed_values (
+    computation_id TEXT NOT NULL,
+    profile_id     TEXT NOT NULL,
+    value          TEXT NOT NULL,
+    PRIMARY KEY (computation_id, profile_id)
+) WITHOUT ROWID;
+CREATE INDEX computed_values_profile ON computed_values (profile_id);
+CREATE TABLE profile_engine (
+    id          INTEGER PRIMARY KEY CHECK (id = 1),
+    cursor_seq  INTEGER NOT NULL,
+    lease_owner TEXT,
+    lease_until INTEGER
+);
+INSERT INTO profile_engine (id, cursor_seq) VALUES (1, 0);
+CREATE TABLE computation_sends (
+    computation_id TEXT NOT NULL,
+    destination_id TEXT NOT NULL,
+    sent           INTEGER NOT NULL,
+    PRIMARY KEY (computation_id, destination_id)
+) WITHOUT ROWID;
+";
+
 /// Every migration, oldest first.
 pub(super) static MIGRATIONS: LazyLock<Migrations<'static>> =
-    LazyLock::new(|| Migrations::new(vec![M::up(V1)]));
+    LazyLock::new(|| Migrations::new(vec![M::up(V1), M::up(V2), M::up(V3)]));
 
 /// Prepared statements kept per connection; covers every hot statement.
 const STATEMENT_CACHE: usize = 64;

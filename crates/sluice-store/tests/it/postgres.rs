@@ -125,6 +125,7 @@ fn request(source_id: &str, message_ids: &[String], received_at: DateTime<Utc>) 
                 event_type: "track".into(),
                 body: format!(r#"{{"messageId":"{}"}}"#, m.escape_default()),
                 destination_ids: vec!["dst_1".into()],
+                ..NewEvent::default()
             })
             .collect(),
     }
@@ -194,7 +195,7 @@ async fn nodes_starting_together_apply_migrations_once() {
         .await
         .expect("read schema_migrations");
     let versions: Vec<i32> = rows.iter().map(|r| r.get(0)).collect();
-    assert_eq!(versions, vec![1], "each migration is recorded once");
+    assert_eq!(versions, vec![1, 2, 3], "each migration is recorded once");
 }
 
 #[tokio::test]

@@ -37,6 +37,7 @@ fn request(source_id: &str, message_ids: &[&str]) -> AppendRequest {
                 event_type: "track".into(),
                 body: "{}".into(),
                 destination_ids: vec!["dst_1".into()],
+                ..NewEvent::default()
             })
             .collect(),
     }

@@ -14,7 +14,7 @@ use crate::process::{TOKEN, start};
 const ROUNDS: usize = 4;
 const WRITERS: usize = 8;
 
-async fn create_source(base: &str) -> (String, String) {
+pub async fn create_source(base: &str) -> (String, String) {
     let r = reqwest::Client::new()
         .post(format!("{base}/api/v1/sources"))
         .bearer_auth(TOKEN)
@@ -58,7 +58,7 @@ async fn writer(base: String, key: String, round: usize, w: usize, acked: Arc<Mu
     }
 }
 
-async fn stored_ids(base: &str, source: &str) -> HashSet<String> {
+pub async fn stored_ids(base: &str, source: &str) -> HashSet<String> {
     let http = reqwest::Client::new();
     let mut ids = HashSet::new();
     let mut before: Option<i64> = None;

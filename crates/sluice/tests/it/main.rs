@@ -7,5 +7,7 @@ mod cli;
 mod config;
 mod durability;
 mod failure_log;
+mod hostile;
 mod lifecycle;
+mod personas;
 mod secrets;

@@ -25,17 +25,45 @@ pub fn free_port() -> u16 {
 /// listens on a free port unless `extra_env` sets `SLUICE_LISTEN` (to
 /// restart on the same address).
 pub async fn start(data_dir: &Path, extra_env: &[(&str, &str)]) -> Sluice {
-    start_logging(data_dir, extra_env, Stdio::null()).await
+    start_with(data_dir, extra_env, None, Stdio::null()).await
 }
 
 /// [`start`], with the server's log lines (standard error) going to `log`.
 pub async fn start_logging(data_dir: &Path, extra_env: &[(&str, &str)], log: Stdio) -> Sluice {
+    start_with(data_dir, extra_env, None, log).await
+}
+
+/// [`start`], with the open-file limit (soft and hard) set to `nofile` for
+/// the server process, as `ulimit -n` would.
+pub async fn start_limited(
+    data_dir: &Path,
+    extra_env: &[(&str, &str)],
+    nofile: Option<u64>,
+) -> Sluice {
+    start_with(data_dir, extra_env, nofile, Stdio::null()).await
+}
+
+async fn start_with(
+    data_dir: &Path,
+    extra_env: &[(&str, &str)],
+    nofile: Option<u64>,
+    log: Stdio,
+) -> Sluice {
     let listen = extra_env
         .iter()
         .find(|(k, _)| *k == "SLUICE_LISTEN")
         .map(|(_, v)| (*v).to_owned())
         .unwrap_or_else(|| format!("127.0.0.1:{}", free_port()));
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_sluice"));
+    let mut cmd = match nofile {
+        None => Command::new(env!("CARGO_BIN_EXE_sluice")),
+        Some(n) => {
+            let mut sh = Command::new("sh");
+            sh.arg("-c")
+                .arg(format!("ulimit -n {n} && exec \"$0\" \"$@\""))
+                .arg(env!("CARGO_BIN_EXE_sluice"));
+            sh
+        }
+    };
     cmd.arg("serve")
         .env("SLUICE_LISTEN", &listen)
         .env("SLUICE_DATA_DIR", data_dir)

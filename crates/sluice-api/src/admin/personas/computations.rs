@@ -1,0 +1,229 @@
+//! Handlers shared by computed traits and audiences (`class`).
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+use sluice_profiles::preview::preview;
+use sluice_profiles::{AUDIENCE, Definition};
+use sluice_store::{Computation, ComputationPatch, NewComputation, keys};
+
+use super::validate;
+use crate::AppState;
+use crate::admin::extract::{JsonObject, Params, opt_field};
+use crate::error::{ApiError, ApiResult};
+
+fn what(class: &str) -> &'static str {
+    if class == AUDIENCE {
+        "audience"
+    } else {
+        "computed trait"
+    }
+}
+
+async fn view(app: &AppState, c: &Computation) -> ApiResult<Value> {
+    let with_value = app.store.count_values(&c.id).await?;
+    let definition: Value = serde_json::from_str(&c.definition).unwrap_or(Value::Null);
+    let count_name = if c.class == AUDIENCE {
+        "size"
+    } else {
+        "people_with_value"
+    };
+    let mut status = json!({
+        "last_computed_at": c.last_computed_at,
+        "messages_sent": c.messages_sent,
+    });
+    status[count_name] = json!(with_value);
+    let per_destination: serde_json::Map<String, Value> = app
+        .store
+        .sends_by_destination(&c.id)
+        .await?
+        .into_iter()
+        .map(|(d, n)| (d, json!(n)))
+        .collect();
+    status["messages_sent_by_destination"] = Value::Object(per_destination);
+    Ok(json!({
+        "id": c.id, "class": c.class, "name": c.name, "key": c.key,
+        "definition": definition, "destination_ids": c.destination_ids,
+        "revision": c.revision, "created_at": c.created_at, "updated_at": c.updated_at,
+        "status": status,
+    }))
+}
+
+async fn live(app: &AppState, class: &str, id: &str) -> ApiResult<Computation> {
+    app.store
+        .get_computation(id)
+        .await?
+        .filter(|c| c.class == class && c.deleted_at.is_none())
+        .ok_or_else(|| ApiError::not_found(what(class)))
+}
+
+pub async fn create(
+    State(app): State<Arc<AppState>>,
+    class: &'static str,
+    JsonObject(body): JsonObject,
+) -> ApiResult<Response> {
+    let name = validate::name(&body)?;
+    let key = validate::key(&body, &name)?;
+    let destination_ids = validate::destinations(app.store.as_ref(), &body).await?;
+    let def = validate::definition(app.store.as_ref(), class, &key, &body, None).await?;
+    if opt_field(&body, "preview", Value::as_bool, "a boolean")?.unwrap_or(false) {
+        let p = preview(app.store.as_ref(), &key, &def).await.map_err(|e| {
+            ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "unavailable",
+                e.to_string(),
+            )
+        })?;
+        let sample: Vec<Value> = p
+            .sample
+            .into_iter()
+            .map(|(id, user_id, value)| json!({"profile_id": id, "user_id": user_id, "value": value}))
+            .collect();
+        return Ok(Json(json!({"preview": {
+            "count": p.count, "profiles_scanned": p.scanned, "sample": sample,
+        }}))
+        .into_response());
+    }
+    let created = app
+        .store
+        .create_computation(NewComputation {
+            id: keys::new_id(if class == AUDIENCE { "aud" } else { "ctr" }),
+            class: class.to_owned(),
+            key,
+            name,
+            definition: def.to_json().to_string(),
+            destination_ids: destination_ids.unwrap_or_default(),
+        })
+        .await?;
+    Ok((StatusCode::CREATED, Json(view(&app, &created).await?)).into_response())
+}
+
+pub async fn list(State(app): State<Arc<AppState>>, class: &'static str) -> ApiResult<Json<Value>> {
+    let mut data = Vec::new();
+    for c in app.store.list_computations().await? {
+        if c.class == class {
+            data.push(view(&app, &c).await?);
+        }
+    }
+    Ok(Json(json!({ "data": data })))
+}
+
+pub async fn get(
+    State(app): State<Arc<AppState>>,
+    class: &'static str,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    let c = live(&app, class, &id).await?;
+    Ok(Json(view(&app, &c).await?))
+}
+
+pub async fn update(
+    State(app): State<Arc<AppState>>,
+    class: &'static str,
+    Path(id): Path<String>,
+    JsonObject(body): JsonObject,
+) -> ApiResult<Json<Value>> {
+    let current = live(&app, class, &id).await?;
+    let mut patch = ComputationPatch::default();
+    if body.contains_key("name") {
+        patch.name = Some(validate::name(&body)?);
+    }
+    if body.contains_key("key") {
+        return Err(ApiError::invalid(
+            "key",
+            "cannot change: keys are permanent",
+        ));
+    }
+    if body.contains_key("definition") {
+        let def: Definition =
+            validate::definition(app.store.as_ref(), class, &current.key, &body, Some(&id)).await?;
+        patch.definition = Some(def.to_json().to_string());
+    }
+    patch.destination_ids = validate::destinations(app.store.as_ref(), &body).await?;
+    let updated = app
+        .store
+        .update_computation(&id, patch)
+        .await?
+        .ok_or_else(|| ApiError::not_found(what(class)))?;
+    Ok(Json(view(&app, &updated).await?))
+}
+
+/// Deleting sends nothing: receivers keep the last value sent (as Segment
+/// does); see `docs/personas.md`.
+pub async fn delete(
+    State(app): State<Arc<AppState>>,
+    class: &'static str,
+    Path(id): Path<String>,
+) -> ApiResult<StatusCode> {
+    live(&app, class, &id).await?;
+    app.store.delete_computation(&id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+pub async fn connect(
+    State(app): State<Arc<AppState>>,
+    class: &'static str,
+    Path((id, destination_id)): Path<(String, String)>,
+    on: bool,
+) -> ApiResult<Json<Value>> {
+    let current = live(&app, class, &id).await?;
+    if app.store.get_destination(&destination_id).await?.is_none() {
+        return Err(ApiError::not_found("destination"));
+    }
+    let mut ids: Vec<String> = current
+        .destination_ids
+        .into_iter()
+        .filter(|d| *d != destination_id)
+        .collect();
+    if on {
+        ids.push(destination_id);
+    }
+    let patch = ComputationPatch {
+        destination_ids: Some(ids),
+        ..ComputationPatch::default()
+    };
+    let updated = app
+        .store
+        .update_computation(&id, patch)
+        .await?
+        .ok_or_else(|| ApiError::not_found(what(class)))?;
+    Ok(Json(view(&app, &updated).await?))
+}
+
+/// People with a value (audiences: members), by profile id; `after` is the
+/// cursor (the last `profile_id` of the previous page).
+pub async fn members(
+    State(app): State<Arc<AppState>>,
+    class: &'static str,
+    Path(id): Path<String>,
+    params: Params,
+) -> ApiResult<Json<Value>> {
+    live(&app, class, &id).await?;
+    let limit = params.limit(100, 1000)?;
+    let after = params.str("after").unwrap_or("").to_owned();
+    let values = app.store.list_values(&id, &after, limit).await?;
+    let profiles = app
+        .store
+        .load_profiles(values.iter().map(|v| v.profile_id.clone()).collect())
+        .await?;
+    let mut data = Vec::new();
+    for v in &values {
+        let doc = profiles.iter().find(|p| p.id == v.profile_id);
+        let parsed: Value = doc
+            .and_then(|d| serde_json::from_str(&d.doc).ok())
+            .unwrap_or(Value::Null);
+        data.push(json!({
+            "profile_id": v.profile_id,
+            "user_id": parsed["user_ids"].as_array().and_then(|a| a.last()).cloned(),
+            "value": serde_json::from_str::<Value>(&v.value).unwrap_or(Value::Null),
+        }));
+    }
+    let next = (values.len() == limit as usize)
+        .then(|| values.last().map(|v| v.profile_id.clone()))
+        .flatten();
+    Ok(Json(json!({"data": data, "next_after": next})))
+}

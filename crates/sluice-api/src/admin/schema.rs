@@ -1,0 +1,186 @@
+//! Source schema and filtering in the admin API:
+//! - `GET /sources/{id}/schema`: what the source sends (sorting, paging);
+//! - `GET|PUT /sources/{id}/rules`: block rules and the tracking plan;
+//! - `GET|PUT /destinations/{id}/filters`: a destination's filters.
+//!
+//! Documents are validated with `sluice-schema` before they are stored; a
+//! 400 names the offending field. A change reloads this node's routing
+//! table at once; other nodes pick it up on their next refresh (< 1 s).
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::{Path, State};
+use chrono::Utc;
+use serde_json::{Map, Value, json};
+use sluice_schema::{FilterSet, JsonType, RuleError, SourceRules};
+use sluice_store::{SchemaEntry, SchemaQuery, SchemaSort};
+
+use super::destinations::find as find_destination;
+use super::extract::{JsonObject, Params};
+use super::sources::find as find_source;
+use crate::AppState;
+use crate::error::{ApiError, ApiResult};
+
+fn invalid(e: RuleError) -> ApiError {
+    ApiError::invalid(&e.field, e.message)
+}
+
+fn entry_view(e: &SchemaEntry) -> Value {
+    let mut v = json!({
+        "kind": e.kind,
+        "name": e.name,
+        "first_seen": e.first_seen,
+        "last_seen": e.last_seen,
+        "volume_24h": e.volume_24h,
+        "volume_7d": e.volume_7d,
+        "volume_30d": e.volume_30d,
+    });
+    if let Some(obj) = v.as_object_mut() {
+        if e.kind == "property" {
+            obj.insert("property".into(), json!(e.property));
+        }
+        if e.kind != "track" && e.kind != "page" && e.kind != "screen" {
+            let mask = u8::try_from(e.types).unwrap_or(0);
+            obj.insert("types".into(), json!(JsonType::names(mask)));
+        }
+    }
+    v
+}
+
+/// `GET /api/v1/sources/{id}/schema?kind=&name=&sort=&order=&limit=&offset=`.
+pub async fn list(
+    State(app): State<Arc<AppState>>,
+    Path(id): Path<String>,
+    params: Params,
+) -> ApiResult<Json<Value>> {
+    find_source(&app, &id).await?;
+    let kind = match params.str("kind") {
+        Some(k) if sluice_schema::EntryKind::parse(k).is_none() => {
+            return Err(ApiError::bad_request(
+                "invalid_query",
+                "kind: must be one of track, page, screen, identify_trait, group_trait, property",
+            ));
+        }
+        k => k.map(str::to_owned),
+    };
+    let sort = match params.str("sort") {
+        None => SchemaSort::Name,
+        Some(s) => SchemaSort::parse(s).ok_or_else(|| {
+            let names: Vec<&str> = SchemaSort::ALL.iter().map(|(n, _)| *n).collect();
+            ApiError::bad_request(
+                "invalid_query",
+                format!("sort: must be one of {}", names.join(", ")),
+            )
+        })?,
+    };
+    let descending = match params.str("order") {
+        None => matches!(
+            sort,
+            SchemaSort::Volume24h
+                | SchemaSort::Volume7d
+                | SchemaSort::Volume30d
+                | SchemaSort::LastSeen
+        ),
+        Some("asc") => false,
+        Some("desc") => true,
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "invalid_query",
+                "order: must be asc or desc",
+            ));
+        }
+    };
+    let offset = match params.i64("offset")? {
+        None => 0,
+        Some(n) => u32::try_from(n)
+            .map_err(|_| ApiError::bad_request("invalid_query", "offset: must be 0 or more"))?,
+    };
+    let query = SchemaQuery {
+        kind,
+        name: params.str("name").map(str::to_owned),
+        sort,
+        descending,
+        limit: params.limit(100, 1000)?,
+        offset,
+        now: Utc::now(),
+    };
+    let page = app.store.schema_entries(&id, &query).await?;
+    let data: Vec<Value> = page.entries.iter().map(entry_view).collect();
+    let next_offset = (u64::from(offset) + (data.len() as u64) < page.total)
+        .then(|| u64::from(offset) + data.len() as u64);
+    Ok(Json(json!({
+        "data": data,
+        "total": page.total,
+        "next_offset": next_offset,
+        "overflow": page.overflow,
+    })))
+}
+
+/// `GET /api/v1/sources/{id}/rules`.
+pub async fn get_rules(
+    State(app): State<Arc<AppState>>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    find_source(&app, &id).await?;
+    let stored = app.store.list_source_rules().await?;
+    let doc = stored
+        .into_iter()
+        .find(|(s, _)| *s == id)
+        .and_then(|(_, text)| serde_json::from_str(&text).ok())
+        .unwrap_or_else(|| Value::Object(Map::new()));
+    let rules = SourceRules::parse(&doc).unwrap_or_default();
+    Ok(Json(rules.to_value()))
+}
+
+/// `PUT /api/v1/sources/{id}/rules`: replaces the rules.
+pub async fn put_rules(
+    State(app): State<Arc<AppState>>,
+    Path(id): Path<String>,
+    JsonObject(body): JsonObject,
+) -> ApiResult<Json<Value>> {
+    find_source(&app, &id).await?;
+    let rules = SourceRules::parse(&Value::Object(body)).map_err(invalid)?;
+    let doc = rules.to_value();
+    app.store.put_source_rules(&id, &doc.to_string()).await?;
+    app.config_changed().await?;
+    Ok(Json(doc))
+}
+
+/// `GET /api/v1/destinations/{id}/filters`.
+pub async fn get_filters(
+    State(app): State<Arc<AppState>>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    find_destination(&app, &id).await?;
+    let stored = app.store.list_destination_filters().await?;
+    let doc = stored
+        .into_iter()
+        .find(|(d, _)| *d == id)
+        .and_then(|(_, text)| serde_json::from_str(&text).ok())
+        .unwrap_or_else(|| json!({"filters": []}));
+    Ok(Json(doc))
+}
+
+/// `PUT /api/v1/destinations/{id}/filters`: replaces the filters. An
+/// unknown destination is a 400 naming the path's `id` rather than a 404,
+/// since the filter document itself is what refers to it.
+pub async fn put_filters(
+    State(app): State<Arc<AppState>>,
+    Path(id): Path<String>,
+    JsonObject(body): JsonObject,
+) -> ApiResult<Json<Value>> {
+    if app.store.get_destination(&id).await?.is_none() {
+        return Err(ApiError::invalid(
+            "destination_id",
+            format!("no destination '{id}'"),
+        ));
+    }
+    let doc = Value::Object(body);
+    FilterSet::parse(&doc).map_err(invalid)?;
+    app.store
+        .put_destination_filters(&id, &doc.to_string())
+        .await?;
+    app.config_changed().await?;
+    Ok(Json(doc))
+}

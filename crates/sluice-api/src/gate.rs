@@ -1,0 +1,71 @@
+//! Source rules and destination filters, applied to each call at ingest.
+//!
+//! Decided with the routing table in memory (no database round trip), in
+//! this order, for each call of a request:
+//! 1. the call's [`Shape`] is read (only when schema tracking, rules or
+//!    filters need it);
+//! 2. the source's rules: a blocked track call is stored marked `blocked`
+//!    with no deliveries; identify and group calls lose blocked trait keys;
+//! 3. `integrations` routing (`Webhooks` on or off), as before;
+//! 4. each routed destination's filters: dropped → a `filtered` delivery
+//!    with the filter's name; fields dropped → a per-destination body.
+
+use sluice_model::{Event, destination_enabled};
+use sluice_schema::{FilterOutcome, Shape, Verdict};
+use sluice_store::{Blocked, NewEvent};
+
+use crate::routes::{SourceRoute, WEBHOOKS};
+
+/// The event to store for `event`, and its shape when `track_schema` or the
+/// route's rules or filters needed one.
+pub fn screen(route: &SourceRoute, event: Event, track_schema: bool) -> (NewEvent, Option<Shape>) {
+    let routed = destination_enabled(event.integrations.as_ref(), WEBHOOKS);
+    let mut stored = NewEvent {
+        message_id: event.message_id,
+        event_type: event.event_type.as_str().to_owned(),
+        ..NewEvent::default()
+    };
+    let mut body = event.json;
+    let needs_shape =
+        track_schema || route.rules.is_some() || (routed && !route.filters.is_empty());
+    if !needs_shape {
+        if routed {
+            stored.destination_ids = route.destinations.clone();
+        }
+        stored.body = body;
+        return (stored, None);
+    }
+    let shape = Shape::of(&body, &stored.event_type);
+    if let Some(rules) = &route.rules {
+        if let Verdict::Block(rule) = rules.verdict(&shape) {
+            stored.blocked = Some(Blocked {
+                rule: rule.to_owned(),
+                event: shape.name.clone().unwrap_or_default(),
+            });
+            stored.body = body;
+            return (stored, Some(shape));
+        }
+        if let Some(stripped) = rules.strip_traits(&shape, &body) {
+            body = stripped;
+        }
+    }
+    if routed {
+        for destination in &route.destinations {
+            let filters = route.filters.iter().find(|(d, _)| d == destination);
+            let outcome = match filters {
+                None => FilterOutcome::Send,
+                Some((_, set)) => set.apply(&shape, &body),
+            };
+            match outcome {
+                FilterOutcome::Send => stored.destination_ids.push(destination.clone()),
+                FilterOutcome::SendBody(filtered) => {
+                    stored.destination_ids.push(destination.clone());
+                    stored.bodies.push((destination.clone(), filtered));
+                }
+                FilterOutcome::Drop(filter) => stored.filtered.push((destination.clone(), filter)),
+            }
+        }
+    }
+    stored.body = body;
+    (stored, Some(shape))
+}

@@ -1,0 +1,362 @@
+//! Definitions: computed-trait kinds and audience condition trees, parsed
+//! from the admin API's JSON with errors that name the field.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::DefinitionError;
+use crate::filter::{Compare, Filter};
+
+/// Upper bound of a window: about ten years.
+const MAX_WINDOW_MS: i64 = 10 * 366 * 24 * 3600 * 1000;
+
+/// "In the last N days / hours / seconds". Seconds exist for fine windows
+/// and tests; the sweep granularity is documented in `docs/personas.md`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Window {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub days: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hours: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seconds: Option<u32>,
+}
+
+impl Window {
+    pub fn millis(&self) -> i64 {
+        let d = i64::from(self.days.unwrap_or(0)) * 86_400_000;
+        let h = i64::from(self.hours.unwrap_or(0)) * 3_600_000;
+        let s = i64::from(self.seconds.unwrap_or(0)) * 1000;
+        d + h + s
+    }
+
+    fn check(&self, field: &str) -> Result<(), DefinitionError> {
+        let ms = self.millis();
+        if ms <= 0 {
+            return Err(DefinitionError::new(
+                field,
+                "must give days, hours or seconds above 0",
+            ));
+        }
+        if ms > MAX_WINDOW_MS {
+            return Err(DefinitionError::new(field, "must be at most 3660 days"));
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TraitKind {
+    Counter,
+    Sum,
+    Avg,
+    Min,
+    Max,
+    MostFrequent,
+    First,
+    Last,
+    UniqueList,
+    UniqueCount,
+}
+
+/// A computed trait over track event `event`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TraitDefinition {
+    pub kind: TraitKind,
+    pub event: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub property: Option<String>,
+    #[serde(default, rename = "where", skip_serializing_if = "Vec::is_empty")]
+    pub filters: Vec<Filter>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<Window>,
+    /// Sources whose events count; empty = all.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub source_ids: Vec<String>,
+}
+
+/// How many times, for `performed`. Default: at least once.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Count {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at_least: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at_most: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exactly: Option<u64>,
+}
+
+impl Count {
+    pub fn admits(&self, n: u64) -> bool {
+        if self.at_least.is_none() && self.at_most.is_none() && self.exactly.is_none() {
+            return n >= 1;
+        }
+        self.at_least.is_none_or(|m| n >= m)
+            && self.at_most.is_none_or(|m| n <= m)
+            && self.exactly.is_none_or(|m| n == m)
+    }
+}
+
+fn default_type() -> String {
+    "track".into()
+}
+
+/// An event the person performed (or did not).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Performed {
+    /// `track` (default), `page` or `screen`.
+    #[serde(rename = "type", default = "default_type")]
+    pub kind: String,
+    /// Track event name, or page/screen name; required for track.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event: Option<String>,
+    #[serde(default, rename = "where", skip_serializing_if = "Vec::is_empty")]
+    pub filters: Vec<Filter>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<Count>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<Window>,
+}
+
+/// The audience condition language.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Condition {
+    And(Vec<Condition>),
+    Or(Vec<Condition>),
+    Not(Box<Condition>),
+    Performed(Performed),
+    NotPerformed(Performed),
+    /// A trait from identify calls.
+    Trait(Compare),
+    /// A computed trait's current value, by key.
+    ComputedTrait(Compare),
+    /// Membership of another audience, by key.
+    Audience(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AudienceDefinition {
+    pub condition: Condition,
+    /// Off by default: a member needs a userId.
+    #[serde(default)]
+    pub include_anonymous: bool,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub source_ids: Vec<String>,
+}
+
+/// A parsed definition of either class.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Definition {
+    Trait(TraitDefinition),
+    Audience(AudienceDefinition),
+}
+
+/// `trait` or `audience`: the class names used in messages and storage.
+pub const TRAIT: &str = "trait";
+pub const AUDIENCE: &str = "audience";
+
+impl Definition {
+    /// Parses and checks a definition of `class` (`trait`/`audience`).
+    pub fn parse(class: &str, value: &Value) -> Result<Definition, DefinitionError> {
+        let field = "definition";
+        let parsed = match class {
+            TRAIT => Definition::Trait(
+                serde_json::from_value(value.clone())
+                    .map_err(|e| DefinitionError::new(field, e))?,
+            ),
+            _ => Definition::Audience(
+                serde_json::from_value(value.clone())
+                    .map_err(|e| DefinitionError::new(field, e))?,
+            ),
+        };
+        parsed.check()?;
+        Ok(parsed)
+    }
+
+    /// Parses stored JSON text.
+    pub fn from_stored(class: &str, text: &str) -> Result<Definition, DefinitionError> {
+        let value: Value =
+            serde_json::from_str(text).map_err(|e| DefinitionError::new("definition", e))?;
+        Definition::parse(class, &value)
+    }
+
+    pub fn to_json(&self) -> Value {
+        match self {
+            Definition::Trait(t) => serde_json::to_value(t),
+            Definition::Audience(a) => serde_json::to_value(a),
+        }
+        .unwrap_or(Value::Null)
+    }
+
+    fn check(&self) -> Result<(), DefinitionError> {
+        match self {
+            Definition::Trait(t) => {
+                if t.event.trim().is_empty() {
+                    return Err(DefinitionError::new(
+                        "definition.event",
+                        "must not be empty",
+                    ));
+                }
+                let needs_property = !matches!(t.kind, TraitKind::Counter);
+                if needs_property && t.property.as_deref().is_none_or(|p| p.trim().is_empty()) {
+                    return Err(DefinitionError::new(
+                        "definition.property",
+                        "is required for this kind",
+                    ));
+                }
+                check_filters("definition.where", &t.filters)?;
+                if let Some(w) = &t.window {
+                    w.check("definition.window")?;
+                }
+                Ok(())
+            }
+            Definition::Audience(a) => check_condition("definition.condition", &a.condition),
+        }
+    }
+
+    /// Keys of other audiences this one refers to.
+    pub fn audience_refs(&self) -> BTreeSet<String> {
+        let mut out = BTreeSet::new();
+        if let Definition::Audience(a) = self {
+            collect_refs(&a.condition, &mut out);
+        }
+        out
+    }
+}
+
+fn check_filters(field: &str, filters: &[Filter]) -> Result<(), DefinitionError> {
+    for (i, f) in filters.iter().enumerate() {
+        f.check(&format!("{field}[{i}]"))?;
+    }
+    Ok(())
+}
+
+fn check_condition(field: &str, c: &Condition) -> Result<(), DefinitionError> {
+    match c {
+        Condition::And(items) | Condition::Or(items) => {
+            if items.is_empty() {
+                return Err(DefinitionError::new(field, "needs at least one condition"));
+            }
+            for (i, item) in items.iter().enumerate() {
+                check_condition(&format!("{field}[{i}]"), item)?;
+            }
+            Ok(())
+        }
+        Condition::Not(inner) => check_condition(&format!("{field}.not"), inner),
+        Condition::Performed(p) | Condition::NotPerformed(p) => {
+            if !["track", "page", "screen"].contains(&p.kind.as_str()) {
+                return Err(DefinitionError::new(
+                    &format!("{field}.type"),
+                    "must be track, page or screen",
+                ));
+            }
+            if p.kind == "track" && p.event.as_deref().is_none_or(|e| e.trim().is_empty()) {
+                return Err(DefinitionError::new(
+                    &format!("{field}.event"),
+                    "is required",
+                ));
+            }
+            check_filters(&format!("{field}.where"), &p.filters)?;
+            if let Some(w) = &p.window {
+                w.check(&format!("{field}.window"))?;
+            }
+            Ok(())
+        }
+        Condition::Trait(cmp) | Condition::ComputedTrait(cmp) => cmp.check(field),
+        Condition::Audience(key) => {
+            if key.trim().is_empty() {
+                return Err(DefinitionError::new(
+                    &format!("{field}.audience"),
+                    "must not be empty",
+                ));
+            }
+            Ok(())
+        }
+    }
+}
+
+fn collect_refs(c: &Condition, out: &mut BTreeSet<String>) {
+    match c {
+        Condition::And(items) | Condition::Or(items) => {
+            items.iter().for_each(|i| collect_refs(i, out));
+        }
+        Condition::Not(inner) => collect_refs(inner, out),
+        Condition::Audience(key) => {
+            out.insert(key.clone());
+        }
+        _ => {}
+    }
+}
+
+/// Finds a cycle in the audience graph `refs` (key → keys it refers to),
+/// returned as the path `a -> b -> a`.
+pub fn find_cycle(refs: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    fn visit(
+        key: &str,
+        refs: &BTreeMap<String, BTreeSet<String>>,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(pos) = path.iter().position(|k| k == key) {
+            let mut cycle = path[pos..].to_vec();
+            cycle.push(key.to_owned());
+            return Some(cycle);
+        }
+        if done.contains(key) {
+            return None;
+        }
+        path.push(key.to_owned());
+        for next in refs.get(key).into_iter().flatten() {
+            if let Some(c) = visit(next, refs, path, done) {
+                return Some(c);
+            }
+        }
+        path.pop();
+        done.insert(key.to_owned());
+        None
+    }
+    let mut done = BTreeSet::new();
+    refs.keys()
+        .find_map(|k| visit(k, refs, &mut Vec::new(), &mut done))
+}
+
+/// The snake_case key of a name: lower-case ASCII letters and digits,
+/// other runs of characters become one `_`.
+pub fn snake_case(name: &str) -> String {
+    let mut out = String::new();
+    let mut prev_lower = false;
+    for ch in name.chars() {
+        if ch.is_ascii_alphanumeric() {
+            if ch.is_ascii_uppercase() && prev_lower && !out.ends_with('_') {
+                out.push('_');
+            }
+            out.push(ch.to_ascii_lowercase());
+            prev_lower = ch.is_ascii_lowercase() || ch.is_ascii_digit();
+        } else {
+            if !out.is_empty() && !out.ends_with('_') {
+                out.push('_');
+            }
+            prev_lower = false;
+        }
+    }
+    out.trim_end_matches('_').to_owned()
+}
+
+/// Whether `key` is already snake_case (what a given key must be).
+pub fn is_snake_case(key: &str) -> bool {
+    !key.is_empty()
+        && key.len() <= 100
+        && key.starts_with(|c: char| c.is_ascii_lowercase())
+        && key
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+}

@@ -1,0 +1,92 @@
+//! Evaluate a profile and turn differences from the stored values into
+//! value changes and messages.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+use sluice_store::{ProfileCommit, ProfileRecord, ValueChange};
+
+use super::defs::Defs;
+use crate::compute::{Evaluation, evaluate};
+use crate::definition::AUDIENCE;
+use crate::message;
+use crate::profile::Profile;
+
+/// What a diff sends: only one computation's changes (a recompute job), or
+/// every computation's (events and window sweeps).
+pub enum Scope<'a> {
+    All,
+    Only(&'a str),
+}
+
+/// Evaluates every definition for `profile`, compares with `stored`
+/// (computation id → JSON) and appends the changes to `commit`. Returns the
+/// next window change (unix ms).
+pub fn diff(
+    defs: &Defs,
+    profile_id: &str,
+    profile: &Profile,
+    stored: &HashMap<String, Value>,
+    now: DateTime<Utc>,
+    scope: &Scope<'_>,
+    commit: &mut ProfileCommit,
+) -> Option<i64> {
+    let mut eval = Evaluation::default();
+    let now_ms = now.timestamp_millis();
+    for (c, d) in &defs.items {
+        let new = evaluate(&c.key, d, profile, now_ms, &mut eval);
+        if let Scope::Only(id) = scope
+            && *id != c.id
+        {
+            continue;
+        }
+        let old = stored.get(&c.id);
+        if old == new.as_ref() {
+            continue;
+        }
+        commit.values.push(ValueChange {
+            computation_id: c.id.clone(),
+            profile_id: profile_id.to_owned(),
+            value: new.as_ref().map(Value::to_string),
+        });
+        let sent = match (&new, c.class.as_str()) {
+            (Some(v), _) => v.clone(),
+            (None, AUDIENCE) => Value::Bool(false),
+            (None, _) => Value::Null,
+        };
+        if !c.destination_ids.is_empty() {
+            commit.messages.push(message::identify(
+                c,
+                profile,
+                &sent,
+                now,
+                c.destination_ids.clone(),
+            ));
+        }
+    }
+    eval.next_change
+}
+
+/// The record to store for a profile.
+pub fn record(id: &str, profile: &Profile, next_change: Option<i64>) -> ProfileRecord {
+    ProfileRecord {
+        id: id.to_owned(),
+        doc: serde_json::to_string(profile).unwrap_or_else(|_| "{}".into()),
+        next_change_at: next_change.and_then(DateTime::<Utc>::from_timestamp_millis),
+    }
+}
+
+/// Stored values grouped by profile id.
+pub fn group_values(
+    values: Vec<sluice_store::ComputedValue>,
+) -> HashMap<String, HashMap<String, Value>> {
+    let mut out: HashMap<String, HashMap<String, Value>> = HashMap::new();
+    for v in values {
+        let parsed = serde_json::from_str(&v.value).unwrap_or(Value::Null);
+        out.entry(v.profile_id)
+            .or_default()
+            .insert(v.computation_id, parsed);
+    }
+    out
+}

@@ -1,0 +1,219 @@
+//! One step over new events: identity resolution, profile updates, diffs,
+//! and one commit with the advanced cursor.
+
+use std::collections::{BTreeSet, HashMap};
+
+use chrono::{DateTime, Utc};
+use sluice_store::{CursorEvent, PERSONAS_SOURCE, ProfileCommit, Store};
+
+use super::defs::Defs;
+use super::diff::{Scope, diff, group_values, record};
+use crate::error::ProfileError;
+use crate::profile::{Call, Profile};
+
+/// Profiles touched by one batch, in memory until the commit.
+#[derive(Default)]
+struct Work {
+    profiles: HashMap<String, Profile>,
+    identities: HashMap<String, String>,
+    changed_identities: Vec<(String, String)>,
+    touched: BTreeSet<String>,
+    removed: BTreeSet<String>,
+}
+
+fn user(id: &str) -> String {
+    format!("user:{id}")
+}
+
+fn anon(id: &str) -> String {
+    format!("anon:{id}")
+}
+
+impl Work {
+    fn find(&self, identity: &str) -> Option<String> {
+        self.identities.get(identity).cloned()
+    }
+
+    fn point(&mut self, identity: String, profile: &str) {
+        if self.identities.get(&identity).map(String::as_str) != Some(profile) {
+            self.identities.insert(identity.clone(), profile.to_owned());
+            self.changed_identities.push((identity, profile.to_owned()));
+        }
+    }
+
+    fn create(&mut self) -> String {
+        let id = format!("prf_{}", uuid::Uuid::new_v4().simple());
+        self.profiles.insert(id.clone(), Profile::default());
+        id
+    }
+
+    /// Moves `from` into `into`, repointing its identities.
+    fn merge(&mut self, into: &str, from: &str) {
+        let Some(other) = self.profiles.remove(from) else {
+            return;
+        };
+        for u in &other.user_ids {
+            self.point(user(u), into);
+        }
+        for a in &other.anonymous_ids {
+            self.point(anon(a), into);
+        }
+        if let Some(p) = self.profiles.get_mut(into) {
+            p.absorb(other);
+        }
+        self.removed.insert(from.to_owned());
+        self.touched.remove(from);
+    }
+
+    fn attach_user(&mut self, profile: &str, id: &str) {
+        self.point(user(id), profile);
+        if let Some(p) = self.profiles.get_mut(profile) {
+            p.add_user_id(id);
+        }
+    }
+
+    fn attach_anon(&mut self, profile: &str, id: &str) {
+        self.point(anon(id), profile);
+        if let Some(p) = self.profiles.get_mut(profile) {
+            p.add_anonymous_id(id);
+        }
+    }
+
+    /// The profile a call belongs to, merging as the rules say (see
+    /// `docs/personas.md`, "Identity resolution").
+    fn resolve(&mut self, call: &Call) -> String {
+        if call.kind == "alias"
+            && let (Some(u), Some(prev)) = (&call.user_id, &call.previous_id)
+        {
+            let target = self.find(&user(u));
+            let previous = self.find(&user(prev)).or_else(|| self.find(&anon(prev)));
+            let id = match (target, previous) {
+                (Some(t), Some(p)) if t != p => {
+                    self.merge(&t, &p);
+                    t
+                }
+                (Some(t), _) => t,
+                (None, Some(p)) => p,
+                (None, None) => self.create(),
+            };
+            self.attach_user(&id, u);
+            if self.find(&user(prev)).is_none() {
+                self.attach_anon(&id, prev);
+            }
+            return id;
+        }
+        let by_user = call.user_id.as_deref().and_then(|u| self.find(&user(u)));
+        let by_anon = call
+            .anonymous_id
+            .as_deref()
+            .and_then(|a| self.find(&anon(a)));
+        let id = match (by_user, by_anon) {
+            (Some(u), Some(a)) if u != a => {
+                let mergeable = match (self.profiles.get(&u), self.profiles.get(&a)) {
+                    (Some(pu), Some(pa)) => pu.can_merge(pa),
+                    _ => false,
+                };
+                if mergeable {
+                    self.merge(&u, &a);
+                }
+                u
+            }
+            (Some(u), _) => u,
+            (None, Some(a)) => {
+                // A userId on an anonymous profile claims it, unless that
+                // profile already belongs to another userId.
+                let taken = self
+                    .profiles
+                    .get(&a)
+                    .is_some_and(|p| !p.user_ids.is_empty());
+                if taken && call.user_id.is_some() {
+                    self.create()
+                } else {
+                    a
+                }
+            }
+            (None, None) => self.create(),
+        };
+        if let Some(u) = &call.user_id {
+            self.attach_user(&id, u);
+        }
+        if let Some(a) = &call.anonymous_id
+            && self.find(&anon(a)).is_none()
+        {
+            self.attach_anon(&id, a);
+        }
+        id
+    }
+}
+
+/// Processes `batch` (already read after the cursor) and commits it.
+/// Returns false when the lease was lost.
+pub async fn step(
+    store: &dyn Store,
+    owner: &str,
+    defs: &Defs,
+    batch: Vec<CursorEvent>,
+    now: DateTime<Utc>,
+) -> Result<bool, ProfileError> {
+    let Some(last) = batch.last().map(|e| e.cursor) else {
+        return Ok(true);
+    };
+    let calls: Vec<Call> = batch
+        .iter()
+        .filter(|e| e.event.source_id != PERSONAS_SOURCE)
+        .filter_map(|e| {
+            Call::parse(
+                e.event.seq,
+                &e.event.source_id,
+                &e.event.body,
+                e.event.received_at.timestamp_millis(),
+            )
+        })
+        .collect();
+    let mut keys = BTreeSet::new();
+    for c in &calls {
+        for id in [&c.user_id, &c.previous_id].into_iter().flatten() {
+            keys.insert(user(id));
+        }
+        for id in [&c.anonymous_id, &c.previous_id].into_iter().flatten() {
+            keys.insert(anon(id));
+        }
+    }
+    let mut work = Work::default();
+    let found = store.resolve_identities(keys.into_iter().collect()).await?;
+    let ids: BTreeSet<String> = found.iter().map(|(_, p)| p.clone()).collect();
+    work.identities = found.into_iter().collect();
+    for r in store.load_profiles(ids.into_iter().collect()).await? {
+        let p: Profile = serde_json::from_str(&r.doc)
+            .map_err(|e| ProfileError::Corrupt(r.id.clone(), e.to_string()))?;
+        work.profiles.insert(r.id, p);
+    }
+    for call in &calls {
+        let id = work.resolve(call);
+        if let Some(p) = work.profiles.get_mut(&id) {
+            p.apply(call);
+        }
+        work.touched.insert(id);
+    }
+    let touched: Vec<String> = work.touched.iter().cloned().collect();
+    let stored = group_values(store.values_of(touched.clone()).await?);
+    let empty = HashMap::new();
+    let mut commit = ProfileCommit {
+        owner: owner.to_owned(),
+        now,
+        cursor: Some(last),
+        identities: work.changed_identities.clone(),
+        removed_profiles: work.removed.iter().cloned().collect(),
+        computed: defs.items.iter().map(|(c, _)| c.id.clone()).collect(),
+        ..ProfileCommit::default()
+    };
+    for id in &touched {
+        let Some(profile) = work.profiles.get(id) else {
+            continue;
+        };
+        let old = stored.get(id).unwrap_or(&empty);
+        let next = diff(defs, id, profile, old, now, &Scope::All, &mut commit);
+        commit.profiles.push(record(id, profile, next));
+    }
+    Ok(store.commit_profiles(commit).await?)
+}

@@ -1,0 +1,147 @@
+//! Time-driven work: profiles whose window changes are due, and the
+//! whole-population jobs (recompute after a definition change, backfill of
+//! a newly connected destination).
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+use sluice_store::{JobProgress, ProfileCommit, ProfileJob, Store};
+
+use super::defs::Defs;
+use super::diff::{Scope, diff, group_values, record};
+use crate::error::ProfileError;
+use crate::message;
+use crate::profile::Profile;
+
+/// Profiles re-evaluated per sweep or job commit.
+pub const PAGE: u32 = 500;
+
+async fn load(
+    store: &dyn Store,
+    ids: Vec<String>,
+) -> Result<
+    (
+        Vec<(String, Profile)>,
+        HashMap<String, HashMap<String, Value>>,
+    ),
+    ProfileError,
+> {
+    let mut profiles = Vec::new();
+    for r in store.load_profiles(ids.clone()).await? {
+        let p: Profile = serde_json::from_str(&r.doc)
+            .map_err(|e| ProfileError::Corrupt(r.id.clone(), e.to_string()))?;
+        profiles.push((r.id, p));
+    }
+    profiles.sort_by(|a, b| a.0.cmp(&b.0));
+    let values = group_values(store.values_of(ids).await?);
+    Ok((profiles, values))
+}
+
+/// Re-evaluates profiles whose next window change is due. Returns whether
+/// there was work.
+pub async fn sweep(
+    store: &dyn Store,
+    owner: &str,
+    defs: &Defs,
+    now: DateTime<Utc>,
+) -> Result<bool, ProfileError> {
+    let due = store.due_profiles(now, PAGE).await?;
+    if due.is_empty() {
+        return Ok(false);
+    }
+    let (profiles, values) = load(store, due).await?;
+    let empty = HashMap::new();
+    let mut commit = ProfileCommit {
+        owner: owner.to_owned(),
+        now,
+        ..ProfileCommit::default()
+    };
+    for (id, p) in &profiles {
+        let next = diff(
+            defs,
+            id,
+            p,
+            values.get(id).unwrap_or(&empty),
+            now,
+            &Scope::All,
+            &mut commit,
+        );
+        commit.profiles.push(record(id, p, next));
+    }
+    store.commit_profiles(commit).await?;
+    Ok(true)
+}
+
+/// Advances the oldest job by one page. Returns whether there was work.
+pub async fn job(store: &dyn Store, owner: &str, now: DateTime<Utc>) -> Result<bool, ProfileError> {
+    let Some(job) = store.next_profile_job().await? else {
+        return Ok(false);
+    };
+    // Definitions read after the job: the change that queued it is visible
+    // (both were committed together).
+    let defs = &Defs::new(store.list_computations().await?);
+    let mut commit = ProfileCommit {
+        owner: owner.to_owned(),
+        now,
+        ..ProfileCommit::default()
+    };
+    let Some(computation) = defs.items.iter().find(|(c, _)| c.id == job.computation_id) else {
+        commit.job = Some((job.id, JobProgress::Done));
+        store.commit_profiles(commit).await?;
+        return Ok(true);
+    };
+    let ids = store.profile_ids_after(&job.after_profile, PAGE).await?;
+    let Some(last) = ids.last().cloned() else {
+        commit.job = Some((job.id, JobProgress::Done));
+        commit.computed.push(job.computation_id.clone());
+        store.commit_profiles(commit).await?;
+        return Ok(true);
+    };
+    let (profiles, values) = load(store, ids).await?;
+    let empty = HashMap::new();
+    for (id, p) in &profiles {
+        let stored = values.get(id).unwrap_or(&empty);
+        match job_kind(&job) {
+            Kind::Recompute => {
+                let next = diff(
+                    defs,
+                    id,
+                    p,
+                    stored,
+                    now,
+                    &Scope::Only(&job.computation_id),
+                    &mut commit,
+                );
+                // A new windowed definition may move the next change earlier.
+                commit.profiles.push(record(id, p, next));
+            }
+            Kind::Backfill(destination) => {
+                if let Some(v) = stored.get(&job.computation_id) {
+                    commit.messages.push(message::identify(
+                        &computation.0,
+                        p,
+                        v,
+                        now,
+                        vec![destination.to_owned()],
+                    ));
+                }
+            }
+        }
+    }
+    commit.job = Some((job.id, JobProgress::At(last)));
+    store.commit_profiles(commit).await?;
+    Ok(true)
+}
+
+enum Kind<'a> {
+    Recompute,
+    Backfill(&'a str),
+}
+
+fn job_kind(job: &ProfileJob) -> Kind<'_> {
+    match (job.kind.as_str(), job.destination_id.as_deref()) {
+        ("backfill", Some(d)) => Kind::Backfill(d),
+        _ => Kind::Recompute,
+    }
+}

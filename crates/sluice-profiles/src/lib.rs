@@ -1,0 +1,30 @@
+//! Profiles, computed traits and audiences (Segment's "Personas"/Engage),
+//! sent to Webhooks destinations as `identify` calls through the outbox.
+//!
+//! Modules:
+//! - [`definition`]: computed-trait kinds and the audience condition
+//!   language, parsed with errors naming the field; keys; cycle detection.
+//! - [`filter`]: property filters and comparisons.
+//! - [`profile`]: the profile document and the identity and trait merge rules.
+//! - [`compute`]: evaluation of a definition over a profile at a time, with
+//!   the next time a window changes the result.
+//! - [`message`]: the identify messages emitted.
+//! - [`engine`]: the task that feeds on committed events (durable cursor,
+//!   one lease-holding node, one transaction per step).
+//! - [`preview`]: a definition evaluated over stored profiles, unsaved.
+//!
+//! The first five are pure and unit-tested without I/O; the engine wraps
+//! them. Why this shape, the limits and the timing: `docs/personas.md`.
+
+pub mod compute;
+pub mod definition;
+pub mod engine;
+pub mod error;
+pub mod filter;
+pub mod message;
+pub mod preview;
+pub mod profile;
+
+pub use definition::{AUDIENCE, Definition, TRAIT};
+pub use engine::{EngineConfig, EngineHandle};
+pub use error::{DefinitionError, ProfileError};

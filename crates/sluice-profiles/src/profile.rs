@@ -1,0 +1,268 @@
+//! The profile document: identities, traits and the person's recent events,
+//! with the identity and trait merge rules (pure).
+
+use std::collections::BTreeMap;
+
+use chrono::DateTime;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// Events kept per profile; older ones are dropped (oldest timestamp first).
+pub const MAX_EVENTS: usize = 1000;
+/// Anonymous ids kept per profile (the newest).
+pub const MAX_ANONYMOUS_IDS: usize = 100;
+
+/// One behavioural event (track, page, screen) as a profile keeps it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProfileEvent {
+    pub seq: i64,
+    #[serde(rename = "src")]
+    pub source_id: String,
+    #[serde(rename = "t")]
+    pub kind: String,
+    /// Track event name, or page/screen name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Event timestamp, unix ms.
+    pub ts: i64,
+    #[serde(default, rename = "p", skip_serializing_if = "Map::is_empty")]
+    pub properties: Map<String, Value>,
+}
+
+/// A person. Stored as JSON in `profiles.doc`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Profile {
+    #[serde(default)]
+    pub user_ids: Vec<String>,
+    #[serde(default)]
+    pub anonymous_ids: Vec<String>,
+    #[serde(default)]
+    pub traits: Map<String, Value>,
+    /// When each trait was last set (event timestamp, ms): last write wins.
+    #[serde(default)]
+    pub trait_times: BTreeMap<String, i64>,
+    /// Sorted by (ts, seq).
+    #[serde(default)]
+    pub events: Vec<ProfileEvent>,
+}
+
+/// What the engine reads from one stored call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Call {
+    pub seq: i64,
+    pub source_id: String,
+    pub kind: String,
+    pub user_id: Option<String>,
+    pub anonymous_id: Option<String>,
+    pub previous_id: Option<String>,
+    pub name: Option<String>,
+    pub ts: i64,
+    pub properties: Map<String, Value>,
+    pub traits: Map<String, Value>,
+}
+
+fn text(v: Option<&Value>) -> Option<String> {
+    match v? {
+        Value::String(s) if !s.is_empty() => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+fn object(v: Option<&Value>) -> Map<String, Value> {
+    v.and_then(Value::as_object).cloned().unwrap_or_default()
+}
+
+impl Call {
+    /// Reads a stored (validated, enriched) body; `None` when it is not JSON.
+    pub fn parse(seq: i64, source_id: &str, body: &str, received_ms: i64) -> Option<Call> {
+        let v: Value = serde_json::from_str(body).ok()?;
+        let kind = v.get("type")?.as_str()?.to_owned();
+        let ts = v
+            .get("timestamp")
+            .and_then(Value::as_str)
+            .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+            .map_or(received_ms, |t| t.timestamp_millis());
+        let name = match kind.as_str() {
+            "track" => text(v.get("event")),
+            _ => text(v.get("name")),
+        };
+        Some(Call {
+            seq,
+            source_id: source_id.to_owned(),
+            user_id: text(v.get("userId")),
+            anonymous_id: text(v.get("anonymousId")),
+            previous_id: text(v.get("previousId")),
+            name,
+            ts,
+            properties: object(v.get("properties")),
+            traits: object(v.get("traits")),
+            kind,
+        })
+    }
+}
+
+impl Profile {
+    /// The userId messages carry: the newest one.
+    pub fn user_id(&self) -> Option<&str> {
+        self.user_ids.last().map(String::as_str)
+    }
+
+    pub fn anonymous_id(&self) -> Option<&str> {
+        self.anonymous_ids.last().map(String::as_str)
+    }
+
+    pub fn add_user_id(&mut self, id: &str) {
+        if !self.user_ids.iter().any(|u| u == id) {
+            self.user_ids.push(id.to_owned());
+        }
+    }
+
+    pub fn add_anonymous_id(&mut self, id: &str) {
+        if !self.anonymous_ids.iter().any(|a| a == id) {
+            self.anonymous_ids.push(id.to_owned());
+            if self.anonymous_ids.len() > MAX_ANONYMOUS_IDS {
+                self.anonymous_ids.remove(0);
+            }
+        }
+    }
+
+    /// Applies a call's traits (identify) and behaviour (track/page/screen).
+    /// `context.traits` is ignored.
+    pub fn apply(&mut self, call: &Call) {
+        if call.kind == "identify" {
+            self.merge_traits(&call.traits, call.ts);
+        }
+        if matches!(call.kind.as_str(), "track" | "page" | "screen") {
+            self.push_event(ProfileEvent {
+                seq: call.seq,
+                source_id: call.source_id.clone(),
+                kind: call.kind.clone(),
+                name: call.name.clone(),
+                ts: call.ts,
+                properties: call.properties.clone(),
+            });
+        }
+    }
+
+    /// Last write wins per key, by event timestamp (ties: the later call).
+    pub fn merge_traits(&mut self, traits: &Map<String, Value>, ts: i64) {
+        for (k, v) in traits {
+            if self.trait_times.get(k).is_none_or(|&t| ts >= t) {
+                self.traits.insert(k.clone(), v.clone());
+                self.trait_times.insert(k.clone(), ts);
+            }
+        }
+    }
+
+    fn push_event(&mut self, e: ProfileEvent) {
+        let pos = self
+            .events
+            .partition_point(|x| (x.ts, x.seq) <= (e.ts, e.seq));
+        self.events.insert(pos, e);
+        if self.events.len() > MAX_EVENTS {
+            let extra = self.events.len() - MAX_EVENTS;
+            self.events.drain(..extra);
+        }
+    }
+
+    /// Whether `other` may merge into `self` without an explicit alias: a
+    /// profile holds one userId unless an alias joined two.
+    pub fn can_merge(&self, other: &Profile) -> bool {
+        self.user_ids.is_empty()
+            || other.user_ids.is_empty()
+            || other.user_ids.iter().all(|u| self.user_ids.contains(u))
+    }
+
+    /// Takes `other`'s identities, traits (by time) and events.
+    pub fn absorb(&mut self, other: Profile) {
+        let mut user_ids = other.user_ids;
+        for u in std::mem::take(&mut self.user_ids) {
+            if !user_ids.contains(&u) {
+                user_ids.push(u);
+            }
+        }
+        self.user_ids = user_ids;
+        for a in other.anonymous_ids {
+            self.add_anonymous_id(&a);
+        }
+        for (k, v) in other.traits {
+            let ts = other.trait_times.get(&k).copied().unwrap_or(i64::MIN);
+            let mut one = Map::new();
+            one.insert(k, v);
+            self.merge_traits(&one, ts);
+        }
+        for e in other.events {
+            self.push_event(e);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn traits(v: Value) -> Map<String, Value> {
+        v.as_object().cloned().unwrap_or_default()
+    }
+
+    #[test]
+    fn traits_are_last_write_wins_by_timestamp() {
+        let mut p = Profile::default();
+        p.merge_traits(&traits(json!({"plan": "pro", "age": 3})), 200);
+        p.merge_traits(&traits(json!({"plan": "free"})), 100);
+        assert_eq!(p.traits["plan"], json!("pro"), "an older identify loses");
+        p.merge_traits(&traits(json!({"plan": "team"})), 300);
+        assert_eq!(p.traits["plan"], json!("team"));
+    }
+
+    #[test]
+    fn events_stay_sorted_and_capped() {
+        let mut p = Profile::default();
+        for i in 0..(MAX_EVENTS as i64 + 5) {
+            let call = Call {
+                seq: i,
+                source_id: "s".into(),
+                kind: "track".into(),
+                user_id: None,
+                anonymous_id: None,
+                previous_id: None,
+                name: Some("E".into()),
+                ts: 10_000 - i,
+                properties: Map::new(),
+                traits: Map::new(),
+            };
+            p.apply(&call);
+        }
+        assert_eq!(p.events.len(), MAX_EVENTS);
+        assert!(p.events.windows(2).all(|w| w[0].ts <= w[1].ts));
+        assert_eq!(
+            p.events[0].ts,
+            10_000 - MAX_EVENTS as i64 + 1,
+            "oldest dropped"
+        );
+    }
+
+    #[test]
+    fn two_user_ids_do_not_merge_without_alias() {
+        let a = Profile {
+            user_ids: vec!["u1".into()],
+            ..Profile::default()
+        };
+        let b = Profile {
+            user_ids: vec!["u2".into()],
+            ..Profile::default()
+        };
+        let anon = Profile {
+            anonymous_ids: vec!["a".into()],
+            ..Profile::default()
+        };
+        assert!(!a.can_merge(&b));
+        assert!(a.can_merge(&anon));
+        let mut merged = a.clone();
+        merged.absorb(anon);
+        assert_eq!(merged.user_id(), Some("u1"));
+        assert_eq!(merged.anonymous_ids, vec!["a".to_string()]);
+    }
+}

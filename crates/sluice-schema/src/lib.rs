@@ -1,0 +1,30 @@
+//! Source schema and filtering: what each source sends, and what may pass.
+//!
+//! Pure, no I/O: the ingest path and the admin API wrap these cores; the
+//! store keeps their documents and aggregates.
+//!
+//! Modules:
+//! - [`path`]: dotted property paths (`properties.plan.tier`): parse, read, remove.
+//! - [`shape`]: the cheap look at a stored event body that both the schema
+//!   and the rules need (type, name, top-level property or trait keys and
+//!   their JSON types).
+//! - [`rules`]: a source's block rules and tracking plan, and their verdicts.
+//! - [`filters`]: a destination's filters (drop an event, drop fields).
+//! - [`condition`]: the conditions filters test.
+//! - [`tracker`]: the bounded in-memory schema aggregate, flushed periodically.
+//! - [`error`]: [`RuleError`], which names the offending field.
+
+pub mod condition;
+pub mod error;
+pub mod filters;
+pub mod path;
+pub mod rules;
+pub mod shape;
+pub mod tracker;
+
+pub use error::RuleError;
+pub use filters::{FilterOutcome, FilterSet};
+pub use path::PropertyPath;
+pub use rules::{SourceRules, Verdict};
+pub use shape::{JsonType, Shape};
+pub use tracker::{EntryDelta, EntryKind, SourceDelta, Tracker};

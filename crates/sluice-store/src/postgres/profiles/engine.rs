@@ -1,0 +1,346 @@
+//! The engine's side: lease, input events, profiles and the step commit.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use deadpool_postgres::GenericClient;
+
+use super::super::rows::{backend, big, get, ms, opt_time, sql_limit, time};
+use super::defs::value;
+use crate::{
+    ComputedValue, CursorEvent, EventCursor, JobProgress, PERSONAS_SOURCE, ProfileCommit,
+    ProfileJob, ProfileRecord, Result, StoredEvent,
+};
+
+pub(super) async fn take_lease(
+    c: &impl GenericClient,
+    owner: &str,
+    now: DateTime<Utc>,
+    ttl: Duration,
+) -> Result<Option<EventCursor>> {
+    let until = ms(now).saturating_add(big(ttl.as_millis()));
+    let row = c
+        .query_opt(
+            "UPDATE profile_engine SET lease_owner = $1, lease_until = $2
+             WHERE id = 1 AND (lease_owner IS NULL OR lease_owner = $1 OR lease_until < $3)
+             RETURNING cursor_xact, cursor_seq",
+            &[&owner, &until, &ms(now)],
+        )
+        .await
+        .map_err(backend)?;
+    row.map(|r| {
+        Ok(EventCursor {
+            xact: get(&r, 0)?,
+            seq: get(&r, 1)?,
+        })
+    })
+    .transpose()
+}
+
+pub(super) async fn release_lease(c: &impl GenericClient, owner: &str) -> Result<()> {
+    c.execute(
+        "UPDATE profile_engine SET lease_owner = NULL, lease_until = NULL
+         WHERE id = 1 AND lease_owner = $1",
+        &[&owner],
+    )
+    .await
+    .map_err(backend)?;
+    Ok(())
+}
+
+/// Events in `(xact, seq)` order after the cursor, below the oldest running
+/// transaction: every writer of those rows has ended, so nothing can appear
+/// behind the cursor later (see the V2 migration notes).
+pub(super) async fn events_after(
+    c: &impl GenericClient,
+    cursor: EventCursor,
+    limit: u32,
+) -> Result<Vec<CursorEvent>> {
+    let rows = c
+        .query(
+            "SELECT seq, source_id, message_id, event_type, received_at, body, xact FROM events
+             WHERE (xact, seq) > ($1, $2) AND blocked IS NULL
+               AND xact < pg_snapshot_xmin(pg_current_snapshot())::text::bigint
+             ORDER BY xact, seq LIMIT $3",
+            &[&cursor.xact, &cursor.seq, &sql_limit(limit)],
+        )
+        .await
+        .map_err(backend)?;
+    rows.iter()
+        .map(|row| {
+            let event = StoredEvent {
+                blocked: None,
+                seq: get(row, 0)?,
+                source_id: get(row, 1)?,
+                message_id: get(row, 2)?,
+                event_type: get(row, 3)?,
+                received_at: time(row, 4)?,
+                body: get(row, 5)?,
+            };
+            Ok(CursorEvent {
+                cursor: EventCursor {
+                    xact: get(row, 6)?,
+                    seq: event.seq,
+                },
+                event,
+            })
+        })
+        .collect()
+}
+
+pub(super) async fn resolve(
+    c: &impl GenericClient,
+    identities: &[String],
+) -> Result<Vec<(String, String)>> {
+    let rows = c
+        .query(
+            "SELECT identity, profile_id FROM profile_identities WHERE identity = ANY($1)",
+            &[&identities],
+        )
+        .await
+        .map_err(backend)?;
+    rows.iter().map(|r| Ok((get(r, 0)?, get(r, 1)?))).collect()
+}
+
+pub(super) async fn load(c: &impl GenericClient, ids: &[String]) -> Result<Vec<ProfileRecord>> {
+    let rows = c
+        .query(
+            "SELECT id, doc, next_change_at FROM profiles WHERE id = ANY($1)",
+            &[&ids],
+        )
+        .await
+        .map_err(backend)?;
+    rows.iter()
+        .map(|r| {
+            Ok(ProfileRecord {
+                id: get(r, 0)?,
+                doc: get(r, 1)?,
+                next_change_at: opt_time(r, 2)?,
+            })
+        })
+        .collect()
+}
+
+pub(super) async fn values_of(
+    c: &impl GenericClient,
+    ids: &[String],
+) -> Result<Vec<ComputedValue>> {
+    let rows = c
+        .query(
+            "SELECT computation_id, profile_id, value FROM computed_values
+             WHERE profile_id = ANY($1)",
+            &[&ids],
+        )
+        .await
+        .map_err(backend)?;
+    rows.iter().map(value).collect()
+}
+
+pub(super) async fn due(
+    c: &impl GenericClient,
+    now: DateTime<Utc>,
+    limit: u32,
+) -> Result<Vec<String>> {
+    let rows = c
+        .query(
+            "SELECT id FROM profiles WHERE next_change_at IS NOT NULL AND next_change_at <= $1
+             ORDER BY next_change_at LIMIT $2",
+            &[&ms(now), &sql_limit(limit)],
+        )
+        .await
+        .map_err(backend)?;
+    rows.iter().map(|r| get(r, 0)).collect()
+}
+
+pub(super) async fn ids_after(
+    c: &impl GenericClient,
+    after: &str,
+    limit: u32,
+) -> Result<Vec<String>> {
+    let rows = c
+        .query(
+            "SELECT id FROM profiles WHERE id > $1 ORDER BY id LIMIT $2",
+            &[&after, &sql_limit(limit)],
+        )
+        .await
+        .map_err(backend)?;
+    rows.iter().map(|r| get(r, 0)).collect()
+}
+
+pub(super) async fn next_job(c: &impl GenericClient) -> Result<Option<ProfileJob>> {
+    let row = c
+        .query_opt(
+            "SELECT id, computation_id, kind, destination_id, after_profile FROM profile_jobs
+             ORDER BY id LIMIT 1",
+            &[],
+        )
+        .await
+        .map_err(backend)?;
+    row.map(|r| {
+        Ok(ProfileJob {
+            id: get(&r, 0)?,
+            computation_id: get(&r, 1)?,
+            kind: get(&r, 2)?,
+            destination_id: get(&r, 3)?,
+            after_profile: get(&r, 4)?,
+        })
+    })
+    .transpose()
+}
+
+/// One engine step in one transaction. The engine row is locked first, so a
+/// node that lost the lease writes nothing.
+pub(super) async fn commit(
+    client: &mut deadpool_postgres::Object,
+    c: &ProfileCommit,
+) -> Result<bool> {
+    let tx = client.transaction().await.map_err(backend)?;
+    let holder: Option<String> = get(
+        &tx.query_one(
+            "SELECT lease_owner FROM profile_engine WHERE id = 1 FOR UPDATE",
+            &[],
+        )
+        .await
+        .map_err(backend)?,
+        0,
+    )?;
+    if holder.as_deref() != Some(c.owner.as_str()) {
+        return Ok(false);
+    }
+    let now = ms(c.now);
+    if !c.removed_profiles.is_empty() {
+        tx.execute(
+            "DELETE FROM profiles WHERE id = ANY($1)",
+            &[&c.removed_profiles],
+        )
+        .await
+        .map_err(backend)?;
+        tx.execute(
+            "DELETE FROM computed_values WHERE profile_id = ANY($1)",
+            &[&c.removed_profiles],
+        )
+        .await
+        .map_err(backend)?;
+    }
+    for p in &c.profiles {
+        tx.execute(
+            "INSERT INTO profiles (id, doc, next_change_at) VALUES ($1, $2, $3)
+             ON CONFLICT (id) DO UPDATE
+             SET doc = excluded.doc, next_change_at = excluded.next_change_at",
+            &[&p.id, &p.doc, &p.next_change_at.map(ms)],
+        )
+        .await
+        .map_err(backend)?;
+    }
+    for (identity, profile) in &c.identities {
+        tx.execute(
+            "INSERT INTO profile_identities (identity, profile_id) VALUES ($1, $2)
+             ON CONFLICT (identity) DO UPDATE SET profile_id = excluded.profile_id",
+            &[identity, profile],
+        )
+        .await
+        .map_err(backend)?;
+    }
+    for v in &c.values {
+        match &v.value {
+            Some(value) => {
+                tx.execute(
+                    "INSERT INTO computed_values (computation_id, profile_id, value)
+                     SELECT $1, $2, $3 WHERE EXISTS
+                       (SELECT 1 FROM computations WHERE id = $1 AND deleted_at IS NULL)
+                     ON CONFLICT (computation_id, profile_id) DO UPDATE SET value = excluded.value",
+                    &[&v.computation_id, &v.profile_id, value],
+                )
+                .await
+                .map_err(backend)?;
+            }
+            None => {
+                tx.execute(
+                    "DELETE FROM computed_values WHERE computation_id = $1 AND profile_id = $2",
+                    &[&v.computation_id, &v.profile_id],
+                )
+                .await
+                .map_err(backend)?;
+            }
+        }
+    }
+    for m in &c.messages {
+        if m.destination_ids.is_empty() {
+            continue;
+        }
+        let row = tx
+            .query_opt(
+                "INSERT INTO events (source_id, message_id, event_type, received_at, body)
+                 SELECT $1, $2, 'identify', $3, $4 WHERE EXISTS
+                   (SELECT 1 FROM computations WHERE id = $5 AND deleted_at IS NULL)
+                 RETURNING seq",
+                &[
+                    &PERSONAS_SOURCE,
+                    &m.message_id,
+                    &now,
+                    &m.body,
+                    &m.computation_id,
+                ],
+            )
+            .await
+            .map_err(backend)?;
+        let Some(row) = row else { continue };
+        let seq: i64 = get(&row, 0)?;
+        tx.execute(
+            "INSERT INTO deliveries (event_seq, destination_id, source_id, state, attempts,
+                                     next_attempt_at, updated_at)
+             SELECT $1, d, $3, 'pending', 0, $4, $4 FROM UNNEST($2::text[]) AS d",
+            &[&seq, &m.destination_ids, &PERSONAS_SOURCE, &now],
+        )
+        .await
+        .map_err(backend)?;
+        tx.execute(
+            "INSERT INTO computation_sends AS s (computation_id, destination_id, sent)
+             SELECT $1, d, 1 FROM UNNEST($2::text[]) AS d
+             ON CONFLICT (computation_id, destination_id) DO UPDATE SET sent = s.sent + 1",
+            &[&m.computation_id, &m.destination_ids],
+        )
+        .await
+        .map_err(backend)?;
+        tx.execute(
+            "UPDATE computations SET messages_sent = messages_sent + $2 WHERE id = $1",
+            &[&m.computation_id, &big(m.destination_ids.len())],
+        )
+        .await
+        .map_err(backend)?;
+    }
+    if !c.computed.is_empty() {
+        tx.execute(
+            "UPDATE computations SET last_computed_at = $2 WHERE id = ANY($1)",
+            &[&c.computed, &now],
+        )
+        .await
+        .map_err(backend)?;
+    }
+    if let Some(cursor) = c.cursor {
+        tx.execute(
+            "UPDATE profile_engine SET cursor_xact = $1, cursor_seq = $2 WHERE id = 1",
+            &[&cursor.xact, &cursor.seq],
+        )
+        .await
+        .map_err(backend)?;
+    }
+    match &c.job {
+        Some((id, JobProgress::At(after))) => {
+            tx.execute(
+                "UPDATE profile_jobs SET after_profile = $2 WHERE id = $1",
+                &[id, after],
+            )
+            .await
+            .map_err(backend)?;
+        }
+        Some((id, JobProgress::Done)) => {
+            tx.execute("DELETE FROM profile_jobs WHERE id = $1", &[id])
+                .await
+                .map_err(backend)?;
+        }
+        None => {}
+    }
+    tx.commit().await.map_err(backend)?;
+    Ok(true)
+}

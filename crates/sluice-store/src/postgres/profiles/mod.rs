@@ -1,0 +1,110 @@
+//! [`ProfileStore`] for [`PostgresStore`]: definitions in `defs.rs`, the
+//! engine's reads and its one-transaction step commit in `engine.rs`.
+
+mod defs;
+mod engine;
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+
+use super::PostgresStore;
+use crate::records::now;
+use crate::{
+    Computation, ComputationPatch, ComputedValue, CursorEvent, EventCursor, NewComputation,
+    ProfileCommit, ProfileJob, ProfileRecord, ProfileStore, Result,
+};
+
+#[async_trait]
+impl ProfileStore for PostgresStore {
+    async fn create_computation(&self, new: NewComputation) -> Result<Computation> {
+        defs::create(&mut self.client().await?, new, now()).await
+    }
+
+    async fn list_computations(&self) -> Result<Vec<Computation>> {
+        defs::list(&self.client().await?).await
+    }
+
+    async fn get_computation(&self, id: &str) -> Result<Option<Computation>> {
+        defs::get_one(&self.client().await?, id).await
+    }
+
+    async fn update_computation(
+        &self,
+        id: &str,
+        patch: ComputationPatch,
+    ) -> Result<Option<Computation>> {
+        defs::update(&mut self.client().await?, id, patch, now()).await
+    }
+
+    async fn delete_computation(&self, id: &str) -> Result<bool> {
+        defs::delete(&mut self.client().await?, id, now()).await
+    }
+
+    async fn list_values(
+        &self,
+        computation_id: &str,
+        after: &str,
+        limit: u32,
+    ) -> Result<Vec<ComputedValue>> {
+        defs::list_values(&self.client().await?, computation_id, after, limit).await
+    }
+
+    async fn count_values(&self, computation_id: &str) -> Result<u64> {
+        defs::count_values(&self.client().await?, computation_id).await
+    }
+
+    async fn sends_by_destination(&self, computation_id: &str) -> Result<Vec<(String, u64)>> {
+        defs::sends(&self.client().await?, computation_id).await
+    }
+
+    async fn take_profile_lease(
+        &self,
+        owner: &str,
+        now: DateTime<Utc>,
+        ttl: Duration,
+    ) -> Result<Option<EventCursor>> {
+        engine::take_lease(&self.client().await?, owner, now, ttl).await
+    }
+
+    async fn release_profile_lease(&self, owner: &str) -> Result<()> {
+        engine::release_lease(&self.client().await?, owner).await
+    }
+
+    async fn profile_events_after(
+        &self,
+        cursor: EventCursor,
+        limit: u32,
+    ) -> Result<Vec<CursorEvent>> {
+        engine::events_after(&self.client().await?, cursor, limit).await
+    }
+
+    async fn resolve_identities(&self, identities: Vec<String>) -> Result<Vec<(String, String)>> {
+        engine::resolve(&self.client().await?, &identities).await
+    }
+
+    async fn load_profiles(&self, ids: Vec<String>) -> Result<Vec<ProfileRecord>> {
+        engine::load(&self.client().await?, &ids).await
+    }
+
+    async fn values_of(&self, profile_ids: Vec<String>) -> Result<Vec<ComputedValue>> {
+        engine::values_of(&self.client().await?, &profile_ids).await
+    }
+
+    async fn due_profiles(&self, now: DateTime<Utc>, limit: u32) -> Result<Vec<String>> {
+        engine::due(&self.client().await?, now, limit).await
+    }
+
+    async fn profile_ids_after(&self, after: &str, limit: u32) -> Result<Vec<String>> {
+        engine::ids_after(&self.client().await?, after, limit).await
+    }
+
+    async fn next_profile_job(&self) -> Result<Option<ProfileJob>> {
+        engine::next_job(&self.client().await?).await
+    }
+
+    async fn commit_profiles(&self, commit: ProfileCommit) -> Result<bool> {
+        engine::commit(&mut self.client().await?, &commit).await
+    }
+}

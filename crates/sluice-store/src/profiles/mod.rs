@@ -1,0 +1,119 @@
+//! [`ProfileStore`]: the profile engine's storage, one sub-trait of
+//! [`Store`](crate::Store) (see `docs/personas.md`).
+//!
+//! # Layout
+//! - `computations`: computed-trait and audience definitions. Rows are never
+//!   deleted (a deleted definition keeps `deleted_at`), so a key stays taken
+//!   for ever.
+//! - `profile_jobs`: pending whole-population work on one computation:
+//!   `recompute` (diff every profile's value against the stored one, send the
+//!   differences to every connected destination) or `backfill` (send every
+//!   stored value to one newly connected destination). `after_profile` is the
+//!   job's durable position (profiles are walked in id order).
+//! - `profiles`: one row per person, the profile document as JSON text (the
+//!   store does not read it) and `next_change_at`, when a time window next
+//!   changes one of its values.
+//! - `profile_identities`: `user:<id>` / `anon:<id>` → profile id.
+//! - `computed_values`: the last value *sent* per (computation, profile);
+//!   absent = no value (computed traits) or not a member (audiences).
+//! - `computation_sends`: messages put in the outbox per (computation,
+//!   destination).
+//! - `profile_engine`: one row: the event cursor and the engine lease.
+//!
+//! # Invariants
+//! - **One commit per step.** [`ProfileStore::commit_profiles`] writes
+//!   profiles, identities, values, the emitted identify messages (events of
+//!   source [`PERSONAS_SOURCE`] plus pending deliveries: the same outbox as
+//!   ingest) and the advanced cursor or job position in ONE transaction, and
+//!   only while the caller holds the lease. A crash before the commit loses
+//!   the step entirely (it is redone); after it, nothing is redone.
+//! - **Commit order.** [`ProfileStore::profile_events_after`] only returns
+//!   events whose writing transaction has ended, and never one at or before
+//!   the cursor: SQLite has one writer, so seqs are commit order; PostgreSQL
+//!   orders by `(xact, seq)` below the oldest transaction still running
+//!   (`pg_snapshot_xmin`), see `postgres/profiles`.
+//! - **No feedback.** The engine's own messages (source [`PERSONAS_SOURCE`])
+//!   are returned like any event (so the cursor moves past them) and the
+//!   engine skips them.
+//!
+//! # Recovery
+//! Nothing by hand: the lease lapses after its TTL and another node (or the
+//! restarted one) takes over at the committed cursor.
+
+mod types;
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+
+use crate::Result;
+pub use types::*;
+
+/// The source id of identify messages the profile engine emits.
+pub const PERSONAS_SOURCE: &str = "personas";
+
+/// Storage of definitions, profiles and the profile engine's progress.
+#[async_trait]
+pub trait ProfileStore: Send + Sync + 'static {
+    // --- definitions (admin API) -------------------------------------------
+    /// Saves a definition and queues its first `recompute`. A key used
+    /// before, even by a deleted definition, is a `Conflict`.
+    async fn create_computation(&self, new: NewComputation) -> Result<Computation>;
+    /// Live (not deleted) definitions, oldest first.
+    async fn list_computations(&self) -> Result<Vec<Computation>>;
+    /// A definition, deleted ones included (`deleted_at` set).
+    async fn get_computation(&self, id: &str) -> Result<Option<Computation>>;
+    /// Applies `patch` to a live definition. A new definition queues a
+    /// `recompute`; each newly connected destination queues a `backfill`.
+    async fn update_computation(
+        &self,
+        id: &str,
+        patch: ComputationPatch,
+    ) -> Result<Option<Computation>>;
+    /// Marks a definition deleted, drops its values and pending jobs.
+    async fn delete_computation(&self, id: &str) -> Result<bool>;
+    /// Stored values of a computation, by profile id, after `after` (exclusive).
+    async fn list_values(
+        &self,
+        computation_id: &str,
+        after: &str,
+        limit: u32,
+    ) -> Result<Vec<ComputedValue>>;
+    /// How many profiles have a stored value (audiences: members).
+    async fn count_values(&self, computation_id: &str) -> Result<u64>;
+    /// Messages put in the outbox per destination, sorted by destination.
+    async fn sends_by_destination(&self, computation_id: &str) -> Result<Vec<(String, u64)>>;
+
+    // --- the engine -----------------------------------------------------------
+    /// Takes or renews the engine lease for `owner` until `now + ttl`.
+    /// Returns the committed cursor when `owner` holds the lease.
+    async fn take_profile_lease(
+        &self,
+        owner: &str,
+        now: DateTime<Utc>,
+        ttl: Duration,
+    ) -> Result<Option<EventCursor>>;
+    /// Gives the lease up (shutdown), so another node need not wait.
+    async fn release_profile_lease(&self, owner: &str) -> Result<()>;
+    /// Up to `limit` committed events after `cursor`, in commit order.
+    async fn profile_events_after(
+        &self,
+        cursor: EventCursor,
+        limit: u32,
+    ) -> Result<Vec<CursorEvent>>;
+    /// Profile ids of the given identities (`user:…`/`anon:…`) that exist.
+    async fn resolve_identities(&self, identities: Vec<String>) -> Result<Vec<(String, String)>>;
+    async fn load_profiles(&self, ids: Vec<String>) -> Result<Vec<ProfileRecord>>;
+    /// Stored values of the given profiles.
+    async fn values_of(&self, profile_ids: Vec<String>) -> Result<Vec<ComputedValue>>;
+    /// Profiles whose `next_change_at` is at or before `now`.
+    async fn due_profiles(&self, now: DateTime<Utc>, limit: u32) -> Result<Vec<String>>;
+    /// Profile ids in id order after `after` (exclusive).
+    async fn profile_ids_after(&self, after: &str, limit: u32) -> Result<Vec<String>>;
+    /// The oldest pending job, if any.
+    async fn next_profile_job(&self) -> Result<Option<ProfileJob>>;
+    /// Commits one engine step atomically (see the module docs). Returns
+    /// false, writing nothing, when `commit.owner` no longer holds the lease.
+    async fn commit_profiles(&self, commit: ProfileCommit) -> Result<bool>;
+}

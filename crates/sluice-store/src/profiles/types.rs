@@ -1,0 +1,136 @@
+//! Records of the profile engine's storage.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::StoredEvent;
+
+/// A computed trait (`class = "trait"`) or an audience (`"audience"`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Computation {
+    pub id: String,
+    pub class: String,
+    pub key: String,
+    pub name: String,
+    /// The definition as JSON text; `sluice-profiles` parses it.
+    pub definition: String,
+    /// Connected destinations, sorted.
+    pub destination_ids: Vec<String>,
+    /// Bumped by every definition change.
+    pub revision: i64,
+    pub messages_sent: u64,
+    pub last_computed_at: Option<DateTime<Utc>>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub deleted_at: Option<DateTime<Utc>>,
+}
+
+/// Input to [`crate::ProfileStore::create_computation`].
+#[derive(Debug, Clone)]
+pub struct NewComputation {
+    pub id: String,
+    pub class: String,
+    pub key: String,
+    pub name: String,
+    pub definition: String,
+    pub destination_ids: Vec<String>,
+}
+
+/// A partial update; `None` leaves a field alone.
+#[derive(Debug, Clone, Default)]
+pub struct ComputationPatch {
+    pub name: Option<String>,
+    pub definition: Option<String>,
+    pub destination_ids: Option<Vec<String>>,
+}
+
+/// The engine's position in the event stream. SQLite uses `seq` only
+/// (`xact` stays 0); PostgreSQL orders by `(xact, seq)`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct EventCursor {
+    pub xact: i64,
+    pub seq: i64,
+}
+
+/// An input event and the cursor just after it.
+#[derive(Debug, Clone)]
+pub struct CursorEvent {
+    pub cursor: EventCursor,
+    pub event: StoredEvent,
+}
+
+/// A stored profile: an opaque document plus its next window change.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProfileRecord {
+    pub id: String,
+    pub doc: String,
+    pub next_change_at: Option<DateTime<Utc>>,
+}
+
+/// A value last sent for (computation, profile), as JSON text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ComputedValue {
+    pub computation_id: String,
+    pub profile_id: String,
+    pub value: String,
+}
+
+/// Whole-population work on one computation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProfileJob {
+    pub id: i64,
+    pub computation_id: String,
+    /// `recompute` or `backfill`.
+    pub kind: String,
+    /// The destination a `backfill` is for.
+    pub destination_id: Option<String>,
+    /// Profiles up to this id (inclusive) are done.
+    pub after_profile: String,
+}
+
+/// A value change: `value = None` deletes the stored value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ValueChange {
+    pub computation_id: String,
+    pub profile_id: String,
+    pub value: Option<String>,
+}
+
+/// One identify message to put in the outbox.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EmittedMessage {
+    pub computation_id: String,
+    pub message_id: String,
+    pub body: String,
+    pub destination_ids: Vec<String>,
+}
+
+/// Where a job stands after a commit.
+#[derive(Debug, Clone, PartialEq)]
+pub enum JobProgress {
+    /// Profiles up to this id are done.
+    At(String),
+    Done,
+}
+
+/// One engine step, committed atomically by
+/// [`crate::ProfileStore::commit_profiles`].
+#[derive(Debug, Clone, Default)]
+pub struct ProfileCommit {
+    /// The lease holder; the commit is refused if it lost the lease.
+    pub owner: String,
+    pub now: DateTime<Utc>,
+    /// The new event cursor, when events were consumed.
+    pub cursor: Option<EventCursor>,
+    /// Profiles to insert or replace.
+    pub profiles: Vec<ProfileRecord>,
+    /// Profiles merged into others: deleted with their values.
+    pub removed_profiles: Vec<String>,
+    /// Identity → profile id, inserted or repointed.
+    pub identities: Vec<(String, String)>,
+    pub values: Vec<ValueChange>,
+    pub messages: Vec<EmittedMessage>,
+    /// Computations evaluated in this step (their `last_computed_at` is set).
+    pub computed: Vec<String>,
+    pub job: Option<(i64, JobProgress)>,
+}

@@ -1,0 +1,268 @@
+//! The engine's side: lease, input events, profiles and the step commit.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use rusqlite::{Connection, OptionalExtension, params};
+
+use super::super::rows::{ms, opt_time, sql_limit, time};
+use super::defs::value_row;
+use crate::{
+    ComputedValue, CursorEvent, EventCursor, JobProgress, PERSONAS_SOURCE, ProfileCommit,
+    ProfileJob, ProfileRecord, Result, StoredEvent,
+};
+
+pub(super) fn take_lease(
+    conn: &Connection,
+    owner: &str,
+    now: DateTime<Utc>,
+    ttl: Duration,
+) -> Result<Option<EventCursor>> {
+    let until = ms(now).saturating_add(i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX));
+    let taken = conn
+        .prepare_cached(
+            "UPDATE profile_engine SET lease_owner = ?1, lease_until = ?2
+             WHERE id = 1 AND (lease_owner IS NULL OR lease_owner = ?1 OR lease_until < ?3)",
+        )?
+        .execute(params![owner, until, ms(now)])?;
+    if taken == 0 {
+        return Ok(None);
+    }
+    let seq: i64 = conn
+        .prepare_cached("SELECT cursor_seq FROM profile_engine WHERE id = 1")?
+        .query_row([], |r| r.get(0))?;
+    Ok(Some(EventCursor { xact: 0, seq }))
+}
+
+pub(super) fn release_lease(conn: &Connection, owner: &str) -> Result<()> {
+    conn.prepare_cached(
+        "UPDATE profile_engine SET lease_owner = NULL, lease_until = NULL
+         WHERE id = 1 AND lease_owner = ?1",
+    )?
+    .execute(params![owner])?;
+    Ok(())
+}
+
+/// One writer: rowids are assigned in commit order, so `seq > cursor` is
+/// exactly the events not yet seen. Calls blocked by a source's schema rules
+/// are stored for the debugger but feed no profile.
+pub(super) fn events_after(
+    conn: &Connection,
+    cursor: EventCursor,
+    limit: u32,
+) -> Result<Vec<CursorEvent>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT seq, source_id, message_id, event_type, received_at, body FROM events
+         WHERE seq > ?1 AND blocked IS NULL ORDER BY seq LIMIT ?2",
+    )?;
+    let rows = stmt.query_map(params![cursor.seq, sql_limit(limit)], |row| {
+        let event = StoredEvent {
+            blocked: None,
+            seq: row.get(0)?,
+            source_id: row.get(1)?,
+            message_id: row.get(2)?,
+            event_type: row.get(3)?,
+            received_at: time(row, 4)?,
+            body: row.get(5)?,
+        };
+        Ok(CursorEvent {
+            cursor: EventCursor {
+                xact: 0,
+                seq: event.seq,
+            },
+            event,
+        })
+    })?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+pub(super) fn resolve(conn: &Connection, identities: &[String]) -> Result<Vec<(String, String)>> {
+    let mut stmt =
+        conn.prepare_cached("SELECT profile_id FROM profile_identities WHERE identity = ?1")?;
+    let mut out = Vec::new();
+    for identity in identities {
+        if let Some(p) = stmt
+            .query_row(params![identity], |r| r.get::<_, String>(0))
+            .optional()?
+        {
+            out.push((identity.clone(), p));
+        }
+    }
+    Ok(out)
+}
+
+pub(super) fn load(conn: &Connection, ids: &[String]) -> Result<Vec<ProfileRecord>> {
+    let mut stmt =
+        conn.prepare_cached("SELECT id, doc, next_change_at FROM profiles WHERE id = ?1")?;
+    let mut out = Vec::new();
+    for id in ids {
+        let row = stmt
+            .query_row(params![id], |r| {
+                Ok(ProfileRecord {
+                    id: r.get(0)?,
+                    doc: r.get(1)?,
+                    next_change_at: opt_time(r, 2)?,
+                })
+            })
+            .optional()?;
+        out.extend(row);
+    }
+    Ok(out)
+}
+
+pub(super) fn values_of(conn: &Connection, ids: &[String]) -> Result<Vec<ComputedValue>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT computation_id, profile_id, value FROM computed_values WHERE profile_id = ?1",
+    )?;
+    let mut out = Vec::new();
+    for id in ids {
+        for v in stmt.query_map(params![id], value_row)? {
+            out.push(v?);
+        }
+    }
+    Ok(out)
+}
+
+pub(super) fn due(conn: &Connection, now: DateTime<Utc>, limit: u32) -> Result<Vec<String>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT id FROM profiles WHERE next_change_at IS NOT NULL AND next_change_at <= ?1
+         ORDER BY next_change_at LIMIT ?2",
+    )?;
+    let rows = stmt.query_map(params![ms(now), sql_limit(limit)], |r| r.get(0))?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+pub(super) fn ids_after(conn: &Connection, after: &str, limit: u32) -> Result<Vec<String>> {
+    let mut stmt =
+        conn.prepare_cached("SELECT id FROM profiles WHERE id > ?1 ORDER BY id LIMIT ?2")?;
+    let rows = stmt.query_map(params![after, sql_limit(limit)], |r| r.get(0))?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+pub(super) fn next_job(conn: &Connection) -> Result<Option<ProfileJob>> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT id, computation_id, kind, destination_id, after_profile FROM profile_jobs
+             ORDER BY id LIMIT 1",
+        )?
+        .query_row([], |r| {
+            Ok(ProfileJob {
+                id: r.get(0)?,
+                computation_id: r.get(1)?,
+                kind: r.get(2)?,
+                destination_id: r.get(3)?,
+                after_profile: r.get(4)?,
+            })
+        })
+        .optional()?)
+}
+
+/// Writes one step inside the writer's transaction; refuses (false) when
+/// `owner` lost the lease, before writing anything.
+pub(super) fn commit(conn: &Connection, c: &ProfileCommit) -> Result<bool> {
+    let holder: Option<String> = conn
+        .prepare_cached("SELECT lease_owner FROM profile_engine WHERE id = 1")?
+        .query_row([], |r| r.get(0))?;
+    if holder.as_deref() != Some(c.owner.as_str()) {
+        return Ok(false);
+    }
+    let now = ms(c.now);
+    for id in &c.removed_profiles {
+        conn.prepare_cached("DELETE FROM profiles WHERE id = ?1")?
+            .execute(params![id])?;
+        conn.prepare_cached("DELETE FROM computed_values WHERE profile_id = ?1")?
+            .execute(params![id])?;
+    }
+    let mut put = conn.prepare_cached(
+        "INSERT INTO profiles (id, doc, next_change_at) VALUES (?1, ?2, ?3)
+         ON CONFLICT (id) DO UPDATE SET doc = excluded.doc, next_change_at = excluded.next_change_at",
+    )?;
+    for p in &c.profiles {
+        put.execute(params![p.id, p.doc, p.next_change_at.map(ms)])?;
+    }
+    let mut ident = conn.prepare_cached(
+        "INSERT INTO profile_identities (identity, profile_id) VALUES (?1, ?2)
+         ON CONFLICT (identity) DO UPDATE SET profile_id = excluded.profile_id",
+    )?;
+    for (identity, profile) in &c.identities {
+        ident.execute(params![identity, profile])?;
+    }
+    let live = |id: &str| -> Result<bool> {
+        Ok(conn
+            .prepare_cached("SELECT 1 FROM computations WHERE id = ?1 AND deleted_at IS NULL")?
+            .query_row(params![id], |_| Ok(()))
+            .optional()?
+            .is_some())
+    };
+    for v in &c.values {
+        match &v.value {
+            Some(value) if live(&v.computation_id)? => {
+                conn.prepare_cached(
+                    "INSERT INTO computed_values (computation_id, profile_id, value)
+                     VALUES (?1, ?2, ?3)
+                     ON CONFLICT (computation_id, profile_id) DO UPDATE SET value = excluded.value",
+                )?
+                .execute(params![v.computation_id, v.profile_id, value])?;
+            }
+            Some(_) => {}
+            None => {
+                conn.prepare_cached(
+                    "DELETE FROM computed_values WHERE computation_id = ?1 AND profile_id = ?2",
+                )?
+                .execute(params![v.computation_id, v.profile_id])?;
+            }
+        }
+    }
+    for m in &c.messages {
+        if m.destination_ids.is_empty() || !live(&m.computation_id)? {
+            continue;
+        }
+        let seq = conn
+            .prepare_cached(
+                "INSERT INTO events (source_id, message_id, event_type, received_at, body)
+                 VALUES (?1, ?2, 'identify', ?3, ?4)",
+            )?
+            .insert(params![PERSONAS_SOURCE, m.message_id, now, m.body])?;
+        for d in &m.destination_ids {
+            conn.prepare_cached(
+                "INSERT INTO deliveries (event_seq, destination_id, source_id, state, attempts,
+                                         next_attempt_at, updated_at)
+                 VALUES (?1, ?2, ?3, 'pending', 0, ?4, ?4)",
+            )?
+            .execute(params![seq, d, PERSONAS_SOURCE, now])?;
+            conn.prepare_cached(
+                "INSERT INTO computation_sends (computation_id, destination_id, sent)
+                 VALUES (?1, ?2, 1)
+                 ON CONFLICT (computation_id, destination_id) DO UPDATE SET sent = sent + 1",
+            )?
+            .execute(params![m.computation_id, d])?;
+        }
+        conn.prepare_cached(
+            "UPDATE computations SET messages_sent = messages_sent + ?2 WHERE id = ?1",
+        )?
+        .execute(params![
+            m.computation_id,
+            i64::try_from(m.destination_ids.len()).unwrap_or(0)
+        ])?;
+    }
+    for id in &c.computed {
+        conn.prepare_cached("UPDATE computations SET last_computed_at = ?2 WHERE id = ?1")?
+            .execute(params![id, now])?;
+    }
+    if let Some(cursor) = c.cursor {
+        conn.prepare_cached("UPDATE profile_engine SET cursor_seq = ?1 WHERE id = 1")?
+            .execute(params![cursor.seq])?;
+    }
+    match &c.job {
+        Some((id, JobProgress::At(after))) => {
+            conn.prepare_cached("UPDATE profile_jobs SET after_profile = ?2 WHERE id = ?1")?
+                .execute(params![id, after])?;
+        }
+        Some((id, JobProgress::Done)) => {
+            conn.prepare_cached("DELETE FROM profile_jobs WHERE id = ?1")?
+                .execute(params![id])?;
+        }
+        None => {}
+    }
+    Ok(true)
+}

@@ -1,0 +1,144 @@
+//! [`ProfileStore`] for [`SqliteStore`]: definitions in `defs.rs`, the
+//! engine's reads and its one-transaction step commit in `engine.rs`.
+//! Writes go through the single writer (so a step commits in one
+//! transaction, grouped with ingest), reads through the read pool.
+
+mod defs;
+mod engine;
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+
+use super::SqliteStore;
+use crate::records::now;
+use crate::{
+    Computation, ComputationPatch, ComputedValue, CursorEvent, EventCursor, NewComputation,
+    ProfileCommit, ProfileJob, ProfileRecord, ProfileStore, Result,
+};
+
+#[async_trait]
+impl ProfileStore for SqliteStore {
+    async fn create_computation(&self, new: NewComputation) -> Result<Computation> {
+        self.writer
+            .run(1, move |c| defs::create(c, new, now()))
+            .await
+    }
+
+    async fn list_computations(&self) -> Result<Vec<Computation>> {
+        self.readers.run(defs::list).await
+    }
+
+    async fn get_computation(&self, id: &str) -> Result<Option<Computation>> {
+        let id = id.to_owned();
+        self.readers.run(move |c| defs::get(c, &id)).await
+    }
+
+    async fn update_computation(
+        &self,
+        id: &str,
+        patch: ComputationPatch,
+    ) -> Result<Option<Computation>> {
+        let id = id.to_owned();
+        self.writer
+            .run(1, move |c| defs::update(c, &id, patch, now()))
+            .await
+    }
+
+    async fn delete_computation(&self, id: &str) -> Result<bool> {
+        let id = id.to_owned();
+        self.writer
+            .run(1, move |c| defs::delete(c, &id, now()))
+            .await
+    }
+
+    async fn list_values(
+        &self,
+        computation_id: &str,
+        after: &str,
+        limit: u32,
+    ) -> Result<Vec<ComputedValue>> {
+        let (id, after) = (computation_id.to_owned(), after.to_owned());
+        self.readers
+            .run(move |c| defs::list_values(c, &id, &after, limit))
+            .await
+    }
+
+    async fn count_values(&self, computation_id: &str) -> Result<u64> {
+        let id = computation_id.to_owned();
+        self.readers.run(move |c| defs::count_values(c, &id)).await
+    }
+
+    async fn sends_by_destination(&self, computation_id: &str) -> Result<Vec<(String, u64)>> {
+        let id = computation_id.to_owned();
+        self.readers.run(move |c| defs::sends(c, &id)).await
+    }
+
+    async fn take_profile_lease(
+        &self,
+        owner: &str,
+        now: DateTime<Utc>,
+        ttl: Duration,
+    ) -> Result<Option<EventCursor>> {
+        let owner = owner.to_owned();
+        self.writer
+            .run(1, move |c| engine::take_lease(c, &owner, now, ttl))
+            .await
+    }
+
+    async fn release_profile_lease(&self, owner: &str) -> Result<()> {
+        let owner = owner.to_owned();
+        self.writer
+            .run(1, move |c| engine::release_lease(c, &owner))
+            .await
+    }
+
+    async fn profile_events_after(
+        &self,
+        cursor: EventCursor,
+        limit: u32,
+    ) -> Result<Vec<CursorEvent>> {
+        self.readers
+            .run(move |c| engine::events_after(c, cursor, limit))
+            .await
+    }
+
+    async fn resolve_identities(&self, identities: Vec<String>) -> Result<Vec<(String, String)>> {
+        self.readers
+            .run(move |c| engine::resolve(c, &identities))
+            .await
+    }
+
+    async fn load_profiles(&self, ids: Vec<String>) -> Result<Vec<ProfileRecord>> {
+        self.readers.run(move |c| engine::load(c, &ids)).await
+    }
+
+    async fn values_of(&self, profile_ids: Vec<String>) -> Result<Vec<ComputedValue>> {
+        self.readers
+            .run(move |c| engine::values_of(c, &profile_ids))
+            .await
+    }
+
+    async fn due_profiles(&self, now: DateTime<Utc>, limit: u32) -> Result<Vec<String>> {
+        self.readers.run(move |c| engine::due(c, now, limit)).await
+    }
+
+    async fn profile_ids_after(&self, after: &str, limit: u32) -> Result<Vec<String>> {
+        let after = after.to_owned();
+        self.readers
+            .run(move |c| engine::ids_after(c, &after, limit))
+            .await
+    }
+
+    async fn next_profile_job(&self) -> Result<Option<ProfileJob>> {
+        self.readers.run(engine::next_job).await
+    }
+
+    async fn commit_profiles(&self, commit: ProfileCommit) -> Result<bool> {
+        let weight = commit.messages.len() + commit.profiles.len();
+        self.writer
+            .run(weight, move |c| engine::commit(c, &commit))
+            .await
+    }
+}
