@@ -28,7 +28,9 @@ export async function startReceiver(secret) {
       } catch {
         json = undefined;
       }
-      received.push({ path: req.url, headers: req.headers, json, signed, failed: state.failing });
+      received.push({
+        path: req.url, headers: req.headers, raw: body.toString('utf8'), json, signed, failed: state.failing,
+      });
       res.writeHead(state.failing ? 503 : 200, { 'content-type': 'text/plain' });
       res.end(state.failing ? 'receiver is failing on purpose' : 'ok');
     });

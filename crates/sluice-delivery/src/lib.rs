@@ -6,10 +6,13 @@
 //!
 //! Modules:
 //! - [`config`]: [`DeliveryConfig`], every timing and limit, with spec defaults.
-//! - [`policy`]: the pure retry policy (classification, backoff, decision).
+//! - [`policy`]: the pure retry policy (classification, backoff, decision)
+//!   and the per-destination log-line budget.
 //! - [`payload`]: stored event → webhook message in the seed's shapes → bytes.
-//! - [`sender`]: the shared HTTP client; one POST per URL, all URLs at once.
-//! - `engine`: the dispatcher, destination cache and grouped report writer.
+//! - [`sender`]: the shared HTTP client (and per-destination-CA clients);
+//!   one POST per URL, all URLs at once.
+//! - `engine`: the dispatcher, destination cache, grouped report writer and
+//!   the rate-limited process log of failures.
 //! - [`error`]: the [`DeliveryError`] type.
 
 pub mod config;

@@ -6,16 +6,19 @@
 //! address be connected to".
 //!
 //! Modules:
+//! - [`ca`]: per-destination CA bundles; only CA certificates are accepted.
 //! - [`cidr`]: CIDR blocks (`10.0.0.0/8`, `fe80::/10`), parsing and membership.
 //! - [`network`]: [`NetworkPolicy`], the blocked ranges and the operator's
 //!   allow list; checks addresses and URL hosts.
 //! - [`mask`]: which header names are sensitive, and the masked forms of
 //!   header values and URL userinfo.
 
+pub mod ca;
 pub mod cidr;
 pub mod mask;
 pub mod network;
 
+pub use ca::CaError;
 pub use cidr::{Cidr, CidrError};
 pub use mask::Masker;
 pub use network::{Blocked, NetworkPolicy};

@@ -25,9 +25,12 @@
 //! - [`json`]: `serde_json::Value` → the exact bytes of JavaScript's
 //!   `JSON.stringify` (key order, number form, string escapes).
 //! - [`signature`]: hex HMAC-SHA1 signing and constant-time verification.
+//! - [`standard`]: Standard Webhooks signatures (`webhook-signature`,
+//!   HMAC-SHA256 keyed by a `whsec_…` secret), opt-in per destination.
 
 pub mod json;
 pub mod signature;
+pub mod standard;
 
 pub use json::{to_js_json, write_js_json};
 pub use signature::{sign, verify};

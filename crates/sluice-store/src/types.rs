@@ -51,6 +51,24 @@ pub struct WebhookSettings {
     pub urls: Vec<WebhookUrl>,
     #[serde(default)]
     pub shared_secret: Option<String>,
+    /// Standard Webhooks signing, when the destination opted in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub standard_webhooks: Option<StandardWebhooks>,
+    /// Extra trusted CA certificates (PEM) for this destination only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_bundle: Option<String>,
+}
+
+/// A destination's Standard Webhooks secrets (`whsec_…`, in clear: needed to
+/// sign). After a rotation the old secret keeps signing, beside the new
+/// one, until `previous_until`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StandardWebhooks {
+    pub secret: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous_secret: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous_until: Option<DateTime<Utc>>,
 }
 
 /// A destination instance. `kind` is the catalog name, `Webhooks`.

@@ -4,7 +4,8 @@
 //! - [`receiver`]: [`Receiver`], a local HTTP/HTTPS webhook endpoint that
 //!   records every request and answers from a script.
 //! - [`reply`]: [`Reply`], one scripted answer (status, headers, delay, hang).
-//! - `tls`: the in-process self-signed certificate for [`Receiver::start_tls`].
+//! - `tls`: in-process certificates for [`Receiver::start_tls`] (self-signed)
+//!   and [`Receiver::start_tls_private_ca`] (issued by a private CA).
 //!
 //! Helpers panic with a clear message instead of returning errors: they run
 //! only inside tests, where a panic is the failure report.

@@ -75,6 +75,12 @@ impl Receiver {
         Self::spawn(Some(tls::self_signed())).await
     }
 
+    /// Starts an HTTPS receiver whose certificate a freshly generated
+    /// private CA issued; [`Receiver::cert_pem`] is that CA's certificate.
+    pub async fn start_tls_private_ca() -> Receiver {
+        Self::spawn(Some(tls::private_ca())).await
+    }
+
     async fn spawn(tls: Option<tls::SelfSigned>) -> Receiver {
         let listener = TcpListener::bind("127.0.0.1:0")
             .await
@@ -106,7 +112,8 @@ impl Receiver {
         format!("{scheme}://{}/hook", self.addr)
     }
 
-    /// The self-signed certificate (PEM) of a TLS receiver.
+    /// The certificate (PEM) a client must trust to reach a TLS receiver:
+    /// its own self-signed one, or its private CA.
     pub fn cert_pem(&self) -> Option<&str> {
         self.cert_pem.as_deref()
     }

@@ -1,4 +1,5 @@
-//! A self-signed certificate made in-process, and the TLS acceptor using it.
+//! Certificates made in-process (self-signed, or issued by a private CA),
+//! and the TLS acceptor using them.
 
 use std::sync::Arc;
 
@@ -19,7 +20,44 @@ pub(crate) fn self_signed() -> SelfSigned {
     let names = vec!["127.0.0.1".to_owned(), "localhost".to_owned()];
     let certified = rcgen::generate_simple_self_signed(names).expect("generate certificate");
     let cert_der: CertificateDer<'static> = certified.cert.der().clone();
-    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(certified.key_pair.serialize_der()));
+    let pem = certified.cert.pem();
+    with_cert(cert_der, &certified.key_pair, pem)
+}
+
+/// Issues a private CA (basicConstraints CA:TRUE) and a leaf for
+/// `127.0.0.1` and `localhost` signed by it; `cert_pem` is the CA's, which
+/// is what a client must trust.
+///
+/// # Panics
+/// When certificate generation or the rustls config fails (a broken build).
+pub(crate) fn private_ca() -> SelfSigned {
+    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("CA parameters");
+    ca_params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "Sluice Test Private CA");
+    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    ca_params.key_usages = vec![
+        rcgen::KeyUsagePurpose::KeyCertSign,
+        rcgen::KeyUsagePurpose::CrlSign,
+    ];
+    let ca_key = rcgen::KeyPair::generate().expect("CA key");
+    let ca = ca_params.self_signed(&ca_key).expect("CA certificate");
+    let leaf_params =
+        rcgen::CertificateParams::new(vec!["127.0.0.1".to_owned(), "localhost".to_owned()])
+            .expect("leaf parameters");
+    let leaf_key = rcgen::KeyPair::generate().expect("leaf key");
+    let leaf = leaf_params
+        .signed_by(&leaf_key, &ca, &ca_key)
+        .expect("leaf certificate");
+    with_cert(leaf.der().clone(), &leaf_key, ca.pem())
+}
+
+fn with_cert(
+    cert_der: CertificateDer<'static>,
+    key_pair: &rcgen::KeyPair,
+    cert_pem: String,
+) -> SelfSigned {
+    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key_pair.serialize_der()));
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let config = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
@@ -29,6 +67,6 @@ pub(crate) fn self_signed() -> SelfSigned {
         .expect("server certificate");
     SelfSigned {
         acceptor: TlsAcceptor::from(Arc::new(config)),
-        cert_pem: certified.cert.pem(),
+        cert_pem,
     }
 }

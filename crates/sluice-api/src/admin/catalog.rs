@@ -27,6 +27,25 @@ pub async fn destinations() -> Json<Value> {
                 "required": false,
                 "description": "When set, every request carries X-Signature: hex HMAC-SHA1 of the body keyed with this secret.",
             },
+            {
+                "name": "standardWebhooks",
+                "label": "Standard Webhooks signing",
+                "type": "object",
+                "secret": true,
+                "required": false,
+                "items": {
+                    "secret": "'whsec_…' secret, or \"generate\" (returned in full once)",
+                    "rotationOverlapSeconds": "integer, default 86400: how long the old secret keeps signing after a rotation",
+                },
+                "description": "When set, every request also carries webhook-id, webhook-timestamp and webhook-signature (Standard Webhooks, HMAC-SHA256).",
+            },
+            {
+                "name": "caBundle",
+                "label": "Custom CA bundle",
+                "type": "string",
+                "required": false,
+                "description": "PEM CA certificates (CA:TRUE only) trusted for this destination's URLs, for endpoints behind a private CA.",
+            },
         ],
     }]}))
 }

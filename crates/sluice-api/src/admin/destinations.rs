@@ -90,7 +90,9 @@ pub async fn create(
         .await
         .map_err(unknown_source)?;
     app.config_changed().await?;
-    Ok((StatusCode::CREATED, Json(view(&dest, &app.outbound.masker))))
+    let mut shown = view(&dest, &app.outbound.masker);
+    reveal_generated(&mut shown, &body, &dest);
+    Ok((StatusCode::CREATED, Json(shown)))
 }
 
 pub async fn list(State(app): State<Arc<AppState>>) -> ApiResult<Json<Value>> {
@@ -146,7 +148,22 @@ pub async fn update(
         .map_err(unknown_source)?
         .ok_or_else(|| ApiError::not_found("destination"))?;
     app.config_changed().await?;
-    Ok(Json(view(&dest, &app.outbound.masker)))
+    let mut shown = view(&dest, &app.outbound.masker);
+    reveal_generated(&mut shown, &body, &dest);
+    Ok(Json(shown))
+}
+
+/// Shows a Standard Webhooks secret in full in the response to the request
+/// that generated it: the only time it is ever returned.
+fn reveal_generated(shown: &mut Value, body: &Map<String, Value>, dest: &Destination) {
+    let asked = body
+        .get("settings")
+        .is_some_and(webhook_settings::extras::asked_to_generate);
+    if let (true, Some(standard)) = (asked, &dest.settings.standard_webhooks)
+        && let Some(target) = shown.pointer_mut("/settings/standardWebhooks/secret")
+    {
+        *target = Value::String(standard.secret.clone());
+    }
 }
 
 pub async fn delete(

@@ -9,6 +9,10 @@
 //! operator allowed its network. Credentials are shown masked (URL
 //! userinfo, sensitive header values); an update that sends a masked value
 //! back unchanged keeps the stored one.
+//!
+//! Opt-ins beside those (`standardWebhooks`, `caBundle`) live in [`extras`].
+
+pub mod extras;
 
 use axum::http::{HeaderName, HeaderValue};
 use serde_json::{Map, Value, json};
@@ -33,9 +37,15 @@ pub const RESERVED_HEADERS: &[&str] = &[
     "host",
     "user-agent",
     "x-signature",
+    "webhook-id",
+    "webhook-timestamp",
+    "webhook-signature",
     "x-sluice-message-id",
     "x-sluice-attempt",
 ];
+
+/// The keys of `settings`.
+const KNOWN_SETTINGS: &[&str] = &["urls", "sharedSecret", "standardWebhooks", "caBundle"];
 
 /// The rules settings are checked and shown by.
 #[derive(Debug, Clone, Default)]
@@ -56,7 +66,7 @@ pub fn parse(
         .as_object()
         .ok_or_else(|| ApiError::invalid("settings", "must be an object"))?;
     for key in obj.keys() {
-        if key != "urls" && key != "sharedSecret" {
+        if !KNOWN_SETTINGS.contains(&key.as_str()) {
             return Err(ApiError::invalid(
                 &format!("settings.{key}"),
                 "is not a known setting",
@@ -71,9 +81,23 @@ pub fn parse(
         None => previous.and_then(|p| p.shared_secret.clone()),
         Some(v) => parse_secret(v)?,
     };
+    let standard_webhooks = match obj.get("standardWebhooks") {
+        None => previous.and_then(|p| p.standard_webhooks.clone()),
+        Some(v) => extras::parse_standard(
+            v,
+            previous.and_then(|p| p.standard_webhooks.as_ref()),
+            chrono::Utc::now(),
+        )?,
+    };
+    let ca_bundle = match obj.get("caBundle") {
+        None => previous.and_then(|p| p.ca_bundle.clone()),
+        Some(v) => extras::parse_ca_bundle(v)?,
+    };
     Ok(WebhookSettings {
         urls,
         shared_secret,
+        standard_webhooks,
+        ca_bundle,
     })
 }
 
@@ -270,6 +294,11 @@ pub fn view(settings: &WebhookSettings, masker: &Masker) -> Value {
     json!({
         "urls": urls,
         "sharedSecret": settings.shared_secret.as_deref().map(keys::hint),
+        "standardWebhooks": extras::view_standard(
+            settings.standard_webhooks.as_ref(),
+            chrono::Utc::now(),
+        ),
+        "caBundle": settings.ca_bundle,
     })
 }
 

@@ -33,6 +33,7 @@ fn omitted_secret_is_kept_and_null_removes_it() {
     let prev = WebhookSettings {
         urls: vec![],
         shared_secret: Some("s3cret".into()),
+        ..WebhookSettings::default()
     };
     let kept = parse(&json!({"urls": []}), Some(&prev), &Rules::default()).unwrap();
     assert_eq!(kept.shared_secret.as_deref(), Some("s3cret"));
@@ -50,6 +51,7 @@ fn view_masks_the_secret() {
     let s = WebhookSettings {
         urls: vec![],
         shared_secret: Some("s3cretvalue".into()),
+        ..WebhookSettings::default()
     };
     assert_eq!(view(&s, &Masker::default())["sharedSecret"], json!("s3cr…"));
 }
@@ -87,6 +89,7 @@ fn masked_values_round_trip_and_keep_the_stored_credentials() {
             ],
         }],
         shared_secret: None,
+        ..WebhookSettings::default()
     };
     let shown = view(&stored, &rules.masker);
     assert_eq!(

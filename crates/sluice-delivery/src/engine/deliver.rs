@@ -5,11 +5,13 @@ use bytes::Bytes;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use sluice_store::{AttemptReport, Destination, DueDelivery, Outcome};
+use sluice_signing::standard;
+use sluice_store::{AttemptReport, Destination, DueDelivery, Outcome, StandardWebhooks};
 
+use super::failure_log::FailureLog;
 use crate::payload;
 use crate::policy::{AttemptContext, RetryPolicy, decide};
-use crate::sender::{Job, Sender};
+use crate::sender::{Job, Sender, StandardHeaders};
 
 /// Attempts `due` against `dest` and returns the report to store.
 pub(super) async fn attempt(
@@ -17,12 +19,14 @@ pub(super) async fn attempt(
     policy: &RetryPolicy,
     due: DueDelivery,
     dest: &Destination,
+    log: &FailureLog,
 ) -> AttemptReport {
     let started = Utc::now();
     let number = due.attempts.saturating_add(1);
     let message = match payload::build(&due.event_body) {
         Ok(message) => message,
         Err(e) => {
+            log.dead(&dest.id, &due.message_id, due.attempts, "invalid_payload");
             return AttemptReport {
                 delivery_id: due.delivery_id,
                 at: started,
@@ -40,28 +44,81 @@ pub(super) async fn attempt(
         .as_deref()
         .filter(|secret| !secret.is_empty())
         .map(|secret| sluice_signing::signature::sign(secret.as_bytes(), &body));
+    let standard = dest
+        .settings
+        .standard_webhooks
+        .as_ref()
+        .and_then(|s| standard_headers(s, &dest.id, &due.message_id, &body, started));
     let job = Job {
         delivery_id: due.delivery_id,
         attempt: number,
         message_id: due.message_id.clone(),
         body,
         signature,
+        standard,
     };
-    let results = sender.send_all(&dest.settings.urls, &job).await;
+    let results = sender
+        .send_all_trusting(
+            &dest.settings.urls,
+            dest.settings.ca_bundle.as_deref(),
+            &job,
+        )
+        .await;
     let now = Utc::now();
     let ctx = AttemptContext {
         attempt: number,
         first_attempt_at: window_start(&due, policy.window).unwrap_or(started),
         now,
     };
+    for result in &results {
+        log.attempt(&dest.id, &due.message_id, result);
+    }
     let verdicts: Vec<_> = results.iter().map(|r| r.verdict.clone()).collect();
     let outcome = decide(policy, &verdicts, ctx, rand::random::<f64>());
+    if matches!(outcome, Outcome::Dead { .. }) {
+        let kind = results
+            .iter()
+            .find_map(|r| r.error_kind)
+            .unwrap_or("no_urls");
+        log.dead(&dest.id, &due.message_id, number, kind);
+    }
     AttemptReport {
         delivery_id: due.delivery_id,
         at: now,
         attempts: results.into_iter().map(|r| r.attempt).collect(),
         outcome,
     }
+}
+
+/// The Standard Webhooks headers for one attempt at `now`: signed with the
+/// current secret and, while a rotation's overlap runs, the previous one.
+/// A stored secret that no longer parses signs nothing (the admin API
+/// refuses such secrets, so only a hand-edited database gets here).
+fn standard_headers(
+    s: &StandardWebhooks,
+    destination_id: &str,
+    message_id: &str,
+    body: &[u8],
+    now: DateTime<Utc>,
+) -> Option<StandardHeaders> {
+    let current = standard::secret_key(&s.secret).ok()?;
+    let previous = s
+        .previous_secret
+        .as_deref()
+        .filter(|_| s.previous_until.is_some_and(|until| now < until))
+        .and_then(|secret| standard::secret_key(secret).ok());
+    let mut keys: Vec<&[u8]> = vec![&current];
+    if let Some(previous) = &previous {
+        keys.push(previous);
+    }
+    let id = standard::webhook_id(destination_id, message_id);
+    let timestamp = now.timestamp();
+    let signature = standard::signature_header(&keys, &id, timestamp, body);
+    Some(StandardHeaders {
+        id,
+        timestamp,
+        signature,
+    })
 }
 
 /// The report for a delivery whose destination is gone or switched off:
@@ -115,10 +172,21 @@ pub(super) fn window_end(due: &DueDelivery, window: Duration) -> Option<DateTime
 /// The report for a delivery the open breaker holds back: dead, unsent,
 /// once its window has ended; otherwise handed back for `wait`, but never
 /// past the window's end, so it is declared dead on time.
-pub(super) fn hold_back(due: &DueDelivery, wait: Duration, window: Duration) -> AttemptReport {
+pub(super) fn hold_back(
+    due: &DueDelivery,
+    wait: Duration,
+    window: Duration,
+    log: &FailureLog,
+) -> AttemptReport {
     let now = Utc::now();
     let end = window_end(due, window);
     if end.is_some_and(|end| now >= end) {
+        log.dead(
+            &due.destination_id,
+            &due.message_id,
+            due.attempts,
+            "circuit_open",
+        );
         return AttemptReport {
             delivery_id: due.delivery_id,
             at: now,

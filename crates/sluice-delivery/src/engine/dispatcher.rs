@@ -13,6 +13,7 @@ use tokio::task::JoinSet;
 
 use super::cache::{DestinationCache, Lookup};
 use super::deliver;
+use super::failure_log::FailureLog;
 use super::health::Health;
 use crate::config::DeliveryConfig;
 use crate::policy::RetryPolicy;
@@ -31,6 +32,7 @@ struct Lane {
     slots: Arc<Semaphore>,
     held: Arc<AtomicUsize>,
     health: Arc<Health>,
+    log: Arc<FailureLog>,
 }
 
 /// Signals shared between the engine handle, the tasks and the loop.
@@ -171,6 +173,7 @@ impl Dispatcher {
                 slots: Arc::new(Semaphore::new(per_dest)),
                 held: Arc::new(AtomicUsize::new(0)),
                 health: Arc::new(Health::default()),
+                log: Arc::new(FailureLog::default()),
             })
             .clone();
         let window = self.config.retry_window;
@@ -178,7 +181,7 @@ impl Dispatcher {
             let wait = lane
                 .health
                 .hand_back_delay(self.config.backoff_base, self.config.backoff_cap);
-            let report = deliver::hold_back(&due, wait, window);
+            let report = deliver::hold_back(&due, wait, window, &lane.log);
             let finished = !matches!(report.outcome, Outcome::Retry { .. });
             if finished || lane.held.load(Ordering::SeqCst) >= 1 {
                 let _ = self.reports.send(report);
@@ -219,7 +222,7 @@ impl Dispatcher {
             let in_flight = per_dest.saturating_sub(lane.slots.available_permits());
             if slot.is_some() && lane.health.open() && in_flight > 1 {
                 let wait = lane.health.hand_back_delay(base, cap);
-                let _ = reports.send(deliver::hold_back(&due, wait, window));
+                let _ = reports.send(deliver::hold_back(&due, wait, window, &lane.log));
                 lane.held.fetch_sub(1, Ordering::SeqCst);
                 freed.notify_one();
                 return;
@@ -227,7 +230,7 @@ impl Dispatcher {
             // A send that would outlive the lease is handed back instead.
             match slot {
                 Some(_slot) if claimed_at.elapsed() < max_wait => {
-                    let report = deliver::attempt(&sender, &policy, due, &dest).await;
+                    let report = deliver::attempt(&sender, &policy, due, &dest, &lane.log).await;
                     lane.health.record(&report.outcome);
                     let _ = reports.send(report);
                 }

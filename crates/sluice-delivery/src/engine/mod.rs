@@ -4,6 +4,8 @@
 //! - `dispatcher`: the claim/spawn/sleep loop, per-destination lanes, shutdown.
 //! - `deliver`: one attempt of one delivery (payload, signature, send, decide).
 //! - `cache`: destination settings, re-read at most every TTL.
+//! - `failure_log`: failed attempts and dead deliveries in the process log,
+//!   rate-limited per destination.
 //! - `reporter`: grouped `Store::report` calls.
 //!
 //! All delivery state lives in the store: a restarted engine picks up the
@@ -13,6 +15,7 @@
 mod cache;
 mod deliver;
 mod dispatcher;
+mod failure_log;
 mod health;
 mod reporter;
 

@@ -29,6 +29,20 @@ pub enum TransportError {
     Blocked,
 }
 
+impl TransportError {
+    /// A short stable name, for log lines.
+    pub fn label(self) -> &'static str {
+        match self {
+            TransportError::Timeout => "timeout",
+            TransportError::Connect => "connect",
+            TransportError::Tls => "tls",
+            TransportError::InvalidRequest => "invalid_request",
+            TransportError::Other => "other",
+            TransportError::Blocked => "blocked",
+        }
+    }
+}
+
 /// Classifies an HTTP status. Redirects are not followed, so a 3xx is a
 /// permanent failure: the endpoint must be configured with its final URL.
 pub fn classify_status(status: u16) -> Class {

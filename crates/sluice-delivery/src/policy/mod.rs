@@ -4,9 +4,11 @@
 //!
 //! - [`classify`]: status codes and transport errors → [`Class`].
 //! - [`backoff`]: exponential backoff with jitter, `Retry-After` parsing.
+//! - [`log_budget`]: per-destination rate limit of process-log lines.
 
 pub mod backoff;
 pub mod classify;
+pub mod log_budget;
 
 use std::time::Duration;
 

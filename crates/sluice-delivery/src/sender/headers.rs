@@ -16,6 +16,12 @@ pub const SIGNATURE_HEADER: &str = "x-signature";
 pub const MESSAGE_ID_HEADER: &str = "x-sluice-message-id";
 /// The attempt number, 1-based.
 pub const ATTEMPT_HEADER: &str = "x-sluice-attempt";
+/// Standard Webhooks: the delivery's id, stable across retries.
+pub const WEBHOOK_ID_HEADER: &str = "webhook-id";
+/// Standard Webhooks: the attempt's Unix time in seconds.
+pub const WEBHOOK_TIMESTAMP_HEADER: &str = "webhook-timestamp";
+/// Standard Webhooks: space-separated `v1,<base64>` signatures.
+pub const WEBHOOK_SIGNATURE_HEADER: &str = "webhook-signature";
 
 /// Static headers that would corrupt the request framing or routing; they
 /// are dropped rather than sent.
@@ -59,6 +65,18 @@ fn build_inner(url: &WebhookUrl, job: &Job) -> Result<HeaderMap, String> {
             .map_err(|_| "signature is not a valid header value".to_owned())?;
         headers.insert(HeaderName::from_static(SIGNATURE_HEADER), value);
     }
+    if let Some(standard) = &job.standard {
+        let id = HeaderValue::from_str(&standard.id)
+            .map_err(|_| "webhook-id is not a valid header value".to_owned())?;
+        let signature = HeaderValue::from_str(&standard.signature)
+            .map_err(|_| "webhook-signature is not a valid header value".to_owned())?;
+        headers.insert(HeaderName::from_static(WEBHOOK_ID_HEADER), id);
+        headers.insert(
+            HeaderName::from_static(WEBHOOK_TIMESTAMP_HEADER),
+            HeaderValue::from(standard.timestamp),
+        );
+        headers.insert(HeaderName::from_static(WEBHOOK_SIGNATURE_HEADER), signature);
+    }
     let message_id = HeaderValue::from_str(&job.message_id)
         .map_err(|_| "messageId is not a valid header value".to_owned())?;
     headers.insert(HeaderName::from_static(MESSAGE_ID_HEADER), message_id);
@@ -70,10 +88,15 @@ fn build_inner(url: &WebhookUrl, job: &Job) -> Result<HeaderMap, String> {
 }
 
 /// Names Sluice sets itself: a static header may never supply them, not even
-/// `X-Signature` on a destination without a secret.
+/// `X-Signature` on a destination without a secret, nor the Standard
+/// Webhooks headers (`webhook-…`) on one that has not opted in.
 pub fn is_reserved(name: &HeaderName) -> bool {
     let n = name.as_str();
-    n == "user-agent" || n == "content-type" || n == SIGNATURE_HEADER || n.starts_with("x-sluice-")
+    n == "user-agent"
+        || n == "content-type"
+        || n == SIGNATURE_HEADER
+        || n.starts_with("x-sluice-")
+        || n.starts_with("webhook-")
 }
 
 #[cfg(test)]
@@ -88,6 +111,7 @@ mod tests {
             message_id: "m-1".into(),
             body: Bytes::from_static(b"{}"),
             signature: signature.map(str::to_owned),
+            standard: None,
         }
     }
 
@@ -107,6 +131,8 @@ mod tests {
             &url(&[
                 ("User-Agent", "evil"),
                 ("X-Signature", "forged"),
+                ("Webhook-Signature", "v1,forged"),
+                ("webhook-id", "forged"),
                 ("X-Team", "a"),
             ]),
             &job(None),
@@ -114,6 +140,8 @@ mod tests {
         .expect("valid headers");
         assert_eq!(h["user-agent"], USER_AGENT);
         assert!(h.get(SIGNATURE_HEADER).is_none());
+        assert!(h.get(WEBHOOK_SIGNATURE_HEADER).is_none());
+        assert!(h.get(WEBHOOK_ID_HEADER).is_none());
         assert_eq!(h["x-team"], "a");
         assert_eq!(h[MESSAGE_ID_HEADER], "m-1");
         assert_eq!(h[ATTEMPT_HEADER], "3");
@@ -129,6 +157,21 @@ mod tests {
         assert!(h.get("host").is_none());
         assert!(h.get("content-length").is_none());
         assert_eq!(h[SIGNATURE_HEADER], "ab12");
+    }
+
+    #[test]
+    fn standard_webhooks_headers_are_set_when_opted_in() {
+        let mut j = job(None);
+        j.standard = Some(super::super::StandardHeaders {
+            id: "msg_1".into(),
+            timestamp: 1_700_000_000,
+            signature: "v1,a v1,b".into(),
+        });
+        let h = build_inner(&url(&[("webhook-timestamp", "0")]), &j).expect("valid headers");
+        assert_eq!(h[WEBHOOK_ID_HEADER], "msg_1");
+        assert_eq!(h[WEBHOOK_TIMESTAMP_HEADER], "1700000000");
+        assert_eq!(h[WEBHOOK_SIGNATURE_HEADER], "v1,a v1,b");
+        assert_eq!(h.get_all(WEBHOOK_TIMESTAMP_HEADER).iter().count(), 1);
     }
 
     #[test]

@@ -1,11 +1,13 @@
-//! The HTTP side: one shared client (keep-alive pool, verified TLS, no
+//! The HTTP side: one shared client (plus one per destination CA bundle; keep-alive pool, verified TLS, no
 //! redirects, no proxies, a resolver that refuses blocked networks), one
 //! POST per URL, all URLs of a delivery at once.
 //!
+//! - `clients`: the shared client and per-destination-CA clients.
 //! - `headers`: the request headers of one URL.
 //! - [`resolver`]: name resolution filtered by the [`NetworkPolicy`].
 //! - `errors`: transport errors → class and a secret-free message.
 
+mod clients;
 mod errors;
 mod headers;
 pub mod resolver;
@@ -26,8 +28,10 @@ use crate::policy::{
     Class, TransportError, UrlVerdict, classify_error, classify_status, parse_retry_after,
 };
 
+use clients::Clients;
 pub use headers::{
-    ATTEMPT_HEADER, MESSAGE_ID_HEADER, SIGNATURE_HEADER, USER_AGENT, build as build_headers,
+    ATTEMPT_HEADER, MESSAGE_ID_HEADER, SIGNATURE_HEADER, USER_AGENT, WEBHOOK_ID_HEADER,
+    WEBHOOK_SIGNATURE_HEADER, WEBHOOK_TIMESTAMP_HEADER, build as build_headers,
 };
 use resolver::{GuardedResolver, Lookup, SystemLookup};
 
@@ -42,6 +46,19 @@ pub struct Job {
     pub body: Bytes,
     /// `X-Signature`, when the destination has a shared secret.
     pub signature: Option<String>,
+    /// Standard Webhooks headers, when the destination opted in.
+    pub standard: Option<StandardHeaders>,
+}
+
+/// The three Standard Webhooks header values of one attempt.
+#[derive(Debug, Clone)]
+pub struct StandardHeaders {
+    /// `webhook-id`: stable across retries of one delivery.
+    pub id: String,
+    /// `webhook-timestamp`: this attempt's time, Unix seconds.
+    pub timestamp: i64,
+    /// `webhook-signature`: one `v1,` entry per active secret.
+    pub signature: String,
 }
 
 /// One URL's attempt: the log row and what the policy makes of it.
@@ -49,12 +66,26 @@ pub struct Job {
 pub struct UrlResult {
     pub attempt: Attempt,
     pub verdict: UrlVerdict,
+    /// The URL's host alone, for the process log.
+    pub host: String,
+    /// What went wrong, for the process log (`None` on success): an HTTP
+    /// status class (`http_5xx`…) or a transport error (`timeout`, `tls`…).
+    pub error_kind: Option<&'static str>,
+}
+
+/// The host of `url` alone: no scheme, userinfo, port, path or query
+/// (webhook tokens often live in the path).
+pub fn host_of(url: &str) -> String {
+    reqwest::Url::parse(url)
+        .ok()
+        .and_then(|u| u.host_str().map(str::to_owned))
+        .unwrap_or_else(|| "(invalid URL)".to_owned())
 }
 
 /// Sends webhook requests. Cheap to share: the client pools connections.
 #[derive(Debug, Clone)]
 pub struct Sender {
-    client: reqwest::Client,
+    clients: Arc<Clients>,
     timeout: Duration,
     body_cap: usize,
     policy: NetworkPolicy,
@@ -75,41 +106,8 @@ impl Sender {
         lookup: Arc<dyn Lookup>,
     ) -> Result<Self, DeliveryError> {
         let resolver = GuardedResolver::new(lookup, config.network.clone());
-        let mut builder = reqwest::Client::builder()
-            .dns_resolver(Arc::new(resolver))
-            .redirect(reqwest::redirect::Policy::none())
-            .timeout(config.timeout)
-            .connect_timeout(config.timeout)
-            .pool_idle_timeout(Duration::from_secs(90))
-            .pool_max_idle_per_host(config.concurrency_per_destination)
-            .no_proxy()
-            .use_rustls_tls();
-        if let Some(path) = &config.extra_ca_file {
-            let pem = std::fs::read(path).map_err(|source| DeliveryError::CaFile {
-                path: path.clone(),
-                source,
-            })?;
-            let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| {
-                DeliveryError::CaBundle {
-                    path: path.clone(),
-                    reason: e.to_string(),
-                }
-            })?;
-            if certs.is_empty() {
-                return Err(DeliveryError::CaBundle {
-                    path: path.clone(),
-                    reason: "no certificates found".into(),
-                });
-            }
-            for cert in certs {
-                builder = builder.add_root_certificate(cert);
-            }
-        }
-        let client = builder
-            .build()
-            .map_err(|e| DeliveryError::Client(e.to_string()))?;
         Ok(Self {
-            client,
+            clients: Arc::new(Clients::new(config, resolver)?),
             timeout: config.timeout,
             body_cap: config.response_body_cap,
             policy: config.network.clone(),
@@ -118,16 +116,45 @@ impl Sender {
 
     /// Posts `job` to every URL concurrently; results are in URL order.
     pub async fn send_all(&self, urls: &[WebhookUrl], job: &Job) -> Vec<UrlResult> {
-        futures::future::join_all(urls.iter().map(|url| self.send_one(url, job))).await
+        self.send_all_trusting(urls, None, job).await
+    }
+
+    /// [`Sender::send_all`] for a destination whose `ca_bundle` adds
+    /// trusted roots for its URLs only.
+    pub async fn send_all_trusting(
+        &self,
+        urls: &[WebhookUrl],
+        ca_bundle: Option<&str>,
+        job: &Job,
+    ) -> Vec<UrlResult> {
+        let client = self.clients.get(ca_bundle);
+        futures::future::join_all(
+            urls.iter()
+                .map(|url| self.send_via(client.clone(), url, job)),
+        )
+        .await
     }
 
     /// Posts `job` to one URL and never fails: every outcome is a result.
     pub async fn send_one(&self, url: &WebhookUrl, job: &Job) -> UrlResult {
+        self.send_via(self.clients.get(None), url, job).await
+    }
+
+    async fn send_via(
+        &self,
+        client: Result<reqwest::Client, Failure>,
+        url: &WebhookUrl,
+        job: &Job,
+    ) -> UrlResult {
         let at = Utc::now();
         let started = Instant::now();
-        let outcome = match self.literal_host(&url.url).and(headers::build(url, job)) {
-            Ok(headers) => {
-                let request = self.exchange(&url.url, headers, job.body.clone());
+        let ready = client.and_then(|client| {
+            self.literal_host(&url.url)?;
+            Ok((client, headers::build(url, job)?))
+        });
+        let outcome = match ready {
+            Ok((client, headers)) => {
+                let request = self.exchange(&client, &url.url, headers, job.body.clone());
                 match tokio::time::timeout(self.timeout, request).await {
                     Ok(result) => result,
                     Err(_) => Err(Failure::timeout(self.timeout)),
@@ -147,11 +174,19 @@ impl Sender {
             latency_ms,
             response: None,
         };
+        let mut error_kind = None;
         let verdict = match outcome {
             Ok(answer) => {
                 attempt.status = Some(answer.status);
                 attempt.response = answer.body;
                 let class = classify_status(answer.status);
+                if class != Class::Success {
+                    error_kind = Some(match answer.status {
+                        500.. => "http_5xx",
+                        400..=499 => "http_4xx",
+                        _ => "http_other",
+                    });
+                }
                 let note = if (300..400).contains(&answer.status) {
                     " (redirects are not followed)"
                 } else {
@@ -164,6 +199,7 @@ impl Sender {
                 }
             }
             Err(failure) => {
+                error_kind = Some(failure.kind.label());
                 let summary = format!("{shown_url}: {}", failure.message);
                 attempt.error = Some(failure.message);
                 UrlVerdict {
@@ -173,7 +209,12 @@ impl Sender {
                 }
             }
         };
-        UrlResult { attempt, verdict }
+        UrlResult {
+            attempt,
+            verdict,
+            host: host_of(&url.url),
+            error_kind,
+        }
     }
 
     /// Refuses a URL whose host is an IP literal in a blocked network:
@@ -192,12 +233,12 @@ impl Sender {
     /// The request and a capped read of the response.
     async fn exchange(
         &self,
+        client: &reqwest::Client,
         url: &str,
         headers: reqwest::header::HeaderMap,
         body: Bytes,
     ) -> Result<Answer, Failure> {
-        let mut response = self
-            .client
+        let mut response = client
             .post(url)
             .headers(headers)
             .body(body)

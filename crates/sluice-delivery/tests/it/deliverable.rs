@@ -89,6 +89,7 @@ proptest! {
                 message_id: event.message_id.clone(),
                 body: Bytes::from(bytes),
                 signature: Some("0123abcd".into()),
+                standard: None,
             };
             let headers = build_headers(&target, &job);
             prop_assert!(

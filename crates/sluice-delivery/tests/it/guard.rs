@@ -57,6 +57,7 @@ fn job() -> Job {
         message_id: "m-guard".into(),
         body: Bytes::from_static(b"{}"),
         signature: None,
+        standard: None,
     }
 }
 

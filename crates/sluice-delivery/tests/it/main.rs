@@ -7,6 +7,7 @@ mod guard;
 mod headers;
 mod isolation;
 mod outcomes;
+mod private_ca;
 mod restart;
 mod retries;
 mod shapes;

@@ -133,7 +133,25 @@ pub async fn destination(
             settings: WebhookSettings {
                 urls,
                 shared_secret: secret.map(str::to_owned),
+                ..WebhookSettings::default()
             },
+            source_ids: vec![SOURCE.into()],
+        })
+        .await
+        .expect("create destination");
+    id.to_owned()
+}
+
+/// Creates an enabled destination connected to the test source with
+/// `settings` as given.
+pub async fn destination_with(store: &SqliteStore, id: &str, settings: WebhookSettings) -> String {
+    store
+        .create_destination(NewDestination {
+            id: id.into(),
+            name: id.into(),
+            kind: "Webhooks".into(),
+            enabled: true,
+            settings,
             source_ids: vec![SOURCE.into()],
         })
         .await

@@ -15,5 +15,6 @@ mod personas;
 mod postgres;
 mod receivers;
 mod schema;
+mod signing_ca;
 mod support;
 mod webhooks;

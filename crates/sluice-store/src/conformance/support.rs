@@ -51,6 +51,7 @@ pub(super) fn settings(url: &str) -> WebhookSettings {
             headers: vec![("X-Team".into(), "data".into())],
         }],
         shared_secret: Some("s3cret".into()),
+        ..WebhookSettings::default()
     }
 }
 

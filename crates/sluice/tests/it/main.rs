@@ -6,6 +6,7 @@ mod process;
 mod cli;
 mod config;
 mod durability;
+mod failure_log;
 mod hostile;
 mod lifecycle;
 mod personas;

@@ -1,0 +1,148 @@
+//! Delivery failures reach the process log: a `warn` line per failed attempt
+//! naming destination, host, messageId, attempt and kind, and an `error`
+//! line when the delivery is dead; none of the destination's secrets (URL
+//! userinfo, path token, query token, header, signing secrets) appears.
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use base64::Engine;
+use serde_json::{Value, json};
+use sluice_testkit::{Receiver, Reply};
+
+use crate::process::{TOKEN, start_logging};
+
+const PASSWORD: &str = "pa55-in-userinfo";
+const PATH_TOKEN: &str = "T0PATHs3cret";
+const QUERY_TOKEN: &str = "q-s3cret-token";
+const BEARER: &str = "Bearer hdr-s3cret-token";
+const SHARED: &str = "shared-s3cret-value";
+const WHSEC: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+
+#[tokio::test]
+async fn failed_attempts_warn_and_dead_delivery_errors_without_secrets() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log_path = dir.path().join("sluice.log");
+    let log = std::fs::File::create(&log_path).expect("log file");
+    let mut sluice = start_logging(
+        &dir.path().join("data"),
+        &[
+            ("SLUICE_DELIVERY__RETRY_WINDOW_SECS", "1"),
+            ("SLUICE_DELIVERY__BACKOFF_BASE_MS", "100"),
+            ("SLUICE_DELIVERY__BACKOFF_CAP_MS", "200"),
+        ],
+        Stdio::from(log),
+    )
+    .await;
+    let http = reqwest::Client::new();
+    let api = |path: &str| format!("{}/api/v1{path}", sluice.base);
+    let source: Value = http
+        .post(api("/sources"))
+        .bearer_auth(TOKEN)
+        .json(&json!({"name": "web"}))
+        .send()
+        .await
+        .expect("create source")
+        .json()
+        .await
+        .expect("json");
+    let src = source["id"].as_str().expect("id").to_owned();
+    let key = source["write_key"].as_str().expect("key").to_owned();
+    let rx = Receiver::start().await;
+    rx.set_default(Reply::status(503));
+    let url = format!(
+        "{}/{PATH_TOKEN}?token={QUERY_TOKEN}",
+        rx.url()
+            .replace("http://", &format!("http://user:{PASSWORD}@"))
+    );
+    let created: Value = http
+        .post(api("/destinations"))
+        .bearer_auth(TOKEN)
+        .json(&json!({"name": "hook", "source_ids": [src], "settings": {
+            "urls": [{"url": url, "headers": {"Authorization": BEARER}}],
+            "sharedSecret": SHARED,
+            "standardWebhooks": {"secret": WHSEC},
+        }}))
+        .send()
+        .await
+        .expect("create destination")
+        .json()
+        .await
+        .expect("json");
+    let dest = created["id"].as_str().expect("destination id").to_owned();
+
+    let auth = format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(format!("{key}:"))
+    );
+    let sent = http
+        .post(format!("{}/v1/track", sluice.base))
+        .header("authorization", auth)
+        .body(json!({"userId": "u1", "event": "E", "messageId": "m-fail"}).to_string())
+        .send()
+        .await
+        .expect("track");
+    assert_eq!(sent.status(), 200);
+
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let text = loop {
+        let text = std::fs::read_to_string(&log_path).unwrap_or_default();
+        if text.contains("delivery dead") || Instant::now() > deadline {
+            break text;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let _ = sluice.child.kill().await;
+    let text = strip_ansi(&text);
+
+    let warn = text
+        .lines()
+        .find(|l| l.contains("delivery attempt failed"))
+        .unwrap_or_else(|| panic!("no warn line in:\n{text}"));
+    assert!(warn.contains("WARN"), "{warn}");
+    for part in [
+        dest.as_str(),
+        "host=127.0.0.1",
+        "m-fail",
+        "attempt=1",
+        "kind=\"http_5xx\"",
+    ] {
+        assert!(warn.contains(part), "{part} missing: {warn}");
+    }
+    let dead = text
+        .lines()
+        .find(|l| l.contains("delivery dead"))
+        .unwrap_or_else(|| panic!("no dead line in:\n{text}"));
+    assert!(dead.contains("ERROR") && dead.contains("m-fail"), "{dead}");
+    assert!(dead.contains(&dest), "{dead}");
+    for secret in [
+        PASSWORD,
+        PATH_TOKEN,
+        QUERY_TOKEN,
+        BEARER,
+        "hdr-s3cret-token",
+        SHARED,
+        WHSEC,
+        "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+    ] {
+        assert!(!text.contains(secret), "{secret} found in the log:\n{text}");
+    }
+}
+
+/// The log text without terminal colour codes (`ESC [ … m`).
+fn strip_ansi(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for c in chars.by_ref() {
+                if c == 'm' {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
