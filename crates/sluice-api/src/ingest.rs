@@ -3,7 +3,8 @@
 //! `POST /v1/{kind}` where kind is a call type, `batch`, `import`, or the
 //! browser library's one-letter forms. Order of work, cheapest refusal first:
 //! path → capped body read (gzip aware) → write key from HTTP Basic → parse and
-//! validate the whole request → write key from the body → route → commit →
+//! validate the whole request → write key from the body → route → drop calls
+//! of suppressed users (in memory, see [`crate::suppression`]) → commit →
 //! wake delivery → `200 {"success":true}`. Nothing is stored unless every item
 //! is valid, and the 200 is sent only after the commit.
 
@@ -45,7 +46,7 @@ pub async fn collect(
         received_at: Utc::now(),
         client_ip: Some(client_ip(&headers, peer, app.trust_forwarded_for)),
     };
-    let envelope = parse_request(endpoint, &bytes, &ctx, &app.limits).inspect_err(|_| {
+    let mut envelope = parse_request(endpoint, &bytes, &ctx, &app.limits).inspect_err(|_| {
         app.metrics.events_rejected.inc();
     })?;
     let route = match header_route {
@@ -57,6 +58,8 @@ pub async fn collect(
             authorize(&app, key)?
         }
     };
+    app.suppressions
+        .drop_suppressed(&route.source_id, &mut envelope.events, ctx.received_at);
     let count = envelope.events.len() as u64;
     let request = append_request(&route, envelope, ctx.received_at);
     let started = Instant::now();

@@ -4,6 +4,7 @@
 //! - [`ingest`]: the Segment-compatible collection API (`/v1/...`).
 //! - [`admin`]: the admin API (`/api/v1/...`).
 //! - [`routes`]: the in-memory write key → source → destinations table.
+//! - [`suppression`]: the in-memory set of suppressed user ids.
 //! - [`body`]: capped, gzip-aware body reading.
 //! - [`auth`]: write keys and the admin token from headers.
 //! - [`metrics`]: Prometheus metrics and the request-counting middleware.
@@ -16,6 +17,7 @@ pub mod error;
 pub mod ingest;
 pub mod metrics;
 pub mod routes;
+pub mod suppression;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -43,6 +45,8 @@ pub type Hook = Arc<dyn Fn() + Send + Sync>;
 pub struct AppState {
     pub store: Arc<dyn Store>,
     pub routes: RouteTable,
+    /// Suppressed user ids, checked by ingest (see `docs/privacy.md`).
+    pub suppressions: Arc<suppression::Suppressions>,
     pub limits: Limits,
     /// Take the client address from `X-Forwarded-For` (behind a trusted proxy).
     pub trust_forwarded_for: bool,

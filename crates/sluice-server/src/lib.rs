@@ -6,6 +6,7 @@
 //! - [`bootstrap`]: sources and destinations declared in a file.
 //! - [`admin_token`]: the admin token, configured or generated once.
 //! - [`tasks`]: background upkeep (routing refresh, retention).
+//! - [`privacy`]: the suppression sync and the regulation job.
 //!
 //! [`run`] is what the `sluice` binary calls and what tests call, on a
 //! listener bound to port 0.
@@ -13,6 +14,7 @@
 pub mod admin_token;
 pub mod bootstrap;
 pub mod config;
+pub mod privacy;
 pub mod tasks;
 
 use std::future::Future;
@@ -183,12 +185,27 @@ pub async fn run(
     let mut registry = Registry::default();
     let metrics = Arc::new(Metrics::register(&mut registry));
     let routes = RouteTable::load(store.clone()).await?;
+    let suppressions = Arc::new(sluice_api::suppression::Suppressions::new());
+    suppressions.refresh(store.as_ref()).await?;
+    let suppression_sync =
+        privacy::spawn_sync(store.clone(), suppressions.clone(), stop_rx.clone());
+    let wake_for_regulations = engine.clone();
+    let regulation_job = privacy::spawn_job(
+        store.clone(),
+        privacy::JobConfig {
+            poll_interval: Duration::from_millis(config.personas.poll_interval_ms),
+            lease_ttl: Duration::from_secs(config.personas.lease_ttl_secs),
+        },
+        Arc::new(move || wake_for_regulations.notify()),
+        stop_rx.clone(),
+    );
     let ready = Arc::new(AtomicBool::new(false));
     let notify = engine.clone();
     let invalidate = engine.clone();
     let app = Arc::new(AppState {
         store: store.clone(),
         routes: routes.clone(),
+        suppressions,
         limits: config.limits(),
         trust_forwarded_for: config.trust_forwarded_for,
         admin_token_hash: token.hash,
@@ -235,6 +252,8 @@ pub async fn run(
         tracing::error!(error = %e, "profile engine task failed");
     }
     upkeep.abort();
+    let _ = regulation_job.await;
+    let _ = suppression_sync.await;
     opened.close().await;
     tracing::info!("stopped");
     served.map_err(ServerError::Io)

@@ -11,6 +11,8 @@
 //! - `records`: record logic both backends share (patches, error summaries).
 //! - [`profiles`]: [`ProfileStore`], the profile engine's storage (a
 //!   sub-trait `Store` requires).
+//! - [`regulations`]: [`RegulationStore`], user deletion and suppression
+//!   (a sub-trait `Store` requires).
 //! - [`conformance`]: one behavioural suite every backend must pass.
 //!
 //! The data flows one way: `append` commits events together with their
@@ -24,6 +26,7 @@ pub mod keys;
 pub mod postgres;
 pub mod profiles;
 mod records;
+pub mod regulations;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
 pub mod types;
@@ -36,6 +39,7 @@ pub use error::StoreError;
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresConfig, PostgresStore};
 pub use profiles::*;
+pub use regulations::*;
 #[cfg(feature = "sqlite")]
 pub use sqlite::{SqliteConfig, SqliteStore, Synchronous};
 pub use types::*;
@@ -45,7 +49,7 @@ pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 /// The storage contract. Every method is atomic; `append` returns only after
 /// the events are durable (committed, fsynced per the backend's policy).
 #[async_trait]
-pub trait Store: ProfileStore + Send + Sync + 'static {
+pub trait Store: ProfileStore + RegulationStore + Send + Sync + 'static {
     // --- settings kept by the service itself -------------------------------
     /// Reads a service setting (for example the generated admin token hash).
     async fn get_meta(&self, key: &str) -> Result<Option<String>>;

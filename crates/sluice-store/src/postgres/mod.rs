@@ -52,6 +52,7 @@ mod delivery;
 mod destinations;
 mod ingest;
 mod profiles;
+mod regulations;
 mod rows;
 mod schema;
 mod sources;

@@ -169,7 +169,11 @@ INSERT INTO profile_engine (id, cursor_xact, cursor_seq) VALUES (1, 0, 0);
 "#;
 
 /// Every migration, oldest first; version `n` is entry `n - 1`.
-const MIGRATIONS: &[(&str, &str)] = &[("initial schema", V1), ("profile engine", V2)];
+const MIGRATIONS: &[(&str, &str)] = &[
+    ("initial schema", V1),
+    ("profile engine", V2),
+    ("regulations", super::regulations::SCHEMA),
+];
 
 /// First key of the migration advisory lock ("SLUI"); the second is a hash
 /// of the schema, so separate schemas migrate independently.

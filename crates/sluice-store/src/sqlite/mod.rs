@@ -54,6 +54,7 @@ mod destinations;
 mod ingest;
 mod pool;
 mod profiles;
+mod regulations;
 mod rows;
 mod schema;
 mod sources;

@@ -157,8 +157,13 @@ INSERT INTO profile_engine (id, cursor_seq) VALUES (1, 0);
 ";
 
 /// Every migration, oldest first.
-pub(super) static MIGRATIONS: LazyLock<Migrations<'static>> =
-    LazyLock::new(|| Migrations::new(vec![M::up(V1), M::up(V2)]));
+pub(super) static MIGRATIONS: LazyLock<Migrations<'static>> = LazyLock::new(|| {
+    Migrations::new(vec![
+        M::up(V1),
+        M::up(V2),
+        M::up(super::regulations::SCHEMA),
+    ])
+});
 
 /// Prepared statements kept per connection; covers every hot statement.
 const STATEMENT_CACHE: usize = 64;
