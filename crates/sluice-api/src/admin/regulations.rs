@@ -11,7 +11,9 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use chrono::Utc;
 use serde_json::{Map, Value, json};
-use sluice_store::{NewRegulation, Regulation, RegulationDetail, keys};
+use sluice_store::{
+    NewRegulation, Regulation, RegulationDetail, SuppressedCount, UsageDay, keys,
+};
 
 use crate::AppState;
 use crate::admin::extract::{JsonObject, Params};
@@ -166,6 +168,29 @@ pub async fn suppressions(
     let ids = app.store.list_suppressions(after, limit).await?;
     let next = (ids.len() == limit as usize).then(|| ids.last().cloned());
     Ok(Json(json!({ "data": ids, "next": next.flatten() })))
+}
+
+/// Usage days with suppressed events: `events` counts stored events,
+/// `suppressed` the calls dropped for suppressed users, `received` both.
+pub fn with_suppressed(days: Vec<UsageDay>, suppressed: Vec<SuppressedCount>) -> Vec<Value> {
+    let mut by_day: std::collections::BTreeMap<String, (u64, u64, u64)> = Default::default();
+    for d in days {
+        let e = by_day.entry(d.day).or_default();
+        e.0 += d.api_calls;
+        e.1 += d.events;
+    }
+    for s in suppressed {
+        by_day.entry(s.day).or_default().2 += s.events;
+    }
+    by_day
+        .into_iter()
+        .map(|(day, (api_calls, events, suppressed))| {
+            json!({
+                "day": day, "api_calls": api_calls, "events": events,
+                "suppressed": suppressed, "received": events + suppressed,
+            })
+        })
+        .collect()
 }
 
 fn summary(r: &Regulation) -> Value {

@@ -179,6 +179,8 @@ pub async fn usage(
     let from = day("from", today - Duration::days(29))?;
     let to = day("to", today)?;
     let data = app.store.usage(&id, &from, &to).await?;
+    let suppressed = app.store.suppressed_usage(&id, &from, &to).await?;
+    let data = super::regulations::with_suppressed(data, suppressed);
     Ok(Json(json!({ "data": data })))
 }
 

@@ -7,6 +7,7 @@ mod operations;
 mod personas;
 #[cfg(feature = "postgres-tests")]
 mod postgres;
+mod privacy;
 mod receivers;
 mod support;
 mod webhooks;
