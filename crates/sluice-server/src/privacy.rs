@@ -129,11 +129,6 @@ async fn step(
         .zip(found)
         .map(|(id, data)| purge_of(&regulation, id, data))
         .collect();
-    if purges.is_empty() {
-        // Nothing pending: let the commit mark the regulation finished.
-        commit(store, owner, &regulation, Vec::new(), config).await?;
-        return Ok(true);
-    }
     let mut slice = Vec::new();
     let mut events = 0;
     for purge in purges {
@@ -157,6 +152,8 @@ async fn step(
     if !slice.is_empty() && !commit(store, owner, &regulation, slice, config).await? {
         return Ok(false);
     }
+    // Marks the regulation finished once no subject is left.
+    commit(store, owner, &regulation, Vec::new(), config).await?;
     if regulation.notify {
         wake_delivery();
     }

@@ -97,7 +97,11 @@ pub trait RegulationStore: Send + Sync + 'static {
         source_id: Option<String>,
     ) -> Result<Vec<SubjectData>>;
     /// Commits one step (see the module docs). Returns false, writing
-    /// nothing, when `commit.owner` no longer holds the lease.
+    /// nothing, when `commit.owner` no longer holds the lease. A step with
+    /// subjects leaves the regulation `RUNNING`; a step without subjects
+    /// marks it `FINISHED` when no subject is left, so `FINISHED` is only
+    /// seen once every purge step has fully returned (SQLite: including
+    /// its WAL checkpoint).
     async fn commit_regulation(&self, commit: RegulationCommit) -> Result<bool>;
 }
 

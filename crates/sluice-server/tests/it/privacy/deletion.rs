@@ -118,7 +118,8 @@ async fn each_regulation_type_suppresses_purges_and_notifies_as_named() {
         let (_, list) = s.admin(Method::GET, "/suppressions", None).await;
         let listed = list["data"].as_array().is_some_and(|d| d.contains(&json!(user)));
         assert_eq!(listed, suppressed, "{kind} suppression");
-        assert_eq!(!stored_mentions(&s, &src, &user).await, purged, "{kind} purge");
+        let quoted = format!("\"{user}\"");
+        assert_eq!(!stored_mentions(&s, &src, &quoted).await, purged, "{kind} purge");
         let notes = detail["notifications"].as_array().map_or(0, Vec::len);
         assert_eq!(notes, usize::from(notified), "{kind} notifications");
     }

@@ -95,8 +95,11 @@ async fn after_delete_internal_no_api_and_no_byte_of_the_sqlite_file_holds_the_u
     let (_, listed) = s.admin(Method::GET, "/regulations", None).await;
     assert!(!listed.to_string().contains(user));
 
-    // Stopping closes every connection: SQLite checkpoints the WAL into
-    // the database file. Neither id is left in any file.
+    // The purge zeroes freed pages and checkpoints the WAL (truncating
+    // it): neither id is left in any file, while running or after a stop.
+    let bytes = database_bytes(dir.path());
+    assert!(!contains(&bytes, user), "the user id is still in the file");
+    assert!(!contains(&bytes, anon), "the anonymous id is still in the file");
     let dir = s.stop().await.unwrap_or(dir);
     let bytes = database_bytes(dir.path());
     assert!(!bytes.is_empty());

@@ -162,7 +162,7 @@ pub(super) async fn commit(
         .map_err(backend)?,
         0,
     )?;
-    let (state, finished) = if left == 0 {
+    let (state, finished) = if left == 0 && commit.subjects.is_empty() {
         (status::FINISHED, Some(ms(commit.now)))
     } else {
         (status::RUNNING, None)

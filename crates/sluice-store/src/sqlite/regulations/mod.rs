@@ -1,10 +1,12 @@
 //! [`RegulationStore`] for [`SqliteStore`]: requests and suppressions in
 //! `admin.rs`, the job's scan and its one-transaction purge in `purge.rs`.
 //!
-//! The purge turns on `secure_delete` for its own transaction only, so the
-//! freed pages of a purged user are zeroed in the database file (and in the
-//! WAL frames that carry them) instead of lingering on the freelist; ingest
-//! and retention keep the cheaper default.
+//! The writer runs with `secure_delete = ON` (see `schema.rs`), so every
+//! update and delete zeroes the space it frees: neither a purged row nor a
+//! stale copy left by an earlier update lingers in free space or on the
+//! freelist. After each purge commit a
+//! `TRUNCATE` checkpoint copies the zeroed pages into the database file and
+//! empties the WAL, whose older frames still held the purged rows.
 
 mod admin;
 mod purge;
@@ -158,8 +160,17 @@ impl RegulationStore for SqliteStore {
 
     async fn commit_regulation(&self, commit: RegulationCommit) -> Result<bool> {
         let weight = commit.subjects.iter().map(|s| s.event_seqs.len()).sum();
-        self.writer
+        let purged = !commit.subjects.is_empty();
+        let committed = self
+            .writer
             .run(weight, move |c| purge::commit(c, &commit))
-            .await
+            .await?;
+        if committed && purged {
+            let path = self.path.clone();
+            tokio::task::spawn_blocking(move || purge::truncate_wal(&path))
+                .await
+                .map_err(|e| crate::StoreError::Backend(format!("checkpoint task: {e}")))??;
+        }
+        Ok(committed)
     }
 }
