@@ -11,9 +11,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use chrono::Utc;
 use serde_json::{Map, Value, json};
-use sluice_store::{
-    NewRegulation, Regulation, RegulationDetail, SuppressedCount, UsageDay, keys,
-};
+use sluice_store::{NewRegulation, Regulation, RegulationDetail, SuppressedCount, UsageDay, keys};
 
 use crate::AppState;
 use crate::admin::extract::{JsonObject, Params};

@@ -56,7 +56,7 @@ pub struct RegulationNotification {
     pub source_id: String,
     pub destination_id: String,
     pub delivery_id: i64,
-    /// The delivery's state (`pending`, `delivered`, `dead`, `discarded`),
+    /// The delivery's state (`pending`, `succeeded`, `dead`, `discarded`),
     /// `purged` when retention removed it.
     pub state: String,
     pub attempts: u32,

@@ -21,9 +21,27 @@ async fn delete_only_notifies_each_affected_source_once_per_destination() {
     hook(&s, &[&a, &b], &rx_ab).await;
     // u1 is seen on a by userId and on c only by an anonymousId that an
     // identify on a links to them; b only sees someone else.
-    send(&s, &key_c, "track", json!({"anonymousId": "anon-1", "event": "Viewed"})).await;
-    send(&s, &key_a, "identify", json!({"userId": "u1", "anonymousId": "anon-1"})).await;
-    send(&s, &key_b, "track", json!({"userId": "u2", "event": "Viewed"})).await;
+    send(
+        &s,
+        &key_c,
+        "track",
+        json!({"anonymousId": "anon-1", "event": "Viewed"}),
+    )
+    .await;
+    send(
+        &s,
+        &key_a,
+        "identify",
+        json!({"userId": "u1", "anonymousId": "anon-1"}),
+    )
+    .await;
+    send(
+        &s,
+        &key_b,
+        "track",
+        json!({"userId": "u2", "event": "Viewed"}),
+    )
+    .await;
     eventually(15, || async {
         let (status, body) = s.admin(Method::GET, "/profiles/u1", None).await;
         (status == 200 && body.to_string().contains("anon-1")).then_some(())
@@ -34,7 +52,10 @@ async fn delete_only_notifies_each_affected_source_once_per_destination() {
     let detail = finished(&s, &id).await;
     let mut expected = vec![a.clone(), c.clone()];
     expected.sort();
-    assert_eq!(detail["subjectDetails"][0]["affectedSources"], json!(expected));
+    assert_eq!(
+        detail["subjectDetails"][0]["affectedSources"],
+        json!(expected)
+    );
     assert_eq!(detail["notifications"].as_array().map(Vec::len), Some(3));
 
     let to_all = wait_deletes(&rx_all, 2).await;
@@ -62,7 +83,7 @@ async fn delete_only_notifies_each_affected_source_once_per_destination() {
             .iter()
             .map(|n| n["state"].clone())
             .collect();
-        states.iter().all(|st| st == "delivered").then_some(detail)
+        states.iter().all(|st| st == "succeeded").then_some(detail)
     })
     .await;
     assert_eq!(delivered["subjects"], json!(1));
@@ -109,17 +130,29 @@ async fn each_regulation_type_suppresses_purges_and_notifies_as_named() {
         ("SUPPRESS_WITH_DELETE_INTERNAL", true, true, false),
     ];
     for (kind, ..) in cases {
-        send(&s, &key, "track", json!({"userId": format!("user-{kind}"), "event": "E"})).await;
+        send(
+            &s,
+            &key,
+            "track",
+            json!({"userId": format!("user-{kind}"), "event": "E"}),
+        )
+        .await;
     }
     for (kind, suppressed, purged, notified) in cases {
         let user = format!("user-{kind}");
         let detail = finished(&s, &regulate(&s, kind, &[&user], None).await).await;
         assert_eq!(detail["regulationType"], json!(kind));
         let (_, list) = s.admin(Method::GET, "/suppressions", None).await;
-        let listed = list["data"].as_array().is_some_and(|d| d.contains(&json!(user)));
+        let listed = list["data"]
+            .as_array()
+            .is_some_and(|d| d.contains(&json!(user)));
         assert_eq!(listed, suppressed, "{kind} suppression");
         let quoted = format!("\"{user}\"");
-        assert_eq!(!stored_mentions(&s, &src, &quoted).await, purged, "{kind} purge");
+        assert_eq!(
+            !stored_mentions(&s, &src, &quoted).await,
+            purged,
+            "{kind} purge"
+        );
         let notes = detail["notifications"].as_array().map_or(0, Vec::len);
         assert_eq!(notes, usize::from(notified), "{kind} notifications");
     }
@@ -133,7 +166,11 @@ async fn each_regulation_type_suppresses_purges_and_notifies_as_named() {
         ])
     );
     // UNSUPPRESS lifts SUPPRESS_ONLY.
-    finished(&s, &regulate(&s, "UNSUPPRESS", &["user-SUPPRESS_ONLY"], None).await).await;
+    finished(
+        &s,
+        &regulate(&s, "UNSUPPRESS", &["user-SUPPRESS_ONLY"], None).await,
+    )
+    .await;
     let (_, list) = s.admin(Method::GET, "/suppressions", None).await;
     assert!(!list.to_string().contains("user-SUPPRESS_ONLY"));
 }
@@ -143,9 +180,18 @@ async fn bad_regulation_requests_are_400s_naming_the_field() {
     let (s, _dir) = start().await;
     let many: Vec<String> = (0..5001).map(|i| format!("u{i}")).collect();
     let cases = [
-        (json!({"regulationType": "DELETE_ONLY", "subjectIds": []}), "subjectIds"),
-        (json!({"regulationType": "DELETE_ONLY", "subjectIds": many}), "subjectIds"),
-        (json!({"regulationType": "FORGET_ME", "subjectIds": ["u"]}), "regulationType"),
+        (
+            json!({"regulationType": "DELETE_ONLY", "subjectIds": []}),
+            "subjectIds",
+        ),
+        (
+            json!({"regulationType": "DELETE_ONLY", "subjectIds": many}),
+            "subjectIds",
+        ),
+        (
+            json!({"regulationType": "FORGET_ME", "subjectIds": ["u"]}),
+            "regulationType",
+        ),
         (
             json!({"regulationType": "DELETE_ONLY", "subjectIds": ["u"], "source_id": "src_nope"}),
             "source_id",
@@ -160,11 +206,16 @@ async fn bad_regulation_requests_are_400s_naming_the_field() {
         assert_eq!(status, 400, "{answer}");
         assert_eq!(answer["success"], json!(false));
         assert!(
-            answer["message"].as_str().is_some_and(|m| m.starts_with(field)),
+            answer["message"]
+                .as_str()
+                .is_some_and(|m| m.starts_with(field)),
             "{answer}"
         );
     }
     let (_, list) = s.admin(Method::GET, "/regulations", None).await;
     assert_eq!(list["data"], json!([]));
-    assert_eq!(s.admin(Method::GET, "/regulations/reg_nope", None).await.0, 404);
+    assert_eq!(
+        s.admin(Method::GET, "/regulations/reg_nope", None).await.0,
+        404
+    );
 }

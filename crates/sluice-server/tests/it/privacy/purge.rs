@@ -24,16 +24,32 @@ async fn an_undelivered_event_of_a_deleted_user_is_never_delivered() {
     let rx = Receiver::start().await;
     rx.set_default(Reply::status(500));
     hook(&s, &[&src], &rx).await;
-    send(&s, &key, "track", json!({"userId": "doomed", "event": "Secret"})).await;
+    send(
+        &s,
+        &key,
+        "track",
+        json!({"userId": "doomed", "event": "Secret"}),
+    )
+    .await;
     eventually(10, || async { (mentions(&rx, "doomed") > 0).then_some(()) }).await;
 
-    finished(&s, &regulate(&s, "DELETE_INTERNAL", &["doomed"], None).await).await;
+    finished(
+        &s,
+        &regulate(&s, "DELETE_INTERNAL", &["doomed"], None).await,
+    )
+    .await;
     // An attempt already in flight may still land (timeout 1 s); after
     // that, nothing of the user is ever sent again.
     tokio::time::sleep(Duration::from_millis(1_200)).await;
     let before = mentions(&rx, "doomed");
     rx.set_default(Reply::status(200));
-    send(&s, &key, "track", json!({"userId": "kept", "event": "After"})).await;
+    send(
+        &s,
+        &key,
+        "track",
+        json!({"userId": "kept", "event": "After"}),
+    )
+    .await;
     eventually(10, || async { (mentions(&rx, "kept") > 0).then_some(()) }).await;
     tokio::time::sleep(Duration::from_millis(1_000)).await;
     assert_eq!(mentions(&rx, "doomed"), before);
@@ -66,14 +82,33 @@ async fn after_delete_internal_no_api_and_no_byte_of_the_sqlite_file_holds_the_u
     hook(&s, &[&src], &rx).await;
     let user = "zq-forget-me-7781";
     let anon = "zq-anon-device-5512";
-    send(&s, &key, "identify", json!({"userId": user, "anonymousId": anon,
-        "traits": {"email": "zq-forget-me-7781@example.com"}}))
+    send(
+        &s,
+        &key,
+        "identify",
+        json!({"userId": user, "anonymousId": anon,
+        "traits": {"email": "zq-forget-me-7781@example.com"}}),
+    )
     .await;
-    send(&s, &key, "track", json!({"anonymousId": anon, "event": "Viewed"})).await;
-    send(&s, &key, "track", json!({"userId": "someone-else", "event": "Viewed"})).await;
+    send(
+        &s,
+        &key,
+        "track",
+        json!({"anonymousId": anon, "event": "Viewed"}),
+    )
+    .await;
+    send(
+        &s,
+        &key,
+        "track",
+        json!({"userId": "someone-else", "event": "Viewed"}),
+    )
+    .await;
     rx.wait_for(3, Duration::from_secs(10)).await;
     eventually(15, || async {
-        let (status, _) = s.admin(Method::GET, &format!("/profiles/{user}"), None).await;
+        let (status, _) = s
+            .admin(Method::GET, &format!("/profiles/{user}"), None)
+            .await;
         (status == 200).then_some(())
     })
     .await;
@@ -88,8 +123,18 @@ async fn after_delete_internal_no_api_and_no_byte_of_the_sqlite_file_holds_the_u
     assert!(!stored_mentions(&s, &src, user).await);
     assert!(!stored_mentions(&s, &src, anon).await);
     assert!(stored_mentions(&s, &src, "someone-else").await);
-    assert_eq!(s.admin(Method::GET, &format!("/profiles/{user}"), None).await.0, 404);
-    assert_eq!(s.admin(Method::GET, &format!("/profiles/{anon}"), None).await.0, 404);
+    assert_eq!(
+        s.admin(Method::GET, &format!("/profiles/{user}"), None)
+            .await
+            .0,
+        404
+    );
+    assert_eq!(
+        s.admin(Method::GET, &format!("/profiles/{anon}"), None)
+            .await
+            .0,
+        404
+    );
     let (_, deliveries) = s.admin(Method::GET, "/deliveries?limit=500", None).await;
     assert!(!deliveries.to_string().contains(user));
     let (_, listed) = s.admin(Method::GET, "/regulations", None).await;
@@ -99,10 +144,16 @@ async fn after_delete_internal_no_api_and_no_byte_of_the_sqlite_file_holds_the_u
     // it): neither id is left in any file, while running or after a stop.
     let bytes = database_bytes(dir.path());
     assert!(!contains(&bytes, user), "the user id is still in the file");
-    assert!(!contains(&bytes, anon), "the anonymous id is still in the file");
+    assert!(
+        !contains(&bytes, anon),
+        "the anonymous id is still in the file"
+    );
     let dir = s.stop().await.unwrap_or(dir);
     let bytes = database_bytes(dir.path());
     assert!(!bytes.is_empty());
     assert!(!contains(&bytes, user), "the user id is still in the file");
-    assert!(!contains(&bytes, anon), "the anonymous id is still in the file");
+    assert!(
+        !contains(&bytes, anon),
+        "the anonymous id is still in the file"
+    );
 }

@@ -29,12 +29,23 @@ async fn suppressed_calls_get_200_are_counted_and_neither_stored_nor_delivered()
     let (_, list) = s.admin(Method::GET, "/suppressions", None).await;
     assert_eq!(list["data"], json!(["blocked"]));
 
-    send(&s, &key, "track", json!({"userId": "blocked", "event": "One"})).await;
-    send(&s, &key, "batch", json!({"batch": [
-        {"type": "track", "userId": "blocked", "event": "Two"},
-        {"type": "track", "userId": "free", "event": "Two"},
-        {"type": "identify", "userId": "blocked"},
-    ]}))
+    send(
+        &s,
+        &key,
+        "track",
+        json!({"userId": "blocked", "event": "One"}),
+    )
+    .await;
+    send(
+        &s,
+        &key,
+        "batch",
+        json!({"batch": [
+            {"type": "track", "userId": "blocked", "event": "Two"},
+            {"type": "track", "userId": "free", "event": "Two"},
+            {"type": "identify", "userId": "blocked"},
+        ]}),
+    )
     .await;
     rx.wait_for(1, Duration::from_secs(10)).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -61,11 +72,23 @@ async fn unsuppress_lets_data_sent_afterwards_flow_normally() {
     let rx = Receiver::start().await;
     hook(&s, &[&src], &rx).await;
     regulate(&s, "SUPPRESS_ONLY", &["back"], None).await;
-    send(&s, &key, "track", json!({"userId": "back", "event": "Before"})).await;
+    send(
+        &s,
+        &key,
+        "track",
+        json!({"userId": "back", "event": "Before"}),
+    )
+    .await;
     finished(&s, &regulate(&s, "UNSUPPRESS", &["back"], None).await).await;
     let (_, list) = s.admin(Method::GET, "/suppressions", None).await;
     assert_eq!(list["data"], json!([]));
-    send(&s, &key, "track", json!({"userId": "back", "event": "After"})).await;
+    send(
+        &s,
+        &key,
+        "track",
+        json!({"userId": "back", "event": "After"}),
+    )
+    .await;
     rx.wait_for(1, Duration::from_secs(10)).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     let events: Vec<String> = rx
