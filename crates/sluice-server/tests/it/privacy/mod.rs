@@ -3,6 +3,8 @@
 //! notifications out at a real receiver, signed.
 
 mod deletion;
+#[cfg(feature = "postgres-tests")]
+mod postgres;
 mod purge;
 mod suppression;
 
