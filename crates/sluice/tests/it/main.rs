@@ -6,3 +6,4 @@ mod process;
 mod config;
 mod durability;
 mod lifecycle;
+mod regulation_crash;
