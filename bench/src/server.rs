@@ -144,7 +144,7 @@ impl Sluice {
         resources::dir_bytes(self.data_dir.path())
     }
 
-    async fn admin(
+    pub async fn admin(
         &self,
         method: reqwest::Method,
         path: &str,

@@ -6,6 +6,7 @@
 //!   fixed offered rate; disk per stored event before and after delivery.
 //! - [`fanout`]: a healthy 5-URL destination next to a hanging or failing one.
 //! - [`retry`]: half the answers are 503; every event still lands exactly once.
+//! - [`privacy`]: suppression's cost to ingest, and the time of a purge.
 //!
 //! Resource figures (peak RSS, CPU per million events, disk) are taken by the
 //! scenarios that produce them and reported under `resources`.
@@ -13,6 +14,7 @@
 mod e2e;
 mod fanout;
 mod ingest;
+mod privacy;
 mod retry;
 
 use std::path::PathBuf;
@@ -35,6 +37,7 @@ pub enum Scenario {
     EndToEnd,
     Fanout,
     RetryStorm,
+    Privacy,
 }
 
 impl Scenario {
@@ -51,6 +54,7 @@ impl Scenario {
             Scenario::EndToEnd => "end-to-end",
             Scenario::Fanout => "fan-out and isolation",
             Scenario::RetryStorm => "retry storm",
+            Scenario::Privacy => "privacy",
         }
     }
 }
@@ -117,6 +121,7 @@ pub async fn run_all(plan: &Plan, scenarios: &[Scenario], report: &mut Report) {
             Scenario::EndToEnd => e2e::run(plan, report).await,
             Scenario::Fanout => fanout::run(plan, report).await,
             Scenario::RetryStorm => retry::run(plan, report).await,
+            Scenario::Privacy => privacy::run(plan, report).await,
         };
         match result {
             Ok(rss) => peak_rss = peak_rss.max(rss),
