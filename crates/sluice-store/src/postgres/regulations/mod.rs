@@ -39,6 +39,7 @@ CREATE TABLE regulation_subjects (
     events_purged    bigint NOT NULL DEFAULT 0,
     PRIMARY KEY (regulation_id, position)
 );
+CREATE INDEX regulation_subjects_subject ON regulation_subjects (regulation_id, subject_id);
 CREATE TABLE regulation_notifications (
     regulation_id  text COLLATE "C" NOT NULL,
     subject_id     text COLLATE "C" NOT NULL,

@@ -44,6 +44,7 @@ CREATE TABLE regulation_subjects (
     events_purged    INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (regulation_id, position)
 ) WITHOUT ROWID;
+CREATE INDEX regulation_subjects_subject ON regulation_subjects (regulation_id, subject_id);
 CREATE TABLE regulation_notifications (
     regulation_id  TEXT NOT NULL,
     subject_id     TEXT NOT NULL,
