@@ -14,11 +14,41 @@ use serde_json::{Map, Value, json};
 use sluice_store::{NewRegulation, Regulation, RegulationDetail, SuppressedCount, UsageDay, keys};
 
 use crate::AppState;
-use crate::admin::extract::{JsonObject, Params};
+use crate::admin::extract::Params;
 use crate::error::{ApiError, ApiResult};
 
 /// The most subject ids one regulation takes (as Segment).
 pub const MAX_SUBJECTS: usize = 5000;
+
+/// A regulation body may carry 5,000 ids of up to 1,024 bytes each, more
+/// than the admin API's usual cap.
+pub const MAX_REGULATION_BODY: usize = 6 * 1024 * 1024;
+
+/// A JSON object body read under [`MAX_REGULATION_BODY`].
+pub struct RegulationBody(pub Map<String, Value>);
+
+impl<S: Send + Sync> axum::extract::FromRequest<S> for RegulationBody {
+    type Rejection = ApiError;
+
+    async fn from_request(req: axum::extract::Request, _state: &S) -> Result<Self, ApiError> {
+        let bytes = axum::body::to_bytes(req.into_body(), MAX_REGULATION_BODY)
+            .await
+            .map_err(|_| {
+                ApiError::too_large(format!("body exceeds {MAX_REGULATION_BODY} bytes"))
+            })?;
+        match serde_json::from_slice::<Value>(&bytes) {
+            Ok(Value::Object(map)) => Ok(RegulationBody(map)),
+            Ok(_) => Err(ApiError::bad_request(
+                "invalid_json",
+                "body must be a JSON object",
+            )),
+            Err(e) => Err(ApiError::bad_request(
+                "invalid_json",
+                format!("invalid JSON: {e}"),
+            )),
+        }
+    }
+}
 
 /// What a regulation type does: (suppress change, purge, notify).
 pub fn regulation_kind(name: &str) -> Option<(Option<bool>, bool, bool)> {
@@ -96,7 +126,7 @@ fn parse(body: &Map<String, Value>) -> Result<(String, Vec<String>, Option<Strin
 /// `POST /regulations`: records the regulation and answers at once.
 pub async fn create(
     State(app): State<Arc<AppState>>,
-    JsonObject(body): JsonObject,
+    RegulationBody(body): RegulationBody,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     let (kind, subject_ids, source_id) = parse(&body)?;
     if let Some(id) = &source_id
