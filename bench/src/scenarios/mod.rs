@@ -11,6 +11,7 @@
 //! - [`slow`]: 1,000 clients without credentials holding half-sent bodies:
 //!   resident memory during and after, against the idle figure.
 //! - [`personas`]: ingest with and without 10 computed traits; engine catch-up.
+//! - [`privacy`]: suppression's cost to ingest, and the time of a purge.
 //!
 //! Resource figures (peak RSS, CPU per million events, disk) are taken by the
 //! scenarios that produce them and reported under `resources`.
@@ -19,6 +20,7 @@ mod e2e;
 mod fanout;
 mod ingest;
 mod personas;
+mod privacy;
 mod retry;
 mod schema;
 mod slow;
@@ -46,6 +48,7 @@ pub enum Scenario {
     Schema,
     SlowClients,
     Personas,
+    Privacy,
 }
 
 impl Scenario {
@@ -68,6 +71,7 @@ impl Scenario {
             Scenario::Schema => "schema and filtering",
             Scenario::SlowClients => "slow clients",
             Scenario::Personas => "personas",
+            Scenario::Privacy => "privacy",
         }
     }
 }
@@ -140,6 +144,7 @@ pub async fn run_all(plan: &Plan, scenarios: &[Scenario], report: &mut Report) {
             Scenario::Schema => schema::run(plan, report).await,
             Scenario::SlowClients => slow::run(plan, report).await,
             Scenario::Personas => personas::run(plan, report).await,
+            Scenario::Privacy => privacy::run(plan, report).await,
         };
         match result {
             Ok(rss) => peak_rss = peak_rss.max(rss),

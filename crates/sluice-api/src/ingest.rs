@@ -3,12 +3,14 @@
 //! `POST /v1/{kind}` where kind is a call type, `batch`, `import`, or the
 //! browser library's one-letter forms. Order of work, cheapest refusal first:
 //! path → capped body read (gzip aware) → write key from HTTP Basic → parse and
-//! validate the whole request → write key from the body → route, with source
-//! rules and destination filters ([`crate::gate`]) → commit → wake delivery →
-//! record the schema (in memory) → `200 {"success":true}`. Nothing is stored
-//! unless every item is valid, and the 200 is sent only after the commit. A
-//! call blocked by a rule is committed (marked) and answered 200 like any
-//! other, so clients do not retry it.
+//! validate the whole request → write key from the body → drop calls of
+//! suppressed users (in memory, see [`crate::suppression`]) → route, with
+//! source rules and destination filters ([`crate::gate`]) → commit → wake
+//! delivery → record the schema (in memory) → `200 {"success":true}`.
+//! Nothing is stored unless every item is valid, and the 200 is sent only
+//! after the commit. A call blocked by a rule is committed (marked) and
+//! answered 200 like any other, so clients do not retry it; a suppressed
+//! call is answered 200 and neither stored nor delivered.
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
@@ -59,7 +61,7 @@ pub async fn collect(
         received_at: Utc::now(),
         client_ip: Some(client_ip(&headers, peer, app.trust_forwarded_for)),
     };
-    let envelope = parse_request(endpoint, &bytes, &ctx, &app.limits).inspect_err(|_| {
+    let mut envelope = parse_request(endpoint, &bytes, &ctx, &app.limits).inspect_err(|_| {
         app.metrics.events_rejected.inc();
     })?;
     let route = match header_route {
@@ -71,6 +73,8 @@ pub async fn collect(
             authorize(&app, key)?
         }
     };
+    app.suppressions
+        .drop_suppressed(&route.source_id, &mut envelope.events, ctx.received_at);
     let count = envelope.events.len() as u64;
     let (request, shapes) = append_request(&route, envelope, ctx.received_at, app.schema.is_some());
     let started = Instant::now();

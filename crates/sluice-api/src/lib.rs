@@ -6,6 +6,7 @@
 //! - [`routes`]: the in-memory write key → source → destinations table,
 //!   with source rules and destination filters.
 //! - [`gate`]: source rules and destination filters applied at ingest.
+//! - [`suppression`]: the in-memory set of suppressed user ids.
 //! - [`body`]: capped, gzip-aware body reading.
 //! - [`budget`]: the memory budget for request bodies.
 //! - [`auth`]: write keys and the admin token from headers.
@@ -21,6 +22,7 @@ pub mod gate;
 pub mod ingest;
 pub mod metrics;
 pub mod routes;
+pub mod suppression;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -49,6 +51,8 @@ pub type Hook = Arc<dyn Fn() + Send + Sync>;
 pub struct AppState {
     pub store: Arc<dyn Store>,
     pub routes: RouteTable,
+    /// Suppressed user ids, checked by ingest (see `docs/privacy.md`).
+    pub suppressions: Arc<suppression::Suppressions>,
     pub limits: Limits,
     /// Take the client address from `X-Forwarded-For` (behind a trusted proxy).
     pub trust_forwarded_for: bool,

@@ -9,6 +9,7 @@
 //! - [`serve`]: the HTTP accept loop with its timeouts, connection cap and
 //!   bounded shutdown.
 //! - [`rlimit`]: the open-file limit.
+//! - [`privacy`]: the suppression sync and the regulation job.
 //!
 //! [`run`] is what the `sluice` binary calls and what tests call, on a
 //! listener bound to port 0.
@@ -16,6 +17,7 @@
 pub mod admin_token;
 pub mod bootstrap;
 pub mod config;
+pub mod privacy;
 pub mod rlimit;
 pub mod serve;
 pub mod tasks;
@@ -231,12 +233,27 @@ pub async fn run(
         .schema
         .enabled
         .then(|| Arc::new(Tracker::new(config.schema.max_entries_per_source)));
+    let suppressions = Arc::new(sluice_api::suppression::Suppressions::new());
+    suppressions.refresh(store.as_ref()).await?;
+    let suppression_sync =
+        privacy::spawn_sync(store.clone(), suppressions.clone(), stop_rx.clone());
+    let wake_for_regulations = engine.clone();
+    let regulation_job = privacy::spawn_job(
+        store.clone(),
+        privacy::JobConfig {
+            poll_interval: Duration::from_millis(config.personas.poll_interval_ms),
+            lease_ttl: Duration::from_secs(config.personas.lease_ttl_secs),
+        },
+        Arc::new(move || wake_for_regulations.notify()),
+        stop_rx.clone(),
+    );
     let ready = Arc::new(AtomicBool::new(false));
     let notify = engine.clone();
     let invalidate = engine.clone();
     let app = Arc::new(AppState {
         store: store.clone(),
         routes: routes.clone(),
+        suppressions,
         limits: config.limits(),
         trust_forwarded_for: config.trust_forwarded_for,
         admin_token_hash: token.hash,
@@ -324,6 +341,8 @@ pub async fn run(
             tracing::error!(error = %e, "schema flush task failed");
         }
     }
+    let _ = regulation_job.await;
+    let _ = suppression_sync.await;
     opened.close().await;
     tracing::info!("stopped");
     Ok(())

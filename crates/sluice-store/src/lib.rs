@@ -13,6 +13,8 @@
 //!   destination filters and blocked-call usage.
 //! - [`profiles`]: [`ProfileStore`], the profile engine's storage (a
 //!   sub-trait `Store` requires).
+//! - [`regulations`]: [`RegulationStore`], user deletion and suppression
+//!   (a sub-trait `Store` requires).
 //! - [`conformance`]: one behavioural suite every backend must pass.
 //!
 //! The data flows one way: `append` commits events together with their
@@ -26,6 +28,7 @@ pub mod keys;
 pub mod postgres;
 pub mod profiles;
 mod records;
+pub mod regulations;
 pub mod source_schema;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
@@ -39,6 +42,7 @@ pub use error::StoreError;
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresConfig, PostgresStore};
 pub use profiles::*;
+pub use regulations::*;
 pub use source_schema::{
     BlockedDay, SchemaEntry, SchemaEntryDelta, SchemaFlush, SchemaPage, SchemaQuery, SchemaSort,
     SchemaStore,
@@ -52,9 +56,9 @@ pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 /// The storage contract. Every method is atomic; `append` returns only after
 /// the events are durable (committed, fsynced per the backend's policy).
 /// Separate concerns live in sub-traits that `Store` requires
-/// ([`SchemaStore`], [`ProfileStore`]).
+/// ([`SchemaStore`], [`ProfileStore`], [`RegulationStore`]).
 #[async_trait]
-pub trait Store: SchemaStore + ProfileStore + Send + Sync + 'static {
+pub trait Store: SchemaStore + ProfileStore + RegulationStore + Send + Sync + 'static {
     // --- settings kept by the service itself -------------------------------
     /// Reads a service setting (for example the generated admin token hash).
     async fn get_meta(&self, key: &str) -> Result<Option<String>>;

@@ -8,6 +8,7 @@
 //!   destination filters.
 //! - [`webhook_settings`]: validation and masking of Webhooks settings.
 //! - [`personas`]: computed traits, audiences and profiles.
+//! - [`regulations`]: user deletion and suppression.
 //! - [`extract`]: body and query extractors with JSON errors.
 
 pub mod catalog;
@@ -15,6 +16,7 @@ pub mod deliveries;
 pub mod destinations;
 pub mod extract;
 pub mod personas;
+pub mod regulations;
 pub mod schema;
 pub mod sources;
 pub mod webhook_settings;
@@ -73,6 +75,12 @@ pub fn router(app: Arc<AppState>) -> Router<Arc<AppState>> {
         .route("/deliveries/{id}", get(deliveries::get))
         .route("/deliveries/{id}/replay", post(deliveries::replay_one))
         .merge(personas::router())
+        .route(
+            "/regulations",
+            post(regulations::create).get(regulations::list),
+        )
+        .route("/regulations/{id}", get(regulations::get))
+        .route("/suppressions", get(regulations::suppressions))
         .method_not_allowed_fallback(crate::method_not_allowed)
         .layer(from_fn_with_state(app, require_admin))
 }

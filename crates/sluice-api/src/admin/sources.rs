@@ -184,28 +184,18 @@ pub async fn usage(
     let to = day("to", today)?;
     let days = app.store.usage(&id, &from, &to).await?;
     let blocked = app.store.blocked_usage(&id, &from, &to).await?;
-    let data: Vec<Value> = days
-        .iter()
-        .map(|d| {
-            let by_event: serde_json::Map<String, Value> = blocked
-                .iter()
-                .filter(|b| b.day == d.day)
-                .map(|b| (b.event.clone(), json!(b.count)))
-                .collect();
-            let total: u64 = blocked
-                .iter()
-                .filter(|b| b.day == d.day)
-                .map(|b| b.count)
-                .sum();
-            json!({
-                "day": d.day,
-                "api_calls": d.api_calls,
-                "events": d.events,
-                "blocked": total,
-                "blocked_events": by_event,
-            })
-        })
-        .collect();
+    let suppressed = app.store.suppressed_usage(&id, &from, &to).await?;
+    let mut data = super::regulations::with_suppressed(days, suppressed);
+    for d in &mut data {
+        let day = d["day"].as_str().unwrap_or_default().to_owned();
+        let on_day = || blocked.iter().filter(|b| b.day == day);
+        let by_event: serde_json::Map<String, Value> = on_day()
+            .map(|b| (b.event.clone(), json!(b.count)))
+            .collect();
+        let total: u64 = on_day().map(|b| b.count).sum();
+        d["blocked"] = json!(total);
+        d["blocked_events"] = Value::Object(by_event);
+    }
     Ok(Json(json!({ "data": data })))
 }
 

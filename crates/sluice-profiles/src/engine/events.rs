@@ -4,7 +4,7 @@
 use std::collections::{BTreeSet, HashMap};
 
 use chrono::{DateTime, Utc};
-use sluice_store::{CursorEvent, PERSONAS_SOURCE, ProfileCommit, Store};
+use sluice_store::{CursorEvent, PERSONAS_SOURCE, PRIVACY_SOURCE, ProfileCommit, Store};
 
 use super::defs::Defs;
 use super::diff::{Scope, diff, group_values, record};
@@ -160,7 +160,7 @@ pub async fn step(
     };
     let calls: Vec<Call> = batch
         .iter()
-        .filter(|e| e.event.source_id != PERSONAS_SOURCE)
+        .filter(|e| e.event.source_id != PERSONAS_SOURCE && e.event.source_id != PRIVACY_SOURCE)
         .filter_map(|e| {
             Call::parse(
                 e.event.seq,

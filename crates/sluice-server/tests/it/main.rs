@@ -13,6 +13,7 @@ mod outbound;
 mod personas;
 #[cfg(feature = "postgres-tests")]
 mod postgres;
+mod privacy;
 mod receivers;
 mod schema;
 mod signing_ca;

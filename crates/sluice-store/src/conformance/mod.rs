@@ -21,6 +21,7 @@ mod cap;
 mod delivery;
 mod ingest;
 mod profiles;
+mod regulations;
 mod retention;
 mod schema;
 mod support;
@@ -30,6 +31,7 @@ pub use cap::*;
 pub use delivery::*;
 pub use ingest::*;
 pub use profiles::*;
+pub use regulations::*;
 pub use retention::*;
 pub use schema::*;
 
@@ -76,6 +78,10 @@ macro_rules! conformance_tests {
             the_engine_lease_is_exclusive_until_it_lapses,
             events_after_the_cursor_come_in_commit_order,
             a_step_commits_profiles_values_messages_and_cursor_together,
+            suppression_changes_come_in_version_order_and_unsuppress_lifts,
+            suppressed_counts_add_up_per_source_and_day,
+            the_regulation_lease_is_exclusive_until_it_lapses,
+            a_regulation_step_purges_and_notifies_once_then_finishes,
         );
     };
     (@each $fresh:expr; $($check:ident),* $(,)?) => {

@@ -53,6 +53,7 @@ mod delivery;
 mod destinations;
 mod ingest;
 mod profiles;
+mod regulations;
 mod rows;
 mod schema;
 mod source_schema;

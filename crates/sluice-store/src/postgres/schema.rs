@@ -232,6 +232,7 @@ const MIGRATIONS: &[(&str, &str)] = &[
     ("initial schema", V1),
     ("source schema", V2),
     ("profile engine", V3),
+    ("regulations", super::regulations::SCHEMA),
 ];
 
 /// First key of the migration advisory lock ("SLUI"); the second is a hash

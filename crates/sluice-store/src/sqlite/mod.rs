@@ -56,6 +56,7 @@ mod destinations;
 mod ingest;
 mod pool;
 mod profiles;
+mod regulations;
 mod rows;
 mod schema;
 mod source_schema;

@@ -215,8 +215,14 @@ CREATE TABLE computation_sends (
 ";
 
 /// Every migration, oldest first.
-pub(super) static MIGRATIONS: LazyLock<Migrations<'static>> =
-    LazyLock::new(|| Migrations::new(vec![M::up(V1), M::up(V2), M::up(V3)]));
+pub(super) static MIGRATIONS: LazyLock<Migrations<'static>> = LazyLock::new(|| {
+    Migrations::new(vec![
+        M::up(V1),
+        M::up(V2),
+        M::up(V3),
+        M::up(super::regulations::SCHEMA),
+    ])
+});
 
 /// Prepared statements kept per connection; covers every hot statement.
 const STATEMENT_CACHE: usize = 64;
@@ -225,6 +231,9 @@ const STATEMENT_CACHE: usize = 64;
 /// and the schema brought up to date. A 64 MiB page cache keeps a whole
 /// group's pages in memory (no spills mid-transaction); auto-checkpoint is
 /// only a safety net behind the checkpoint thread (16384 pages, 64 MiB).
+/// `secure_delete` zeroes what updates and deletes free, so a purged user
+/// leaves no stale copy in free space (`docs/privacy.md`); ingest only
+/// inserts, so it costs ingest nothing.
 pub(super) fn open_writer(config: &SqliteConfig) -> Result<Connection> {
     let mut conn = Connection::open(&config.path)?;
     conn.busy_timeout(config.busy_timeout)?;
@@ -238,6 +247,7 @@ pub(super) fn open_writer(config: &SqliteConfig) -> Result<Connection> {
         "PRAGMA synchronous = {};
          PRAGMA foreign_keys = OFF;
          PRAGMA temp_store = MEMORY;
+         PRAGMA secure_delete = ON;
          PRAGMA cache_size = -65536;
          PRAGMA wal_autocheckpoint = 16384;
          PRAGMA cache_size = -65536;

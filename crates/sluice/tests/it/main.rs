@@ -10,4 +10,5 @@ mod failure_log;
 mod hostile;
 mod lifecycle;
 mod personas;
+mod regulation_crash;
 mod secrets;

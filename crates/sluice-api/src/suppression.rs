@@ -1,0 +1,122 @@
+//! The in-memory suppression set ingest consults (see `docs/privacy.md`).
+//!
+//! Ingest must not pay a database round trip per request, so every node keeps
+//! the whole set of suppressed user ids in memory and applies the store's
+//! change log (`RegulationStore::suppression_changes`, ordered by version)
+//! on a short timer and right after a regulation is created here. A call
+//! whose `userId` is suppressed is dropped before the commit; the drop is
+//! counted in memory and flushed to the store's `usage_suppressed` counters
+//! by the same timer.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::{Mutex, RwLock};
+
+use chrono::{DateTime, Utc};
+use sluice_model::Event;
+use sluice_store::{RegulationStore, StoreError, SuppressedCount};
+
+/// Changes read per store query while catching up.
+const CHANGES_PAGE: u32 = 10_000;
+
+/// The suppressed user ids and the suppressed counts not yet flushed.
+#[derive(Default)]
+pub struct Suppressions {
+    ids: RwLock<HashSet<String>>,
+    /// Fast path: no lock is taken while nothing is suppressed.
+    any: AtomicBool,
+    /// The highest change version applied.
+    version: AtomicI64,
+    /// Serializes refreshes so changes apply in version order.
+    refreshing: tokio::sync::Mutex<()>,
+    unflushed: Mutex<HashMap<(String, String), u64>>,
+}
+
+impl Suppressions {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Applies every change made since the last refresh.
+    pub async fn refresh(&self, store: &dyn RegulationStore) -> Result<(), StoreError> {
+        let _turn = self.refreshing.lock().await;
+        loop {
+            let from = self.version.load(Ordering::Acquire);
+            let changes = store.suppression_changes(from, CHANGES_PAGE).await?;
+            let Some(last) = changes.last().map(|c| c.version) else {
+                return Ok(());
+            };
+            {
+                let mut ids = self.ids.write().unwrap_or_else(|p| p.into_inner());
+                for change in changes {
+                    if change.suppressed {
+                        ids.insert(change.user_id);
+                    } else {
+                        ids.remove(&change.user_id);
+                    }
+                }
+                self.any.store(!ids.is_empty(), Ordering::Release);
+            }
+            self.version.store(last, Ordering::Release);
+        }
+    }
+
+    /// How many ids are suppressed.
+    pub fn len(&self) -> usize {
+        self.ids.read().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        !self.any.load(Ordering::Acquire)
+    }
+
+    /// Removes the events of suppressed users from `events`, counts them for
+    /// `source_id`, and returns how many were removed.
+    pub fn drop_suppressed(
+        &self,
+        source_id: &str,
+        events: &mut Vec<Event>,
+        received_at: DateTime<Utc>,
+    ) -> u64 {
+        if !self.any.load(Ordering::Acquire) {
+            return 0;
+        }
+        let before = events.len();
+        {
+            let ids = self.ids.read().unwrap_or_else(|p| p.into_inner());
+            events.retain(|e| e.user_id.as_ref().is_none_or(|u| !ids.contains(u)));
+        }
+        let dropped = (before - events.len()) as u64;
+        if dropped > 0 {
+            let day = received_at.format("%Y-%m-%d").to_string();
+            let mut unflushed = self.unflushed.lock().unwrap_or_else(|p| p.into_inner());
+            *unflushed.entry((source_id.to_owned(), day)).or_default() += dropped;
+        }
+        dropped
+    }
+
+    /// Writes the counts gathered since the last flush to the store; on
+    /// failure they are kept for the next try.
+    pub async fn flush(&self, store: &dyn RegulationStore) -> Result<(), StoreError> {
+        let taken = std::mem::take(&mut *self.unflushed.lock().unwrap_or_else(|p| p.into_inner()));
+        if taken.is_empty() {
+            return Ok(());
+        }
+        let counts: Vec<SuppressedCount> = taken
+            .iter()
+            .map(|((source_id, day), events)| SuppressedCount {
+                source_id: source_id.clone(),
+                day: day.clone(),
+                events: *events,
+            })
+            .collect();
+        if let Err(e) = store.add_suppressed(counts).await {
+            let mut unflushed = self.unflushed.lock().unwrap_or_else(|p| p.into_inner());
+            for (key, n) in taken {
+                *unflushed.entry(key).or_default() += n;
+            }
+            return Err(e);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,138 @@
+//! [`RegulationStore`] for [`PostgresStore`]: requests and suppressions in
+//! `admin.rs`, the job's scan and its one-transaction purge in `purge.rs`.
+//! Suppression versions are assigned under a transaction-scoped advisory
+//! lock, so they commit in order and pollers never skip one.
+
+mod admin;
+mod purge;
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+
+use super::PostgresStore;
+use crate::{
+    NewRegulation, Regulation, RegulationCommit, RegulationDetail, RegulationStore, Result,
+    SubjectData, SuppressedCount, SuppressionChange,
+};
+
+/// Version 4: regulations and suppressions (see `crate::regulations`).
+pub(super) const SCHEMA: &str = r#"
+CREATE TABLE regulations (
+    id              text COLLATE "C" PRIMARY KEY,
+    regulation_type text NOT NULL,
+    source_id       text COLLATE "C",
+    status          text NOT NULL,
+    purge           boolean NOT NULL,
+    notify          boolean NOT NULL,
+    created_at      bigint NOT NULL,
+    finished_at     bigint
+);
+CREATE INDEX regulations_open ON regulations (created_at) WHERE finished_at IS NULL;
+CREATE TABLE regulation_subjects (
+    regulation_id    text COLLATE "C" NOT NULL,
+    position         bigint NOT NULL,
+    subject_id       text COLLATE "C" NOT NULL,
+    done             boolean NOT NULL DEFAULT false,
+    affected_sources text NOT NULL DEFAULT '[]',
+    events_purged    bigint NOT NULL DEFAULT 0,
+    PRIMARY KEY (regulation_id, position)
+);
+CREATE INDEX regulation_subjects_subject ON regulation_subjects (regulation_id, subject_id);
+CREATE TABLE regulation_notifications (
+    regulation_id  text COLLATE "C" NOT NULL,
+    subject_id     text COLLATE "C" NOT NULL,
+    source_id      text COLLATE "C" NOT NULL,
+    destination_id text COLLATE "C" NOT NULL,
+    delivery_id    bigint NOT NULL,
+    PRIMARY KEY (regulation_id, delivery_id)
+);
+CREATE TABLE suppressions (
+    user_id text COLLATE "C" PRIMARY KEY,
+    active  boolean NOT NULL,
+    version bigint NOT NULL
+);
+CREATE INDEX suppressions_version ON suppressions (version);
+CREATE TABLE usage_suppressed (
+    source_id text COLLATE "C" NOT NULL,
+    day       text COLLATE "C" NOT NULL,
+    events    bigint NOT NULL,
+    PRIMARY KEY (source_id, day)
+);
+CREATE TABLE regulation_engine (
+    id          integer PRIMARY KEY CHECK (id = 1),
+    lease_owner text,
+    lease_until bigint
+);
+INSERT INTO regulation_engine (id) VALUES (1);
+"#;
+
+#[async_trait]
+impl RegulationStore for PostgresStore {
+    async fn create_regulation(&self, new: NewRegulation) -> Result<Regulation> {
+        admin::create(&mut self.client().await?, &new).await
+    }
+
+    async fn list_regulations(&self, limit: u32) -> Result<Vec<Regulation>> {
+        admin::list(&self.client().await?, limit).await
+    }
+
+    async fn get_regulation(&self, id: &str) -> Result<Option<RegulationDetail>> {
+        admin::detail(&self.client().await?, id).await
+    }
+
+    async fn list_suppressions(&self, after: &str, limit: u32) -> Result<Vec<String>> {
+        admin::suppressions(&self.client().await?, after, limit).await
+    }
+
+    async fn suppression_changes(
+        &self,
+        version: i64,
+        limit: u32,
+    ) -> Result<Vec<SuppressionChange>> {
+        admin::changes(&self.client().await?, version, limit).await
+    }
+
+    async fn add_suppressed(&self, counts: Vec<SuppressedCount>) -> Result<()> {
+        admin::add_suppressed(&self.client().await?, &counts).await
+    }
+
+    async fn suppressed_usage(
+        &self,
+        source_id: &str,
+        from: &str,
+        to: &str,
+    ) -> Result<Vec<SuppressedCount>> {
+        admin::suppressed_usage(&self.client().await?, source_id, from, to).await
+    }
+
+    async fn take_regulation_lease(
+        &self,
+        owner: &str,
+        now: DateTime<Utc>,
+        ttl: Duration,
+    ) -> Result<bool> {
+        purge::take_lease(&self.client().await?, owner, now, ttl).await
+    }
+
+    async fn release_regulation_lease(&self, owner: &str) -> Result<()> {
+        purge::release_lease(&self.client().await?, owner).await
+    }
+
+    async fn next_regulation(&self, limit: u32) -> Result<Option<(Regulation, Vec<String>)>> {
+        admin::next(&self.client().await?, limit).await
+    }
+
+    async fn find_subject_data(
+        &self,
+        user_ids: Vec<String>,
+        source_id: Option<String>,
+    ) -> Result<Vec<SubjectData>> {
+        purge::find(&self.client().await?, &user_ids, source_id.as_deref()).await
+    }
+
+    async fn commit_regulation(&self, commit: RegulationCommit) -> Result<bool> {
+        purge::commit(&mut self.client().await?, &commit).await
+    }
+}

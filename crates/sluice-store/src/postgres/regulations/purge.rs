@@ -1,0 +1,258 @@
+//! The regulation job: its lease, the scan for a subject's data and the
+//! one-transaction purge. Sequences never hand a value out twice, so purged
+//! rows are simply deleted (unlike SQLite's rowids).
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use deadpool_postgres::{GenericClient, Transaction};
+
+use super::super::rows::{backend, big, get, ms};
+use crate::regulations::{delete_notification, identity_parts, pseudonym, status, subject_index};
+use crate::{PRIVACY_SOURCE, RegulationCommit, Result, SubjectData, SubjectPurge};
+
+pub(super) async fn take_lease(
+    c: &impl GenericClient,
+    owner: &str,
+    now: DateTime<Utc>,
+    ttl: Duration,
+) -> Result<bool> {
+    let until = ms(now).saturating_add(big(ttl.as_millis()));
+    let taken = c
+        .execute(
+            "UPDATE regulation_engine SET lease_owner = $1, lease_until = $2
+             WHERE id = 1 AND (lease_owner IS NULL OR lease_owner = $1 OR lease_until < $3)",
+            &[&owner, &until, &ms(now)],
+        )
+        .await
+        .map_err(backend)?;
+    Ok(taken == 1)
+}
+
+pub(super) async fn release_lease(c: &impl GenericClient, owner: &str) -> Result<()> {
+    c.execute(
+        "UPDATE regulation_engine SET lease_owner = NULL, lease_until = NULL
+         WHERE id = 1 AND lease_owner = $1",
+        &[&owner],
+    )
+    .await
+    .map_err(backend)?;
+    Ok(())
+}
+
+pub(super) async fn find(
+    c: &impl GenericClient,
+    user_ids: &[String],
+    source_id: Option<&str>,
+) -> Result<Vec<SubjectData>> {
+    let mut found = vec![SubjectData::default(); user_ids.len()];
+    let mut identities: Vec<(String, usize)> = Vec::new();
+    for (i, user_id) in user_ids.iter().enumerate() {
+        let key = format!("user:{user_id}");
+        identities.push((key.clone(), i));
+        let rows = c
+            .query(
+                "SELECT l.profile_id, l.identity FROM profile_identities u
+                 JOIN profile_identities l ON l.profile_id = u.profile_id
+                 WHERE u.identity = $1",
+                &[&key],
+            )
+            .await
+            .map_err(backend)?;
+        for row in &rows {
+            let profile: String = get(row, 0)?;
+            if !found[i].profile_ids.contains(&profile) {
+                found[i].profile_ids.push(profile);
+            }
+            identities.push((get(row, 1)?, i));
+        }
+    }
+    let index = subject_index(&identities);
+    let users: Vec<&str> = identities
+        .iter()
+        .filter_map(|(id, _)| id.strip_prefix("user:"))
+        .collect();
+    let anons: Vec<&str> = identities
+        .iter()
+        .filter_map(|(id, _)| id.strip_prefix("anon:"))
+        .collect();
+    let all: Vec<&str> = users.iter().chain(anons.iter()).copied().collect();
+    let rows = c
+        .query(
+            "SELECT seq, source_id, j->>'userId', j->>'anonymousId', j->>'previousId'
+             FROM (SELECT seq, source_id, body::jsonb AS j FROM events
+                   WHERE source_id <> $1 AND ($2::text IS NULL OR source_id = $2)) e
+             WHERE j->>'userId' = ANY($3) OR j->>'anonymousId' = ANY($4)
+                OR j->>'previousId' = ANY($5)",
+            &[&PRIVACY_SOURCE, &source_id, &users, &anons, &all],
+        )
+        .await
+        .map_err(backend)?;
+    for row in &rows {
+        if let Some(i) = identity_parts(&index, get(row, 2)?, get(row, 3)?, get(row, 4)?) {
+            found[i].events.push((get(row, 0)?, get(row, 1)?));
+        }
+    }
+    Ok(found)
+}
+
+pub(super) async fn commit(
+    client: &mut deadpool_postgres::Object,
+    commit: &RegulationCommit,
+) -> Result<bool> {
+    let tx = client.transaction().await.map_err(backend)?;
+    let holder: Option<String> = get(
+        &tx.query_one(
+            "SELECT lease_owner FROM regulation_engine WHERE id = 1 FOR UPDATE",
+            &[],
+        )
+        .await
+        .map_err(backend)?,
+        0,
+    )?;
+    if holder.as_deref() != Some(commit.owner.as_str()) {
+        return Ok(false);
+    }
+    let row = tx
+        .query_one(
+            "SELECT notify, source_id FROM regulations WHERE id = $1",
+            &[&commit.regulation_id],
+        )
+        .await
+        .map_err(backend)?;
+    let notify: bool = get(&row, 0)?;
+    let scoped: Option<String> = get(&row, 1)?;
+    for subject in &commit.subjects {
+        let pending = tx
+            .query_opt(
+                "SELECT position FROM regulation_subjects
+                 WHERE regulation_id = $1 AND subject_id = $2 AND NOT done",
+                &[&commit.regulation_id, &subject.subject_id],
+            )
+            .await
+            .map_err(backend)?;
+        let Some(pending) = pending else { continue };
+        let position: i64 = get(&pending, 0)?;
+        purge(&tx, subject, scoped.is_none()).await?;
+        let name = pseudonym(&subject.subject_id);
+        if notify {
+            notifications(&tx, &commit.regulation_id, subject, &name, commit.now).await?;
+        }
+        tx.execute(
+            "UPDATE regulation_subjects SET done = true, subject_id = $3,
+                    affected_sources = $4, events_purged = $5
+             WHERE regulation_id = $1 AND position = $2",
+            &[
+                &commit.regulation_id,
+                &position,
+                &name,
+                &serde_json::to_string(&subject.affected_sources).unwrap_or_default(),
+                &big(subject.event_seqs.len()),
+            ],
+        )
+        .await
+        .map_err(backend)?;
+    }
+    let left: i64 = get(
+        &tx.query_one(
+            "SELECT count(*) FROM regulation_subjects WHERE regulation_id = $1 AND NOT done",
+            &[&commit.regulation_id],
+        )
+        .await
+        .map_err(backend)?,
+        0,
+    )?;
+    let (state, finished) = if left == 0 && commit.subjects.is_empty() {
+        (status::FINISHED, Some(ms(commit.now)))
+    } else {
+        (status::RUNNING, None)
+    };
+    tx.execute(
+        "UPDATE regulations SET status = $2, finished_at = $3 WHERE id = $1",
+        &[&commit.regulation_id, &state, &finished],
+    )
+    .await
+    .map_err(backend)?;
+    tx.commit().await.map_err(backend)?;
+    Ok(true)
+}
+
+async fn purge(tx: &Transaction<'_>, subject: &SubjectPurge, profiles: bool) -> Result<()> {
+    let seqs = &subject.event_seqs;
+    for sql in [
+        "DELETE FROM attempts WHERE delivery_id IN
+           (SELECT id FROM deliveries WHERE event_seq = ANY($1))",
+        "DELETE FROM deliveries WHERE event_seq = ANY($1)",
+        "DELETE FROM events WHERE seq = ANY($1)",
+    ] {
+        tx.execute(sql, &[seqs]).await.map_err(backend)?;
+    }
+    if profiles {
+        let ids = &subject.profile_ids;
+        for sql in [
+            "DELETE FROM profile_identities WHERE profile_id = ANY($1)",
+            "DELETE FROM computed_values WHERE profile_id = ANY($1)",
+            "DELETE FROM profiles WHERE id = ANY($1)",
+        ] {
+            tx.execute(sql, &[ids]).await.map_err(backend)?;
+        }
+    }
+    Ok(())
+}
+
+async fn notifications(
+    tx: &Transaction<'_>,
+    regulation_id: &str,
+    subject: &SubjectPurge,
+    name: &str,
+    now: DateTime<Utc>,
+) -> Result<()> {
+    for source in &subject.affected_sources {
+        let rows = tx
+            .query(
+                "SELECT d.id FROM destinations d
+                 JOIN destination_sources ds ON ds.destination_id = d.id
+                 WHERE ds.source_id = $1 AND d.enabled AND d.kind = 'Webhooks' ORDER BY d.id",
+                &[source],
+            )
+            .await
+            .map_err(backend)?;
+        if rows.is_empty() {
+            continue;
+        }
+        let (message_id, body) = delete_notification(regulation_id, source, subject, now);
+        let seq: i64 = get(
+            &tx.query_one(
+                "INSERT INTO events (source_id, message_id, event_type, received_at, body)
+                 VALUES ($1, $2, 'delete', $3, $4) RETURNING seq",
+                &[&PRIVACY_SOURCE, &message_id, &ms(now), &body],
+            )
+            .await
+            .map_err(backend)?,
+            0,
+        )?;
+        for row in &rows {
+            let destination: String = get(row, 0)?;
+            let delivery: i64 = get(
+                &tx.query_one(
+                    "INSERT INTO deliveries (event_seq, destination_id, source_id, state,
+                                             attempts, next_attempt_at, updated_at)
+                     VALUES ($1, $2, $3, 'pending', 0, $4, $4) RETURNING id",
+                    &[&seq, &destination, source, &ms(now)],
+                )
+                .await
+                .map_err(backend)?,
+                0,
+            )?;
+            tx.execute(
+                "INSERT INTO regulation_notifications
+                   (regulation_id, subject_id, source_id, destination_id, delivery_id)
+                 VALUES ($1, $2, $3, $4, $5)",
+                &[&regulation_id, &name, source, &destination, &delivery],
+            )
+            .await
+            .map_err(backend)?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,177 @@
+//! [`RegulationStore`] for [`SqliteStore`]: requests and suppressions in
+//! `admin.rs`, the job's scan and its one-transaction purge in `purge.rs`.
+//!
+//! The writer runs with `secure_delete = ON` (see `schema.rs`), so every
+//! update and delete zeroes the space it frees: neither a purged row nor a
+//! stale copy left by an earlier update lingers in free space or on the
+//! freelist. After each purge commit a
+//! `TRUNCATE` checkpoint copies the zeroed pages into the database file and
+//! empties the WAL, whose older frames still held the purged rows.
+
+mod admin;
+mod purge;
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+
+use super::SqliteStore;
+use crate::{
+    NewRegulation, Regulation, RegulationCommit, RegulationDetail, RegulationStore, Result,
+    SubjectData, SuppressedCount, SuppressionChange,
+};
+
+/// Version 4: regulations and suppressions (see `crate::regulations`).
+pub(super) const SCHEMA: &str = "
+CREATE TABLE regulations (
+    id              TEXT PRIMARY KEY,
+    regulation_type TEXT NOT NULL,
+    source_id       TEXT,
+    status          TEXT NOT NULL,
+    purge           INTEGER NOT NULL,
+    notify          INTEGER NOT NULL,
+    created_at      INTEGER NOT NULL,
+    finished_at     INTEGER
+);
+CREATE INDEX regulations_open ON regulations (created_at) WHERE finished_at IS NULL;
+CREATE TABLE regulation_subjects (
+    regulation_id    TEXT NOT NULL,
+    position         INTEGER NOT NULL,
+    subject_id       TEXT NOT NULL,
+    done             INTEGER NOT NULL DEFAULT 0,
+    affected_sources TEXT NOT NULL DEFAULT '[]',
+    events_purged    INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (regulation_id, position)
+) WITHOUT ROWID;
+CREATE INDEX regulation_subjects_subject ON regulation_subjects (regulation_id, subject_id);
+CREATE TABLE regulation_notifications (
+    regulation_id  TEXT NOT NULL,
+    subject_id     TEXT NOT NULL,
+    source_id      TEXT NOT NULL,
+    destination_id TEXT NOT NULL,
+    delivery_id    INTEGER NOT NULL,
+    PRIMARY KEY (regulation_id, delivery_id)
+) WITHOUT ROWID;
+CREATE TABLE suppressions (
+    user_id TEXT PRIMARY KEY,
+    active  INTEGER NOT NULL,
+    version INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX suppressions_version ON suppressions (version);
+CREATE TABLE usage_suppressed (
+    source_id TEXT NOT NULL,
+    day       TEXT NOT NULL,
+    events    INTEGER NOT NULL,
+    PRIMARY KEY (source_id, day)
+) WITHOUT ROWID;
+CREATE TABLE regulation_engine (
+    id          INTEGER PRIMARY KEY CHECK (id = 1),
+    lease_owner TEXT,
+    lease_until INTEGER
+);
+INSERT INTO regulation_engine (id) VALUES (1);
+";
+
+#[async_trait]
+impl RegulationStore for SqliteStore {
+    async fn create_regulation(&self, new: NewRegulation) -> Result<Regulation> {
+        let weight = new.subject_ids.len();
+        self.writer
+            .run(weight, move |c| admin::create(c, &new))
+            .await
+    }
+
+    async fn list_regulations(&self, limit: u32) -> Result<Vec<Regulation>> {
+        self.readers.run(move |c| admin::list(c, limit)).await
+    }
+
+    async fn get_regulation(&self, id: &str) -> Result<Option<RegulationDetail>> {
+        let id = id.to_owned();
+        self.readers.run(move |c| admin::get(c, &id)).await
+    }
+
+    async fn list_suppressions(&self, after: &str, limit: u32) -> Result<Vec<String>> {
+        let after = after.to_owned();
+        self.readers
+            .run(move |c| admin::suppressions(c, &after, limit))
+            .await
+    }
+
+    async fn suppression_changes(
+        &self,
+        version: i64,
+        limit: u32,
+    ) -> Result<Vec<SuppressionChange>> {
+        self.readers
+            .run(move |c| admin::changes(c, version, limit))
+            .await
+    }
+
+    async fn add_suppressed(&self, counts: Vec<SuppressedCount>) -> Result<()> {
+        self.writer
+            .run(1, move |c| admin::add_suppressed(c, &counts))
+            .await
+    }
+
+    async fn suppressed_usage(
+        &self,
+        source_id: &str,
+        from: &str,
+        to: &str,
+    ) -> Result<Vec<SuppressedCount>> {
+        let (s, f, t) = (source_id.to_owned(), from.to_owned(), to.to_owned());
+        self.readers
+            .run(move |c| admin::suppressed_usage(c, &s, &f, &t))
+            .await
+    }
+
+    async fn take_regulation_lease(
+        &self,
+        owner: &str,
+        now: DateTime<Utc>,
+        ttl: Duration,
+    ) -> Result<bool> {
+        let owner = owner.to_owned();
+        self.writer
+            .run(1, move |c| purge::take_lease(c, &owner, now, ttl))
+            .await
+    }
+
+    async fn release_regulation_lease(&self, owner: &str) -> Result<()> {
+        let owner = owner.to_owned();
+        self.writer
+            .run(1, move |c| purge::release_lease(c, &owner))
+            .await
+    }
+
+    async fn next_regulation(&self, limit: u32) -> Result<Option<(Regulation, Vec<String>)>> {
+        self.readers.run(move |c| admin::next(c, limit)).await
+    }
+
+    async fn find_subject_data(
+        &self,
+        user_ids: Vec<String>,
+        source_id: Option<String>,
+    ) -> Result<Vec<SubjectData>> {
+        self.readers
+            .run(move |c| purge::find(c, &user_ids, source_id.as_deref()))
+            .await
+    }
+
+    async fn commit_regulation(&self, commit: RegulationCommit) -> Result<bool> {
+        let weight = commit.subjects.iter().map(|s| s.event_seqs.len()).sum();
+        let purged = !commit.subjects.is_empty();
+        let committed = self
+            .writer
+            .run(weight, move |c| purge::commit(c, &commit))
+            .await?;
+        if committed && purged {
+            let path = self.path.clone();
+            tokio::task::spawn_blocking(move || purge::truncate_wal(&path))
+                .await
+                .map_err(|e| crate::StoreError::Backend(format!("checkpoint task: {e}")))??;
+        }
+        Ok(committed)
+    }
+}

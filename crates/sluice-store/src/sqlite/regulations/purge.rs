@@ -1,0 +1,273 @@
+//! The regulation job: its lease, the scan for a subject's data (on a read
+//! connection, so ingest is not held up) and the one-transaction purge.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use rusqlite::{Connection, OptionalExtension, params};
+
+use super::super::rows::ms;
+use crate::regulations::{delete_notification, identity_parts, pseudonym, status, subject_index};
+use crate::{PRIVACY_SOURCE, RegulationCommit, Result, SubjectData, SubjectPurge};
+
+pub(super) fn take_lease(
+    c: &Connection,
+    owner: &str,
+    now: DateTime<Utc>,
+    ttl: Duration,
+) -> Result<bool> {
+    let until = ms(now).saturating_add(i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX));
+    let taken = c
+        .prepare_cached(
+            "UPDATE regulation_engine SET lease_owner = ?1, lease_until = ?2
+             WHERE id = 1 AND (lease_owner IS NULL OR lease_owner = ?1 OR lease_until < ?3)",
+        )?
+        .execute(params![owner, until, ms(now)])?;
+    Ok(taken == 1)
+}
+
+pub(super) fn release_lease(c: &Connection, owner: &str) -> Result<()> {
+    c.prepare_cached(
+        "UPDATE regulation_engine SET lease_owner = NULL, lease_until = NULL
+         WHERE id = 1 AND lease_owner = ?1",
+    )?
+    .execute([owner])?;
+    Ok(())
+}
+
+/// One pass over the events for every subject (see the trait docs).
+pub(super) fn find(
+    c: &Connection,
+    user_ids: &[String],
+    source_id: Option<&str>,
+) -> Result<Vec<SubjectData>> {
+    let mut found = vec![SubjectData::default(); user_ids.len()];
+    let mut identities: Vec<(String, usize)> = Vec::new();
+    {
+        let mut profile_of =
+            c.prepare_cached("SELECT profile_id FROM profile_identities WHERE identity = ?1")?;
+        let mut linked =
+            c.prepare_cached("SELECT identity FROM profile_identities WHERE profile_id = ?1")?;
+        for (i, user_id) in user_ids.iter().enumerate() {
+            identities.push((format!("user:{user_id}"), i));
+            let profile: Option<String> = profile_of
+                .query_row([format!("user:{user_id}")], |r| r.get(0))
+                .optional()?;
+            if let Some(profile) = profile {
+                let rows = linked.query_map([&profile], |r| r.get::<_, String>(0))?;
+                for identity in rows {
+                    identities.push((identity?, i));
+                }
+                found[i].profile_ids.push(profile);
+            }
+        }
+    }
+    let index = subject_index(&identities);
+    let mut stmt = c.prepare_cached(
+        "SELECT seq, source_id,
+                CAST(json_extract(body, '$.userId') AS TEXT),
+                CAST(json_extract(body, '$.anonymousId') AS TEXT),
+                CAST(json_extract(body, '$.previousId') AS TEXT)
+         FROM events WHERE source_id != ?1 AND (?2 IS NULL OR source_id = ?2)",
+    )?;
+    let mut rows = stmt.query(params![PRIVACY_SOURCE, source_id])?;
+    while let Some(row) = rows.next()? {
+        let user: Option<String> = row.get(2)?;
+        let anon: Option<String> = row.get(3)?;
+        let previous: Option<String> = row.get(4)?;
+        let Some(i) = identity_parts(&index, user, anon, previous) else {
+            continue;
+        };
+        found[i].events.push((row.get(0)?, row.get(1)?));
+    }
+    Ok(found)
+}
+
+pub(super) fn commit(c: &Connection, commit: &RegulationCommit) -> Result<bool> {
+    let holder: Option<String> = c
+        .prepare_cached("SELECT lease_owner FROM regulation_engine WHERE id = 1")?
+        .query_row([], |r| r.get(0))?;
+    if holder.as_deref() != Some(commit.owner.as_str()) {
+        return Ok(false);
+    }
+    purge_all(c, commit).map(|()| true)
+}
+
+fn purge_all(c: &Connection, commit: &RegulationCommit) -> Result<()> {
+    let (notify, scoped): (bool, Option<String>) = c
+        .prepare_cached("SELECT notify, source_id FROM regulations WHERE id = ?1")?
+        .query_row([&commit.regulation_id], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    let now = ms(commit.now);
+    for subject in &commit.subjects {
+        let pending: Option<i64> = c
+            .prepare_cached(
+                "SELECT position FROM regulation_subjects
+                 WHERE regulation_id = ?1 AND subject_id = ?2 AND done = 0",
+            )?
+            .query_row(params![commit.regulation_id, subject.subject_id], |r| {
+                r.get(0)
+            })
+            .optional()?;
+        let Some(position) = pending else { continue };
+        purge_events(c, &subject.event_seqs)?;
+        if scoped.is_none() {
+            purge_profiles(c, &subject.profile_ids)?;
+        }
+        let name = pseudonym(&subject.subject_id);
+        if notify {
+            write_notifications(c, &commit.regulation_id, subject, &name, commit.now)?;
+        }
+        c.prepare_cached(
+            "UPDATE regulation_subjects SET done = 1, subject_id = ?3, affected_sources = ?4,
+                    events_purged = ?5
+             WHERE regulation_id = ?1 AND position = ?2",
+        )?
+        .execute(params![
+            commit.regulation_id,
+            position,
+            name,
+            serde_json::to_string(&subject.affected_sources).unwrap_or_default(),
+            i64::try_from(subject.event_seqs.len()).unwrap_or(i64::MAX),
+        ])?;
+    }
+    let left: i64 = c
+        .prepare_cached(
+            "SELECT count(*) FROM regulation_subjects WHERE regulation_id = ?1 AND done = 0",
+        )?
+        .query_row([&commit.regulation_id], |r| r.get(0))?;
+    // A step with subjects never finishes the regulation: the job confirms
+    // with an empty step once the purge is on disk (see the trait docs).
+    let (state, finished) = if left == 0 && commit.subjects.is_empty() {
+        (status::FINISHED, Some(now))
+    } else {
+        (status::RUNNING, None)
+    };
+    c.prepare_cached("UPDATE regulations SET status = ?2, finished_at = ?3 WHERE id = ?1")?
+        .execute(params![commit.regulation_id, state, finished])?;
+    Ok(())
+}
+
+/// Deletes events with their deliveries and attempts. The newest event and
+/// the newest delivery are emptied instead of deleted: their rowids must
+/// never be handed out again (see `schema.rs`).
+fn purge_events(c: &Connection, seqs: &[i64]) -> Result<()> {
+    if seqs.is_empty() {
+        return Ok(());
+    }
+    let max_event: i64 = c
+        .prepare_cached("SELECT coalesce(max(seq), 0) FROM events")?
+        .query_row([], |r| r.get(0))?;
+    let max_delivery: i64 = c
+        .prepare_cached("SELECT coalesce(max(id), 0) FROM deliveries")?
+        .query_row([], |r| r.get(0))?;
+    for &seq in seqs {
+        c.prepare_cached(
+            "DELETE FROM attempts WHERE delivery_id IN
+               (SELECT id FROM deliveries WHERE event_seq = ?1)",
+        )?
+        .execute([seq])?;
+        c.prepare_cached(
+            "UPDATE deliveries SET event_seq = 0, state = 'discarded', last_error = NULL,
+                    lease_until = NULL
+             WHERE event_seq = ?1 AND id = ?2",
+        )?
+        .execute([seq, max_delivery])?;
+        c.prepare_cached("DELETE FROM deliveries WHERE event_seq = ?1")?
+            .execute([seq])?;
+        if seq == max_event {
+            c.prepare_cached(
+                "UPDATE events SET source_id = ?2, message_id = '', event_type = 'purged',
+                        body = '{\"type\":\"purged\"}'
+                 WHERE seq = ?1",
+            )?
+            .execute(params![seq, PRIVACY_SOURCE])?;
+        } else {
+            c.prepare_cached("DELETE FROM events WHERE seq = ?1")?
+                .execute([seq])?;
+        }
+    }
+    Ok(())
+}
+
+fn purge_profiles(c: &Connection, ids: &[String]) -> Result<()> {
+    for id in ids {
+        c.prepare_cached("DELETE FROM profile_identities WHERE profile_id = ?1")?
+            .execute([id])?;
+        c.prepare_cached("DELETE FROM computed_values WHERE profile_id = ?1")?
+            .execute([id])?;
+        c.prepare_cached("DELETE FROM profiles WHERE id = ?1")?
+            .execute([id])?;
+    }
+    Ok(())
+}
+
+/// One notification event per affected source with at least one enabled
+/// Webhooks destination, one pending delivery per destination.
+fn write_notifications(
+    c: &Connection,
+    regulation_id: &str,
+    subject: &SubjectPurge,
+    name: &str,
+    now: DateTime<Utc>,
+) -> Result<()> {
+    let mut destinations_of = c.prepare_cached(
+        "SELECT d.id FROM destinations d
+         JOIN destination_sources ds ON ds.destination_id = d.id
+         WHERE ds.source_id = ?1 AND d.enabled = 1 AND d.kind = 'Webhooks' ORDER BY d.id",
+    )?;
+    let mut by_source: HashMap<&str, Vec<String>> = HashMap::new();
+    for source in &subject.affected_sources {
+        let ids = destinations_of
+            .query_map([source], |r| r.get(0))?
+            .collect::<rusqlite::Result<Vec<String>>>()?;
+        by_source.insert(source, ids);
+    }
+    for source in &subject.affected_sources {
+        let destinations = by_source.get(source.as_str()).cloned().unwrap_or_default();
+        if destinations.is_empty() {
+            continue;
+        }
+        let (message_id, body) = delete_notification(regulation_id, source, subject, now);
+        let seq = c
+            .prepare_cached(
+                "INSERT INTO events (source_id, message_id, event_type, received_at, body)
+                 VALUES (?1, ?2, 'delete', ?3, ?4)",
+            )?
+            .insert(params![PRIVACY_SOURCE, message_id, ms(now), body])?;
+        for destination in destinations {
+            let delivery = c
+                .prepare_cached(
+                    "INSERT INTO deliveries (event_seq, destination_id, source_id, state,
+                                             attempts, next_attempt_at, updated_at)
+                     VALUES (?1, ?2, ?3, 'pending', 0, ?4, ?4)",
+                )?
+                .insert(params![seq, destination, source, ms(now)])?;
+            c.prepare_cached(
+                "INSERT INTO regulation_notifications
+                   (regulation_id, subject_id, source_id, destination_id, delivery_id)
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+            )?
+            .execute(params![regulation_id, name, source, destination, delivery])?;
+        }
+    }
+    Ok(())
+}
+
+/// Copies the whole WAL into the database and truncates it to zero bytes,
+/// on a connection of its own (a checkpoint cannot run inside the writer's
+/// transaction). The checkpoint thread's PASSIVE runs (nudged by this very
+/// commit) make it busy for a moment, so it is retried for a while.
+pub(super) fn truncate_wal(path: &std::path::Path) -> Result<()> {
+    let conn = Connection::open(path)?;
+    conn.busy_timeout(Duration::from_secs(5))?;
+    for _ in 0..100 {
+        let busy: i64 = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0))?;
+        if busy == 0 {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    tracing::warn!("purge checkpoint could not complete: the WAL is still in use");
+    Ok(())
+}
