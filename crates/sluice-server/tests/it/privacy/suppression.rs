@@ -24,16 +24,16 @@ async fn suppressed_calls_get_200_are_counted_and_neither_stored_nor_delivered()
     let (src, key) = s.source("app").await;
     let rx = Receiver::start().await;
     hook(&s, &[&src], &rx).await;
-    let id = regulate(&s, "SUPPRESS_ONLY", &["blocked"], None).await;
+    let id = regulate(&s, "SUPPRESS_ONLY", &["hushed-user"], None).await;
     assert_eq!(finished(&s, &id).await["subjects"], json!(1));
     let (_, list) = s.admin(Method::GET, "/suppressions", None).await;
-    assert_eq!(list["data"], json!(["blocked"]));
+    assert_eq!(list["data"], json!(["hushed-user"]));
 
     send(
         &s,
         &key,
         "track",
-        json!({"userId": "blocked", "event": "One"}),
+        json!({"userId": "hushed-user", "event": "One"}),
     )
     .await;
     send(
@@ -41,16 +41,16 @@ async fn suppressed_calls_get_200_are_counted_and_neither_stored_nor_delivered()
         &key,
         "batch",
         json!({"batch": [
-            {"type": "track", "userId": "blocked", "event": "Two"},
+            {"type": "track", "userId": "hushed-user", "event": "Two"},
             {"type": "track", "userId": "free", "event": "Two"},
-            {"type": "identify", "userId": "blocked"},
+            {"type": "identify", "userId": "hushed-user"},
         ]}),
     )
     .await;
     rx.wait_for(1, Duration::from_secs(10)).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(users_received(&rx), vec!["free".to_string()]);
-    assert!(!stored_mentions(&s, &src, "blocked").await);
+    assert!(!stored_mentions(&s, &src, "hushed-user").await);
     assert!(stored_mentions(&s, &src, "free").await);
     let day: Value = eventually(10, || async {
         let (_, usage) = s
