@@ -8,21 +8,9 @@ use base64::Engine;
 use serde_json::{Value, json};
 use sluice_testkit::Receiver;
 
-use crate::process::{TOKEN, start};
+use crate::process::{TOKEN, admin, start};
 
 const PEOPLE: usize = 3000;
-
-async fn admin(base: &str, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
-    let mut req = reqwest::Client::new()
-        .request(method, format!("{base}/api/v1{path}"))
-        .bearer_auth(TOKEN);
-    if let Some(b) = body {
-        req = req.json(&b);
-    }
-    let resp = req.send().await.expect("admin request");
-    assert!(resp.status().is_success(), "{path}: {}", resp.status());
-    resp.json().await.unwrap_or(Value::Null)
-}
 
 /// Message ids of every delivery to `dest`.
 async fn outbox(base: &str, dest: &str) -> Vec<String> {

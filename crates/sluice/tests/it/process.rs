@@ -103,3 +103,22 @@ impl Sluice {
         self.child.id().expect("running")
     }
 }
+
+/// One admin API call under `/api/v1` with the test token; asserts a 2xx and
+/// returns the JSON answer (`null` for an empty one).
+pub async fn admin(
+    base: &str,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<serde_json::Value>,
+) -> serde_json::Value {
+    let mut req = reqwest::Client::new()
+        .request(method, format!("{base}/api/v1{path}"))
+        .bearer_auth(TOKEN);
+    if let Some(b) = body {
+        req = req.json(&b);
+    }
+    let resp = req.send().await.expect("admin request");
+    assert!(resp.status().is_success(), "{path}: {}", resp.status());
+    resp.json().await.unwrap_or(serde_json::Value::Null)
+}

@@ -10,7 +10,7 @@ use reqwest::Client;
 use serde_json::{Value, json};
 use sluice_testkit::Receiver;
 
-use crate::process::{TOKEN, start};
+use crate::process::{admin, start};
 
 const USERS: usize = 1500;
 const SECRET: &str = "whsec-crash-0123456789";
@@ -20,24 +20,6 @@ const FAST_LEASE: &[(&str, &str)] = &[
     ("SLUICE_STORAGE__SYNCHRONOUS", "normal"),
 ];
 
-async fn admin(
-    http: &Client,
-    base: &str,
-    method: reqwest::Method,
-    path: &str,
-    body: Option<Value>,
-) -> Value {
-    let mut req = http
-        .request(method, format!("{base}/api/v1{path}"))
-        .bearer_auth(TOKEN);
-    if let Some(b) = body {
-        req = req.json(&b);
-    }
-    let resp = req.send().await.expect("admin request");
-    assert!(resp.status().is_success(), "{path}: {}", resp.status());
-    resp.json().await.expect("json")
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_regulation_killed_mid_purge_resumes_and_notifies_each_subject_once() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -46,7 +28,6 @@ async fn a_regulation_killed_mid_purge_resumes_and_notifies_each_subject_once() 
     let mut node = start(dir.path(), FAST_LEASE).await;
     let base = node.base.clone();
     let src = admin(
-        &http,
         &base,
         reqwest::Method::POST,
         "/sources",
@@ -58,7 +39,6 @@ async fn a_regulation_killed_mid_purge_resumes_and_notifies_each_subject_once() 
         src["write_key"].as_str().unwrap_or_default(),
     );
     admin(
-        &http,
         &base,
         reqwest::Method::POST,
         "/destinations",
@@ -89,7 +69,6 @@ async fn a_regulation_killed_mid_purge_resumes_and_notifies_each_subject_once() 
     }
 
     let created = admin(
-        &http,
         &base,
         reqwest::Method::POST,
         "/regulations",
@@ -114,7 +93,6 @@ async fn a_regulation_killed_mid_purge_resumes_and_notifies_each_subject_once() 
     let mut detail = Value::Null;
     for _ in 0..1500 {
         detail = admin(
-            &http,
             &base,
             reqwest::Method::GET,
             &format!("/regulations/{id}"),
@@ -134,7 +112,6 @@ async fn a_regulation_killed_mid_purge_resumes_and_notifies_each_subject_once() 
         "one notification per subject, none twice"
     );
     let events = admin(
-        &http,
         &base,
         reqwest::Method::GET,
         &format!("/sources/{src_id}/events?limit=500"),
