@@ -58,42 +58,44 @@ type encoder struct {
 	failed bool
 }
 
+// head opens a message and writes the fields every call type but Alias
+// starts with, in their struct order.
+func (e *encoder) head(context, integrations map[string]interface{}) {
+	e.begin()
+	e.mapField("context", context)
+	e.mapField("integrations", integrations)
+}
+
+// ids writes the optional identity pair, in struct order.
+func (e *encoder) ids(anonymousID, userID string) {
+	e.stringField("anonymousId", anonymousID, true)
+	e.stringField("userId", userID, true)
+}
+
 func (e *encoder) message(v interface{}) {
 	switch m := v.(type) {
 	case *Identify:
-		e.begin()
-		e.mapField("context", m.Context)
-		e.mapField("integrations", m.Integrations)
+		e.head(m.Context, m.Integrations)
 		e.mapField("traits", m.Traits)
-		e.stringField("anonymousId", m.AnonymousId, true)
-		e.stringField("userId", m.UserId, true)
+		e.ids(m.AnonymousId, m.UserId)
 		e.common(&m.Message)
 	case *Track:
-		e.begin()
-		e.mapField("context", m.Context)
-		e.mapField("integrations", m.Integrations)
+		e.head(m.Context, m.Integrations)
 		e.mapField("properties", m.Properties)
-		e.stringField("anonymousId", m.AnonymousId, true)
-		e.stringField("userId", m.UserId, true)
+		e.ids(m.AnonymousId, m.UserId)
 		e.stringField("event", m.Event, false)
 		e.common(&m.Message)
 	case *Page:
-		e.begin()
-		e.mapField("context", m.Context)
-		e.mapField("integrations", m.Integrations)
+		e.head(m.Context, m.Integrations)
 		e.mapField("properties", m.Traits)
-		e.stringField("anonymousId", m.AnonymousId, true)
-		e.stringField("userId", m.UserId, true)
+		e.ids(m.AnonymousId, m.UserId)
 		e.stringField("category", m.Category, true)
 		e.stringField("name", m.Name, true)
 		e.common(&m.Message)
 	case *Group:
-		e.begin()
-		e.mapField("context", m.Context)
-		e.mapField("integrations", m.Integrations)
+		e.head(m.Context, m.Integrations)
 		e.mapField("traits", m.Traits)
-		e.stringField("anonymousId", m.AnonymousId, true)
-		e.stringField("userId", m.UserId, true)
+		e.ids(m.AnonymousId, m.UserId)
 		e.stringField("groupId", m.GroupId, false)
 		e.common(&m.Message)
 	case *Alias:
