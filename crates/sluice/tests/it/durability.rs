@@ -9,7 +9,7 @@ use base64::Engine;
 use rand::Rng;
 use serde_json::{Value, json};
 
-use crate::process::{TOKEN, start};
+use crate::process::{TOKEN, all_events, start};
 
 const ROUNDS: usize = 4;
 const WRITERS: usize = 8;
@@ -59,31 +59,11 @@ async fn writer(base: String, key: String, round: usize, w: usize, acked: Arc<Mu
 }
 
 pub async fn stored_ids(base: &str, source: &str) -> HashSet<String> {
-    let http = reqwest::Client::new();
-    let mut ids = HashSet::new();
-    let mut before: Option<i64> = None;
-    loop {
-        let mut url = format!("{base}/api/v1/sources/{source}/events?limit=500");
-        if let Some(b) = before {
-            url.push_str(&format!("&before={b}"));
-        }
-        let v: Value = http
-            .get(url)
-            .bearer_auth(TOKEN)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        for e in v["data"].as_array().unwrap() {
-            ids.insert(e["message_id"].as_str().unwrap().to_owned());
-        }
-        match v["next_before"].as_i64() {
-            Some(b) => before = Some(b),
-            None => return ids,
-        }
-    }
+    all_events(base, source)
+        .await
+        .iter()
+        .filter_map(|e| e["message_id"].as_str().map(str::to_owned))
+        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -122,3 +122,31 @@ pub async fn admin(
     assert!(resp.status().is_success(), "{path}: {}", resp.status());
     resp.json().await.unwrap_or(serde_json::Value::Null)
 }
+
+/// Every stored event of `source` as the debugger lists them (newest first),
+/// paging through `before` until the end.
+pub async fn all_events(base: &str, source: &str) -> Vec<serde_json::Value> {
+    let http = reqwest::Client::new();
+    let mut all = Vec::new();
+    let mut before: Option<i64> = None;
+    loop {
+        let mut url = format!("{base}/api/v1/sources/{source}/events?limit=500");
+        if let Some(b) = before {
+            url.push_str(&format!("&before={b}"));
+        }
+        let page: serde_json::Value = http
+            .get(url)
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .expect("events request")
+            .json()
+            .await
+            .expect("events json");
+        all.extend(page["data"].as_array().cloned().unwrap_or_default());
+        match page["next_before"].as_i64() {
+            Some(b) => before = Some(b),
+            None => return all,
+        }
+    }
+}

@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::{run, sluice, source};
-use crate::process::{TOKEN, start};
+use crate::process::{all_events, start};
 
 const LINES: u64 = 100_000;
 const NOT_JSON_LINE: u64 = 12_345;
@@ -63,33 +63,13 @@ fn done_lines(checkpoint: &Path) -> u64 {
 
 /// Every stored event's messageId (with how often it is stored) and timestamp.
 async fn stored(base: &str, source_id: &str) -> HashMap<String, (u32, String)> {
-    let http = reqwest::Client::new();
     let mut seen: HashMap<String, (u32, String)> = HashMap::new();
-    let mut before: Option<i64> = None;
-    loop {
-        let mut url = format!("{base}/api/v1/sources/{source_id}/events?limit=500");
-        if let Some(b) = before {
-            url.push_str(&format!("&before={b}"));
-        }
-        let page: Value = http
-            .get(url)
-            .bearer_auth(TOKEN)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        for row in page["data"].as_array().unwrap() {
-            let id = row["message_id"].as_str().unwrap().to_owned();
-            let ts = row["event"]["timestamp"].as_str().unwrap_or("").to_owned();
-            seen.entry(id).or_insert((0, ts)).0 += 1;
-        }
-        match page["next_before"].as_i64() {
-            Some(b) => before = Some(b),
-            None => return seen,
-        }
+    for row in all_events(base, source_id).await {
+        let id = row["message_id"].as_str().unwrap_or_default().to_owned();
+        let ts = row["event"]["timestamp"].as_str().unwrap_or("").to_owned();
+        seen.entry(id).or_insert((0, ts)).0 += 1;
     }
+    seen
 }
 
 /// The same, read from the server's SQLite file (opened read-only beside
