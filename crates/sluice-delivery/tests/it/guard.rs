@@ -2,6 +2,7 @@
 //! after resolution, so neither an IP literal nor a name that resolves (or
 //! re-resolves, DNS rebinding) to a blocked address gets a request out.
 
+use sluice_store::DeliveryStore;
 use std::net::IpAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -14,7 +15,7 @@ use sluice_delivery::sender::resolver::{
 };
 use sluice_delivery::sender::{Job, Sender};
 use sluice_outbound::NetworkPolicy;
-use sluice_store::{DeliveryState, Store};
+use sluice_store::DeliveryState;
 use sluice_testkit::Receiver;
 
 use crate::support::*;

@@ -1,9 +1,10 @@
 //! Retryable failures are retried with backoff until success or the window ends.
 
+use sluice_store::DeliveryStore;
 use std::time::Duration;
 
 use chrono::Utc;
-use sluice_store::{DeliveryFilter, DeliveryState, Store};
+use sluice_store::{DeliveryFilter, DeliveryState};
 use sluice_testkit::{Receiver, Reply};
 
 use crate::support::*;

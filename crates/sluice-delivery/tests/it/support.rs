@@ -1,6 +1,9 @@
 //! Shared fixtures: a real SQLite store in a temp dir, the real engine with
 //! short timings, and helpers to create destinations and append events.
 
+use sluice_store::CatalogStore;
+use sluice_store::DeliveryStore;
+use sluice_store::EventStore;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -12,7 +15,7 @@ use sluice_outbound::NetworkPolicy;
 use sluice_store::sqlite::{SqliteConfig, SqliteStore};
 use sluice_store::{
     AppendRequest, Attempt, DeliveryFilter, DeliveryRecord, DeliveryState, NewDestination,
-    NewEvent, NewSource, Store, WebhookSettings, WebhookUrl,
+    NewEvent, NewSource, WebhookSettings, WebhookUrl,
 };
 use tempfile::TempDir;
 use tokio::sync::oneshot;

@@ -2,10 +2,11 @@
 //! deliveries are all dead by the window's end plus a poll or two, while a
 //! healthy neighbour keeps delivering.
 
+use sluice_store::DeliveryStore;
 use std::time::{Duration, Instant};
 
 use sluice_delivery::DeliveryConfig;
-use sluice_store::{DeliveryFilter, DeliveryState, Store};
+use sluice_store::{DeliveryFilter, DeliveryState};
 use sluice_testkit::{Receiver, Reply};
 
 use crate::support::*;

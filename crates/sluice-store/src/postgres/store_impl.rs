@@ -1,4 +1,4 @@
-//! [`Store`] for [`PostgresStore`]: appends go to the group-commit writer;
+//! The [`Store`](crate::Store) sub-traits for [`PostgresStore`]: appends go to the group-commit writer;
 //! everything else takes a pooled connection. Each method is a thin hop to
 //! the function doing the work.
 
@@ -10,13 +10,13 @@ use chrono::{DateTime, Utc};
 use super::{PostgresStore, deliveries, delivery, destinations, ingest, sources};
 use crate::records::{PRUNE_CHUNK, now};
 use crate::{
-    AppendRequest, Attempt, AttemptReport, DeliveryFilter, DeliveryRecord, Destination,
-    DestinationPatch, DueDelivery, NewDestination, NewSource, Result, Source, SourcePatch, Store,
-    StoredEvent, UsageDay,
+    AppendRequest, Attempt, AttemptReport, CatalogStore, DeliveryFilter, DeliveryRecord,
+    DeliveryStore, Destination, DestinationPatch, DueDelivery, EventStore, NewDestination,
+    NewSource, Result, Source, SourcePatch, StoredEvent, UsageDay,
 };
 
 #[async_trait]
-impl Store for PostgresStore {
+impl CatalogStore for PostgresStore {
     async fn get_meta(&self, key: &str) -> Result<Option<String>> {
         sources::get_meta(&self.client().await?, key).await
     }
@@ -72,7 +72,10 @@ impl Store for PostgresStore {
     async fn delete_destination(&self, id: &str) -> Result<bool> {
         destinations::delete_destination(&mut self.client().await?, id, now()).await
     }
+}
 
+#[async_trait]
+impl EventStore for PostgresStore {
     async fn append(&self, request: AppendRequest) -> Result<()> {
         self.writer.append(request).await
     }
@@ -90,6 +93,23 @@ impl Store for PostgresStore {
         ingest::usage(&self.client().await?, source_id, from, to).await
     }
 
+    /// Runs as a series of small transactions (each atomic) so a large
+    /// backlog never holds locks for long; an interrupted prune resumes cleanly.
+    async fn prune(&self, before: DateTime<Utc>) -> Result<u64> {
+        let mut total = 0;
+        loop {
+            let chunk =
+                deliveries::prune_chunk(&mut self.client().await?, before, PRUNE_CHUNK).await?;
+            total += chunk.deleted;
+            if chunk.taken < PRUNE_CHUNK as usize {
+                return Ok(total);
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl DeliveryStore for PostgresStore {
     async fn claim_due(
         &self,
         now: DateTime<Utc>,
@@ -125,19 +145,5 @@ impl Store for PostgresStore {
 
     async fn replay(&self, filter: &DeliveryFilter, now: DateTime<Utc>) -> Result<u64> {
         deliveries::replay(&self.client().await?, filter, now).await
-    }
-
-    /// Runs as a series of small transactions (each atomic) so a large
-    /// backlog never holds locks for long; an interrupted prune resumes cleanly.
-    async fn prune(&self, before: DateTime<Utc>) -> Result<u64> {
-        let mut total = 0;
-        loop {
-            let chunk =
-                deliveries::prune_chunk(&mut self.client().await?, before, PRUNE_CHUNK).await?;
-            total += chunk.deleted;
-            if chunk.taken < PRUNE_CHUNK as usize {
-                return Ok(total);
-            }
-        }
     }
 }

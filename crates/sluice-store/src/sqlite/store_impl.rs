@@ -1,4 +1,4 @@
-//! [`Store`] for [`SqliteStore`]: writes go to the writer thread, reads to
+//! The [`Store`](crate::Store) sub-traits for [`SqliteStore`]: writes go to the writer thread, reads to
 //! the read pool. Each method is a thin hop to the function doing the work.
 
 use std::time::Duration;
@@ -9,13 +9,13 @@ use chrono::{DateTime, Utc};
 use super::{SqliteStore, deliveries, delivery, destinations, ingest, sources};
 use crate::records::{PRUNE_CHUNK, now};
 use crate::{
-    AppendRequest, Attempt, AttemptReport, DeliveryFilter, DeliveryRecord, Destination,
-    DestinationPatch, DueDelivery, NewDestination, NewSource, Result, Source, SourcePatch, Store,
-    StoredEvent, UsageDay,
+    AppendRequest, Attempt, AttemptReport, CatalogStore, DeliveryFilter, DeliveryRecord,
+    DeliveryStore, Destination, DestinationPatch, DueDelivery, EventStore, NewDestination,
+    NewSource, Result, Source, SourcePatch, StoredEvent, UsageDay,
 };
 
 #[async_trait]
-impl Store for SqliteStore {
+impl CatalogStore for SqliteStore {
     async fn get_meta(&self, key: &str) -> Result<Option<String>> {
         let key = key.to_owned();
         self.readers.run(move |c| sources::get_meta(c, &key)).await
@@ -100,7 +100,10 @@ impl Store for SqliteStore {
             .run(1, move |c| destinations::delete_destination(c, &id, now()))
             .await
     }
+}
 
+#[async_trait]
+impl EventStore for SqliteStore {
     async fn append(&self, request: AppendRequest) -> Result<()> {
         let weight = ingest::weight(&request);
         self.writer
@@ -127,6 +130,27 @@ impl Store for SqliteStore {
             .await
     }
 
+    /// Runs as a series of small transactions (each atomic) so a large
+    /// backlog does not stall ingest; an interrupted prune resumes cleanly.
+    async fn prune(&self, before: DateTime<Utc>) -> Result<u64> {
+        let mut total = 0;
+        loop {
+            let deleted = self
+                .writer
+                .run(PRUNE_CHUNK as usize, move |c| {
+                    deliveries::prune_chunk(c, before, PRUNE_CHUNK)
+                })
+                .await?;
+            total += deleted;
+            if deleted < u64::from(PRUNE_CHUNK) {
+                return Ok(total);
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl DeliveryStore for SqliteStore {
     async fn claim_due(
         &self,
         now: DateTime<Utc>,
@@ -192,23 +216,5 @@ impl Store for SqliteStore {
         self.writer
             .run(1, move |c| deliveries::replay(c, &filter, now))
             .await
-    }
-
-    /// Runs as a series of small transactions (each atomic) so a large
-    /// backlog does not stall ingest; an interrupted prune resumes cleanly.
-    async fn prune(&self, before: DateTime<Utc>) -> Result<u64> {
-        let mut total = 0;
-        loop {
-            let deleted = self
-                .writer
-                .run(PRUNE_CHUNK as usize, move |c| {
-                    deliveries::prune_chunk(c, before, PRUNE_CHUNK)
-                })
-                .await?;
-            total += deleted;
-            if deleted < u64::from(PRUNE_CHUNK) {
-                return Ok(total);
-            }
-        }
     }
 }

@@ -5,6 +5,8 @@
 //! `SLUICE_TEST_POSTGRES_URL=$(scripts/postgres-test-server.sh url)`. Each
 //! test gets its own schema, dropped when the test ends.
 
+use sluice_store::CatalogStore;
+use sluice_store::EventStore;
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,11 +1,11 @@
 //! SQLite-specific behaviour: files, reopening, migrations, group commit.
 
+use sluice_store::CatalogStore;
+use sluice_store::EventStore;
 use std::path::PathBuf;
 
 use chrono::Utc;
-use sluice_store::{
-    AppendRequest, NewEvent, NewSource, SqliteConfig, SqliteStore, Store, StoreError,
-};
+use sluice_store::{AppendRequest, NewEvent, NewSource, SqliteConfig, SqliteStore, StoreError};
 use tempfile::TempDir;
 
 fn db_path(dir: &TempDir) -> PathBuf {

@@ -1,0 +1,33 @@
+//! [`EventStore`]: the commit path and what reads it. `append` is the one
+//! write on ingest's path: events, their pending deliveries (the outbox) and
+//! usage counts in one transaction, acknowledged only once durable.
+//! Retention removes events whose deliveries are all finished.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+
+use crate::{AppendRequest, Result, StoredEvent, UsageDay};
+
+/// Stored events, usage counters and retention.
+#[async_trait]
+pub trait EventStore: Send + Sync {
+    // --- ingest -------------------------------------------------------------
+    /// Commits each request's events, their pending deliveries (due now) and
+    /// usage counts. Concurrent callers are grouped into one transaction.
+    async fn append(&self, request: AppendRequest) -> Result<()>;
+    /// A source's events, newest first; `before_seq` is an exclusive cursor.
+    async fn recent_events(
+        &self,
+        source_id: &str,
+        before_seq: Option<i64>,
+        limit: u32,
+    ) -> Result<Vec<StoredEvent>>;
+    /// Usage counters for a source, oldest day first, days in `[from, to]`.
+    async fn usage(&self, source_id: &str, from: &str, to: &str) -> Result<Vec<UsageDay>>;
+
+    // --- retention ----------------------------------------------------------
+    /// Deletes events received before `before` whose deliveries are all
+    /// finished (not pending), with their deliveries and attempts; returns
+    /// how many events were deleted. Pending work is never pruned.
+    async fn prune(&self, before: DateTime<Utc>) -> Result<u64>;
+}
