@@ -5,38 +5,18 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use base64::Engine;
 use rand::Rng;
 use serde_json::{Value, json};
 
-use crate::process::{TOKEN, all_events, start};
+use crate::process::{all_events, basic, create_source, start};
 
 const ROUNDS: usize = 4;
 const WRITERS: usize = 8;
 
-pub async fn create_source(base: &str) -> (String, String) {
-    let r = reqwest::Client::new()
-        .post(format!("{base}/api/v1/sources"))
-        .bearer_auth(TOKEN)
-        .json(&json!({"name": "crash"}))
-        .send()
-        .await
-        .expect("create source");
-    assert_eq!(r.status(), 201);
-    let v: Value = r.json().await.expect("json");
-    (
-        v["id"].as_str().unwrap().to_owned(),
-        v["write_key"].as_str().unwrap().to_owned(),
-    )
-}
-
 /// Sends batches of 10 until the server dies; records acknowledged ids.
 async fn writer(base: String, key: String, round: usize, w: usize, acked: Arc<Mutex<Vec<String>>>) {
     let http = reqwest::Client::new();
-    let auth = format!(
-        "Basic {}",
-        base64::engine::general_purpose::STANDARD.encode(format!("{key}:"))
-    );
+    let auth = basic(&key);
     for n in 0.. {
         let ids: Vec<String> = (0..10)
             .map(|i| format!("r{round}-w{w}-n{n}-i{i}"))
@@ -75,7 +55,7 @@ async fn kill_9_never_loses_an_acknowledged_event() {
         let mut s = start(dir.path(), &[]).await;
         let (id, key) = match &source {
             Some(v) => v.clone(),
-            None => create_source(&s.base).await,
+            None => create_source(&s.base, "crash").await,
         };
         source = Some((id, key.clone()));
         let tasks: Vec<_> = (0..WRITERS)

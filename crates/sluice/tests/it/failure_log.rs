@@ -3,14 +3,12 @@
 //! line when the delivery is dead; none of the destination's secrets (URL
 //! userinfo, path token, query token, header, signing secrets) appears.
 
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use base64::Engine;
 use serde_json::{Value, json};
 use sluice_testkit::{Receiver, Reply};
 
-use crate::process::{TOKEN, start_logging};
+use crate::process::{TOKEN, basic, create_source, read_log, start_with_log_file};
 
 const PASSWORD: &str = "pa55-in-userinfo";
 const PATH_TOKEN: &str = "T0PATHs3cret";
@@ -22,32 +20,18 @@ const WHSEC: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 #[tokio::test]
 async fn failed_attempts_warn_and_dead_delivery_errors_without_secrets() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let log_path = dir.path().join("sluice.log");
-    let log = std::fs::File::create(&log_path).expect("log file");
-    let mut sluice = start_logging(
-        &dir.path().join("data"),
+    let (mut sluice, log_path) = start_with_log_file(
+        dir.path(),
         &[
             ("SLUICE_DELIVERY__RETRY_WINDOW_SECS", "1"),
             ("SLUICE_DELIVERY__BACKOFF_BASE_MS", "100"),
             ("SLUICE_DELIVERY__BACKOFF_CAP_MS", "200"),
         ],
-        Stdio::from(log),
     )
     .await;
     let http = reqwest::Client::new();
     let api = |path: &str| format!("{}/api/v1{path}", sluice.base);
-    let source: Value = http
-        .post(api("/sources"))
-        .bearer_auth(TOKEN)
-        .json(&json!({"name": "web"}))
-        .send()
-        .await
-        .expect("create source")
-        .json()
-        .await
-        .expect("json");
-    let src = source["id"].as_str().expect("id").to_owned();
-    let key = source["write_key"].as_str().expect("key").to_owned();
+    let (src, key) = create_source(&sluice.base, "web").await;
     let rx = Receiver::start().await;
     rx.set_default(Reply::status(503));
     let url = format!(
@@ -71,10 +55,7 @@ async fn failed_attempts_warn_and_dead_delivery_errors_without_secrets() {
         .expect("json");
     let dest = created["id"].as_str().expect("destination id").to_owned();
 
-    let auth = format!(
-        "Basic {}",
-        base64::engine::general_purpose::STANDARD.encode(format!("{key}:"))
-    );
+    let auth = basic(&key);
     let sent = http
         .post(format!("{}/v1/track", sluice.base))
         .header("authorization", auth)
@@ -86,14 +67,13 @@ async fn failed_attempts_warn_and_dead_delivery_errors_without_secrets() {
 
     let deadline = Instant::now() + Duration::from_secs(20);
     let text = loop {
-        let text = std::fs::read_to_string(&log_path).unwrap_or_default();
+        let text = read_log(&log_path);
         if text.contains("delivery dead") || Instant::now() > deadline {
             break text;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
     let _ = sluice.child.kill().await;
-    let text = strip_ansi(&text);
 
     let warn = text
         .lines()
@@ -127,22 +107,4 @@ async fn failed_attempts_warn_and_dead_delivery_errors_without_secrets() {
     ] {
         assert!(!text.contains(secret), "{secret} found in the log:\n{text}");
     }
-}
-
-/// The log text without terminal colour codes (`ESC [ … m`).
-fn strip_ansi(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars();
-    while let Some(c) = chars.next() {
-        if c == '\u{1b}' {
-            for c in chars.by_ref() {
-                if c == 'm' {
-                    break;
-                }
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
 }

@@ -4,14 +4,13 @@
 
 use std::time::{Duration, Instant};
 
-use base64::Engine;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::process::Command;
 
-use crate::durability::{create_source, stored_ids};
-use crate::process::{Sluice, start, start_limited};
+use crate::durability::stored_ids;
+use crate::process::{Sluice, basic, create_source, start, start_limited};
 
 /// The test process opens over a thousand sockets of its own.
 fn raise_own_open_file_limit() {
@@ -30,13 +29,6 @@ fn raise_own_open_file_limit() {
 
 fn addr(s: &Sluice) -> String {
     s.base.trim_start_matches("http://").to_owned()
-}
-
-fn basic(key: &str) -> String {
-    format!(
-        "Basic {}",
-        base64::engine::general_purpose::STANDARD.encode(format!("{key}:"))
-    )
 }
 
 /// Resident memory of a process, in bytes.
@@ -146,7 +138,7 @@ async fn unauthenticated_half_sent_bodies_stay_within_the_memory_budget() {
     raise_own_open_file_limit();
     let dir = tempfile::tempdir().unwrap();
     let s = start(dir.path(), &[]).await;
-    let (_, key) = create_source(&s.base).await;
+    let (_, key) = create_source(&s.base, "crash").await;
     let idle = rss_bytes(s.pid());
     let mut tasks = Vec::new();
     for _ in 0..1000 {
@@ -188,7 +180,7 @@ async fn sigterm_with_a_half_sent_request_exits_in_time_and_keeps_acknowledged_e
     let dir = tempfile::tempdir().unwrap();
     let grace = [("SLUICE_HTTP__SHUTDOWN_GRACE_MS", "2000")];
     let mut s = start(dir.path(), &grace).await;
-    let (source, key) = create_source(&s.base).await;
+    let (source, key) = create_source(&s.base, "crash").await;
     let http = reqwest::Client::new();
     let mut acked = Vec::new();
     for i in 0..20 {

@@ -150,3 +150,57 @@ pub async fn all_events(base: &str, source: &str) -> Vec<serde_json::Value> {
         }
     }
 }
+
+/// The `Authorization` value a Segment library sends for `write_key`
+/// (Basic, the key as username, no password).
+pub fn basic(write_key: &str) -> String {
+    use base64::Engine;
+    format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(format!("{write_key}:"))
+    )
+}
+
+/// Creates a source named `name`; returns its id and write key.
+pub async fn create_source(base: &str, name: &str) -> (String, String) {
+    let v = admin(
+        base,
+        reqwest::Method::POST,
+        "/sources",
+        Some(serde_json::json!({ "name": name })),
+    )
+    .await;
+    let field = |k: &str| v[k].as_str().map(str::to_owned).expect(k);
+    (field("id"), field("write_key"))
+}
+
+/// Starts the server with its log lines going to `sluice.log` in `dir`
+/// (data in `dir/data`); returns the server and the log's path.
+pub async fn start_with_log_file(
+    dir: &Path,
+    extra_env: &[(&str, &str)],
+) -> (Sluice, std::path::PathBuf) {
+    let path = dir.join("sluice.log");
+    let file = std::fs::File::create(&path).expect("log file");
+    let sluice = start_logging(&dir.join("data"), extra_env, Stdio::from(file)).await;
+    (sluice, path)
+}
+
+/// The log written so far, without terminal colour codes (`ESC [ … m`).
+pub fn read_log(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for c in chars.by_ref() {
+                if c == 'm' {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}

@@ -2,14 +2,12 @@
 //! credentials is created, shown and delivered to, with debug logging on,
 //! and none of its secrets appears in the server's log lines.
 
-use std::process::Stdio;
 use std::time::Duration;
 
-use base64::Engine;
-use serde_json::{Value, json};
+use serde_json::json;
 use sluice_testkit::Receiver;
 
-use crate::process::{TOKEN, start_logging};
+use crate::process::{TOKEN, basic, create_source, read_log, start_with_log_file};
 
 const PASSWORD: &str = "hookpa55word-in-url";
 const BEARER: &str = "Bearer tok-secret-0123456789";
@@ -17,31 +15,10 @@ const BEARER: &str = "Bearer tok-secret-0123456789";
 #[tokio::test]
 async fn destination_credentials_never_reach_the_log() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let log_path = dir.path().join("sluice.log");
-    let log = std::fs::File::create(&log_path).expect("log file");
-    let mut sluice = start_logging(
-        &dir.path().join("data"),
-        &[("SLUICE_LOG", "debug")],
-        Stdio::from(log),
-    )
-    .await;
+    let (mut sluice, log_path) = start_with_log_file(dir.path(), &[("SLUICE_LOG", "debug")]).await;
     let http = reqwest::Client::new();
     let api = |path: &str| format!("{}/api/v1{path}", sluice.base);
-
-    let source: Value = http
-        .post(api("/sources"))
-        .bearer_auth(TOKEN)
-        .json(&json!({"name": "web"}))
-        .send()
-        .await
-        .expect("create source")
-        .json()
-        .await
-        .expect("json");
-    let (src, key) = (
-        source["id"].as_str().expect("id").to_owned(),
-        source["write_key"].as_str().expect("key").to_owned(),
-    );
+    let (src, key) = create_source(&sluice.base, "web").await;
     let rx = Receiver::start().await;
     let url = rx
         .url()
@@ -61,10 +38,7 @@ async fn destination_credentials_never_reach_the_log() {
         "{shown}"
     );
 
-    let auth = format!(
-        "Basic {}",
-        base64::engine::general_purpose::STANDARD.encode(format!("{key}:"))
-    );
+    let auth = basic(&key);
     let sent = http
         .post(format!("{}/v1/track", sluice.base))
         .header("authorization", auth)
@@ -79,7 +53,7 @@ async fn destination_credentials_never_reach_the_log() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     let _ = sluice.child.kill().await;
 
-    let text = std::fs::read_to_string(&log_path).expect("read log");
+    let text = read_log(&log_path);
     assert!(!text.is_empty(), "debug logging produced nothing to check");
     for secret in [PASSWORD, BEARER, "tok-secret-0123456789"] {
         assert!(!text.contains(secret), "{secret} found in the log");
