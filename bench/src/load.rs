@@ -120,7 +120,8 @@ pub enum Pace {
 
 /// Where to send and how.
 pub struct Target {
-    pub addr: SocketAddr,
+    /// The nodes to load; connection `i` goes to `addrs[i % len]`.
+    pub addrs: Vec<SocketAddr>,
     pub authorization: String,
     pub connections: usize,
     pub pace: Pace,
@@ -164,9 +165,12 @@ pub async fn drive(target: &Target, workload: Arc<Workload>) -> anyhow::Result<O
     let start = Instant::now();
     let deadline = start + target.time_limit;
     let mut workers = tokio::task::JoinSet::new();
-    for _ in 0..target.connections.max(1) {
+    if target.addrs.is_empty() {
+        anyhow::bail!("no node to load");
+    }
+    for i in 0..target.connections.max(1) {
         let worker = Worker {
-            addr: target.addr,
+            addr: target.addrs[i % target.addrs.len()],
             authorization: target.authorization.clone(),
             pace: target.pace,
             start,

@@ -14,11 +14,18 @@
 //! message in the retry storm), never speed. Any run exits non-zero when a
 //! correctness check fails; budget misses are reported, not fatal.
 //!
-//! Modules: [`server`] (spawn and stop sluice, admin API), [`sink`] (the
+//! `--backend postgres` runs every scenario against PostgreSQL instead
+//! (the project's test server, `scripts/postgres-test-server.sh`, unless
+//! `--postgres-url` names one), one fresh schema per scenario; `--nodes 2`
+//! starts two Sluice processes on that schema and spreads the load over both.
+//!
+//! Modules: [`server`] (spawn and stop sluice, admin API), [`pg`]
+//! (PostgreSQL: server, schemas, activity), [`sink`] (the
 //! webhook receiver), [`load`] (events and the load generator),
 //! [`scenarios`], [`resources`] (/proc readings), [`report`] (table, JSON).
 
 mod load;
+mod pg;
 mod report;
 mod resources;
 mod scenarios;
@@ -32,6 +39,7 @@ use clap::Parser;
 
 use crate::report::Report;
 use crate::scenarios::{Plan, Scenario};
+use crate::server::Backend;
 
 #[derive(Parser, Debug)]
 #[command(name = "sluice-bench", version, about = "Sluice benchmark suite")]
@@ -57,18 +65,47 @@ struct Cli {
     /// Keep each server's log in this directory (default: discarded).
     #[arg(long, value_name = "DIR")]
     log_dir: Option<PathBuf>,
+    /// The storage backend: `sqlite` (the embedded default) or `postgres`.
+    #[arg(long, value_enum, default_value = "sqlite")]
+    backend: BackendArg,
+    /// With `--backend postgres`: the server to use. Default: start the
+    /// project's test server (`scripts/postgres-test-server.sh start`).
+    #[arg(long, value_name = "URL")]
+    postgres_url: Option<String>,
+    /// Sluice processes per scenario, sharing one PostgreSQL schema.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=4))]
+    nodes: u8,
     /// Run only these scenarios (repeatable). Default: all.
     #[arg(long = "only", value_enum)]
     only: Vec<Scenario>,
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum BackendArg {
+    Sqlite,
+    Postgres,
+}
+
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
+    let backend = match cli.backend {
+        BackendArg::Sqlite if cli.nodes > 1 => {
+            anyhow::bail!("--nodes above 1 needs --backend postgres (SQLite is single-node)")
+        }
+        BackendArg::Sqlite => Backend::Sqlite,
+        BackendArg::Postgres => Backend::Postgres {
+            url: match cli.postgres_url {
+                Some(url) => url,
+                None => pg::start_test_server()?,
+            },
+        },
+    };
     let sluice = resolve_sluice(cli.sluice)?;
     if !matches!(cli.synchronous.as_str(), "full" | "normal") {
         anyhow::bail!("--synchronous must be 'full' or 'normal'");
     }
-    let mut plan = Plan::new(cli.quick, sluice, cli.synchronous, cli.log_dir);
+    let mut plan = Plan::new(cli.quick, sluice, cli.synchronous, cli.log_dir, backend);
+    plan.nodes = usize::from(cli.nodes);
     if let Some(secs) = cli.wait {
         plan.delivery_limit = std::time::Duration::from_secs(secs);
     }

@@ -56,6 +56,8 @@ struct Meta {
     commit: String,
     mode: &'static str,
     synchronous: String,
+    backend: &'static str,
+    nodes: usize,
     machine: Machine,
 }
 
@@ -76,6 +78,11 @@ impl Report {
                 commit: resources::commit(),
                 mode: if plan.quick { "quick" } else { "full" },
                 synchronous: plan.server.synchronous.clone(),
+                backend: match plan.server.backend {
+                    crate::server::Backend::Sqlite => "sqlite",
+                    crate::server::Backend::Postgres { .. } => "postgres",
+                },
+                nodes: plan.nodes,
                 machine: resources::machine(),
             },
             rows: Vec::new(),
@@ -130,14 +137,16 @@ impl Report {
         let mut out = String::new();
         let _ = writeln!(
             out,
-            "\nSluice benchmarks ({} run) | {} | commit {} | {} cores, {} MiB, {} | storage.synchronous={}\n",
+            "\nSluice benchmarks ({} run) | {} | commit {} | {} cores, {} MiB, {} | storage.synchronous={} | backend {} × {} node(s)\n",
             m.mode,
             m.date,
             m.commit,
             m.machine.cores,
             m.machine.memory_mib,
             m.machine.cpu_model,
-            m.synchronous
+            m.synchronous,
+            m.backend,
+            m.nodes
         );
         let _ = writeln!(
             out,

@@ -1,6 +1,8 @@
 //! The system under test: the real `sluice` binary as a child process, on a
 //! free loopback port with a fresh temporary data dir, configured only
 //! through `SLUICE_*` variables, plus the admin calls the scenarios need.
+//! With the PostgreSQL backend each scenario gets a fresh schema, and a
+//! second node can join the first one's schema.
 
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
@@ -27,6 +29,17 @@ pub struct ServerOptions {
     pub log_dir: Option<PathBuf>,
     /// Extra `SLUICE_*` settings for one scenario (e.g. schema tracking off).
     pub env: Vec<(String, String)>,
+    /// Where the server keeps its data.
+    pub backend: Backend,
+}
+
+/// The storage backend under test.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Backend {
+    /// The embedded default, in the temporary data dir.
+    Sqlite,
+    /// A PostgreSQL server at this URL; one schema per scenario.
+    Postgres { url: String },
 }
 
 /// A running `sluice serve`; terminated (SIGTERM, then SIGKILL) on drop.
@@ -37,6 +50,11 @@ pub struct Sluice {
     data_dir: tempfile::TempDir,
     log_path: PathBuf,
     keep_log: bool,
+    /// The PostgreSQL schema holding this node's tables, if any.
+    schema: Option<String>,
+    /// The first node of a schema drops it when stopped.
+    owns_schema: bool,
+    backend: Backend,
 }
 
 /// A source as the admin API returned it.
@@ -48,7 +66,33 @@ pub struct Source {
 
 impl Sluice {
     /// Starts the binary and waits (at most 30 s) until `/ready` answers 200.
+    /// With PostgreSQL it gets a schema of its own.
     pub async fn start(binary: &Path, options: &ServerOptions) -> anyhow::Result<Sluice> {
+        let schema = match options.backend {
+            Backend::Sqlite => None,
+            Backend::Postgres { .. } => Some(crate::pg::fresh_schema()),
+        };
+        Self::start_node(binary, options, schema, true).await
+    }
+
+    /// Another node on this node's database (PostgreSQL only).
+    pub async fn start_peer(
+        &self,
+        binary: &Path,
+        options: &ServerOptions,
+    ) -> anyhow::Result<Sluice> {
+        if self.schema.is_none() {
+            bail!("a second node needs the PostgreSQL backend");
+        }
+        Self::start_node(binary, options, self.schema.clone(), false).await
+    }
+
+    async fn start_node(
+        binary: &Path,
+        options: &ServerOptions,
+        schema: Option<String>,
+        owns_schema: bool,
+    ) -> anyhow::Result<Sluice> {
         let addr = free_port().context("finding a free loopback port")?;
         let data_dir = tempfile::Builder::new()
             .prefix("sluice-bench-")
@@ -92,6 +136,7 @@ impl Sluice {
             // Fast retries so the retry storm settles in seconds, not hours.
             .env("SLUICE_DELIVERY__BACKOFF_BASE_MS", "50")
             .env("SLUICE_DELIVERY__BACKOFF_CAP_MS", "500")
+            .envs(storage_env(&options.backend, schema.as_deref()))
             .envs(options.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -109,6 +154,9 @@ impl Sluice {
             data_dir,
             log_path,
             keep_log: options.log_dir.is_some(),
+            schema,
+            owns_schema,
+            backend: options.backend.clone(),
         };
         server.wait_ready().await?;
         Ok(server)
@@ -148,9 +196,25 @@ impl Sluice {
         resources::usage(self.pid())
     }
 
-    /// Bytes of every file under the data dir (database, WAL, shared memory).
+    /// Bytes the store takes: every file under the data dir (database, WAL,
+    /// shared memory), or with PostgreSQL every table and index of the
+    /// node's schema.
     pub fn disk_bytes(&self) -> u64 {
-        resources::dir_bytes(self.data_dir.path())
+        match (&self.backend, &self.schema) {
+            (Backend::Postgres { url }, Some(schema)) => tokio::task::block_in_place(|| {
+                tokio::runtime::Handle::current().block_on(crate::pg::schema_bytes(url, schema))
+            })
+            .unwrap_or(0),
+            _ => resources::dir_bytes(self.data_dir.path()),
+        }
+    }
+
+    /// The PostgreSQL URL this node uses, if any.
+    pub fn postgres_url(&self) -> Option<&str> {
+        match &self.backend {
+            Backend::Postgres { url } => Some(url),
+            Backend::Sqlite => None,
+        }
     }
 
     pub async fn admin(
@@ -191,6 +255,35 @@ impl Sluice {
             id: text("id")?,
             authorization: format!("Basic {}", STANDARD.encode(format!("{key}:"))),
         })
+    }
+
+    /// Waits (at most 5 s) until this node accepts `source`'s write key: a
+    /// node learns of a source created on another node at its next routing
+    /// refresh. Probes with an empty batch, which stores nothing.
+    pub async fn wait_for_key(&self, source: &Source) -> anyhow::Result<()> {
+        let url = format!("http://{}/v1/batch", self.addr);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let status = self
+                .http
+                .post(&url)
+                .header("authorization", &source.authorization)
+                .json(&json!({ "batch": [] }))
+                .send()
+                .await
+                .map(|r| r.status().as_u16())
+                .unwrap_or(0);
+            if status != 0 && status != 401 {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                bail!(
+                    "node {} still refuses the new source's key after 5 s",
+                    self.addr
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
     }
 
     /// Creates an enabled Webhooks destination for `source_id`.
@@ -246,6 +339,32 @@ impl Drop for Sluice {
         }
         if !self.keep_log {
             let _ = std::fs::remove_file(&self.log_path);
+        }
+        if let (true, Backend::Postgres { url }, Some(schema)) =
+            (self.owns_schema, &self.backend, &self.schema)
+            && let Ok(handle) = tokio::runtime::Handle::try_current()
+        {
+            tokio::task::block_in_place(|| handle.block_on(crate::pg::drop_schema(url, schema)));
+        }
+    }
+}
+
+/// The `SLUICE_STORAGE__*` settings of a backend.
+fn storage_env(backend: &Backend, schema: Option<&str>) -> Vec<(String, String)> {
+    match backend {
+        Backend::Sqlite => Vec::new(),
+        Backend::Postgres { url } => {
+            let mut env = vec![
+                ("SLUICE_STORAGE__BACKEND".to_owned(), "postgres".to_owned()),
+                ("SLUICE_STORAGE__POSTGRES_URL".to_owned(), url.clone()),
+            ];
+            if let Some(schema) = schema {
+                env.push((
+                    "SLUICE_STORAGE__POSTGRES_SCHEMA".to_owned(),
+                    schema.to_owned(),
+                ));
+            }
+            env
         }
     }
 }

@@ -19,7 +19,7 @@ use anyhow::Context;
 
 use crate::load::{Call, Pace, Workload, drive};
 use crate::report::{Budget, Report};
-use crate::scenarios::ingest::per_million;
+use crate::scenarios::cost::Meter;
 use crate::scenarios::{CONNECTIONS, Harness, Plan, audit_detail, mb, ms, once_detail};
 use crate::sink::{Endpoint, Mode};
 
@@ -41,7 +41,7 @@ async fn saturation(
     let backlog = Arc::new(Workload::new(Call::Batch(100), "e2e", plan.drain_events));
     let limit = plan.load_limit.min(Duration::from_secs(20));
     h.sink.set_open(false);
-    let before = h.sluice.usage()?;
+    let meter = Meter::start(h).await?;
     let out = drive(&h.target(CONNECTIONS, Pace::Closed, limit), backlog.clone()).await;
     h.sink.set_open(true);
     let out = out?;
@@ -54,7 +54,10 @@ async fn saturation(
         .sink
         .wait_ids(endpoint, &accepted, plan.delivery_limit)
         .await;
-    let after = h.sluice.usage()?;
+    let drained = opened.elapsed() + out.elapsed;
+    meter
+        .finish(h, report, "ingest + delivery", events, drained)
+        .await?;
     if let Some(done) = done {
         report.figure(
             "end-to-end",
@@ -75,13 +78,6 @@ async fn saturation(
             out.failures,
             audit_detail(&audit)
         ),
-    );
-    report.figure(
-        "resources",
-        "CPU seconds per million events, ingest + delivery",
-        per_million(after.cpu_secs - before.cpu_secs, events),
-        "s",
-        None,
     );
     let per_event = |bytes: u64| bytes as f64 / events.max(1) as f64;
     report.figure(

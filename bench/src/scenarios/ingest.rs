@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use crate::load::{Call, Outcome, Pace, Workload, drive};
 use crate::report::{Budget, Report};
+use crate::scenarios::cost::Meter;
 use crate::scenarios::{CONNECTIONS, Harness, Plan, ms};
 
 pub async fn run(plan: &Plan, report: &mut Report) -> anyhow::Result<u64> {
@@ -14,23 +15,18 @@ pub async fn run(plan: &Plan, report: &mut Report) -> anyhow::Result<u64> {
     let target = h.target(CONNECTIONS, Pace::Closed, plan.load_limit);
 
     let batch = Arc::new(Workload::new(Call::Batch(100), "ib", plan.batch_events));
-    let before = h.sluice.usage()?;
+    let meter = Meter::start(&h).await?;
     let out = drive(&target, batch.clone()).await?;
-    let after = h.sluice.usage()?;
     let batch_events = out.acked_events(&batch);
+    meter
+        .finish(&h, report, "ingest batch", batch_events, out.elapsed)
+        .await?;
     figures(
         report,
         "batch (100 ev/req, 64 conns)",
         &out,
         &batch,
         Some(150_000.0),
-    );
-    report.figure(
-        "resources",
-        "CPU seconds per million events, ingest batch",
-        per_million(after.cpu_secs - before.cpu_secs, batch_events),
-        "s",
-        None,
     );
     report.figure(
         "ingest",
@@ -42,7 +38,17 @@ pub async fn run(plan: &Plan, report: &mut Report) -> anyhow::Result<u64> {
     acknowledged(report, "ingest batch", &out, &batch);
 
     let track = Arc::new(Workload::new(Call::Track, "it", plan.track_events));
+    let meter = Meter::start(&h).await?;
     let out = drive(&target, track.clone()).await?;
+    meter
+        .finish(
+            &h,
+            report,
+            "ingest track",
+            out.acked_events(&track),
+            out.elapsed,
+        )
+        .await?;
     figures(report, "track (1 ev/req, 64 conns)", &out, &track, None);
     acknowledged(report, "ingest track", &out, &track);
 

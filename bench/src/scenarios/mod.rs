@@ -16,6 +16,7 @@
 //! Resource figures (peak RSS, CPU per million events, disk) are taken by the
 //! scenarios that produce them and reported under `resources`.
 
+mod cost;
 mod e2e;
 mod fanout;
 mod ingest;
@@ -30,7 +31,7 @@ use std::time::Duration;
 
 use crate::load::{Pace, Target};
 use crate::report::{Budget, Report};
-use crate::server::{ServerOptions, Sluice, Source};
+use crate::server::{Backend, ServerOptions, Sluice, Source};
 use crate::sink::{Endpoint, Sink};
 
 /// The shared secret every bench destination signs with.
@@ -91,6 +92,9 @@ pub struct Plan {
     pub fanout_events: usize,
     pub retry_events: usize,
     pub personas_events: usize,
+    /// Sluice processes per scenario (more than one needs PostgreSQL); the
+    /// load generator spreads its connections over them.
+    pub nodes: usize,
     /// Upper bound on any one load phase.
     pub load_limit: Duration,
     /// Upper bound on waiting for deliveries after a load phase.
@@ -103,6 +107,7 @@ impl Plan {
         sluice: PathBuf,
         synchronous: String,
         log_dir: Option<PathBuf>,
+        backend: Backend,
     ) -> Plan {
         // The production default answer time, 5 s.
         let server = ServerOptions {
@@ -110,6 +115,7 @@ impl Plan {
             timeout_ms: 5_000,
             log_dir,
             env: Vec::new(),
+            backend,
         };
         let scale = |full: usize, small: usize| if quick { small } else { full };
         Plan {
@@ -124,6 +130,7 @@ impl Plan {
             fanout_events: scale(10_000, 500),
             retry_events: scale(30_000, 2_000),
             personas_events: scale(200_000, 5_000),
+            nodes: 1,
             load_limit: Duration::from_secs(if quick { 15 } else { 60 }),
             delivery_limit: Duration::from_secs(if quick { 20 } else { 40 }),
         }
@@ -166,8 +173,11 @@ pub async fn run_all(plan: &Plan, scenarios: &[Scenario], report: &mut Report) {
     }
 }
 
-/// One scenario's world: the server, the sink and a source.
+/// One scenario's world: the server (and its peers when the plan has more
+/// than one node), the sink and a source. Peers are declared first so they
+/// stop before the first node, which owns the PostgreSQL schema.
 pub struct Harness {
+    pub peers: Vec<Sluice>,
     pub sluice: Sluice,
     pub sink: Sink,
     pub source: Source,
@@ -177,8 +187,16 @@ impl Harness {
     pub async fn start(plan: &Plan, options: &ServerOptions) -> anyhow::Result<Harness> {
         let sink = Sink::start(SECRET)?;
         let sluice = Sluice::start(&plan.sluice, options).await?;
+        let mut peers = Vec::new();
+        for _ in 1..plan.nodes {
+            peers.push(sluice.start_peer(&plan.sluice, options).await?);
+        }
         let source = sluice.create_source("bench").await?;
+        for peer in &peers {
+            peer.wait_for_key(&source).await?;
+        }
         Ok(Harness {
+            peers,
             sluice,
             sink,
             source,
@@ -195,7 +213,7 @@ impl Harness {
 
     pub fn target(&self, connections: usize, pace: Pace, time_limit: Duration) -> Target {
         Target {
-            addr: self.sluice.addr,
+            addrs: self.nodes().map(|n| n.addr).collect(),
             authorization: self.source.authorization.clone(),
             connections,
             pace,
@@ -203,9 +221,24 @@ impl Harness {
         }
     }
 
-    /// Stops the server; returns its peak RSS in bytes.
+    /// Every node, the first one first.
+    pub fn nodes(&self) -> impl Iterator<Item = &Sluice> {
+        std::iter::once(&self.sluice).chain(&self.peers)
+    }
+
+    /// CPU seconds of each node so far, the first one first.
+    pub fn cpu_secs(&self) -> anyhow::Result<Vec<f64>> {
+        self.nodes().map(|n| Ok(n.usage()?.cpu_secs)).collect()
+    }
+
+    /// Stops the servers, peers first; returns the highest peak RSS in bytes.
     pub fn finish(self) -> anyhow::Result<u64> {
-        let peak = self.sluice.usage()?.peak_rss_bytes;
+        let mut peak = 0;
+        for node in self.peers {
+            peak = peak.max(node.usage()?.peak_rss_bytes);
+            node.stop()?;
+        }
+        peak = peak.max(self.sluice.usage()?.peak_rss_bytes);
         self.sluice.stop()?;
         Ok(peak)
     }
