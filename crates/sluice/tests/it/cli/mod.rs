@@ -2,6 +2,7 @@
 //! run as processes against the real server, also run as a process.
 
 mod admin;
+mod help;
 mod import;
 mod tail;
 
