@@ -116,7 +116,7 @@ pub struct Accepted {
 
 /// Handles one collection request.
 #[utoipa::path(post, path = "/v1/{kind}", tag = "collection",
-    params(("kind" = Kind, Path, description = "The call type, `batch` or `import`")),
+    params(("kind" = inline(Kind), Path, description = "The call type, `batch` or `import`")),
     request_body(content = Call, description = "JSON, optionally gzip (`Content-Encoding: gzip`); the Content-Type is not checked. At most 32 KiB per call and 500 KiB per batch (docs/collection-api.md)"),
     security(("writeKey" = []), ()),
     responses(
