@@ -25,7 +25,9 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Start the service (embedded store by default).
-    #[command(after_help = "Example:\n  SLUICE_ADMIN_TOKEN=… sluice serve --config /etc/sluice/sluice.toml")]
+    #[command(
+        after_help = "Example:\n  SLUICE_ADMIN_TOKEN=… sluice serve --config /etc/sluice/sluice.toml"
+    )]
     Serve {
         /// A TOML configuration file; `SLUICE_*` variables override it.
         #[arg(long, short, env = "SLUICE_CONFIG")]

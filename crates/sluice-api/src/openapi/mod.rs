@@ -203,3 +203,6 @@ pub async fn serve() -> Response {
     )
         .into_response()
 }
+
+#[cfg(test)]
+mod tests;

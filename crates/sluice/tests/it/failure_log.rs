@@ -171,12 +171,7 @@ async fn a_flood_of_failures_is_rate_limited_per_destination() {
     .await;
     let http = reqwest::Client::new();
     let api = |path: &str| format!("{}/api/v1{path}", sluice.base);
-    let post = |path: &str, body: Value| {
-        http.post(api(path))
-            .bearer_auth(TOKEN)
-            .json(&body)
-            .send()
-    };
+    let post = |path: &str, body: Value| http.post(api(path)).bearer_auth(TOKEN).json(&body).send();
     let source: Value = post("/sources", json!({"name": "web"}))
         .await
         .unwrap()
@@ -191,7 +186,12 @@ async fn a_flood_of_failures_is_rate_limited_per_destination() {
     for path in ["a", "b"] {
         let body = json!({"name": path, "source_ids": [src],
                           "settings": {"urls": [format!("{}/{path}", rx.url())]}});
-        let d: Value = post("/destinations", body).await.unwrap().json().await.unwrap();
+        let d: Value = post("/destinations", body)
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
         dests.push(d["id"].as_str().unwrap().to_owned());
     }
     let calls: Vec<Value> = (0..EVENTS)
@@ -211,7 +211,9 @@ async fn a_flood_of_failures_is_rate_limited_per_destination() {
     for d in &dests {
         loop {
             let page: Value = http
-                .get(api(&format!("/destinations/{d}/deliveries?state=dead&limit=500")))
+                .get(api(&format!(
+                    "/destinations/{d}/deliveries?state=dead&limit=500"
+                )))
                 .bearer_auth(TOKEN)
                 .send()
                 .await
@@ -222,7 +224,10 @@ async fn a_flood_of_failures_is_rate_limited_per_destination() {
             if page["data"].as_array().map(Vec::len) == Some(EVENTS) {
                 break;
             }
-            assert!(Instant::now() < deadline, "deliveries never all died: {page}");
+            assert!(
+                Instant::now() < deadline,
+                "deliveries never all died: {page}"
+            );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }

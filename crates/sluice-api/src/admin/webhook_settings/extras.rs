@@ -23,6 +23,8 @@ const FIELD: &str = "settings.standardWebhooks";
 pub const DEFAULT_ROTATION_OVERLAP_SECS: i64 = 24 * 60 * 60;
 /// The longest overlap accepted: 30 days.
 pub const MAX_ROTATION_OVERLAP_SECS: i64 = 30 * 24 * 60 * 60;
+/// The keys of `standardWebhooks` ([`StandardInput`] documents them).
+pub const STANDARD_KEYS: &[&str] = &["secret", "rotationOverlapSeconds"];
 /// The `secret` value that asks Sluice to generate one.
 pub const GENERATE: &str = "generate";
 
@@ -37,10 +39,7 @@ pub fn parse_standard(
         Value::Object(obj) => obj,
         _ => return Err(ApiError::invalid(FIELD, "must be an object or null")),
     };
-    if let Some(k) = obj
-        .keys()
-        .find(|k| *k != "secret" && *k != "rotationOverlapSeconds")
-    {
+    if let Some(k) = obj.keys().find(|k| !STANDARD_KEYS.contains(&k.as_str())) {
         return Err(ApiError::invalid(
             &format!("{FIELD}.{k}"),
             "is not a known key",
