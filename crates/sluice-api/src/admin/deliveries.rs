@@ -27,6 +27,7 @@ pub struct DeliveryView {
     pub record: DeliveryRecord,
     /// For a `filtered` delivery: the destination filter that dropped it.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub filter: Option<String>,
 }
 

@@ -32,6 +32,7 @@ pub struct SourceView {
     pub updated_at: DateTime<Utc>,
     /// The write key in full: only in the answers to create and rotate.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub write_key: Option<String>,
 }
 

@@ -77,3 +77,17 @@ fn body_json(response: axum::response::Response) -> Value {
         .unwrap();
     serde_json::from_slice(&bytes).unwrap()
 }
+
+#[test]
+fn every_documented_collection_kind_is_an_endpoint() {
+    let schema = serde_json::to_value(crate::ingest::Kind::schema()).expect("schema");
+    let names = schema["enum"].as_array().expect("enum");
+    assert!(names.len() >= 8);
+    for name in names {
+        let name = name.as_str().unwrap();
+        assert!(
+            sluice_model::Endpoint::from_path_segment(name).is_some(),
+            "/v1/{name} is documented but not served"
+        );
+    }
+}
