@@ -4,6 +4,7 @@
 mod admin;
 mod help;
 mod import;
+mod progress;
 mod tail;
 
 use std::process::{Output, Stdio};
