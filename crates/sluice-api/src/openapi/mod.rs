@@ -19,6 +19,9 @@
 //! the same path go in the same call). A plain `.route(…)` would be served
 //! but undocumented; the `openapi` tests of `sluice-server` fail on that.
 //!
+//! Not described: the dashboard's HTML pages (`sluice-dashboard`, its own
+//! router) and the operational `/health`, `/ready` and `/metrics`.
+//!
 //! Schemas come from the serde types the handlers answer with
 //! (`#[derive(Serialize, ToSchema)]` views) and, for request bodies that the
 //! handlers validate field by field, from request types whose field list is
