@@ -33,14 +33,104 @@ use crate::error::{ApiError, ApiResult};
 use crate::gate;
 use crate::routes::SourceRoute;
 
+/// The collection routes, each from its handler's `#[utoipa::path]`.
+pub fn routes() -> utoipa_axum::router::OpenApiRouter<Arc<AppState>> {
+    use utoipa_axum::routes;
+    utoipa_axum::router::OpenApiRouter::new()
+        .routes(routes!(collect))
+        .routes(routes!(project_settings))
+}
+
+/// The last path segment of a collection call: a call type, `batch`, the
+/// legacy `import`, or the browser library's one-letter forms.
+#[derive(Debug, serde::Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    Track,
+    Identify,
+    Page,
+    Screen,
+    Group,
+    Alias,
+    Batch,
+    Import,
+    T,
+    I,
+    P,
+    S,
+    G,
+    A,
+    B,
+}
+
+/// A Segment call (`/v1/track`, `/v1/identify`, …) or a batch
+/// (`/v1/batch`, `/v1/import`: `{"batch": [call, …]}`, each call with its
+/// `type`). The fields are Segment's (docs/collection-api.md); unknown
+/// fields are kept.
+#[derive(Debug, serde::Deserialize, utoipa::ToSchema)]
+#[allow(non_snake_case, dead_code)]
+pub struct Call {
+    /// In a batch item: the call type.
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    /// One of `userId` and `anonymousId` is required (except in `alias`).
+    userId: Option<String>,
+    anonymousId: Option<String>,
+    /// `track`: the event name (required).
+    event: Option<String>,
+    /// `track`, `page`, `screen`.
+    #[schema(value_type = Option<Object>)]
+    properties: Option<serde_json::Value>,
+    /// `identify`, `group`.
+    #[schema(value_type = Option<Object>)]
+    traits: Option<serde_json::Value>,
+    /// `group`: required.
+    groupId: Option<String>,
+    /// `alias`: required.
+    previousId: Option<String>,
+    /// `page`, `screen`.
+    name: Option<String>,
+    #[schema(value_type = Option<Object>)]
+    context: Option<serde_json::Value>,
+    /// `{"All": bool, "<Destination>": bool | object}`.
+    #[schema(value_type = Option<Object>)]
+    integrations: Option<serde_json::Value>,
+    /// Made by Sluice when absent.
+    messageId: Option<String>,
+    /// ISO 8601; kept as sent when `sentAt` is absent.
+    timestamp: Option<String>,
+    sentAt: Option<String>,
+    /// The write key, for clients that send it in the body instead of Basic auth.
+    writeKey: Option<String>,
+    /// A batch's calls (`/v1/batch`, `/v1/import`): at most 2500.
+    #[schema(no_recursion)]
+    batch: Option<Vec<Call>>,
+}
+
+/// `{"success": true}`: every call was committed.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct Accepted {
+    #[schema(value_type = bool, example = true)]
+    success: bool,
+}
+
 /// Handles one collection request.
+#[utoipa::path(post, path = "/v1/{kind}", tag = "collection",
+    params(("kind" = inline(Kind), Path, description = "The call type, `batch` or `import`")),
+    request_body(content = Call, description = "JSON, optionally gzip (`Content-Encoding: gzip`); the Content-Type is not checked. At most 32 KiB per call and 500 KiB per batch (docs/collection-api.md)"),
+    security(("writeKey" = []), ()),
+    responses(
+        (status = 200, description = "Committed (or dropped by a rule or a suppression, still answered 200)", body = Accepted),
+        (status = 400, description = "Rejected whole: `invalid_json`, `missing_field`, `body_too_large`, … (`batch[i]: …` names the item)", body = crate::openapi::ErrorBody),
+        (status = 404, description = "`not_found`: not a collection endpoint", body = crate::openapi::ErrorBody),
+    ))]
 pub async fn collect(
     State(app): State<Arc<AppState>>,
     Path(kind): Path<String>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
     body: Body,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<Accepted>> {
     let endpoint = Endpoint::from_path_segment(&kind)
         .ok_or_else(|| ApiError::not_found(&format!("collection endpoint '/v1/{kind}'")))?;
     // A key in the header is checked before anything is spent on the body.
@@ -90,7 +180,7 @@ pub async fn collect(
         let at = ctx.received_at.timestamp_millis();
         schema.observe(&route.source_id, shapes.iter().flatten(), at);
     }
-    Ok(Json(json!({"success": true})))
+    Ok(Json(Accepted { success: true }))
 }
 
 fn authorize(app: &AppState, key: &str) -> ApiResult<Arc<SourceRoute>> {
@@ -144,6 +234,13 @@ fn client_ip(headers: &HeaderMap, peer: SocketAddr, trust_forwarded_for: bool) -
 /// `GET /v1/projects/{writeKey}/settings`: the minimal settings document the
 /// browser library fetches when not given settings inline. It names only
 /// Sluice itself (`Segment.io`, the browser library's own destination).
+#[utoipa::path(get, path = "/v1/projects/{key}/settings", tag = "collection",
+    params(("key" = String, Path, description = "The source's write key")),
+    security(()),
+    responses(
+        (status = 200, description = "`{integrations: {\"Segment.io\": {apiKey, apiHost, protocol, …}}, plan, …}`", body = Object),
+        (status = 401, description = "`unauthorized`: unknown or disabled write key", body = crate::openapi::ErrorBody),
+    ))]
 pub async fn project_settings(
     State(app): State<Arc<AppState>>,
     Path(key): Path<String>,

@@ -12,6 +12,8 @@
 //! - [`auth`]: write keys and the admin token from headers.
 //! - [`metrics`]: Prometheus metrics and the request-counting middleware.
 //! - [`error`]: [`ApiError`], the stable JSON error shape.
+//! - [`openapi`]: the OpenAPI 3.1 document, generated from the same route
+//!   table the router serves.
 
 pub mod admin;
 pub mod auth;
@@ -21,6 +23,7 @@ pub mod error;
 pub mod gate;
 pub mod ingest;
 pub mod metrics;
+pub mod openapi;
 pub mod routes;
 pub mod suppression;
 
@@ -33,7 +36,7 @@ use axum::extract::State;
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::from_fn_with_state;
 use axum::response::IntoResponse;
-use axum::routing::{get, post};
+use axum::routing::get;
 use prometheus_client::registry::Registry;
 use sluice_model::Limits;
 use sluice_store::Store;
@@ -110,15 +113,11 @@ pub fn router(app: Arc<AppState>) -> Router {
         ])
         .allow_credentials(true)
         .max_age(Duration::from_secs(24 * 3600));
-    let collection = Router::new()
-        .route(
-            "/v1/{kind}",
-            post(ingest::collect).fallback(method_not_allowed),
-        )
-        .route(
-            "/v1/projects/{key}/settings",
-            get(ingest::project_settings).fallback(method_not_allowed),
-        )
+    // The 405 fallback sits inside the CORS layer, so that preflight
+    // `OPTIONS` requests still reach CORS.
+    let (collection, _) = ingest::routes().split_for_parts();
+    let collection = collection
+        .method_not_allowed_fallback(method_not_allowed)
         .layer(cors);
     let mut main = Router::new()
         .merge(collection)
@@ -155,8 +154,7 @@ pub fn metrics_router(app: Arc<AppState>) -> Router {
         .with_state(app)
 }
 
-/// A 405 in the JSON error shape. Installed per route, inside the CORS
-/// layer, so that preflight `OPTIONS` requests still reach CORS.
+/// A 405 in the JSON error shape.
 pub async fn method_not_allowed() -> ApiError {
     ApiError::new(
         StatusCode::METHOD_NOT_ALLOWED,

@@ -4,7 +4,17 @@
 //! Applying is idempotent: each declared record is created when its id is
 //! missing and otherwise updated to the declared values. Records not in the
 //! file are left alone. Secrets can come from environment variables
-//! (`write_key_env`, `shared_secret_env`) so the file itself holds none.
+//! (`write_key_env`, `shared_secret_env`, `standard_webhooks.secret_env`) so
+//! the file itself holds none.
+//!
+//! Destinations take the admin API's opt-ins too: `standard_webhooks`
+//! (a `whsec_…` secret and the rotation overlap) and `ca_bundle` /
+//! `ca_bundle_file` (a PEM bundle of CA certificates). A declared
+//! Standard Webhooks secret is parsed against the stored settings, so an
+//! unchanged secret keeps a running rotation and a changed one starts a
+//! rotation with the declared overlap, exactly as a `PATCH` would. A
+//! `"generate"` secret is refused: the file is applied at every start, and a
+//! secret generated there would change at each one and be shown to nobody.
 
 use std::path::Path;
 
@@ -55,6 +65,17 @@ struct DestinationDecl {
     urls: Vec<UrlDecl>,
     shared_secret: Option<String>,
     shared_secret_env: Option<String>,
+    standard_webhooks: Option<StandardWebhooksDecl>,
+    ca_bundle: Option<String>,
+    ca_bundle_file: Option<std::path::PathBuf>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StandardWebhooksDecl {
+    secret: Option<String>,
+    secret_env: Option<String>,
+    rotation_overlap_seconds: Option<i64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -152,14 +173,46 @@ async fn apply_destination(
         .into_iter()
         .map(|u| serde_json::json!({"url": u.url, "headers": u.headers}))
         .collect();
-    let secret = secret(d.shared_secret, d.shared_secret_env.as_deref(), &what)?;
-    let declared = serde_json::json!({"urls": urls, "sharedSecret": secret});
-    let settings = webhook_settings::parse(&declared, None, rules)
+    let shared = secret(d.shared_secret, d.shared_secret_env.as_deref(), &what)?;
+    let standard = match d.standard_webhooks {
+        None => serde_json::Value::Null,
+        Some(sw) => {
+            let field = format!("{what}: standard_webhooks.secret");
+            let value = secret(sw.secret, sw.secret_env.as_deref(), &field)?
+                .ok_or_else(|| BootstrapError::Invalid(format!("{field}: is required")))?;
+            if value == webhook_settings::extras::GENERATE {
+                return Err(BootstrapError::Invalid(format!(
+                    "{field}: \"generate\" is not allowed here (the file is applied at every start); give a 'whsec_…' secret"
+                )));
+            }
+            serde_json::json!({"secret": value, "rotationOverlapSeconds": sw.rotation_overlap_seconds})
+        }
+    };
+    let ca_bundle = match (d.ca_bundle, d.ca_bundle_file) {
+        (Some(_), Some(_)) => {
+            return Err(BootstrapError::Invalid(format!(
+                "{what}: give ca_bundle or ca_bundle_file, not both"
+            )));
+        }
+        (Some(pem), None) => Some(pem),
+        (None, Some(file)) => Some(std::fs::read_to_string(&file).map_err(|e| {
+            BootstrapError::Invalid(format!("{what}: ca_bundle_file {}: {e}", file.display()))
+        })?),
+        (None, None) => None,
+    };
+    let declared = serde_json::json!({
+        "urls": urls,
+        "sharedSecret": shared,
+        "standardWebhooks": standard,
+        "caBundle": ca_bundle,
+    });
+    let stored = store.get_destination(&d.id).await?;
+    let settings = webhook_settings::parse(&declared, stored.as_ref().map(|s| &s.settings), rules)
         .map_err(|e| BootstrapError::Invalid(format!("{what}: {}", e.message)))?;
     let mut sources = d.sources;
     sources.sort();
     sources.dedup();
-    if store.get_destination(&d.id).await?.is_some() {
+    if stored.is_some() {
         let patch = DestinationPatch {
             name: Some(d.name),
             enabled: Some(d.enabled),

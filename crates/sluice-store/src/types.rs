@@ -168,6 +168,7 @@ pub struct UsageDay {
 
 /// Lifecycle of a delivery (one event to one destination).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum DeliveryState {
     /// Waiting for its next attempt (`next_attempt_at`).
@@ -226,6 +227,7 @@ pub struct DueDelivery {
 
 /// One HTTP attempt against one URL.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Attempt {
     pub delivery_id: i64,
     pub attempt: u32,
@@ -260,6 +262,7 @@ pub struct AttemptReport {
 
 /// A delivery as the admin API shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct DeliveryRecord {
     pub id: i64,
     pub destination_id: String,

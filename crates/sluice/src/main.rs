@@ -25,16 +25,24 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Start the service (embedded store by default).
+    #[command(
+        after_help = "Example:\n  SLUICE_ADMIN_TOKEN=… sluice serve --config /etc/sluice/sluice.toml"
+    )]
     Serve {
         /// A TOML configuration file; `SLUICE_*` variables override it.
         #[arg(long, short, env = "SLUICE_CONFIG")]
         config: Option<PathBuf>,
     },
     /// Print the effective configuration (secrets masked) and exit.
+    #[command(after_help = "Example:\n  sluice config --config /etc/sluice/sluice.toml")]
     Config {
         #[arg(long, short, env = "SLUICE_CONFIG")]
         config: Option<PathBuf>,
     },
+    /// Print the OpenAPI 3.1 document of the collection and admin APIs
+    /// (the same as `GET /api/v1/openapi.json` and `docs/openapi.json`).
+    #[command(after_help = "Example:\n  sluice openapi > docs/openapi.json")]
+    Openapi,
     #[command(flatten)]
     Remote(sluice_cli::Command),
 }
@@ -81,6 +89,10 @@ fn main() -> anyhow::Result<()> {
     match cli.command {
         Command::Remote(command) => std::process::exit(i32::from(sluice_cli::run(command))),
         Command::Serve { config } => serve(config),
+        Command::Openapi => {
+            print!("{}", sluice_api::openapi::document_json());
+            Ok(())
+        }
         Command::Config { config } => {
             let mut cfg = Config::load(config.as_deref())?;
             for secret in [

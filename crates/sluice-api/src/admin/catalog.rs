@@ -5,6 +5,9 @@ use serde_json::{Value, json};
 
 use super::webhook_settings::MAX_URLS;
 
+/// The destination types and their settings (one type: `Webhooks`).
+#[utoipa::path(get, path = "/catalog/destinations", tag = "destinations",
+    responses((status = 200, description = "`{\"data\": [{name, description, types, settings: [...]}]}`", body = Object)))]
 pub async fn destinations() -> Json<Value> {
     Json(json!({"data": [{
         "name": "Webhooks",

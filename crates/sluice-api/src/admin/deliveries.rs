@@ -6,27 +6,70 @@ use std::sync::Arc;
 use axum::Json;
 use axum::extract::{Path, State};
 use chrono::Utc;
-use serde_json::{Value, json};
-use sluice_store::{DeliveryFilter, DeliveryRecord, DeliveryState};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sluice_store::{Attempt, DeliveryFilter, DeliveryRecord, DeliveryState};
+use utoipa::{IntoParams, ToSchema};
 
 use super::destinations::find as find_destination;
 use super::extract::{OptionalJsonObject, Params, opt_field};
 use crate::AppState;
 use crate::error::{ApiError, ApiResult};
+use crate::openapi::schemas::{ErrorBody, Page, PageQuery, Replayed};
 
 /// A delivery as the API shows it. A `filtered` delivery was never sent: the
 /// store keeps the name of the destination filter that dropped it in
 /// `last_error`; it is shown as `filter`, and `last_error` is null (it did
 /// not fail).
-fn view(d: &DeliveryRecord) -> Value {
-    let mut v = json!(d);
-    if d.state == DeliveryState::Filtered
-        && let Some(obj) = v.as_object_mut()
-    {
-        obj.insert("filter".into(), json!(d.last_error));
-        obj.insert("last_error".into(), Value::Null);
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DeliveryView {
+    #[serde(flatten)]
+    pub record: DeliveryRecord,
+    /// For a `filtered` delivery: the destination filter that dropped it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub filter: Option<String>,
+}
+
+fn view(d: &DeliveryRecord) -> DeliveryView {
+    let mut record = d.clone();
+    let mut filter = None;
+    if d.state == DeliveryState::Filtered {
+        filter = record.last_error.take();
     }
-    v
+    DeliveryView { record, filter }
+}
+
+/// One delivery with every attempt, oldest first.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DeliveryDetail {
+    pub delivery: DeliveryView,
+    pub attempts: Vec<Attempt>,
+}
+
+/// Filters of the attempt log.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct DeliveryQuery {
+    /// Only this message's deliveries.
+    pub message_id: Option<String>,
+    /// Only deliveries in this state.
+    pub state: Option<DeliveryState>,
+}
+
+/// `destination_id` of the list across destinations.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct DestinationQuery {
+    /// Only this destination's deliveries.
+    pub destination_id: Option<String>,
+}
+
+/// The optional body of a bulk replay.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct ReplayBody {
+    /// Only this message's dead deliveries.
+    pub message_id: Option<String>,
 }
 
 /// Delivery ids are integers; anything else is a 404 in the JSON shape.
@@ -53,27 +96,45 @@ fn filter(params: &Params) -> ApiResult<DeliveryFilter> {
     })
 }
 
-async fn page(app: &AppState, filter: DeliveryFilter) -> ApiResult<Json<Value>> {
+type DeliveryPage = Page<DeliveryView>;
+
+async fn page(app: &AppState, filter: DeliveryFilter) -> ApiResult<Json<DeliveryPage>> {
     let limit = filter.limit as usize;
     let rows = app.store.list_deliveries(&filter).await?;
     let next_before = (rows.len() == limit)
         .then(|| rows.last().map(|d| d.id))
         .flatten();
-    let data: Vec<Value> = rows.iter().map(view).collect();
-    Ok(Json(json!({ "data": data, "next_before": next_before })))
+    let data = rows.iter().map(view).collect();
+    Ok(Json(Page { data, next_before }))
 }
 
 /// `GET /api/v1/deliveries?message_id=&state=&destination_id=`: across destinations.
-pub async fn list(State(app): State<Arc<AppState>>, params: Params) -> ApiResult<Json<Value>> {
+#[utoipa::path(get, path = "/deliveries", tag = "deliveries",
+    params(DestinationQuery, DeliveryQuery, PageQuery),
+    responses(
+        (status = 200, description = "Newest first; `next_before` is a delivery id", body = Page<DeliveryView>),
+        (status = 400, description = "`invalid_query`", body = ErrorBody),
+    ))]
+pub async fn list(
+    State(app): State<Arc<AppState>>,
+    params: Params,
+) -> ApiResult<Json<DeliveryPage>> {
     page(&app, filter(&params)?).await
 }
 
 /// `GET /api/v1/destinations/{id}/deliveries?state=&message_id=`.
+#[utoipa::path(get, path = "/destinations/{id}/deliveries", tag = "deliveries",
+    params(("id" = String, Path), DeliveryQuery, PageQuery),
+    responses(
+        (status = 200, description = "Newest first", body = Page<DeliveryView>),
+        (status = 400, description = "`invalid_query`", body = ErrorBody),
+        (status = 404, description = "`not_found`", body = ErrorBody),
+    ))]
 pub async fn list_for_destination(
     State(app): State<Arc<AppState>>,
     Path(id): Path<String>,
     params: Params,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<DeliveryPage>> {
     find_destination(&app, &id).await?;
     let mut f = filter(&params)?;
     f.destination_id = Some(id);
@@ -81,10 +142,15 @@ pub async fn list_for_destination(
 }
 
 /// `GET /api/v1/deliveries/{id}`: the delivery and every attempt, oldest first.
+#[utoipa::path(get, path = "/deliveries/{id}", tag = "deliveries", params(("id" = i64, Path)),
+    responses(
+        (status = 200, body = DeliveryDetail),
+        (status = 404, description = "`not_found` (also for an id that is not an integer)", body = ErrorBody),
+    ))]
 pub async fn get(
     State(app): State<Arc<AppState>>,
     Path(id): Path<String>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<DeliveryDetail>> {
     let id = delivery_id(&id)?;
     let delivery = app
         .store
@@ -96,18 +162,25 @@ pub async fn get(
     for a in &mut attempts {
         a.url = sluice_outbound::mask::mask_url(&a.url);
     }
-    Ok(Json(
-        json!({ "delivery": view(&delivery), "attempts": attempts }),
-    ))
+    Ok(Json(DeliveryDetail {
+        delivery: view(&delivery),
+        attempts,
+    }))
 }
 
 /// `POST /api/v1/deliveries/{id}/replay`: one dead delivery back to pending.
 /// Deliveries are addressed by (destination, messageId), the receivers'
 /// dedup key, so a client that reused a messageId replays all of them.
+#[utoipa::path(post, path = "/deliveries/{id}/replay", tag = "deliveries", params(("id" = i64, Path)),
+    responses(
+        (status = 200, body = Replayed),
+        (status = 404, description = "`not_found`", body = ErrorBody),
+        (status = 409, description = "`not_dead`: only dead deliveries can be replayed", body = ErrorBody),
+    ))]
 pub async fn replay_one(
     State(app): State<Arc<AppState>>,
     Path(id): Path<i64>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<Replayed>> {
     let delivery = app
         .store
         .get_delivery(id)
@@ -130,16 +203,23 @@ pub async fn replay_one(
     };
     let replayed = app.store.replay(&f, Utc::now()).await?;
     (app.on_commit)();
-    Ok(Json(json!({ "replayed": replayed })))
+    Ok(Json(Replayed { replayed }))
 }
 
 /// `POST /api/v1/destinations/{id}/replay`: every dead delivery of the
 /// destination, or only those of `{"message_id": …}`.
+#[utoipa::path(post, path = "/destinations/{id}/replay", tag = "deliveries", params(("id" = String, Path)),
+    request_body(content = Option<ReplayBody>, description = "Optional"),
+    responses(
+        (status = 200, description = "How many dead deliveries moved back to pending", body = Replayed),
+        (status = 400, description = "`invalid_json`, `invalid_field`", body = ErrorBody),
+        (status = 404, description = "`not_found`", body = ErrorBody),
+    ))]
 pub async fn replay_bulk(
     State(app): State<Arc<AppState>>,
     Path(id): Path<String>,
     OptionalJsonObject(body): OptionalJsonObject,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<Replayed>> {
     find_destination(&app, &id).await?;
     let f = DeliveryFilter {
         destination_id: Some(id),
@@ -148,5 +228,5 @@ pub async fn replay_bulk(
     };
     let replayed = app.store.replay(&f, Utc::now()).await?;
     (app.on_commit)();
-    Ok(Json(json!({ "replayed": replayed })))
+    Ok(Json(Replayed { replayed }))
 }

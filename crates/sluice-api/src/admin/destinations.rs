@@ -6,28 +6,68 @@ use std::sync::Arc;
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use serde_json::{Map, Value, json};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 use sluice_store::{Destination, DestinationPatch, NewDestination, StoreError, keys};
+use utoipa::ToSchema;
 
 use super::extract::{JsonObject, opt_field, required_name};
-use super::webhook_settings;
+use super::webhook_settings::{self, SettingsInput, SettingsView};
 use crate::AppState;
 use crate::error::{ApiError, ApiResult};
+use crate::openapi::schemas::{ErrorBody, List};
 use crate::routes::WEBHOOKS;
 
-const FIELDS: &[&str] = &["name", "type", "enabled", "settings", "source_ids"];
+/// The fields a create or update body may have ([`DestinationInput`]).
+pub const FIELDS: &[&str] = &["name", "type", "enabled", "settings", "source_ids"];
 
-pub fn view(d: &Destination, masker: &sluice_outbound::Masker) -> Value {
-    json!({
-        "id": d.id,
-        "name": d.name,
-        "type": d.kind,
-        "enabled": d.enabled,
-        "settings": webhook_settings::view(&d.settings, masker),
-        "source_ids": d.source_ids,
-        "created_at": d.created_at,
-        "updated_at": d.updated_at,
-    })
+/// A destination as the admin API shows it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DestinationView {
+    #[schema(example = "dst_qdHXbhTVG8DHLrMy")]
+    pub id: String,
+    pub name: String,
+    /// Always `Webhooks`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub enabled: bool,
+    pub settings: SettingsView,
+    /// Connected sources, sorted.
+    pub source_ids: Vec<String>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// The body of `POST /destinations` (`name` required) and of `PATCH
+/// /destinations/{id}` (every field optional; `settings` merge by key,
+/// `source_ids` replaces the set). Any other field is refused.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DestinationInput {
+    /// 1 to 200 characters; required on create.
+    pub name: Option<String>,
+    /// `Webhooks` (the default); cannot change.
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    /// Default `true` on create.
+    pub enabled: Option<bool>,
+    pub settings: Option<SettingsInput>,
+    /// Ids of existing sources.
+    pub source_ids: Option<Vec<String>>,
+}
+
+pub fn view(d: &Destination, masker: &sluice_outbound::Masker) -> DestinationView {
+    DestinationView {
+        id: d.id.clone(),
+        name: d.name.clone(),
+        kind: d.kind.clone(),
+        enabled: d.enabled,
+        settings: webhook_settings::view(&d.settings, masker),
+        source_ids: d.source_ids.clone(),
+        created_at: d.created_at,
+        updated_at: d.updated_at,
+    }
 }
 
 fn check_fields(body: &Map<String, Value>) -> ApiResult<()> {
@@ -59,10 +99,15 @@ fn source_ids(body: &Map<String, Value>) -> ApiResult<Option<Vec<String>>> {
 /// Creates a destination. `type` must be `Webhooks` (the only catalog entry);
 /// `enabled` defaults to true, so a destination created with URLs starts
 /// receiving at once.
+#[utoipa::path(post, path = "/destinations", tag = "destinations", request_body = DestinationInput,
+    responses(
+        (status = 201, description = "Created; a generated Standard Webhooks secret is shown in full in this answer only", body = DestinationView),
+        (status = 400, description = "`invalid_json`, `body_too_large`, `invalid_field` naming the field", body = ErrorBody),
+    ))]
 pub async fn create(
     State(app): State<Arc<AppState>>,
     JsonObject(body): JsonObject,
-) -> ApiResult<(StatusCode, Json<Value>)> {
+) -> ApiResult<(StatusCode, Json<DestinationView>)> {
     check_fields(&body)?;
     let name = required_name(&body, "name")?;
     let kind = opt_field(&body, "type", Value::as_str, "a string")?.unwrap_or(WEBHOOKS);
@@ -95,26 +140,40 @@ pub async fn create(
     Ok((StatusCode::CREATED, Json(shown)))
 }
 
-pub async fn list(State(app): State<Arc<AppState>>) -> ApiResult<Json<Value>> {
+#[utoipa::path(get, path = "/destinations", tag = "destinations",
+    responses((status = 200, body = List<DestinationView>)))]
+pub async fn list(State(app): State<Arc<AppState>>) -> ApiResult<Json<List<DestinationView>>> {
     let all = app.store.list_destinations().await?;
-    let data: Vec<Value> = all.iter().map(|d| view(d, &app.outbound.masker)).collect();
-    Ok(Json(json!({ "data": data })))
+    let data = all.iter().map(|d| view(d, &app.outbound.masker)).collect();
+    Ok(Json(List { data }))
 }
 
+#[utoipa::path(get, path = "/destinations/{id}", tag = "destinations", params(("id" = String, Path)),
+    responses(
+        (status = 200, body = DestinationView),
+        (status = 404, description = "`not_found`", body = ErrorBody),
+    ))]
 pub async fn get(
     State(app): State<Arc<AppState>>,
     Path(id): Path<String>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<DestinationView>> {
     Ok(Json(view(&find(&app, &id).await?, &app.outbound.masker)))
 }
 
 /// Updates a destination. `settings` keys that are omitted keep their value;
 /// `source_ids` replaces the whole set of connections.
+#[utoipa::path(patch, path = "/destinations/{id}", tag = "destinations", params(("id" = String, Path)),
+    request_body = DestinationInput,
+    responses(
+        (status = 200, body = DestinationView),
+        (status = 400, description = "`invalid_json`, `invalid_field` naming the field", body = ErrorBody),
+        (status = 404, description = "`not_found`", body = ErrorBody),
+    ))]
 pub async fn update(
     State(app): State<Arc<AppState>>,
     Path(id): Path<String>,
     JsonObject(body): JsonObject,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<DestinationView>> {
     check_fields(&body)?;
     if body
         .get("type")
@@ -155,17 +214,24 @@ pub async fn update(
 
 /// Shows a Standard Webhooks secret in full in the response to the request
 /// that generated it: the only time it is ever returned.
-fn reveal_generated(shown: &mut Value, body: &Map<String, Value>, dest: &Destination) {
+fn reveal_generated(shown: &mut DestinationView, body: &Map<String, Value>, dest: &Destination) {
     let asked = body
         .get("settings")
         .is_some_and(webhook_settings::extras::asked_to_generate);
-    if let (true, Some(standard)) = (asked, &dest.settings.standard_webhooks)
-        && let Some(target) = shown.pointer_mut("/settings/standardWebhooks/secret")
-    {
-        *target = Value::String(standard.secret.clone());
+    if let (true, Some(standard), Some(target)) = (
+        asked,
+        &dest.settings.standard_webhooks,
+        shown.settings.standard_webhooks.as_mut(),
+    ) {
+        target.secret = standard.secret.clone();
     }
 }
 
+#[utoipa::path(delete, path = "/destinations/{id}", tag = "destinations", params(("id" = String, Path)),
+    responses(
+        (status = 204, description = "Deleted; its pending deliveries are discarded"),
+        (status = 404, description = "`not_found`", body = ErrorBody),
+    ))]
 pub async fn delete(
     State(app): State<Arc<AppState>>,
     Path(id): Path<String>,

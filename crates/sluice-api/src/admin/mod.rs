@@ -27,60 +27,52 @@ use axum::Router;
 use axum::extract::{Request, State};
 use axum::middleware::{Next, from_fn_with_state};
 use axum::response::Response;
-use axum::routing::{get, post};
 use sluice_store::keys;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use crate::AppState;
 use crate::auth::bearer_token;
 use crate::error::ApiError;
 
+/// Every admin route, each from its handler's `#[utoipa::path]` (method
+/// and path relative to [`PREFIX`]): this is both the route table and the
+/// OpenAPI description ([`crate::openapi`]). To add a route, annotate the
+/// handler and add one `.routes(routes!(…))` line: one per path, listing
+/// every handler of that path.
+pub fn routes() -> OpenApiRouter<Arc<AppState>> {
+    OpenApiRouter::new()
+        .routes(routes!(sources::create, sources::list))
+        .routes(routes!(sources::get, sources::update, sources::delete))
+        .routes(routes!(sources::rotate_key))
+        .routes(routes!(sources::events))
+        .routes(routes!(sources::usage))
+        .routes(routes!(schema::list))
+        .routes(routes!(schema::get_rules, schema::put_rules))
+        .routes(routes!(schema::get_filters, schema::put_filters))
+        .routes(routes!(catalog::destinations))
+        .routes(routes!(destinations::create, destinations::list))
+        .routes(routes!(
+            destinations::get,
+            destinations::update,
+            destinations::delete
+        ))
+        .routes(routes!(deliveries::list_for_destination))
+        .routes(routes!(deliveries::replay_bulk))
+        .routes(routes!(deliveries::list))
+        .routes(routes!(deliveries::get))
+        .routes(routes!(deliveries::replay_one))
+        .merge(personas::routes())
+        .routes(routes!(regulations::create, regulations::list))
+        .routes(routes!(regulations::get))
+        .routes(routes!(regulations::suppressions))
+        .routes(routes!(crate::openapi::serve))
+}
+
+/// The admin API as served: [`routes`] behind the admin token, with JSON 405s.
 pub fn router(app: Arc<AppState>) -> Router<Arc<AppState>> {
-    Router::new()
-        .route("/sources", post(sources::create).get(sources::list))
-        .route(
-            "/sources/{id}",
-            get(sources::get)
-                .patch(sources::update)
-                .delete(sources::delete),
-        )
-        .route("/sources/{id}/rotate-key", post(sources::rotate_key))
-        .route("/sources/{id}/events", get(sources::events))
-        .route("/sources/{id}/usage", get(sources::usage))
-        .route("/sources/{id}/schema", get(schema::list))
-        .route(
-            "/sources/{id}/rules",
-            get(schema::get_rules).put(schema::put_rules),
-        )
-        .route(
-            "/destinations/{id}/filters",
-            get(schema::get_filters).put(schema::put_filters),
-        )
-        .route("/catalog/destinations", get(catalog::destinations))
-        .route(
-            "/destinations",
-            post(destinations::create).get(destinations::list),
-        )
-        .route(
-            "/destinations/{id}",
-            get(destinations::get)
-                .patch(destinations::update)
-                .delete(destinations::delete),
-        )
-        .route(
-            "/destinations/{id}/deliveries",
-            get(deliveries::list_for_destination),
-        )
-        .route("/destinations/{id}/replay", post(deliveries::replay_bulk))
-        .route("/deliveries", get(deliveries::list))
-        .route("/deliveries/{id}", get(deliveries::get))
-        .route("/deliveries/{id}/replay", post(deliveries::replay_one))
-        .merge(personas::router())
-        .route(
-            "/regulations",
-            post(regulations::create).get(regulations::list),
-        )
-        .route("/regulations/{id}", get(regulations::get))
-        .route("/suppressions", get(regulations::suppressions))
+    let (routes, _) = routes().split_for_parts();
+    routes
         .method_not_allowed_fallback(crate::method_not_allowed)
         .layer(from_fn_with_state(app, require_admin))
 }

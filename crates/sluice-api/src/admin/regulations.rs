@@ -16,6 +16,7 @@ use sluice_store::{NewRegulation, Regulation, RegulationDetail, SuppressedCount,
 use crate::AppState;
 use crate::admin::extract::Params;
 use crate::error::{ApiError, ApiResult};
+use crate::openapi::schemas::ErrorBody;
 
 /// The most subject ids one regulation takes (as Segment).
 pub const MAX_SUBJECTS: usize = 5000;
@@ -123,7 +124,27 @@ fn parse(body: &Map<String, Value>) -> Result<(String, Vec<String>, Option<Strin
     Ok((kind, ids, source))
 }
 
+/// The body of `POST /regulations` (Segment's Regulations API).
+#[derive(Debug, serde::Deserialize, utoipa::ToSchema)]
+#[allow(non_snake_case)]
+pub struct RegulationInput {
+    /// `DELETE_ONLY`, `SUPPRESS_WITH_DELETE`, `SUPPRESS_ONLY`, `UNSUPPRESS`,
+    /// `DELETE_INTERNAL` or `SUPPRESS_WITH_DELETE_INTERNAL`.
+    pub regulationType: String,
+    /// `USER_ID` (the only kind).
+    pub subjectType: Option<String>,
+    /// 1 to 5000 non-empty strings; duplicates count once.
+    pub subjectIds: Vec<String>,
+    /// Limit the regulation to one source.
+    pub source_id: Option<String>,
+}
+
 /// `POST /regulations`: records the regulation and answers at once.
+#[utoipa::path(post, path = "/regulations", tag = "privacy", request_body = RegulationInput,
+    responses(
+        (status = 201, description = "`{id, regulateId, regulationType, subjectType, source_id, status, subjects, subjectsDone, createdAt, finishedAt}` (docs/privacy.md)", body = Object),
+        (status = 400, description = "`invalid_json`, `body_too_large`, `invalid_field`", body = ErrorBody),
+    ))]
 pub async fn create(
     State(app): State<Arc<AppState>>,
     RegulationBody(body): RegulationBody,
@@ -162,6 +183,13 @@ pub async fn create(
     Ok((StatusCode::CREATED, Json(out)))
 }
 
+/// Newest first.
+#[utoipa::path(get, path = "/regulations", tag = "privacy",
+    params(("limit" = Option<u32>, Query, description = "1 to 1000, default 100")),
+    responses(
+        (status = 200, description = "`{data: [regulation]}`", body = Object),
+        (status = 400, description = "`invalid_query`", body = ErrorBody),
+    ))]
 pub async fn list(State(app): State<Arc<AppState>>, params: Params) -> ApiResult<Json<Value>> {
     let limit = params.limit(100, 1000)?;
     let data: Vec<Value> = app
@@ -174,6 +202,12 @@ pub async fn list(State(app): State<Arc<AppState>>, params: Params) -> ApiResult
     Ok(Json(json!({ "data": data })))
 }
 
+/// One regulation with its subjects and notifications.
+#[utoipa::path(get, path = "/regulations/{id}", tag = "privacy", params(("id" = String, Path)),
+    responses(
+        (status = 200, description = "The regulation with `subjectDetails` and `notifications`", body = Object),
+        (status = 404, description = "`not_found`", body = ErrorBody),
+    ))]
 pub async fn get(
     State(app): State<Arc<AppState>>,
     Path(id): Path<String>,
@@ -187,6 +221,16 @@ pub async fn get(
 }
 
 /// `GET /suppressions?after=&limit=`: suppressed user ids in id order.
+/// Suppressed user ids in id order.
+#[utoipa::path(get, path = "/suppressions", tag = "privacy",
+    params(
+        ("after" = Option<String>, Query, description = "The previous page's `next`"),
+        ("limit" = Option<u32>, Query, description = "1 to 10000, default 1000"),
+    ),
+    responses(
+        (status = 200, description = "`{data: [user id], next}`; `next` is `null` at the end", body = Object),
+        (status = 400, description = "`invalid_query`", body = ErrorBody),
+    ))]
 pub async fn suppressions(
     State(app): State<Arc<AppState>>,
     params: Params,
@@ -200,7 +244,10 @@ pub async fn suppressions(
 
 /// Usage days with suppressed events: `events` counts stored events,
 /// `suppressed` the calls dropped for suppressed users, `received` both.
-pub fn with_suppressed(days: Vec<UsageDay>, suppressed: Vec<SuppressedCount>) -> Vec<Value> {
+pub fn with_suppressed(
+    days: Vec<UsageDay>,
+    suppressed: Vec<SuppressedCount>,
+) -> Vec<super::sources::UsageView> {
     let mut by_day: std::collections::BTreeMap<String, (u64, u64, u64)> = Default::default();
     for d in days {
         let e = by_day.entry(d.day).or_default();
@@ -212,12 +259,17 @@ pub fn with_suppressed(days: Vec<UsageDay>, suppressed: Vec<SuppressedCount>) ->
     }
     by_day
         .into_iter()
-        .map(|(day, (api_calls, events, suppressed))| {
-            json!({
-                "day": day, "api_calls": api_calls, "events": events,
-                "suppressed": suppressed, "received": events + suppressed,
-            })
-        })
+        .map(
+            |(day, (api_calls, events, suppressed))| super::sources::UsageView {
+                day,
+                api_calls,
+                events,
+                suppressed,
+                received: events + suppressed,
+                blocked: 0,
+                blocked_events: Default::default(),
+            },
+        )
         .collect()
 }
 

@@ -21,6 +21,25 @@ use super::extract::{JsonObject, Params};
 use super::sources::find as find_source;
 use crate::AppState;
 use crate::error::{ApiError, ApiResult};
+use crate::openapi::schemas::ErrorBody;
+
+/// Query of the observed schema.
+#[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct SchemaParams {
+    /// `track`, `page`, `screen`, `identify_trait`, `group_trait` or `property`.
+    pub kind: Option<String>,
+    /// Only entries whose name contains this.
+    pub name: Option<String>,
+    /// `name` (default), `first_seen`, `last_seen`, `volume_24h`, `volume_7d`, `volume_30d`.
+    pub sort: Option<String>,
+    /// `asc` or `desc`; volumes and `last_seen` default to `desc`.
+    pub order: Option<String>,
+    /// 1 to 1000, default 100.
+    pub limit: Option<u32>,
+    /// Entries to skip.
+    pub offset: Option<u32>,
+}
 
 fn invalid(e: RuleError) -> ApiError {
     ApiError::invalid(&e.field, e.message)
@@ -49,6 +68,12 @@ fn entry_view(e: &SchemaEntry) -> Value {
 }
 
 /// `GET /api/v1/sources/{id}/schema?kind=&name=&sort=&order=&limit=&offset=`.
+#[utoipa::path(get, path = "/sources/{id}/schema", tag = "schema", params(("id" = String, Path), SchemaParams),
+    responses(
+        (status = 200, description = "`{data: [{kind, name, first_seen, last_seen, volume_24h, volume_7d, volume_30d, property?, types?}], total, next_offset, overflow}`", body = Object),
+        (status = 400, description = "`invalid_query`", body = ErrorBody),
+        (status = 404, description = "`not_found`", body = ErrorBody),
+    ))]
 pub async fn list(
     State(app): State<Arc<AppState>>,
     Path(id): Path<String>,
@@ -118,6 +143,11 @@ pub async fn list(
 }
 
 /// `GET /api/v1/sources/{id}/rules`.
+#[utoipa::path(get, path = "/sources/{id}/rules", tag = "schema", params(("id" = String, Path)),
+    responses(
+        (status = 200, description = "`{blocked_events, blocked_identify_traits, blocked_group_traits, tracking_plan: {enabled, events}}` (docs/schema.md)", body = Object),
+        (status = 404, description = "`not_found`", body = ErrorBody),
+    ))]
 pub async fn get_rules(
     State(app): State<Arc<AppState>>,
     Path(id): Path<String>,
@@ -134,6 +164,13 @@ pub async fn get_rules(
 }
 
 /// `PUT /api/v1/sources/{id}/rules`: replaces the rules.
+#[utoipa::path(put, path = "/sources/{id}/rules", tag = "schema", params(("id" = String, Path)),
+    request_body(content = Object, description = "`blocked_events`, `blocked_identify_traits`, `blocked_group_traits`, `tracking_plan` {`enabled`, `events`} (docs/schema.md)"),
+    responses(
+        (status = 200, description = "The rules as stored", body = Object),
+        (status = 400, description = "`invalid_json`, `invalid_field` naming the field", body = ErrorBody),
+        (status = 404, description = "`not_found`", body = ErrorBody),
+    ))]
 pub async fn put_rules(
     State(app): State<Arc<AppState>>,
     Path(id): Path<String>,
@@ -148,6 +185,11 @@ pub async fn put_rules(
 }
 
 /// `GET /api/v1/destinations/{id}/filters`.
+#[utoipa::path(get, path = "/destinations/{id}/filters", tag = "schema", params(("id" = String, Path)),
+    responses(
+        (status = 200, description = "`{filters: [{name, action, when?, fields?}]}`; `{filters: []}` when none", body = Object),
+        (status = 404, description = "`not_found`", body = ErrorBody),
+    ))]
 pub async fn get_filters(
     State(app): State<Arc<AppState>>,
     Path(id): Path<String>,
@@ -165,6 +207,12 @@ pub async fn get_filters(
 /// `PUT /api/v1/destinations/{id}/filters`: replaces the filters. An
 /// unknown destination is a 400 naming the path's `id` rather than a 404,
 /// since the filter document itself is what refers to it.
+#[utoipa::path(put, path = "/destinations/{id}/filters", tag = "schema", params(("id" = String, Path)),
+    request_body(content = Object, description = "`{filters: [{name, action: drop | drop_fields, when?, fields?}]}` (docs/schema.md)"),
+    responses(
+        (status = 200, description = "The filters as stored", body = Object),
+        (status = 400, description = "`invalid_json`, `invalid_field` (also for an unknown destination: `destination_id`)", body = ErrorBody),
+    ))]
 pub async fn put_filters(
     State(app): State<Arc<AppState>>,
     Path(id): Path<String>,

@@ -6,35 +6,77 @@ use std::sync::Arc;
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use chrono::{Duration, Utc};
+use chrono::{DateTime, Duration, Utc};
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sluice_store::{NewSource, Source, SourcePatch, keys};
+use utoipa::{IntoParams, ToSchema};
 
 use super::extract::{JsonObject, Params, opt_field, required_name};
 use crate::AppState;
 use crate::error::{ApiError, ApiResult};
+use crate::openapi::schemas::{ErrorBody, List, Page, PageQuery};
 
 /// A source as the API shows it. The write key appears in full only in the
 /// answers to create and rotate (`write_key`), never afterwards.
-fn view(source: &Source, write_key: Option<&str>) -> Value {
-    let mut v = json!({
-        "id": source.id,
-        "name": source.name,
-        "enabled": source.enabled,
-        "write_key_hint": source.write_key_hint,
-        "created_at": source.created_at,
-        "updated_at": source.updated_at,
-    });
-    if let (Some(key), Some(obj)) = (write_key, v.as_object_mut()) {
-        obj.insert("write_key".into(), Value::String(key.to_owned()));
-    }
-    v
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SourceView {
+    #[schema(example = "src_4ywHJu7atksI0JlN")]
+    pub id: String,
+    pub name: String,
+    pub enabled: bool,
+    /// The write key's first 4 characters and `…`.
+    #[schema(example = "FnUG…")]
+    pub write_key_hint: String,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    /// The write key in full: only in the answers to create and rotate.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub write_key: Option<String>,
 }
 
+fn view(source: &Source, write_key: Option<&str>) -> SourceView {
+    SourceView {
+        id: source.id.clone(),
+        name: source.name.clone(),
+        enabled: source.enabled,
+        write_key_hint: source.write_key_hint.clone(),
+        created_at: source.created_at,
+        updated_at: source.updated_at,
+        write_key: write_key.map(str::to_owned),
+    }
+}
+
+/// The body of `POST /sources`.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct CreateSource {
+    /// 1 to 200 characters, trimmed.
+    pub name: String,
+    /// Default `true`.
+    pub enabled: Option<bool>,
+}
+
+/// The body of `PATCH /sources/{id}`: any of these; others are refused.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateSource {
+    pub name: Option<String>,
+    pub enabled: Option<bool>,
+}
+
+/// The fields `PATCH /sources/{id}` accepts.
+pub const UPDATE_FIELDS: &[&str] = &["name", "enabled"];
+
+#[utoipa::path(post, path = "/sources", tag = "sources", request_body = CreateSource,
+    responses(
+        (status = 201, description = "Created; the only answer besides rotation that shows `write_key`", body = SourceView),
+        (status = 400, description = "`invalid_json`, `body_too_large`, `invalid_field`", body = ErrorBody),
+    ))]
 pub async fn create(
     State(app): State<Arc<AppState>>,
     JsonObject(body): JsonObject,
-) -> ApiResult<(StatusCode, Json<Value>)> {
+) -> ApiResult<(StatusCode, Json<SourceView>)> {
     let name = required_name(&body, "name")?;
     let enabled = opt_field(&body, "enabled", Value::as_bool, "a boolean")?.unwrap_or(true);
     let key = keys::new_write_key();
@@ -52,26 +94,40 @@ pub async fn create(
     Ok((StatusCode::CREATED, Json(view(&source, Some(&key)))))
 }
 
-pub async fn list(State(app): State<Arc<AppState>>) -> ApiResult<Json<Value>> {
+#[utoipa::path(get, path = "/sources", tag = "sources",
+    responses((status = 200, description = "Every source", body = List<SourceView>)))]
+pub async fn list(State(app): State<Arc<AppState>>) -> ApiResult<Json<List<SourceView>>> {
     let sources = app.store.list_sources().await?;
-    let data: Vec<Value> = sources.iter().map(|s| view(s, None)).collect();
-    Ok(Json(json!({ "data": data })))
+    let data = sources.iter().map(|s| view(s, None)).collect();
+    Ok(Json(List { data }))
 }
 
+#[utoipa::path(get, path = "/sources/{id}", tag = "sources", params(("id" = String, Path)),
+    responses(
+        (status = 200, body = SourceView),
+        (status = 404, description = "`not_found`", body = ErrorBody),
+    ))]
 pub async fn get(
     State(app): State<Arc<AppState>>,
     Path(id): Path<String>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<SourceView>> {
     let source = find(&app, &id).await?;
     Ok(Json(view(&source, None)))
 }
 
+#[utoipa::path(patch, path = "/sources/{id}", tag = "sources", params(("id" = String, Path)),
+    request_body = UpdateSource,
+    responses(
+        (status = 200, body = SourceView),
+        (status = 400, description = "`invalid_json`, `invalid_field` (also for a field that cannot change)", body = ErrorBody),
+        (status = 404, description = "`not_found`", body = ErrorBody),
+    ))]
 pub async fn update(
     State(app): State<Arc<AppState>>,
     Path(id): Path<String>,
     JsonObject(body): JsonObject,
-) -> ApiResult<Json<Value>> {
-    if let Some(k) = body.keys().find(|k| *k != "name" && *k != "enabled") {
+) -> ApiResult<Json<SourceView>> {
+    if let Some(k) = body.keys().find(|k| !UPDATE_FIELDS.contains(&k.as_str())) {
         return Err(ApiError::invalid(
             k,
             "cannot be changed (fields: name, enabled)",
@@ -95,6 +151,11 @@ pub async fn update(
     Ok(Json(view(&source, None)))
 }
 
+#[utoipa::path(delete, path = "/sources/{id}", tag = "sources", params(("id" = String, Path)),
+    responses(
+        (status = 204, description = "Deleted; its write key stops working"),
+        (status = 404, description = "`not_found`", body = ErrorBody),
+    ))]
 pub async fn delete(
     State(app): State<Arc<AppState>>,
     Path(id): Path<String>,
@@ -107,10 +168,15 @@ pub async fn delete(
 }
 
 /// Replaces the write key. The old key stops working at once.
+#[utoipa::path(post, path = "/sources/{id}/rotate-key", tag = "sources", params(("id" = String, Path)),
+    responses(
+        (status = 200, description = "The source with its new `write_key`, shown this once", body = SourceView),
+        (status = 404, description = "`not_found`", body = ErrorBody),
+    ))]
 pub async fn rotate_key(
     State(app): State<Arc<AppState>>,
     Path(id): Path<String>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<SourceView>> {
     let key = keys::new_write_key();
     let patch = SourcePatch {
         write_key: Some((keys::hash_secret(&key), keys::hint(&key))),
@@ -127,11 +193,18 @@ pub async fn rotate_key(
 
 /// The debugger: a source's events as stored after enrichment, newest first.
 /// `?limit=` (default 50, at most 500) and `?before=<seq>` page backwards.
+#[utoipa::path(get, path = "/sources/{id}/events", tag = "sources",
+    params(("id" = String, Path), PageQuery),
+    responses(
+        (status = 200, description = "Newest first; `next_before` is a `seq`", body = Page<StoredEvent>),
+        (status = 400, description = "`invalid_query`", body = ErrorBody),
+        (status = 404, description = "`not_found`", body = ErrorBody),
+    ))]
 pub async fn events(
     State(app): State<Arc<AppState>>,
     Path(id): Path<String>,
     params: Params,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<Page<StoredEvent>>> {
     find(&app, &id).await?;
     let limit = params.limit(50, 500)?;
     let events = app
@@ -141,33 +214,37 @@ pub async fn events(
     let next_before = (events.len() == limit as usize)
         .then(|| events.last().map(|e| e.seq))
         .flatten();
-    let data: Vec<Value> = events
+    let data = events
         .into_iter()
-        .map(|e| {
-            let event: Value = serde_json::from_str(&e.body).unwrap_or(Value::Null);
-            json!({
-                "seq": e.seq,
-                "message_id": e.message_id,
-                "type": e.event_type,
-                "received_at": e.received_at,
-                "blocked": e.blocked.is_some(),
-                "blocked_by": e.blocked,
-                "event": event,
-            })
+        .map(|e| StoredEvent {
+            event: serde_json::from_str(&e.body).unwrap_or(Value::Null),
+            seq: e.seq,
+            message_id: e.message_id,
+            event_type: e.event_type,
+            received_at: e.received_at,
+            blocked: e.blocked.is_some(),
+            blocked_by: e.blocked,
         })
         .collect();
-    Ok(Json(json!({ "data": data, "next_before": next_before })))
+    Ok(Json(Page { data, next_before }))
 }
 
 /// API calls and events received per UTC day, counted at ingest before any
 /// filtering: blocked calls count as received, and again under `blocked`
 /// (with `blocked_events` by event name). `?from=YYYY-MM-DD&to=YYYY-MM-DD`,
 /// default the last 30 days.
+#[utoipa::path(get, path = "/sources/{id}/usage", tag = "sources",
+    params(("id" = String, Path), UsageQuery),
+    responses(
+        (status = 200, description = "Days with traffic, oldest first", body = List<UsageView>),
+        (status = 400, description = "`invalid_query`", body = ErrorBody),
+        (status = 404, description = "`not_found`", body = ErrorBody),
+    ))]
 pub async fn usage(
     State(app): State<Arc<AppState>>,
     Path(id): Path<String>,
     params: Params,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<List<UsageView>>> {
     find(&app, &id).await?;
     let today = Utc::now().date_naive();
     let day = |name: &str, default: chrono::NaiveDate| -> ApiResult<String> {
@@ -187,16 +264,61 @@ pub async fn usage(
     let suppressed = app.store.suppressed_usage(&id, &from, &to).await?;
     let mut data = super::regulations::with_suppressed(days, suppressed);
     for d in &mut data {
-        let day = d["day"].as_str().unwrap_or_default().to_owned();
-        let on_day = || blocked.iter().filter(|b| b.day == day);
-        let by_event: serde_json::Map<String, Value> = on_day()
+        let on_day = || blocked.iter().filter(|b| b.day == d.day);
+        d.blocked_events = on_day()
             .map(|b| (b.event.clone(), json!(b.count)))
             .collect();
-        let total: u64 = on_day().map(|b| b.count).sum();
-        d["blocked"] = json!(total);
-        d["blocked_events"] = Value::Object(by_event);
+        d.blocked = on_day().map(|b| b.count).sum();
     }
-    Ok(Json(json!({ "data": data })))
+    Ok(Json(List { data }))
+}
+
+/// One entry of the debugger.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct StoredEvent {
+    pub seq: i64,
+    pub message_id: String,
+    #[serde(rename = "type")]
+    pub event_type: String,
+    pub received_at: DateTime<Utc>,
+    /// Whether a source rule blocked the call (it is stored, not delivered).
+    pub blocked: bool,
+    /// The rule that blocked it: `blocked_events` or `tracking_plan`.
+    pub blocked_by: Option<String>,
+    /// The message as stored after enrichment: what webhooks receive.
+    #[schema(value_type = Object)]
+    pub event: Value,
+}
+
+/// `from` and `to` of the usage view.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct UsageQuery {
+    /// First UTC day, `YYYY-MM-DD`, inclusive; default 29 days before today.
+    pub from: Option<chrono::NaiveDate>,
+    /// Last UTC day, inclusive; default today.
+    pub to: Option<chrono::NaiveDate>,
+}
+
+/// One UTC day of usage.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct UsageView {
+    /// `YYYY-MM-DD`.
+    #[schema(format = Date)]
+    pub day: String,
+    /// Accepted requests.
+    pub api_calls: u64,
+    /// Calls stored (a batch of 2500 is 1 API call and 2500 events).
+    pub events: u64,
+    /// Calls dropped because their `userId` is suppressed.
+    pub suppressed: u64,
+    /// `events + suppressed`.
+    pub received: u64,
+    /// Calls blocked by the source's rules.
+    pub blocked: u64,
+    /// `blocked` per event name.
+    #[schema(value_type = std::collections::HashMap<String, u64>)]
+    pub blocked_events: serde_json::Map<String, Value>,
 }
 
 pub(crate) async fn find(app: &AppState, id: &str) -> ApiResult<Source> {

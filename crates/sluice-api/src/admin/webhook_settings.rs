@@ -10,15 +10,19 @@
 //! userinfo, sensitive header values); an update that sends a masked value
 //! back unchanged keeps the stored one.
 //!
-//! Opt-ins beside those (`standardWebhooks`, `caBundle`) live in [`extras`].
+//! Opt-ins beside those (`standardWebhooks`, `caBundle`) live in [`extras`];
+//! the shown and accepted shapes (serde and OpenAPI types) in [`view`].
 
 pub mod extras;
+pub mod view;
+
+pub use view::{SettingsInput, SettingsView, UrlInput, UrlView, view};
 
 use axum::http::{HeaderName, HeaderValue};
-use serde_json::{Map, Value, json};
-use sluice_outbound::mask::{self, is_masked_url_of, looks_masked, mask_url};
+use serde_json::Value;
+use sluice_outbound::mask::{self, is_masked_url_of, looks_masked};
 use sluice_outbound::{Masker, NetworkPolicy};
-use sluice_store::{WebhookSettings, WebhookUrl, keys};
+use sluice_store::{WebhookSettings, WebhookUrl};
 
 use crate::error::ApiError;
 
@@ -44,8 +48,8 @@ pub const RESERVED_HEADERS: &[&str] = &[
     "x-sluice-attempt",
 ];
 
-/// The keys of `settings`.
-const KNOWN_SETTINGS: &[&str] = &["urls", "sharedSecret", "standardWebhooks", "caBundle"];
+/// The keys of `settings` ([`SettingsInput`] documents them).
+pub const KNOWN_SETTINGS: &[&str] = &["urls", "sharedSecret", "standardWebhooks", "caBundle"];
 
 /// The rules settings are checked and shown by.
 #[derive(Debug, Clone, Default)]
@@ -274,32 +278,6 @@ fn parse_headers(field: &str, value: &Value) -> Result<Vec<(String, String)>, Ap
         out.push((name.clone(), v.to_owned()));
     }
     Ok(out)
-}
-
-/// Settings as the admin API shows them: the secret, URL userinfo and
-/// sensitive header values masked.
-pub fn view(settings: &WebhookSettings, masker: &Masker) -> Value {
-    let urls: Vec<Value> = settings
-        .urls
-        .iter()
-        .map(|u| {
-            let headers: Map<String, Value> = u
-                .headers
-                .iter()
-                .map(|(k, v)| (k.clone(), Value::String(masker.header_value(k, v))))
-                .collect();
-            json!({"url": mask_url(&u.url), "headers": headers})
-        })
-        .collect();
-    json!({
-        "urls": urls,
-        "sharedSecret": settings.shared_secret.as_deref().map(keys::hint),
-        "standardWebhooks": extras::view_standard(
-            settings.standard_webhooks.as_ref(),
-            chrono::Utc::now(),
-        ),
-        "caBundle": settings.ca_bundle,
-    })
 }
 
 #[cfg(test)]

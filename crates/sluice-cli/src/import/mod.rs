@@ -70,6 +70,10 @@ pub struct ImportArgs {
     /// No progress output, only the final summary.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Milliseconds between plain progress lines when standard error is not
+    /// a terminal. Hidden: tests shorten it.
+    #[arg(long, hide = true, default_value_t = 5000)]
+    pub progress_every_ms: u64,
     #[command(flatten)]
     pub conn: Connection,
 }

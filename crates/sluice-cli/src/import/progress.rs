@@ -7,8 +7,6 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-const PLAIN_EVERY: Duration = Duration::from_secs(5);
-
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Counts {
     pub imported: u64,
@@ -22,12 +20,16 @@ pub struct Progress {
     total_bytes: Option<u64>,
     started: Instant,
     last_plain: Instant,
+    /// How often a plain line is printed (every 5 s by default).
+    plain_every: Duration,
+    /// `--quiet`: no bar and no plain lines, only the caller's summary.
+    quiet: bool,
     position: u64,
     pub counts: Counts,
 }
 
 impl Progress {
-    pub fn new(total_bytes: Option<u64>, quiet: bool) -> Progress {
+    pub fn new(total_bytes: Option<u64>, quiet: bool, plain_every: Duration) -> Progress {
         let bar = (!quiet && std::io::stderr().is_terminal()).then(|| {
             let bar = match total_bytes {
                 Some(total) => ProgressBar::new(total),
@@ -51,6 +53,8 @@ impl Progress {
             total_bytes,
             started: now,
             last_plain: now,
+            plain_every,
+            quiet,
             position: 0,
             counts: Counts::default(),
         }
@@ -68,7 +72,7 @@ impl Progress {
                 bar.set_position(self.position);
                 bar.set_message(summary);
             }
-            None if self.last_plain.elapsed() >= PLAIN_EVERY => {
+            None if !self.quiet && self.last_plain.elapsed() >= self.plain_every => {
                 self.last_plain = Instant::now();
                 let of = match self.total_bytes {
                     Some(total) if total > 0 => format!(

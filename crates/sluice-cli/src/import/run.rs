@@ -76,7 +76,11 @@ pub async fn import(args: ImportArgs) -> Result<u8, CliError> {
         names: names.into_iter().map(|(n, _)| n).collect(),
         rejects_path: args.rejects.clone(),
         rejects: None,
-        progress: Progress::new(total, args.quiet),
+        progress: Progress::new(
+            total,
+            args.quiet,
+            std::time::Duration::from_millis(args.progress_every_ms),
+        ),
         rejected_now: 0,
     };
     let mut inflight: JoinSet<(Batch, Sent)> = JoinSet::new();

@@ -103,9 +103,8 @@ pub async fn show(
     params.insert("limit".into(), PAGE.to_string());
     let listed =
         api::list_for_destination(State(app.clone()), Path(id.clone()), Params(params)).await?;
-    let rows: Vec<DeliveryRecord> =
-        serde_json::from_value(listed.0["data"].clone()).unwrap_or_default();
-    let older = listed.0["next_before"].as_i64();
+    let rows: Vec<DeliveryRecord> = listed.0.data.into_iter().map(|d| d.record).collect();
+    let older = listed.0.next_before;
     let mut page_rows = Vec::with_capacity(rows.len());
     for d in rows {
         let attempts = app.store.list_attempts(d.id).await?;
@@ -196,7 +195,7 @@ pub async fn replay_one(
     Ok(see_other(&format!(
         "/destinations/{}/deliveries?replayed={}&message_id={}",
         delivery.destination_id,
-        out["replayed"],
+        out.replayed,
         urlencode(&delivery.message_id)
     )))
 }
@@ -222,7 +221,7 @@ pub async fn replay_all(
     .0;
     Ok(see_other(&format!(
         "/destinations/{id}/deliveries?replayed={}&message_id={}",
-        out["replayed"],
+        out.replayed,
         urlencode(message_id)
     )))
 }

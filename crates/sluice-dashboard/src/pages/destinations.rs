@@ -65,7 +65,7 @@ pub async fn show(
         .iter()
         .map(|src| (src.id.as_str(), src.name.as_str()))
         .collect();
-    let secret = view["settings"]["sharedSecret"].as_str();
+    let secret = view.settings.shared_secret.as_deref();
     let masker = &dash.app.outbound.masker;
     let body = html! {
         @if q.contains_key("created") {

@@ -47,9 +47,7 @@ fn masked_urls(d: &Destination, masker: &Masker) -> Vec<(String, String)> {
 }
 
 fn secret_hint(d: &Destination, masker: &Masker) -> Option<String> {
-    api::view(d, masker)["settings"]["sharedSecret"]
-        .as_str()
-        .map(str::to_owned)
+    api::view(d, masker).settings.shared_secret
 }
 
 fn respond(

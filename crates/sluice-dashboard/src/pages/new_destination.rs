@@ -72,7 +72,7 @@ pub async fn submit(
         };
         match api::create(State(dash.app.clone()), JsonObject(body)).await {
             Ok((_, created)) => {
-                let id = created.0["id"].as_str().unwrap_or_default().to_owned();
+                let id = created.0.id;
                 return Ok(see_other(&format!("/destinations/{id}?created=1")));
             }
             Err(err) if err.status == StatusCode::BAD_REQUEST => {

@@ -10,7 +10,7 @@ use axum::response::IntoResponse;
 use maud::{Markup, html};
 use serde_json::{Map, Value};
 use sluice_api::admin::extract::JsonObject;
-use sluice_api::admin::sources as api;
+use sluice_api::admin::sources::{self as api, SourceView};
 use sluice_store::Source;
 
 use crate::Dash;
@@ -86,15 +86,15 @@ pub async fn create(
 }
 
 /// The one page that shows a write key in full.
-fn key_once(s: &Session, source: &Value, title: &str) -> impl IntoResponse + use<> {
-    let id = source["id"].as_str().unwrap_or("");
-    let key = source["write_key"].as_str().unwrap_or("");
+fn key_once(s: &Session, source: &SourceView, title: &str) -> impl IntoResponse + use<> {
+    let id = source.id.as_str();
+    let key = source.write_key.as_deref().unwrap_or("");
     let body = html! {
         div.notice role="status" {
             p { strong { "Copy the write key now: it is shown only once." } " Sluice keeps only its hash." }
         }
         dl.facts {
-            dt { "Source" } dd { a href={ "/sources/" (id) } { (source["name"].as_str().unwrap_or("")) } }
+            dt { "Source" } dd { a href={ "/sources/" (id) } { (source.name) } }
             dt { "Write key" }
             dd.copyable {
                 code #write-key { (key) }
@@ -125,8 +125,8 @@ pub async fn show(
     let body = html! {
         dl.facts {
             dt { "Id" } dd { code { (id) } }
-            dt { "Write key" } dd { code { (src["write_key_hint"].as_str().unwrap_or("")) } " (only the first characters are kept for display)" }
-            dt { "State" } dd { @if src["enabled"] == Value::Bool(true) { "Enabled" } @else { "Disabled" } }
+            dt { "Write key" } dd { code { (src.write_key_hint) } " (only the first characters are kept for display)" }
+            dt { "State" } dd { @if src.enabled { "Enabled" } @else { "Disabled" } }
         }
         p.actions {
             a.button href={ "/sources/" (id) "/debugger" } { "Live debugger" }
@@ -145,7 +145,7 @@ pub async fn show(
             button.danger type="submit" { "Rotate key" }
         }
     };
-    let title = src["name"].as_str().unwrap_or("Source").to_owned();
+    let title = src.name.clone();
     Ok(page(Some(&s), &title, "sources", body).into_response())
 }
 

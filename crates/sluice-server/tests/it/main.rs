@@ -8,6 +8,7 @@ mod filters;
 mod hostile;
 mod ingest;
 mod limits;
+mod openapi;
 mod operations;
 mod outbound;
 mod personas;

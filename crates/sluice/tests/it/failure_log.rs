@@ -108,3 +108,92 @@ async fn failed_attempts_warn_and_dead_delivery_errors_without_secrets() {
         assert!(!text.contains(secret), "{secret} found in the log:\n{text}");
     }
 }
+
+/// A destination whose every attempt fails writes at most its burst of warn
+/// and error lines per window (10 each, then counted as `suppressed=N` on
+/// the next line after the window, see `LogBudget`), while its attempt log
+/// keeps every failure; the budget is per destination, so another failing
+/// destination still gets its own lines.
+#[tokio::test]
+async fn a_flood_of_failures_is_rate_limited_per_destination() {
+    const EVENTS: usize = 25;
+    const BURST: usize = 10;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (mut sluice, log_path) = start_with_log_file(
+        dir.path(),
+        &[
+            ("SLUICE_DELIVERY__RETRY_WINDOW_SECS", "1"),
+            ("SLUICE_DELIVERY__BACKOFF_BASE_MS", "100"),
+            ("SLUICE_DELIVERY__BACKOFF_CAP_MS", "200"),
+        ],
+    )
+    .await;
+    let http = reqwest::Client::new();
+    let api = |path: &str| format!("{}/api/v1{path}", sluice.base);
+    let post = |path: &str, body: Value| http.post(api(path)).bearer_auth(TOKEN).json(&body).send();
+    let (src, key) = create_source(&sluice.base, "web").await;
+    let rx = Receiver::start().await;
+    rx.set_default(Reply::status(503));
+    let mut dests = Vec::new();
+    for path in ["a", "b"] {
+        let body = json!({"name": path, "source_ids": [src],
+                          "settings": {"urls": [format!("{}/{path}", rx.url())]}});
+        let d: Value = post("/destinations", body)
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        dests.push(d["id"].as_str().unwrap().to_owned());
+    }
+    let calls: Vec<Value> = (0..EVENTS)
+        .map(|i| json!({"type": "track", "userId": "u", "event": "E", "messageId": format!("m-{i}")}))
+        .collect();
+    let sent = http
+        .post(format!("{}/v1/batch", sluice.base))
+        .basic_auth(&key, Some(""))
+        .json(&json!({ "batch": calls }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(sent.status(), 200);
+
+    // Every delivery of both destinations dies (1 s retry window).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    for d in &dests {
+        loop {
+            let page: Value = http
+                .get(api(&format!(
+                    "/destinations/{d}/deliveries?state=dead&limit=500"
+                )))
+                .bearer_auth(TOKEN)
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            if page["data"].as_array().map(Vec::len) == Some(EVENTS) {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "deliveries never all died: {page}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    // The last lines are written right after the state changes.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let _ = sluice.child.kill().await;
+    let text = read_log(&log_path);
+    for d in &dests {
+        let of = |what: &str| {
+            text.lines()
+                .filter(|l| l.contains(what) && l.contains(d.as_str()))
+                .count()
+        };
+        assert_eq!(of("delivery attempt failed"), BURST, "{d}:\n{text}");
+        assert_eq!(of("delivery dead"), BURST, "{d}:\n{text}");
+    }
+}

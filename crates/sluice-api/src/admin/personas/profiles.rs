@@ -11,6 +11,15 @@ use crate::AppState;
 use crate::admin::extract::Params;
 use crate::error::{ApiError, ApiResult};
 
+#[utoipa::path(get, path = "/profiles/{id}", tag = "personas",
+    params(
+        ("id" = String, Path, description = "A userId, anonymousId or profile id"),
+        crate::openapi::schemas::PageQuery,
+    ),
+    responses(
+        (status = 200, description = "The profile: identities, traits, computed values, audiences, events (docs/personas.md)", body = Object),
+        (status = 404, description = "`not_found`", body = crate::openapi::schemas::ErrorBody),
+    ))]
 pub async fn get(
     State(app): State<Arc<AppState>>,
     Path(id): Path<String>,

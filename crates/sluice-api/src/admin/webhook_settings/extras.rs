@@ -10,9 +10,11 @@
 //! back keeps the stored secret.
 
 use chrono::{DateTime, Utc};
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use sluice_signing::standard::{self, GENERATED_KEY_BYTES};
 use sluice_store::StandardWebhooks;
+use utoipa::ToSchema;
 
 use crate::error::ApiError;
 
@@ -21,6 +23,8 @@ const FIELD: &str = "settings.standardWebhooks";
 pub const DEFAULT_ROTATION_OVERLAP_SECS: i64 = 24 * 60 * 60;
 /// The longest overlap accepted: 30 days.
 pub const MAX_ROTATION_OVERLAP_SECS: i64 = 30 * 24 * 60 * 60;
+/// The keys of `standardWebhooks` ([`StandardInput`] documents them).
+pub const STANDARD_KEYS: &[&str] = &["secret", "rotationOverlapSeconds"];
 /// The `secret` value that asks Sluice to generate one.
 pub const GENERATE: &str = "generate";
 
@@ -35,10 +39,7 @@ pub fn parse_standard(
         Value::Object(obj) => obj,
         _ => return Err(ApiError::invalid(FIELD, "must be an object or null")),
     };
-    if let Some(k) = obj
-        .keys()
-        .find(|k| *k != "secret" && *k != "rotationOverlapSeconds")
-    {
+    if let Some(k) = obj.keys().find(|k| !STANDARD_KEYS.contains(&k.as_str())) {
         return Err(ApiError::invalid(
             &format!("{FIELD}.{k}"),
             "is not a known key",
@@ -107,16 +108,41 @@ pub fn mask(secret: &str) -> String {
     format!("{}{head}…", standard::SECRET_PREFIX)
 }
 
+/// `standardWebhooks` as the admin API shows it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct StandardView {
+    /// `whsec_` and 4 characters; in full only in the answer to the request
+    /// that generated it.
+    #[schema(example = "whsec_MfKQ…")]
+    pub secret: String,
+    /// While a rotation runs, when the old secret stops signing (RFC 3339).
+    #[serde(rename = "previousSecretValidUntil")]
+    pub previous_secret_valid_until: Option<String>,
+}
+
+/// `standardWebhooks` in a request.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StandardInput {
+    /// `"generate"`, or `whsec_` and standard base64 of 16 to 64 key bytes.
+    /// Omitted: keep the stored one. Another than the stored one rotates.
+    pub secret: Option<String>,
+    /// 0 to 2592000, default 86400: how long the old secret keeps signing.
+    #[serde(rename = "rotationOverlapSeconds")]
+    #[schema(minimum = 0, maximum = 2592000)]
+    pub rotation_overlap_seconds: Option<i64>,
+}
+
 /// The admin API's view of `standardWebhooks` at `now`: masked secret and
 /// when a running rotation's old secret stops signing.
-pub fn view_standard(s: Option<&StandardWebhooks>, now: DateTime<Utc>) -> Value {
-    let Some(s) = s else { return Value::Null };
+pub fn view_standard(s: Option<&StandardWebhooks>, now: DateTime<Utc>) -> Option<StandardView> {
+    let s = s?;
     let until = s
         .previous_until
         .filter(|until| *until > now && s.previous_secret.is_some());
-    json!({
-        "secret": mask(&s.secret),
-        "previousSecretValidUntil": until.map(|t| t.to_rfc3339()),
+    Some(StandardView {
+        secret: mask(&s.secret),
+        previous_secret_valid_until: until.map(|t| t.to_rfc3339()),
     })
 }
 

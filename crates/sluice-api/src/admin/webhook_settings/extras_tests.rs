@@ -1,6 +1,7 @@
 use chrono::TimeZone;
 
 use super::*;
+use serde_json::json;
 
 const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 
@@ -80,12 +81,13 @@ fn a_new_secret_rotates_and_keeps_the_old_one_for_the_overlap() {
         rotated.previous_until,
         Some(now() + chrono::Duration::seconds(60))
     );
-    let shown = view_standard(Some(&rotated), now());
-    assert!(shown["previousSecretValidUntil"].is_string());
-    assert!(view_standard(Some(&rotated), now() + chrono::Duration::seconds(61))["previousSecretValidUntil"].is_null());
+    let shown = view_standard(Some(&rotated), now()).unwrap();
+    assert!(shown.previous_secret_valid_until.is_some());
+    let later = view_standard(Some(&rotated), now() + chrono::Duration::seconds(61)).unwrap();
+    assert!(later.previous_secret_valid_until.is_none());
 
     // The mask sent back keeps everything, including the running rotation.
-    let masked = shown["secret"].as_str().unwrap();
+    let masked = shown.secret.as_str();
     assert!(
         masked.starts_with("whsec_") && masked.len() < 16,
         "{masked}"

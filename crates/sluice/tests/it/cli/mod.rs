@@ -2,7 +2,9 @@
 //! run as processes against the real server, also run as a process.
 
 mod admin;
+mod help;
 mod import;
+mod progress;
 mod tail;
 
 use std::process::{Output, Stdio};

@@ -1,0 +1,93 @@
+//! The documented request bodies name exactly the fields their handlers
+//! accept: the handlers validate field by field (for messages that name the
+//! field), so the request types are checked against the handlers' own lists.
+
+use serde_json::Value;
+use utoipa::PartialSchema;
+
+use crate::admin::{destinations, sources, webhook_settings};
+
+fn fields<T: PartialSchema>() -> Vec<String> {
+    let schema = serde_json::to_value(T::schema()).expect("schema");
+    let mut names: Vec<String> = schema["properties"]
+        .as_object()
+        .map(|p| p.keys().cloned().collect())
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+fn sorted(list: &[&str]) -> Vec<String> {
+    let mut v: Vec<String> = list.iter().map(|s| (*s).to_owned()).collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn destination_body_documents_the_fields_the_handler_accepts() {
+    assert_eq!(
+        fields::<destinations::DestinationInput>(),
+        sorted(destinations::FIELDS)
+    );
+}
+
+#[test]
+fn settings_body_documents_the_known_settings() {
+    assert_eq!(
+        fields::<webhook_settings::SettingsInput>(),
+        sorted(webhook_settings::KNOWN_SETTINGS)
+    );
+    assert_eq!(
+        fields::<webhook_settings::extras::StandardInput>(),
+        sorted(webhook_settings::extras::STANDARD_KEYS)
+    );
+}
+
+#[test]
+fn source_update_body_documents_the_fields_that_can_change() {
+    assert_eq!(
+        fields::<sources::UpdateSource>(),
+        sorted(sources::UPDATE_FIELDS)
+    );
+    assert_eq!(
+        fields::<sources::CreateSource>(),
+        sorted(&["name", "enabled"])
+    );
+}
+
+#[test]
+fn error_schema_matches_what_api_error_serializes() {
+    use axum::response::IntoResponse;
+    let response = crate::ApiError::not_found("source").into_response();
+    let body = body_json(response);
+    let names: Vec<String> = {
+        let mut v: Vec<String> = body.as_object().unwrap().keys().cloned().collect();
+        v.sort();
+        v
+    };
+    assert_eq!(fields::<super::ErrorBody>(), names);
+}
+
+fn body_json(response: axum::response::Response) -> Value {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let bytes = rt
+        .block_on(axum::body::to_bytes(response.into_body(), 1 << 16))
+        .unwrap();
+    serde_json::from_slice(&bytes).unwrap()
+}
+
+#[test]
+fn every_documented_collection_kind_is_an_endpoint() {
+    let schema = serde_json::to_value(crate::ingest::Kind::schema()).expect("schema");
+    let names = schema["enum"].as_array().expect("enum");
+    assert!(names.len() >= 8);
+    for name in names {
+        let name = name.as_str().unwrap();
+        assert!(
+            sluice_model::Endpoint::from_path_segment(name).is_some(),
+            "/v1/{name} is documented but not served"
+        );
+    }
+}
