@@ -12,6 +12,8 @@
 //! - [`edit_destination`]: changing a destination's settings.
 //! - [`test_event`]: a signed test call through the real pipeline.
 //! - [`deliveries`]: the delivery log, its chart, replay.
+//! - [`schema`]: a source's schema, block toggles, the tracking plan.
+//! - [`filters`]: destination filters on the destination page.
 
 pub mod catalog;
 pub mod debugger;
@@ -19,8 +21,10 @@ pub mod deliveries;
 pub mod destination_form;
 pub mod destinations;
 pub mod edit_destination;
+pub mod filters;
 pub mod new_destination;
 pub mod overview;
+pub mod schema;
 pub mod signin;
 pub mod sources;
 pub mod test_event;
