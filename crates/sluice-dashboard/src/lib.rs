@@ -79,6 +79,15 @@ pub fn router(app: Arc<AppState>) -> Router {
         .route("/destinations/{id}/deliveries", get(deliveries::show))
         .route("/destinations/{id}/replay", post(deliveries::replay_all))
         .route("/deliveries/{id}/replay", post(deliveries::replay_one))
+        .nest("/computed-traits", personas::routes(personas::Class::Trait))
+        .nest("/audiences", personas::routes(personas::Class::Audience))
+        .route("/profiles", get(profiles::show))
+        .route(
+            "/regulations",
+            get(regulations::list).post(regulations::create),
+        )
+        .route("/regulations/{id}", get(regulations::show))
+        .route("/suppressions", get(regulations::suppressions))
         .route("/assets/dashboard.css", get(assets::css))
         .route("/assets/dashboard.js", get(assets::js))
         .layer(from_fn(layout::security_headers))

@@ -14,6 +14,9 @@
 //! - [`deliveries`]: the delivery log, its chart, replay.
 //! - [`schema`]: a source's schema, block toggles, the tracking plan.
 //! - [`filters`]: destination filters on the destination page.
+//! - [`personas`]: computed traits and audiences: lists, builder, members.
+//! - [`profiles`]: profile lookup.
+//! - [`regulations`]: deletion and suppression requests, the suppression list.
 
 pub mod catalog;
 pub mod debugger;
@@ -24,6 +27,9 @@ pub mod edit_destination;
 pub mod filters;
 pub mod new_destination;
 pub mod overview;
+pub mod personas;
+pub mod profiles;
+pub mod regulations;
 pub mod schema;
 pub mod signin;
 pub mod sources;
