@@ -142,7 +142,7 @@ test('a blocked trait is removed from identify calls before they are stored and 
   assert.deepEqual(hit.json.traits, { plan: 'team' });
   // Unblocking from the "Blocked" list puts it back.
   await page.getByRole('button', { name: 'Unblock ssn' }).first().click();
-  await page.getByText('Rules saved').waitFor();
+  await page.getByRole('button', { name: 'Block ssn' }).waitFor();
   const rules = await sluice.admin('GET', `/api/v1/sources/${state.sourceId}/rules`);
   assert.deepEqual(rules.blocked_identify_traits, []);
 });
@@ -191,7 +191,7 @@ test('destination filters: a bad path gets the API message, a drop filter makes 
   await page.getByLabel('Operator').selectOption('eq');
   await page.getByLabel('Value', { exact: true }).fill('test');
   await page.getByRole('button', { name: 'Add filter' }).click();
-  await page.getByText('Filters saved').waitFor();
+  await page.locator('#filters tbody tr', { hasText: 'no test orders' }).waitFor();
   const rows = page.locator('#filters tbody tr');
   assert.equal(await rows.count(), 2);
   assert.match(await rows.nth(1).textContent(), /properties\.env eq test/);
@@ -444,7 +444,7 @@ test('the new forms work from the keyboard alone', async () => {
   await page.getByText('Rules saved').waitFor();
   await page.getByRole('button', { name: 'Unblock Purchase' }).first().focus();
   await page.keyboard.press('Space');
-  await page.getByText('Rules saved').waitFor();
+  await page.getByRole('button', { name: 'Block Purchase' }).waitFor();
   const rules = await sluice.admin('GET', `/api/v1/sources/${state.sourceId}/rules`);
   assert.deepEqual(rules.blocked_events, ['Debug Ping']);
   // The profile search: type and press Enter.
