@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use crate::resources::{self, Usage};
 
 /// The admin token handed to the child; only ever used on loopback.
-const ADMIN_TOKEN: &str = "sluice-bench-admin-token-0123456789";
+pub const ADMIN_TOKEN: &str = "sluice-bench-admin-token-0123456789";
 
 /// Server settings a scenario may vary.
 #[derive(Debug, Clone)]

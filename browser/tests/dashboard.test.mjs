@@ -243,7 +243,7 @@ test('usage shows the day\'s calls per source as a chart and a table', async () 
   const row = page.locator('tbody tr', { hasText: today });
   const cells = await row.locator('td').allTextContents();
   // Three calls from the client and the test event.
-  assert.deepEqual(cells, [today, '4', '4']);
+  assert.deepEqual(cells, [today, '4', '4', '0', '0']);
   assert.ok(await page.locator('figure.chart svg').isVisible());
   await shot(page, 'usage');
   await page.getByRole('link', { name: 'Overview' }).click();

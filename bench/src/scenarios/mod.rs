@@ -12,11 +12,13 @@
 //!   resident memory during and after, against the idle figure.
 //! - [`personas`]: ingest with and without 10 computed traits; engine catch-up.
 //! - [`privacy`]: suppression's cost to ingest, and the time of a purge.
+//! - [`dashboard`]: each dashboard page's render time with 1,000,000 events.
 //!
 //! Resource figures (peak RSS, CPU per million events, disk) are taken by the
 //! scenarios that produce them and reported under `resources`.
 
 mod cost;
+mod dashboard;
 mod e2e;
 mod fanout;
 mod ingest;
@@ -50,6 +52,7 @@ pub enum Scenario {
     SlowClients,
     Personas,
     Privacy,
+    Dashboard,
 }
 
 impl Scenario {
@@ -73,6 +76,7 @@ impl Scenario {
             Scenario::SlowClients => "slow clients",
             Scenario::Personas => "personas",
             Scenario::Privacy => "privacy",
+            Scenario::Dashboard => "dashboard",
         }
     }
 }
@@ -152,6 +156,7 @@ pub async fn run_all(plan: &Plan, scenarios: &[Scenario], report: &mut Report) {
             Scenario::SlowClients => slow::run(plan, report).await,
             Scenario::Personas => personas::run(plan, report).await,
             Scenario::Privacy => privacy::run(plan, report).await,
+            Scenario::Dashboard => dashboard::run(plan, report).await,
         };
         match result {
             Ok(rss) => peak_rss = peak_rss.max(rss),

@@ -23,9 +23,8 @@ pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; 
 img-src 'self' data:; connect-src 'self'; form-action 'self'; \
 frame-ancestors 'none'; base-uri 'none'";
 
-/// The navigation, in order: (key, path, label). Pages of features that land
-/// later (schema, filters, personas, profiles, regulations) add a line here
-/// and a module under `pages/`; nothing else changes.
+/// The navigation, in order: (key, path, label). A source's schema and a
+/// destination's filters are reached from their source and destination.
 pub const NAV: &[(&str, &str, &str)] = &[
     ("overview", "/", "Overview"),
     ("sources", "/sources", "Sources"),
@@ -33,6 +32,10 @@ pub const NAV: &[(&str, &str, &str)] = &[
     ("catalog", "/catalog", "Catalog"),
     ("debugger", "/debugger", "Debugger"),
     ("usage", "/usage", "Usage"),
+    ("traits", "/computed-traits", "Computed traits"),
+    ("audiences", "/audiences", "Audiences"),
+    ("profiles", "/profiles", "Profiles"),
+    ("regulations", "/regulations", "Regulations"),
 ];
 
 /// Adds the security headers to every dashboard response.

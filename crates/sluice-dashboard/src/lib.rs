@@ -13,6 +13,7 @@
 //! - [`form`]: capped form bodies.
 //! - [`chart`]: inline SVG charts (pure).
 //! - [`assets`]: the embedded CSS and JavaScript.
+//! - [`widgets`]: markup and form parsing shared by the later pages.
 //! - [`pages`]: one module per page.
 
 pub mod assets;
@@ -21,6 +22,7 @@ pub mod form;
 pub mod layout;
 pub mod pages;
 pub mod session;
+pub mod widgets;
 
 use std::sync::Arc;
 
@@ -56,6 +58,9 @@ pub fn router(app: Arc<AppState>) -> Router {
         .route("/debugger", get(debugger::choose))
         .route("/sources/{id}/debugger", get(debugger::show))
         .route("/sources/{id}/debugger/newer", get(debugger::newer))
+        .route("/sources/{id}/schema", get(schema::show))
+        .route("/sources/{id}/rules/block", post(schema::block))
+        .route("/sources/{id}/rules/plan", post(schema::plan))
         .route("/usage", get(usage::show))
         .route("/destinations", get(destinations::list))
         .route(
@@ -69,9 +74,20 @@ pub fn router(app: Arc<AppState>) -> Router {
         )
         .route("/destinations/{id}/enabled", post(destinations::switch))
         .route("/destinations/{id}/test", post(test_event::send))
+        .route("/destinations/{id}/filters", post(filters::add))
+        .route("/destinations/{id}/filters/delete", post(filters::delete))
         .route("/destinations/{id}/deliveries", get(deliveries::show))
         .route("/destinations/{id}/replay", post(deliveries::replay_all))
         .route("/deliveries/{id}/replay", post(deliveries::replay_one))
+        .nest("/computed-traits", personas::routes(personas::Class::Trait))
+        .nest("/audiences", personas::routes(personas::Class::Audience))
+        .route("/profiles", get(profiles::show))
+        .route(
+            "/regulations",
+            get(regulations::list).post(regulations::create),
+        )
+        .route("/regulations/{id}", get(regulations::show))
+        .route("/suppressions", get(regulations::suppressions))
         .route("/assets/dashboard.css", get(assets::css))
         .route("/assets/dashboard.js", get(assets::js))
         .layer(from_fn(layout::security_headers))

@@ -98,9 +98,10 @@ document.addEventListener('DOMContentLoaded', () => {
     setTimeout(poll, 2000);
   }
 
-  // Delivery log with pending deliveries: refresh until they settle, unless
+  // Delivery log with pending deliveries, a running regulation: refresh until
+  // they settle, unless
   // the user has opened something or focused a control.
-  const pending = document.querySelector('ol[data-refresh]');
+  const pending = document.querySelector('[data-refresh]');
   if (pending) {
     setTimeout(() => {
       const busy = document.querySelector('details[open]')

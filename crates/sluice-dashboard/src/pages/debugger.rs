@@ -33,14 +33,20 @@ fn row(e: &StoredEvent) -> Markup {
     let parsed: Value = serde_json::from_str(&e.body).unwrap_or(Value::Null);
     let pretty = serde_json::to_string_pretty(&parsed).unwrap_or_else(|_| e.body.clone());
     html! {
-        li data-seq=(e.seq) {
+        li data-seq=(e.seq) .blocked[e.blocked.is_some()] {
             details {
                 summary {
                     span.badge { (e.event_type) }
+                    @if let Some(rule) = &e.blocked {
+                        " " span.pill.dead title="Stored, sent to no destination" { "Blocked by " (rule) }
+                    }
                     " " span.what { (summary(&parsed)) }
                     " " span.muted { (when(&e.received_at)) }
                 }
                 p.muted { "messageId " code { (e.message_id) } }
+                @if let Some(rule) = &e.blocked {
+                    p.muted { "Blocked by the source's " code { (rule) } " rule: stored, but no destination gets it. " }
+                }
                 pre.json { code { (pretty) } }
             }
         }
@@ -89,10 +95,25 @@ pub async fn show(
         .then(|| events.last().map(|e| e.seq))
         .flatten();
     let live = before.is_none();
+    let today = chrono::Utc::now().date_naive().to_string();
+    let suppressed: u64 = dash
+        .app
+        .store
+        .suppressed_usage(&id, &today, &today)
+        .await?
+        .iter()
+        .map(|c| c.events)
+        .sum();
     let body = html! {
         p {
             "Calls received by " a href={ "/sources/" (id) } { (source.name) }
             ", newest first, as stored (after enrichment). Select a call to see its JSON."
+        }
+        p.help #suppressed-note {
+            "Calls blocked by a schema rule are stored and marked " span.pill.dead { "Blocked by …" } " with the rule. "
+            "Calls from suppressed users are dropped before storage, so they cannot be listed: "
+            strong #suppressed-today { (suppressed) } " suppressed today (UTC); see "
+            a href={ "/usage?source=" (id) } { "usage" } " for other days."
         }
         @if live {
             p.live #live-status role="status" aria-live="polite" { "Live: new calls appear at the top." }

@@ -29,7 +29,7 @@ use crate::session::Session;
 const PAGE: u32 = 20;
 /// Deliveries whose attempts the chart covers.
 const CHART_DELIVERIES: u32 = 100;
-const STATES: &[&str] = &["pending", "succeeded", "dead", "discarded"];
+const STATES: &[&str] = &["pending", "succeeded", "dead", "discarded", "filtered"];
 
 fn attempt_row(a: &Attempt) -> Markup {
     html! {
@@ -66,7 +66,10 @@ fn delivery_row(s: &Session, d: &DeliveryRecord, attempts: &[Attempt], marked: b
                     }
                 }
             }
-            @if let Some(e) = &d.last_error { @if d.state != DeliveryState::Succeeded { p.muted { "Last error: " (e) } } }
+            @if let Some(e) = &d.last_error {
+                @if d.state == DeliveryState::Filtered { p.muted { "Dropped by the filter " strong { (e) } ": never sent." } }
+                @else if d.state != DeliveryState::Succeeded { p.muted { "Last error: " (e) } }
+            }
             @if let Some(next) = &d.next_attempt_at { @if d.state == DeliveryState::Pending { p.muted { "Next attempt " (when(next)) } } }
             details {
                 summary { "Attempts (" (attempts.len()) ")" }
@@ -103,7 +106,19 @@ pub async fn show(
     params.insert("limit".into(), PAGE.to_string());
     let listed =
         api::list_for_destination(State(app.clone()), Path(id.clone()), Params(params)).await?;
-    let rows: Vec<DeliveryRecord> = listed.0.data.into_iter().map(|d| d.record).collect();
+    // The API shows a filtered delivery's filter as `filter`, not as an error.
+    let rows: Vec<DeliveryRecord> = listed
+        .0
+        .data
+        .into_iter()
+        .map(|d| {
+            let mut record = d.record;
+            if let Some(f) = d.filter {
+                record.last_error = Some(f);
+            }
+            record
+        })
+        .collect();
     let older = listed.0.next_before;
     let mut page_rows = Vec::with_capacity(rows.len());
     for d in rows {

@@ -67,12 +67,18 @@ pub async fn show(
         .collect();
     let secret = view.settings.shared_secret.as_deref();
     let masker = &dash.app.outbound.masker;
+    let filters = sluice_api::admin::schema::get_filters(State(dash.app.clone()), Path(id.clone()))
+        .await?
+        .0;
     let body = html! {
         @if q.contains_key("created") {
             div.notice role="status" { p { "Destination saved. It is switched off: check the settings below, then switch it on." } }
         }
         @if q.contains_key("updated") {
             div.notice role="status" { p { "Settings saved." } }
+        }
+        @if q.contains_key("filtered") {
+            div.notice role="status" { p { "Filters saved. They apply to calls accepted from now on." } }
         }
         section.switch aria-labelledby="state-h" {
             h2 #state-h { "State" }
@@ -127,6 +133,7 @@ pub async fn show(
             button type="submit" { "Send a test event" }
         }
         p.actions { a.button.secondary href={ "/destinations/" (id) "/deliveries" } { "Delivery log" } }
+        (super::filters::section(&s, &id, &filters))
     };
     Ok(page(Some(&s), &d.name, "destinations", body).into_response())
 }

@@ -12,6 +12,11 @@
 //! - [`edit_destination`]: changing a destination's settings.
 //! - [`test_event`]: a signed test call through the real pipeline.
 //! - [`deliveries`]: the delivery log, its chart, replay.
+//! - [`schema`]: a source's schema, block toggles, the tracking plan.
+//! - [`filters`]: destination filters on the destination page.
+//! - [`personas`]: computed traits and audiences: lists, builder, members.
+//! - [`profiles`]: profile lookup.
+//! - [`regulations`]: deletion and suppression requests, the suppression list.
 
 pub mod catalog;
 pub mod debugger;
@@ -19,8 +24,13 @@ pub mod deliveries;
 pub mod destination_form;
 pub mod destinations;
 pub mod edit_destination;
+pub mod filters;
 pub mod new_destination;
 pub mod overview;
+pub mod personas;
+pub mod profiles;
+pub mod regulations;
+pub mod schema;
 pub mod signin;
 pub mod sources;
 pub mod test_event;

@@ -130,6 +130,7 @@ pub async fn show(
         }
         p.actions {
             a.button href={ "/sources/" (id) "/debugger" } { "Live debugger" }
+            a.button.secondary href={ "/sources/" (id) "/schema" } { "Schema" }
             a.button.secondary href={ "/usage?source=" (id) } { "Usage" }
         }
         h2 { "Connected destinations" }

@@ -1,6 +1,7 @@
 //! The dashboard over HTTP against the real server: security headers,
 //! cookie flags, CSRF and sign-out. (The pages themselves are exercised in a
-//! real browser: `browser/tests/dashboard.test.mjs`.)
+//! real browser: `browser/tests/dashboard.test.mjs` and
+//! `dashboard-features.test.mjs`.)
 
 use reqwest::header::{CONTENT_SECURITY_POLICY, COOKIE, LOCATION, SET_COOKIE};
 use reqwest::{Client, Response, redirect};
@@ -191,6 +192,99 @@ async fn state_changing_forms_need_the_session_csrf_token() {
     assert!(res.text().await.expect("body").contains("id=\"write-key\""));
     let (_, sources) = server.admin(reqwest::Method::GET, "/sources", None).await;
     assert_eq!(sources["data"][0]["name"], "web");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn the_later_feature_forms_refuse_a_post_without_the_session_csrf_token() {
+    let server = TestServer::start().await;
+    let session = session_cookie(&server).await;
+    let (_, src) = server
+        .admin(
+            reqwest::Method::POST,
+            "/sources",
+            Some(serde_json::json!({"name": "web"})),
+        )
+        .await;
+    let (_, dst) = server
+        .admin(
+            reqwest::Method::POST,
+            "/destinations",
+            Some(serde_json::json!({"name": "hooks"})),
+        )
+        .await;
+    let (src, dst) = (
+        src["id"].as_str().expect("source id"),
+        dst["id"].as_str().expect("destination id"),
+    );
+    let http = client();
+    let posts = [
+        (
+            format!("/sources/{src}/rules/block"),
+            vec![("list", "blocked_events"), ("name", "E"), ("block", "1")],
+        ),
+        (
+            format!("/sources/{src}/rules/plan"),
+            vec![("enabled", "1"), ("events", "E")],
+        ),
+        (
+            format!("/destinations/{dst}/filters"),
+            vec![
+                ("name", "f"),
+                ("action", "drop_fields"),
+                ("fields", "properties.x"),
+            ],
+        ),
+        (
+            "/regulations".to_owned(),
+            vec![("regulationType", "SUPPRESS_ONLY"), ("subjectIds", "u1")],
+        ),
+        (
+            "/computed-traits/new".to_owned(),
+            vec![
+                ("intent", "save"),
+                ("name", "N"),
+                ("kind", "counter"),
+                ("event", "E"),
+            ],
+        ),
+        (
+            "/audiences/new".to_owned(),
+            vec![("intent", "save"), ("name", "A"), ("performed", "E")],
+        ),
+    ];
+    for (path, form) in &posts {
+        let res = http
+            .post(server.url(path))
+            .header(COOKIE, &session)
+            .form(&[form.as_slice(), &[("csrf", "forged")]].concat())
+            .send()
+            .await
+            .expect("post");
+        assert_eq!(res.status(), 403, "{path}");
+    }
+    let (_, rules) = server
+        .admin(reqwest::Method::GET, &format!("/sources/{src}/rules"), None)
+        .await;
+    assert_eq!(rules["blocked_events"], serde_json::json!([]));
+    assert_eq!(rules["tracking_plan"]["enabled"], false);
+    let (_, filters) = server
+        .admin(
+            reqwest::Method::GET,
+            &format!("/destinations/{dst}/filters"),
+            None,
+        )
+        .await;
+    assert_eq!(filters["filters"], serde_json::json!([]));
+    for list in [
+        "/regulations",
+        "/computed-traits",
+        "/audiences",
+        "/suppressions",
+    ] {
+        let (_, out) = server.admin(reqwest::Method::GET, list, None).await;
+        assert_eq!(out["data"], serde_json::json!([]), "{list}");
+    }
     server.stop().await;
 }
 

@@ -44,7 +44,15 @@ fn where_clause(filter: &DeliveryFilter, state: Option<DeliveryState>) -> (Strin
     }
     if let Some(dest) = &filter.destination_id {
         values.push(Value::Text(dest.clone()));
-        clauses.push(format!("d.destination_id = ?{}", values.len()));
+        // With a messageId, or a state that has its own partial index, those
+        // select few rows; the unary `+` keeps SQLite from walking the
+        // destination's whole (destination_id, id) index instead, which is a
+        // scan of every delivery when few or none match (the dashboard's
+        // delivery-log filters).
+        let selective = filter.message_id.is_some()
+            || matches!(state, Some(DeliveryState::Dead | DeliveryState::Pending));
+        let plus = if selective { "+" } else { "" };
+        clauses.push(format!("{plus}d.destination_id = ?{}", values.len()));
     }
     if let Some(message_id) = &filter.message_id {
         values.push(Value::Text(message_id.clone()));

@@ -214,6 +214,15 @@ CREATE TABLE computation_sends (
 ) WITHOUT ROWID;
 ";
 
+/// The dashboard's delivery-log filter by messageId (and the admin API's
+/// `?message_id=`) selects deliveries whose event has that message_id:
+/// without this index that is a scan of every stored event. PostgreSQL has
+/// had the same index since its first schema. It depends on V1 only, so it
+/// can take any place after it.
+const EVENTS_MESSAGE_ID: &str = "
+CREATE INDEX IF NOT EXISTS events_message_id ON events (message_id);
+";
+
 /// Every migration, oldest first.
 pub(super) static MIGRATIONS: LazyLock<Migrations<'static>> = LazyLock::new(|| {
     Migrations::new(vec![
@@ -221,6 +230,7 @@ pub(super) static MIGRATIONS: LazyLock<Migrations<'static>> = LazyLock::new(|| {
         M::up(V2),
         M::up(V3),
         M::up(super::regulations::SCHEMA),
+        M::up(EVENTS_MESSAGE_ID),
     ])
 });
 

@@ -1,0 +1,72 @@
+//! Small pieces of markup and form parsing shared by the pages of the
+//! features that came after the setup flow (schema, filters, regulations,
+//! computed traits, audiences, profiles).
+
+use maud::{Markup, html};
+use serde_json::Value;
+use sluice_api::ApiError;
+
+/// The API's refusal at the top of a form: its message and code, focused by
+/// the script so that screen readers announce it.
+pub fn api_error(e: &ApiError) -> Markup {
+    html! {
+        div.error #errors role="alert" tabindex="-1" {
+            p { (e.message) }
+            p.muted { "Code: " code { (e.code) } }
+        }
+    }
+}
+
+/// A value typed into a text field: a JSON number, `true`, `false` or
+/// `null` when it reads as one, otherwise the text as a string. Quote it
+/// (`"10"`) to force a string.
+pub fn typed_value(text: &str) -> Value {
+    let t = text.trim();
+    match serde_json::from_str::<Value>(t) {
+        Ok(v @ (Value::Number(_) | Value::Bool(_) | Value::Null | Value::String(_))) => v,
+        _ => Value::String(t.to_owned()),
+    }
+}
+
+/// Non-empty trimmed lines of a textarea.
+pub fn lines(text: &str) -> Vec<String> {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// A JSON value shown compactly in a table cell.
+pub fn compact(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Pretty JSON for a `<pre>`.
+pub fn pretty(v: &Value) -> String {
+    serde_json::to_string_pretty(v).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn typed_values_read_numbers_booleans_and_quoted_strings() {
+        assert_eq!(typed_value("10"), json!(10));
+        assert_eq!(typed_value(" 2.5 "), json!(2.5));
+        assert_eq!(typed_value("true"), json!(true));
+        assert_eq!(typed_value("\"10\""), json!("10"));
+        assert_eq!(typed_value("pro plan"), json!("pro plan"));
+        assert_eq!(typed_value("[1]"), json!("[1]"));
+    }
+
+    #[test]
+    fn lines_drop_blanks_and_trim() {
+        assert_eq!(lines(" a \n\n b\r\n"), vec!["a", "b"]);
+    }
+}
