@@ -186,7 +186,8 @@ pub async fn get(
     Ok(Json(view(&detail)))
 }
 
-/// `GET /suppressions?after=&limit=`: suppressed user ids in id order.
+/// `GET /suppressions?after=&limit=`: suppressed user ids in id order, and
+/// the size of the answering node's in-memory set (`thisNode`).
 pub async fn suppressions(
     State(app): State<Arc<AppState>>,
     params: Params,
@@ -195,7 +196,14 @@ pub async fn suppressions(
     let after = params.str("after").unwrap_or("");
     let ids = app.store.list_suppressions(after, limit).await?;
     let next = (ids.len() == limit as usize).then(|| ids.last().cloned());
-    Ok(Json(json!({ "data": ids, "next": next.flatten() })))
+    // What the answering node holds in memory for ingest's check.
+    let this_node = json!({
+        "ids": app.suppressions.len(),
+        "memoryBytes": app.suppressions.memory_bytes(),
+    });
+    Ok(Json(
+        json!({ "data": ids, "next": next.flatten(), "thisNode": this_node }),
+    ))
 }
 
 /// Usage days with suppressed events: `events` counts stored events,
@@ -232,6 +240,7 @@ fn summary(r: &Regulation) -> Value {
         "subjectsDone": r.subjects_done,
         "createdAt": r.created_at,
         "finishedAt": r.finished_at,
+        "error": r.error,
     })
 }
 
