@@ -8,31 +8,28 @@
 //!   purge and the delete notifications a slice of subjects at a time. Each
 //!   slice commits with the subjects' `done` marks, so after `kill -9` the
 //!   next holder of the lease continues with the subjects not yet done and
-//!   nothing is purged or notified twice.
+//!   nothing is purged or notified twice. It holds the profile engine's
+//!   lease while it purges (see `job`).
+//! - `job`: one pass over a regulation; `failures`: when the job gives a
+//!   regulation up (`FAILED`).
 
-use std::collections::BTreeSet;
+mod failures;
+mod job;
+
 use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
+use failures::{Failures, Verdict};
 use sluice_api::Hook;
 use sluice_api::suppression::Suppressions;
-use sluice_store::{
-    PERSONAS_SOURCE, Regulation, RegulationCommit, Store, StoreError, SubjectData, SubjectPurge,
-    keys,
-};
+use sluice_store::{Store, keys};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 /// How often each node catches up with suppression changes (the bound on
 /// how long another node's regulation takes to block ingest here).
 pub const SUPPRESSION_SYNC: Duration = Duration::from_millis(500);
-
-/// Subjects whose data one pass over the events looks for.
-const SCAN_SUBJECTS: u32 = 1000;
-/// Bounds of one purge commit, so the writer is never held for long.
-const COMMIT_SUBJECTS: usize = 100;
-const COMMIT_EVENTS: usize = 20_000;
 
 /// Timing of the regulation job.
 #[derive(Debug, Clone, Copy)]
@@ -79,17 +76,24 @@ pub fn spawn_job(
 ) -> JoinHandle<()> {
     let owner = keys::new_id("regnode");
     tokio::spawn(async move {
+        let mut failures = Failures::default();
         loop {
-            let idle = match step(store.as_ref(), &owner, config, &wake_delivery).await {
-                Ok(worked) => !worked,
-                Err(e) => {
-                    tracing::warn!(error = %e, "regulation job");
-                    true
-                }
+            let pause = match round(
+                store.as_ref(),
+                &owner,
+                config,
+                &wake_delivery,
+                &mut failures,
+            )
+            .await
+            {
+                Ok(true) => None,
+                Ok(false) => Some(config.poll_interval),
+                Err(wait) => Some(wait),
             };
-            if idle {
+            if let Some(pause) = pause {
                 tokio::select! {
-                    _ = tokio::time::sleep(config.poll_interval) => {}
+                    _ = tokio::time::sleep(pause) => {}
                     changed = stop.changed() => {
                         if changed.is_err() || *stop.borrow() {
                             let _ = store.release_regulation_lease(&owner).await;
@@ -105,103 +109,55 @@ pub fn spawn_job(
     })
 }
 
-/// One pass: returns whether there was work.
-async fn step(
+/// One round: `Ok(true)` when there was work, `Ok(false)` when idle,
+/// `Err(wait)` after a failed try to be retried after `wait`.
+async fn round(
     store: &dyn Store,
     owner: &str,
     config: JobConfig,
     wake_delivery: &Hook,
-) -> Result<bool, StoreError> {
-    if !store
-        .take_regulation_lease(owner, Utc::now(), config.lease_ttl)
-        .await?
-    {
-        return Ok(false);
-    }
-    let Some((regulation, pending)) = store.next_regulation(SCAN_SUBJECTS).await? else {
-        return Ok(false);
+    failures: &mut Failures,
+) -> Result<bool, Duration> {
+    let (regulation, pending) = match job::pick(store, owner, config).await {
+        Ok(Some(next)) => next,
+        Ok(None) => return Ok(false),
+        Err(e) => {
+            tracing::warn!(error = %e, "regulation job");
+            return Ok(false);
+        }
     };
-    let found = store
-        .find_subject_data(pending.clone(), regulation.source_id.clone())
-        .await?;
-    let purges: Vec<SubjectPurge> = pending
-        .into_iter()
-        .zip(found)
-        .map(|(id, data)| purge_of(&regulation, id, data))
-        .collect();
-    let mut slice = Vec::new();
-    let mut events = 0;
-    for purge in purges {
-        events += purge.event_seqs.len();
-        slice.push(purge);
-        if slice.len() >= COMMIT_SUBJECTS || events >= COMMIT_EVENTS {
-            if !commit(
-                store,
-                owner,
-                &regulation,
-                std::mem::take(&mut slice),
-                config,
-            )
-            .await?
-            {
-                return Ok(false);
+    let outcome = match job::unworkable(store, &regulation).await {
+        Ok(Some(reason)) => {
+            give_up(store, owner, &regulation.id, &reason).await;
+            return Ok(true);
+        }
+        Ok(None) => job::work(store, owner, config, &regulation, pending, wake_delivery).await,
+        Err(e) => Err(e),
+    };
+    match outcome {
+        Ok(worked) => {
+            failures.clear();
+            Ok(worked)
+        }
+        Err(e) => {
+            tracing::warn!(regulation = %regulation.id, error = %e, "regulation step failed");
+            match failures.failed(&regulation.id, config.poll_interval) {
+                Verdict::Retry(wait) => Err(wait),
+                Verdict::GiveUp { tries } => {
+                    let reason = format!("gave up after {tries} failed tries in a row: {e}");
+                    give_up(store, owner, &regulation.id, &reason).await;
+                    Ok(true)
+                }
             }
-            events = 0;
         }
     }
-    if !slice.is_empty() && !commit(store, owner, &regulation, slice, config).await? {
-        return Ok(false);
-    }
-    // Marks the regulation finished once no subject is left.
-    commit(store, owner, &regulation, Vec::new(), config).await?;
-    if regulation.notify {
-        wake_delivery();
-    }
-    Ok(true)
 }
 
-async fn commit(
-    store: &dyn Store,
-    owner: &str,
-    regulation: &Regulation,
-    subjects: Vec<SubjectPurge>,
-    config: JobConfig,
-) -> Result<bool, StoreError> {
-    // Renew first, so a long job never commits on a lapsed lease.
-    if !store
-        .take_regulation_lease(owner, Utc::now(), config.lease_ttl)
-        .await?
-    {
-        return Ok(false);
-    }
-    store
-        .commit_regulation(RegulationCommit {
-            owner: owner.to_owned(),
-            regulation_id: regulation.id.clone(),
-            now: Utc::now(),
-            subjects,
-        })
-        .await
-}
-
-/// What to purge for one subject. Affected sources are the customer's
-/// sources the data came from (the profile engine's own messages count as
-/// data to purge, not as a source to notify).
-fn purge_of(regulation: &Regulation, subject_id: String, data: SubjectData) -> SubjectPurge {
-    let affected: BTreeSet<String> = data
-        .events
-        .iter()
-        .map(|(_, source)| source.clone())
-        .filter(|s| s != PERSONAS_SOURCE)
-        .collect();
-    SubjectPurge {
-        subject_id,
-        event_seqs: data.events.iter().map(|(seq, _)| *seq).collect(),
-        profile_ids: if regulation.source_id.is_some() {
-            Vec::new()
-        } else {
-            data.profile_ids
-        },
-        affected_sources: affected.into_iter().collect(),
+/// Marks a regulation `FAILED`; if even that fails it stays unfinished and
+/// is tried again.
+async fn give_up(store: &dyn Store, owner: &str, id: &str, reason: &str) {
+    tracing::warn!(regulation = %id, reason, "regulation failed");
+    if let Err(e) = store.fail_regulation(owner, id, reason, Utc::now()).await {
+        tracing::warn!(regulation = %id, error = %e, "marking a regulation failed");
     }
 }
