@@ -15,6 +15,8 @@
 
 mod failures;
 mod job;
+#[cfg(test)]
+mod job_tests;
 
 use std::sync::Arc;
 use std::time::Duration;
