@@ -1,6 +1,7 @@
 //! The regulation job against the profile engine (no profile commit across
 //! a purge) and a regulation's failure.
 
+use super::profiles::read_at_least;
 use super::regulations::{TTL, call, regulation};
 use super::support::{Shared, append, at, source};
 use crate::{ProfileCommit, ProfileRecord, RegulationCommit, SubjectPurge};
@@ -16,10 +17,7 @@ pub async fn a_profile_step_read_before_a_purge_is_refused_at_its_commit(store: 
         .await
         .expect("lease")
         .expect("free");
-    let read = store
-        .profile_events_after(cursor, 100)
-        .await
-        .expect("events");
+    let read = read_at_least(&store, cursor, 100, 1).await;
     assert_eq!(read.len(), 1, "the engine read u1's event");
     let stale = ProfileCommit {
         owner: "engine".into(),
