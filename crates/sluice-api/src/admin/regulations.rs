@@ -220,15 +220,15 @@ pub async fn get(
     Ok(Json(view(&detail)))
 }
 
-/// `GET /suppressions?after=&limit=`: suppressed user ids in id order.
-/// Suppressed user ids in id order.
+/// `GET /suppressions?after=&limit=`: suppressed user ids in id order, and
+/// the size of the answering node's in-memory set (`thisNode`).
 #[utoipa::path(get, path = "/suppressions", tag = "privacy",
     params(
         ("after" = Option<String>, Query, description = "The previous page's `next`"),
         ("limit" = Option<u32>, Query, description = "1 to 10000, default 1000"),
     ),
     responses(
-        (status = 200, description = "`{data: [user id], next}`; `next` is `null` at the end", body = Object),
+        (status = 200, description = "`{data: [user id], next, thisNode: {ids, memoryBytes}}`; `next` is `null` at the end", body = Object),
         (status = 400, description = "`invalid_query`", body = ErrorBody),
     ))]
 pub async fn suppressions(
@@ -239,7 +239,14 @@ pub async fn suppressions(
     let after = params.str("after").unwrap_or("");
     let ids = app.store.list_suppressions(after, limit).await?;
     let next = (ids.len() == limit as usize).then(|| ids.last().cloned());
-    Ok(Json(json!({ "data": ids, "next": next.flatten() })))
+    // What the answering node holds in memory for ingest's check.
+    let this_node = json!({
+        "ids": app.suppressions.len(),
+        "memoryBytes": app.suppressions.memory_bytes(),
+    });
+    Ok(Json(
+        json!({ "data": ids, "next": next.flatten(), "thisNode": this_node }),
+    ))
 }
 
 /// Usage days with suppressed events: `events` counts stored events,
@@ -284,6 +291,7 @@ fn summary(r: &Regulation) -> Value {
         "subjectsDone": r.subjects_done,
         "createdAt": r.created_at,
         "finishedAt": r.finished_at,
+        "error": r.error,
     })
 }
 

@@ -21,6 +21,7 @@ mod cap;
 mod delivery;
 mod ingest;
 mod profiles;
+mod regulation_job;
 mod regulations;
 mod retention;
 mod schema;
@@ -31,6 +32,7 @@ pub use cap::*;
 pub use delivery::*;
 pub use ingest::*;
 pub use profiles::*;
+pub use regulation_job::*;
 pub use regulations::*;
 pub use retention::*;
 pub use schema::*;
@@ -82,6 +84,8 @@ macro_rules! conformance_tests {
             suppressed_counts_add_up_per_source_and_day,
             the_regulation_lease_is_exclusive_until_it_lapses,
             a_regulation_step_purges_and_notifies_once_then_finishes,
+            a_profile_step_read_before_a_purge_is_refused_at_its_commit,
+            a_failed_regulation_keeps_its_error_and_is_over,
         );
     };
     (@each $fresh:expr; $($check:ident),* $(,)?) => {

@@ -14,7 +14,7 @@ const TTL: Duration = Duration::from_secs(10);
 /// Events after `cursor`, waiting briefly until at least `n` are readable:
 /// PostgreSQL only returns events below the oldest running transaction of
 /// the whole server, which concurrent tests may hold back for a moment.
-async fn read_at_least(
+pub(super) async fn read_at_least(
     store: &Shared,
     cursor: EventCursor,
     limit: u32,

@@ -9,9 +9,9 @@ use crate::{
     SuppressedCount,
 };
 
-const TTL: Duration = Duration::from_secs(10);
+pub(super) const TTL: Duration = Duration::from_secs(10);
 
-fn regulation(
+pub(super) fn regulation(
     id: &str,
     kind: &str,
     ids: &[&str],
@@ -30,7 +30,7 @@ fn regulation(
     }
 }
 
-fn call(message_id: &str, user: &str, destinations: &[&str]) -> NewEvent {
+pub(super) fn call(message_id: &str, user: &str, destinations: &[&str]) -> NewEvent {
     NewEvent {
         message_id: message_id.into(),
         event_type: "track".into(),

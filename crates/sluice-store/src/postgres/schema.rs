@@ -233,6 +233,7 @@ const MIGRATIONS: &[(&str, &str)] = &[
     ("source schema", V2),
     ("profile engine", V3),
     ("regulations", super::regulations::SCHEMA),
+    ("regulation errors", super::regulations::SCHEMA_V5),
 ];
 
 /// First key of the migration advisory lock ("SLUI"); the second is a hash

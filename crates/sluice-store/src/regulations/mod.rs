@@ -15,6 +15,7 @@
 //!   versions become visible in order and a poller never skips one.
 //! - `usage_suppressed`: suppressed events per source and UTC day.
 //! - `regulation_engine`: one row holding the job lease.
+//! - `regulations.error` (version 5): why a regulation is `FAILED`.
 //!
 //! # Invariants
 //! - **Suppression with the request.** Creating a regulation writes its
@@ -28,6 +29,15 @@
 //!   only while the caller holds the lease. Crash before: the step is redone
 //!   from scratch; after: never redone. So a notification is created once.
 //! - Notification events are never matched as the subject's data.
+//! - **No profile commit across a purge.** While it purges, the job holds
+//!   the profile engine's lease ([`RegulationStore::seize_profile_lease`]):
+//!   an engine step that read a subject's events or profile before the
+//!   purge is refused at its commit (it no longer holds the lease) and is
+//!   redone from its cursor afterwards, on data without the subject. So the
+//!   engine never re-creates a purged profile nor emits an identify about a
+//!   purged user from stale reads.
+//! - `FAILED` is final, like `FINISHED`: subjects done before stay done,
+//!   the others are left as they are (nothing is rolled back).
 //!
 //! # Recovery
 //! Nothing by hand: the lease lapses after its TTL and another node (or the
@@ -103,6 +113,28 @@ pub trait RegulationStore: Send + Sync + 'static {
     /// seen once every purge step has fully returned (SQLite: including
     /// its WAL checkpoint).
     async fn commit_regulation(&self, commit: RegulationCommit) -> Result<bool>;
+    /// Marks an unfinished regulation `FAILED` with `error`, only while
+    /// `owner` holds the job lease. Returns false, writing nothing, when
+    /// `owner` does not hold it or the regulation is already over.
+    async fn fail_regulation(
+        &self,
+        owner: &str,
+        id: &str,
+        error: &str,
+        now: DateTime<Utc>,
+    ) -> Result<bool>;
+    /// Takes the profile engine's lease for `owner` (the job's owner name)
+    /// until `now + ttl`, whoever holds it: the engine's next commit is
+    /// refused and it stays idle until the job releases the lease with
+    /// [`ProfileStore::release_profile_lease`](crate::ProfileStore::release_profile_lease)
+    /// or it lapses. Returns whether `owner` already held it unexpired, so
+    /// that the job knows no engine step committed since it last checked.
+    async fn seize_profile_lease(
+        &self,
+        owner: &str,
+        now: DateTime<Utc>,
+        ttl: Duration,
+    ) -> Result<bool>;
 }
 
 /// Statuses of a regulation.

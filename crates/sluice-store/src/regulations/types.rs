@@ -35,7 +35,10 @@ pub struct Regulation {
     pub subjects: u64,
     pub subjects_done: u64,
     pub created_at: DateTime<Utc>,
+    /// When it became `FINISHED` or `FAILED`.
     pub finished_at: Option<DateTime<Utc>>,
+    /// Why it is `FAILED` (for people; `None` otherwise).
+    pub error: Option<String>,
 }
 
 /// One subject of a regulation and what the job found for it.

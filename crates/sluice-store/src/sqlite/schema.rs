@@ -230,6 +230,7 @@ pub(super) static MIGRATIONS: LazyLock<Migrations<'static>> = LazyLock::new(|| {
         M::up(V2),
         M::up(V3),
         M::up(super::regulations::SCHEMA),
+        M::up(super::regulations::SCHEMA_V5),
         M::up(EVENTS_MESSAGE_ID),
     ])
 });

@@ -3,6 +3,7 @@
 //! notifications out at a real receiver, signed.
 
 mod deletion;
+mod failure;
 #[cfg(feature = "postgres-tests")]
 mod postgres;
 mod purge;

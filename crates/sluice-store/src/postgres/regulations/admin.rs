@@ -16,7 +16,8 @@ const SUPPRESSION_LOCK: i64 = 0x5eed_0013;
 const COLUMNS: &str = "r.id, r.regulation_type, r.source_id, r.status, r.purge, r.notify,
     r.created_at, r.finished_at,
     (SELECT count(*) FROM regulation_subjects s WHERE s.regulation_id = r.id),
-    (SELECT count(*) FROM regulation_subjects s WHERE s.regulation_id = r.id AND s.done)";
+    (SELECT count(*) FROM regulation_subjects s WHERE s.regulation_id = r.id AND s.done),
+    r.error";
 
 fn regulation(row: &Row) -> Result<Regulation> {
     Ok(Regulation {
@@ -30,6 +31,7 @@ fn regulation(row: &Row) -> Result<Regulation> {
         finished_at: opt_time(row, 7)?,
         subjects: unsigned(row, 8)?,
         subjects_done: unsigned(row, 9)?,
+        error: get(row, 10)?,
     })
 }
 

@@ -68,6 +68,9 @@ CREATE TABLE regulation_engine (
 INSERT INTO regulation_engine (id) VALUES (1);
 "#;
 
+/// Version 5: why a regulation failed.
+pub(super) const SCHEMA_V5: &str = "ALTER TABLE regulations ADD COLUMN error text;";
+
 #[async_trait]
 impl RegulationStore for PostgresStore {
     async fn create_regulation(&self, new: NewRegulation) -> Result<Regulation> {
@@ -134,5 +137,24 @@ impl RegulationStore for PostgresStore {
 
     async fn commit_regulation(&self, commit: RegulationCommit) -> Result<bool> {
         purge::commit(&mut self.client().await?, &commit).await
+    }
+
+    async fn fail_regulation(
+        &self,
+        owner: &str,
+        id: &str,
+        error: &str,
+        now: DateTime<Utc>,
+    ) -> Result<bool> {
+        purge::fail(&mut self.client().await?, owner, id, error, now).await
+    }
+
+    async fn seize_profile_lease(
+        &self,
+        owner: &str,
+        now: DateTime<Utc>,
+        ttl: Duration,
+    ) -> Result<bool> {
+        purge::seize_profile_lease(&mut self.client().await?, owner, now, ttl).await
     }
 }

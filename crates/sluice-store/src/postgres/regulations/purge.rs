@@ -40,6 +40,69 @@ pub(super) async fn release_lease(c: &impl GenericClient, owner: &str) -> Result
     Ok(())
 }
 
+/// Takes the profile engine's lease whoever holds it; returns whether
+/// `owner` held it unexpired already (see the trait docs). The row lock
+/// orders it against the engine's commit, which locks the same row.
+pub(super) async fn seize_profile_lease(
+    client: &mut deadpool_postgres::Object,
+    owner: &str,
+    now: DateTime<Utc>,
+    ttl: Duration,
+) -> Result<bool> {
+    let tx = client.transaction().await.map_err(backend)?;
+    let row = tx
+        .query_one(
+            "SELECT lease_owner, lease_until FROM profile_engine WHERE id = 1 FOR UPDATE",
+            &[],
+        )
+        .await
+        .map_err(backend)?;
+    let holder: Option<String> = get(&row, 0)?;
+    let until: Option<i64> = get(&row, 1)?;
+    let new_until = ms(now).saturating_add(big(ttl.as_millis()));
+    tx.execute(
+        "UPDATE profile_engine SET lease_owner = $1, lease_until = $2 WHERE id = 1",
+        &[&owner, &new_until],
+    )
+    .await
+    .map_err(backend)?;
+    tx.commit().await.map_err(backend)?;
+    Ok(holder.as_deref() == Some(owner) && until.is_some_and(|u| u >= ms(now)))
+}
+
+/// Marks the regulation `FAILED` (see the trait docs).
+pub(super) async fn fail(
+    client: &mut deadpool_postgres::Object,
+    owner: &str,
+    id: &str,
+    error: &str,
+    now: DateTime<Utc>,
+) -> Result<bool> {
+    let tx = client.transaction().await.map_err(backend)?;
+    let holder: Option<String> = get(
+        &tx.query_one(
+            "SELECT lease_owner FROM regulation_engine WHERE id = 1 FOR UPDATE",
+            &[],
+        )
+        .await
+        .map_err(backend)?,
+        0,
+    )?;
+    if holder.as_deref() != Some(owner) {
+        return Ok(false);
+    }
+    let changed = tx
+        .execute(
+            "UPDATE regulations SET status = $2, error = $3, finished_at = $4
+             WHERE id = $1 AND finished_at IS NULL",
+            &[&id, &status::FAILED, &error, &ms(now)],
+        )
+        .await
+        .map_err(backend)?;
+    tx.commit().await.map_err(backend)?;
+    Ok(changed == 1)
+}
+
 pub(super) async fn find(
     c: &impl GenericClient,
     user_ids: &[String],

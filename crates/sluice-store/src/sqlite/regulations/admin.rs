@@ -12,7 +12,8 @@ use crate::{
 const COLUMNS: &str = "r.id, r.regulation_type, r.source_id, r.status, r.purge, r.notify,
     r.created_at, r.finished_at,
     (SELECT count(*) FROM regulation_subjects s WHERE s.regulation_id = r.id),
-    (SELECT count(*) FROM regulation_subjects s WHERE s.regulation_id = r.id AND s.done = 1)";
+    (SELECT count(*) FROM regulation_subjects s WHERE s.regulation_id = r.id AND s.done = 1),
+    r.error";
 
 fn regulation(row: &Row<'_>) -> rusqlite::Result<Regulation> {
     Ok(Regulation {
@@ -26,6 +27,7 @@ fn regulation(row: &Row<'_>) -> rusqlite::Result<Regulation> {
         finished_at: opt_time(row, 7)?,
         subjects: count(row, 8)?,
         subjects_done: count(row, 9)?,
+        error: row.get(10)?,
     })
 }
 

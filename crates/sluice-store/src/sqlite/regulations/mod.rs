@@ -73,6 +73,9 @@ CREATE TABLE regulation_engine (
 INSERT INTO regulation_engine (id) VALUES (1);
 ";
 
+/// Version 5: why a regulation failed.
+pub(super) const SCHEMA_V5: &str = "ALTER TABLE regulations ADD COLUMN error TEXT;";
+
 #[async_trait]
 impl RegulationStore for SqliteStore {
     async fn create_regulation(&self, new: NewRegulation) -> Result<Regulation> {
@@ -173,5 +176,30 @@ impl RegulationStore for SqliteStore {
                 .map_err(|e| crate::StoreError::Backend(format!("checkpoint task: {e}")))??;
         }
         Ok(committed)
+    }
+
+    async fn fail_regulation(
+        &self,
+        owner: &str,
+        id: &str,
+        error: &str,
+        now: DateTime<Utc>,
+    ) -> Result<bool> {
+        let (owner, id, error) = (owner.to_owned(), id.to_owned(), error.to_owned());
+        self.writer
+            .run(1, move |c| purge::fail(c, &owner, &id, &error, now))
+            .await
+    }
+
+    async fn seize_profile_lease(
+        &self,
+        owner: &str,
+        now: DateTime<Utc>,
+        ttl: Duration,
+    ) -> Result<bool> {
+        let owner = owner.to_owned();
+        self.writer
+            .run(1, move |c| purge::seize_profile_lease(c, &owner, now, ttl))
+            .await
     }
 }

@@ -36,6 +36,46 @@ pub(super) fn release_lease(c: &Connection, owner: &str) -> Result<()> {
     Ok(())
 }
 
+/// Takes the profile engine's lease whoever holds it; returns whether
+/// `owner` held it unexpired already (see the trait docs).
+pub(super) fn seize_profile_lease(
+    c: &Connection,
+    owner: &str,
+    now: DateTime<Utc>,
+    ttl: Duration,
+) -> Result<bool> {
+    let (holder, until): (Option<String>, Option<i64>) = c
+        .prepare_cached("SELECT lease_owner, lease_until FROM profile_engine WHERE id = 1")?
+        .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    let new_until = ms(now).saturating_add(i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX));
+    c.prepare_cached("UPDATE profile_engine SET lease_owner = ?1, lease_until = ?2 WHERE id = 1")?
+        .execute(params![owner, new_until])?;
+    Ok(holder.as_deref() == Some(owner) && until.is_some_and(|u| u >= ms(now)))
+}
+
+/// Marks the regulation `FAILED` (see the trait docs).
+pub(super) fn fail(
+    c: &Connection,
+    owner: &str,
+    id: &str,
+    error: &str,
+    now: DateTime<Utc>,
+) -> Result<bool> {
+    let holder: Option<String> = c
+        .prepare_cached("SELECT lease_owner FROM regulation_engine WHERE id = 1")?
+        .query_row([], |r| r.get(0))?;
+    if holder.as_deref() != Some(owner) {
+        return Ok(false);
+    }
+    let changed = c
+        .prepare_cached(
+            "UPDATE regulations SET status = ?2, error = ?3, finished_at = ?4
+             WHERE id = ?1 AND finished_at IS NULL",
+        )?
+        .execute(params![id, status::FAILED, error, ms(now)])?;
+    Ok(changed == 1)
+}
+
 /// One pass over the events for every subject (see the trait docs).
 pub(super) fn find(
     c: &Connection,

@@ -1,0 +1,114 @@
+//! The job against a real SQLite store: a profile engine step that read a
+//! user's event before the job purged them cannot commit afterwards.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::Utc;
+use sluice_store::{
+    AppendRequest, NewEvent, NewRegulation, NewSource, ProfileCommit, ProfileRecord, SqliteConfig,
+    SqliteStore, Store,
+};
+
+use super::JobConfig;
+use super::job;
+
+const CONFIG: JobConfig = JobConfig {
+    poll_interval: Duration::from_millis(20),
+    lease_ttl: Duration::from_secs(15),
+};
+
+#[tokio::test]
+async fn an_engine_step_in_flight_during_a_purge_cannot_recreate_the_user() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store: Arc<dyn Store> = Arc::new(
+        SqliteStore::open(SqliteConfig::new(dir.path().join("sluice.db")))
+            .await
+            .expect("open"),
+    );
+    store
+        .create_source(NewSource {
+            id: "src_a".into(),
+            name: "a".into(),
+            enabled: true,
+            write_key_hash: "h".into(),
+            write_key_hint: "k…".into(),
+        })
+        .await
+        .expect("source");
+    store
+        .append(AppendRequest {
+            source_id: "src_a".into(),
+            received_at: Utc::now(),
+            events: vec![NewEvent {
+                message_id: "m1".into(),
+                event_type: "identify".into(),
+                body: r#"{"messageId":"m1","type":"identify","userId":"u1"}"#.into(),
+                ..NewEvent::default()
+            }],
+        })
+        .await
+        .expect("append");
+    // The engine reads u1's event and computes its step...
+    let cursor = store
+        .take_profile_lease("engine", Utc::now(), CONFIG.lease_ttl)
+        .await
+        .expect("lease")
+        .expect("free");
+    let read = store.profile_events_after(cursor, 10).await.expect("read");
+    assert_eq!(read.len(), 1);
+    let in_flight = ProfileCommit {
+        owner: "engine".into(),
+        now: Utc::now(),
+        cursor: read.last().map(|e| e.cursor),
+        profiles: vec![ProfileRecord {
+            id: "prf_u1".into(),
+            doc: r#"{"userIds":["u1"]}"#.into(),
+            next_change_at: None,
+        }],
+        identities: vec![("user:u1".into(), "prf_u1".into())],
+        ..ProfileCommit::default()
+    };
+    // ...while the job purges u1 to the end.
+    store
+        .create_regulation(NewRegulation {
+            id: "reg_1".into(),
+            regulation_type: "DELETE_INTERNAL".into(),
+            subject_ids: vec!["u1".into()],
+            source_id: None,
+            suppress: None,
+            purge: true,
+            notify: false,
+            now: Utc::now(),
+        })
+        .await
+        .expect("regulation");
+    let (regulation, pending) = job::pick(store.as_ref(), "job", CONFIG)
+        .await
+        .expect("pick")
+        .expect("one");
+    let wake: sluice_api::Hook = Arc::new(|| {});
+    assert!(
+        job::work(store.as_ref(), "job", CONFIG, &regulation, pending, &wake)
+            .await
+            .expect("work")
+    );
+    let detail = store.get_regulation("reg_1").await.expect("get");
+    assert_eq!(detail.expect("found").regulation.status, "FINISHED");
+
+    assert!(
+        !store.commit_profiles(in_flight).await.expect("commit"),
+        "the step read before the purge is refused"
+    );
+    let identities = store
+        .resolve_identities(vec!["user:u1".into()])
+        .await
+        .expect("resolve");
+    assert!(identities.is_empty(), "u1 came back: {identities:?}");
+    // The job handed the lease back: the engine resumes at its cursor.
+    let again = store
+        .take_profile_lease("engine", Utc::now(), CONFIG.lease_ttl)
+        .await
+        .expect("lease");
+    assert_eq!(again, Some(cursor));
+}
