@@ -49,10 +49,13 @@ struct Filter {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct FilterSet {
     filters: Vec<Filter>,
-    /// Distinct property paths read by the filters' conditions.
+    /// Distinct property paths read by the filters' conditions or removed
+    /// by their `drop_fields`.
     paths: Vec<PropertyPath>,
     /// For each filter, the index in `paths` of the path its `when` reads.
     reads: Vec<Option<usize>>,
+    /// For each filter, the indexes in `paths` of the fields it removes.
+    removes: Vec<Vec<usize>>,
     /// The document as given, for display.
     document: Value,
 }
@@ -102,23 +105,27 @@ impl FilterSet {
             filters.push(filter);
         }
         let mut paths: Vec<PropertyPath> = Vec::new();
-        let reads = filters
-            .iter()
-            .map(|f| {
-                let path = f.when.as_ref().and_then(Condition::path)?;
-                Some(match paths.iter().position(|p| p == path) {
-                    Some(i) => i,
-                    None => {
-                        paths.push(path.clone());
-                        paths.len() - 1
-                    }
-                })
-            })
-            .collect();
+        let mut index_of = |path: &PropertyPath| match paths.iter().position(|p| p == path) {
+            Some(i) => i,
+            None => {
+                paths.push(path.clone());
+                paths.len() - 1
+            }
+        };
+        let mut reads = Vec::with_capacity(filters.len());
+        let mut removes = Vec::with_capacity(filters.len());
+        for f in &filters {
+            reads.push(f.when.as_ref().and_then(Condition::path).map(&mut index_of));
+            removes.push(match &f.action {
+                Action::DropFields(fields) => fields.iter().map(&mut index_of).collect(),
+                Action::Drop => Vec::new(),
+            });
+        }
         Ok(FilterSet {
             filters,
             paths,
             reads,
+            removes,
             document: doc.clone(),
         })
     }
@@ -136,8 +143,8 @@ impl FilterSet {
     /// stored `body`. Conditions are tested on the event as stored (a
     /// `drop_fields` filter's `when` does not see an earlier filter's
     /// removals). The body is read only for paths the shape cannot rule out,
-    /// once for all of them, and parsed whole only when a `drop_fields`
-    /// filter may remove something; nothing is allocated when no filter acts.
+    /// once for all of them (conditions and fields to remove alike), and
+    /// parsed whole only when a `drop_fields` filter has something to remove.
     pub fn apply(&self, shape: &Shape, body: &str) -> FilterOutcome {
         if self.filters.is_empty() {
             return FilterOutcome::Send;
@@ -148,7 +155,7 @@ impl FilterSet {
             body,
             read: None,
         };
-        let mut matches = |i: usize, f: &Filter| match &f.when {
+        let matches = |i: usize, f: &Filter, values: &mut Values<'_>| match &f.when {
             None => true,
             Some(c) => {
                 let value = self.reads[i].and_then(|p| values.get(p));
@@ -156,7 +163,7 @@ impl FilterSet {
             }
         };
         for (i, f) in self.filters.iter().enumerate() {
-            if f.action == Action::Drop && matches(i, f) {
+            if f.action == Action::Drop && matches(i, f, &mut values) {
                 return FilterOutcome::Drop(f.name.clone());
             }
         }
@@ -166,7 +173,8 @@ impl FilterSet {
             let Action::DropFields(paths) = &f.action else {
                 continue;
             };
-            if paths.iter().all(|p| p.absent_from(shape)) || !matches(i, f) {
+            let present = self.removes[i].iter().any(|&p| values.get(p).is_some());
+            if !present || !matches(i, f, &mut values) {
                 continue;
             }
             if message.is_none() {
