@@ -2,8 +2,9 @@
 //!
 //! Decided with the routing table in memory (no database round trip), in
 //! this order, for each call of a request:
-//! 1. the call's [`Shape`] is read (only when schema tracking, rules or
-//!    filters need it);
+//! 1. the call's [`Shape`], taken during the parse (read from the body only
+//!    when the parse did not take it and schema tracking, rules or filters
+//!    need it);
 //! 2. the source's rules: a blocked track call is stored marked `blocked`
 //!    with no deliveries; identify and group calls lose blocked trait keys;
 //! 3. `integrations` routing (`Webhooks` on or off), as before;
@@ -35,7 +36,10 @@ pub fn screen(route: &SourceRoute, event: Event, track_schema: bool) -> (NewEven
         stored.body = body;
         return (stored, None);
     }
-    let shape = Shape::of(&body, &stored.event_type);
+    let shape = match event.shape {
+        Some(shape) => shape,
+        None => Shape::of(&body, &stored.event_type),
+    };
     if let Some(rules) = &route.rules {
         if let Verdict::Block(rule) = rules.verdict(&shape) {
             stored.blocked = Some(Blocked {

@@ -22,7 +22,7 @@ use axum::extract::{ConnectInfo, Path, State};
 use axum::http::HeaderMap;
 use chrono::Utc;
 use serde_json::{Value, json};
-use sluice_model::{Endpoint, Envelope, RequestContext, parse_request};
+use sluice_model::{Endpoint, Envelope, RequestContext, parse_request, parse_request_with_shapes};
 use sluice_schema::Shape;
 use sluice_store::AppendRequest;
 
@@ -151,7 +151,18 @@ pub async fn collect(
         received_at: Utc::now(),
         client_ip: Some(client_ip(&headers, peer, app.trust_forwarded_for)),
     };
-    let mut envelope = parse_request(endpoint, &bytes, &ctx, &app.limits).inspect_err(|_| {
+    // Shapes come from the parse when the schema, rules or filters may need
+    // them (not knowing the source yet counts as "may").
+    let shapes = app.schema.is_some()
+        || header_route
+            .as_ref()
+            .is_none_or(|r| r.rules.is_some() || !r.filters.is_empty());
+    let parse = if shapes {
+        parse_request_with_shapes
+    } else {
+        parse_request
+    };
+    let mut envelope = parse(endpoint, &bytes, &ctx, &app.limits).inspect_err(|_| {
         app.metrics.events_rejected.inc();
     })?;
     let route = match header_route {

@@ -32,16 +32,19 @@ pub(crate) struct BatchDefaults {
 }
 
 /// `receivedAt` is one instant per request: rendered once, not per event.
+/// It also carries whether the request's events get their [`crate::Shape`].
 pub(crate) struct Received {
     pub at: DateTime<Utc>,
     pub text: String,
+    pub shapes: bool,
 }
 
 impl Received {
-    pub fn new(ctx: &RequestContext) -> Self {
+    pub fn new(ctx: &RequestContext, shapes: bool) -> Self {
         Received {
             at: ctx.received_at,
             text: time::format(&ctx.received_at),
+            shapes,
         }
     }
 }
@@ -90,6 +93,9 @@ pub(crate) fn enrich<'a>(
         put_time(&mut call, "sentAt", sent_at);
     }
     fill_context_ip(&mut call, ctx);
+    let shape = received
+        .shapes
+        .then(|| crate::shape::of_call(&call, event_type));
 
     Ok(Event {
         message_id,
@@ -100,6 +106,7 @@ pub(crate) fn enrich<'a>(
         timestamp,
         json: call.to_json(raw_len),
         integrations,
+        shape,
     })
 }
 

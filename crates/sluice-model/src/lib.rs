@@ -11,6 +11,9 @@
 //! - [`enrich`]: messageId, receivedAt, clock-skew corrected timestamp, context.ip.
 //! - [`time`]: lenient timestamp parsing and canonical rendering.
 //! - [`text`]: repairs of raw JSON text (lone UTF-16 surrogate escapes) before parsing.
+//! - [`shape`]: what an event looks like to the source schema, its rules and
+//!   filters (type, name, top-level property or trait keys and JSON types),
+//!   taken during the parse when asked.
 //! - [`routing`]: the `integrations` object decides whether a destination gets a call.
 //! - `raw` (internal): a call's top level with values kept as raw JSON text (the ingest fast path).
 //! - [`error`]: the validation error type with stable codes.
@@ -22,6 +25,7 @@ pub mod limits;
 pub mod parse;
 pub(crate) mod raw;
 pub mod routing;
+pub mod shape;
 pub mod text;
 pub mod time;
 mod validate;
@@ -29,6 +33,7 @@ mod validate;
 pub use error::{ErrorCode, ValidationError};
 pub use kind::{Endpoint, EventType};
 pub use limits::Limits;
-pub use parse::{Envelope, Event, RequestContext, parse_request};
+pub use parse::{Envelope, Event, RequestContext, parse_request, parse_request_with_shapes};
 pub use routing::destination_enabled;
+pub use shape::{JsonType, Shape};
 pub use text::replace_lone_surrogates;

@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 
 use crate::enrich::{BatchDefaults, Received, enrich, not_an_object, time_field};
 use crate::raw::{self, Field, RawObject, value_field};
-use crate::{Endpoint, ErrorCode, EventType, Limits, ValidationError, text};
+use crate::{Endpoint, ErrorCode, EventType, Limits, Shape, ValidationError, text};
 
 /// Facts about the HTTP request that enrichment needs.
 #[derive(Debug, Clone)]
@@ -51,6 +51,9 @@ pub struct Event {
     pub json: String,
     /// The final `integrations` object, when the call has one (routing).
     pub integrations: Option<Map<String, Value>>,
+    /// The call's shape, when the request was parsed with
+    /// [`parse_request_with_shapes`].
+    pub shape: Option<Shape>,
 }
 
 impl Event {
@@ -75,6 +78,28 @@ pub fn parse_request(
     ctx: &RequestContext,
     limits: &Limits,
 ) -> Result<Envelope, ValidationError> {
+    parse(endpoint, body, ctx, limits, false)
+}
+
+/// [`parse_request`], also taking each event's [`Shape`] ([`Event::shape`])
+/// from the parse, for the source schema, rules and filters: cheaper than
+/// reading it from the stored body afterwards.
+pub fn parse_request_with_shapes(
+    endpoint: Endpoint,
+    body: &[u8],
+    ctx: &RequestContext,
+    limits: &Limits,
+) -> Result<Envelope, ValidationError> {
+    parse(endpoint, body, ctx, limits, true)
+}
+
+fn parse(
+    endpoint: Endpoint,
+    body: &[u8],
+    ctx: &RequestContext,
+    limits: &Limits,
+    shapes: bool,
+) -> Result<Envelope, ValidationError> {
     let max = limits.max_body_bytes(endpoint);
     if body.len() > max {
         return Err(ValidationError::new(
@@ -87,8 +112,8 @@ pub fn parse_request(
     }
     let body = text::replace_lone_surrogates(body);
     match endpoint {
-        Endpoint::Single(event_type) => parse_single(event_type, &body, ctx),
-        Endpoint::Batch => parse_batch(&body, ctx, limits),
+        Endpoint::Single(event_type) => parse_single(event_type, &body, ctx, shapes),
+        Endpoint::Batch => parse_batch(&body, ctx, limits, shapes),
     }
 }
 
@@ -96,6 +121,7 @@ fn parse_single(
     event_type: EventType,
     body: &[u8],
     ctx: &RequestContext,
+    shapes: bool,
 ) -> Result<Envelope, ValidationError> {
     let full_parse = || serde_json::from_slice::<Map<String, Value>>(body).map(drop);
     let mut call: RawObject<'_> = match serde_json::from_slice(body) {
@@ -106,7 +132,7 @@ fn parse_single(
         full_parse().map_err(body_json_error)?;
     }
     let write_key = take_write_key(&mut call);
-    let received = Received::new(ctx);
+    let received = Received::new(ctx, shapes);
     let defaults = BatchDefaults::default();
     let event = enrich(call, body.len(), event_type, &defaults, &received, ctx)?;
     Ok(Envelope {
@@ -119,6 +145,7 @@ fn parse_batch(
     body: &[u8],
     ctx: &RequestContext,
     limits: &Limits,
+    shapes: bool,
 ) -> Result<Envelope, ValidationError> {
     let mut top = read_envelope(body)?;
     let raw_items = top.batch.take().ok_or_else(not_an_array)?.0;
@@ -134,7 +161,7 @@ fn parse_batch(
     }
     let defaults = batch_defaults(&top)?;
     let mut write_key = top.write_key.and_then(string_of);
-    let received = Received::new(ctx);
+    let received = Received::new(ctx, shapes);
     let mut events = Vec::with_capacity(raw_items.len());
     for (index, raw) in raw_items.into_iter().enumerate() {
         let (mut call, event_type) = batch_item(raw, limits).map_err(|e| at_index(index, e))?;

@@ -109,6 +109,23 @@ impl<'a> RawObject<'a> {
         self.position(key).map(|i| &mut self.entries[i].1)
     }
 
+    /// Keys with the JSON types of their values, in order (the shape of an
+    /// opened object).
+    pub fn fields(&self) -> Vec<(String, crate::shape::JsonType)> {
+        use crate::shape::JsonType;
+        self.entries
+            .iter()
+            .map(|(k, slot)| {
+                let t = match slot {
+                    Slot::Raw(raw) => JsonType::of_raw(raw.get()),
+                    Slot::Owned(value) => JsonType::of_value(value),
+                    Slot::Object(_) => JsonType::Object,
+                };
+                (k.to_string(), t)
+            })
+            .collect()
+    }
+
     /// The object as compact JSON text; `size_hint` is the raw length.
     pub fn to_json(&self, size_hint: usize) -> String {
         let mut out = Vec::with_capacity(size_hint + 192);

@@ -14,6 +14,8 @@
 //! compare as numbers; `contains` is substring on strings, membership on
 //! arrays. A missing value matches `ne`, `not_in` and `not_exists` only.
 
+use std::collections::HashSet;
+
 use serde_json::{Map, Value};
 
 use crate::RuleError;
@@ -63,6 +65,8 @@ pub struct Condition {
     op: Op,
     /// `values` for `in`/`not_in`, else the single `value` (if any).
     operands: Vec<Value>,
+    /// The string operands of `in`/`not_in`, hashed once at parse.
+    strings: HashSet<String>,
 }
 
 impl Condition {
@@ -128,10 +132,18 @@ impl Condition {
         if matches!(op, Op::Gt | Op::Gte | Op::Lt | Op::Lte) && !operands[0].is_number() {
             return Err(RuleError::new(format!("{at}.value"), "must be a number"));
         }
+        let strings = match op {
+            Op::In | Op::NotIn => operands
+                .iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect(),
+            _ => HashSet::new(),
+        };
         Ok(Condition {
             field,
             op,
             operands,
+            strings,
         })
     }
 
@@ -140,24 +152,46 @@ impl Condition {
         matches!(self.field, Field::Path(_))
     }
 
+    /// The property path the condition reads, if it reads one.
+    pub fn path(&self) -> Option<&PropertyPath> {
+        match &self.field {
+            Field::Path(p) => Some(p),
+            _ => None,
+        }
+    }
+
     /// Tests the condition. `message` must be given when
     /// [`Condition::needs_message`]; without it a path reads as missing.
     pub fn matches(&self, shape: &Shape, message: Option<&Map<String, Value>>) -> bool {
-        let owned;
-        let value: Option<&Value> = match &self.field {
-            Field::Type => {
-                owned = Value::String(shape.kind.clone());
-                Some(&owned)
-            }
-            Field::Event => match &shape.name {
-                Some(n) => {
-                    owned = Value::String(n.clone());
-                    Some(&owned)
-                }
-                None => None,
-            },
-            Field::Path(p) => message.and_then(|m| p.get(m)),
-        };
+        let value = self.path().and_then(|p| message.and_then(|m| p.get(m)));
+        self.test(shape, value)
+    }
+
+    /// Tests the condition on an event's shape, `value` being what its
+    /// property path (if any) holds. Allocates nothing.
+    pub fn test(&self, shape: &Shape, value: Option<&Value>) -> bool {
+        match &self.field {
+            Field::Type => self.test_str(Some(shape.kind)),
+            Field::Event => self.test_str(shape.name.as_deref()),
+            Field::Path(_) => self.test_value(value),
+        }
+    }
+
+    /// `type` and `event` take only `in`, `not_in`, `eq` and `ne`.
+    fn test_str(&self, s: Option<&str>) -> bool {
+        let first = self.operands.first().and_then(Value::as_str);
+        match (self.op, s) {
+            (Op::NotIn | Op::Ne, None) => true,
+            (_, None) => false,
+            (Op::In, Some(s)) => self.strings.contains(s),
+            (Op::NotIn, Some(s)) => !self.strings.contains(s),
+            (Op::Eq, Some(s)) => first == Some(s),
+            (Op::Ne, Some(s)) => first != Some(s),
+            _ => false,
+        }
+    }
+
+    fn test_value(&self, value: Option<&Value>) -> bool {
         let first = self.operands.first();
         match (self.op, value) {
             (Op::Exists, v) => v.is_some(),

@@ -22,6 +22,7 @@ use serde_json::{Map, Value};
 use crate::RuleError;
 use crate::condition::Condition;
 use crate::path::PropertyPath;
+use crate::read::read_paths;
 use crate::shape::Shape;
 
 /// Most filters one destination may have.
@@ -42,11 +43,19 @@ struct Filter {
     when: Option<Condition>,
 }
 
-/// The parsed filters of one destination.
+/// The parsed filters of one destination, compiled for evaluation: the
+/// property paths their conditions read are listed once, so one pass over
+/// an event's text reads them all.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct FilterSet {
     filters: Vec<Filter>,
-    needs_message: bool,
+    /// Distinct property paths read by the filters' conditions or removed
+    /// by their `drop_fields`.
+    paths: Vec<PropertyPath>,
+    /// For each filter, the index in `paths` of the path its `when` reads.
+    reads: Vec<Option<usize>>,
+    /// For each filter, the indexes in `paths` of the fields it removes.
+    removes: Vec<Vec<usize>>,
     /// The document as given, for display.
     document: Value,
 }
@@ -95,13 +104,28 @@ impl FilterSet {
             }
             filters.push(filter);
         }
-        let needs_message = filters.iter().any(|f| {
-            matches!(f.action, Action::DropFields(_))
-                || f.when.as_ref().is_some_and(Condition::needs_message)
-        });
+        let mut paths: Vec<PropertyPath> = Vec::new();
+        let mut index_of = |path: &PropertyPath| match paths.iter().position(|p| p == path) {
+            Some(i) => i,
+            None => {
+                paths.push(path.clone());
+                paths.len() - 1
+            }
+        };
+        let mut reads = Vec::with_capacity(filters.len());
+        let mut removes = Vec::with_capacity(filters.len());
+        for f in &filters {
+            reads.push(f.when.as_ref().and_then(Condition::path).map(&mut index_of));
+            removes.push(match &f.action {
+                Action::DropFields(fields) => fields.iter().map(&mut index_of).collect(),
+                Action::Drop => Vec::new(),
+            });
+        }
         Ok(FilterSet {
             filters,
-            needs_message,
+            paths,
+            reads,
+            removes,
             document: doc.clone(),
         })
     }
@@ -116,41 +140,103 @@ impl FilterSet {
     }
 
     /// Decides what this destination gets for the event with `shape` and
-    /// stored `body`.
+    /// stored `body`. Conditions are tested on the event as stored (a
+    /// `drop_fields` filter's `when` does not see an earlier filter's
+    /// removals). The body is read only for paths the shape cannot rule out,
+    /// once for all of them (conditions and fields to remove alike), and
+    /// parsed whole only when a `drop_fields` filter has something to remove.
     pub fn apply(&self, shape: &Shape, body: &str) -> FilterOutcome {
         if self.filters.is_empty() {
             return FilterOutcome::Send;
         }
-        let mut message: Option<Map<String, Value>> = if self.needs_message {
-            serde_json::from_str(body).ok()
-        } else {
-            None
+        let mut values = Values {
+            set: self,
+            shape,
+            body,
+            read: None,
         };
-        let matches = |f: &Filter, m: Option<&Map<String, Value>>| {
-            f.when.as_ref().is_none_or(|c| c.matches(shape, m))
+        let matches = |i: usize, f: &Filter, values: &mut Values<'_>| match &f.when {
+            None => true,
+            Some(c) => {
+                let value = self.reads[i].and_then(|p| values.get(p));
+                c.test(shape, value)
+            }
         };
-        for f in &self.filters {
-            if f.action == Action::Drop && matches(f, message.as_ref()) {
+        for (i, f) in self.filters.iter().enumerate() {
+            if f.action == Action::Drop && matches(i, f, &mut values) {
                 return FilterOutcome::Drop(f.name.clone());
             }
         }
-        let Some(mut m) = message.take() else {
-            return FilterOutcome::Send;
-        };
+        let mut message: Option<Map<String, Value>> = None;
         let mut changed = false;
-        for f in &self.filters {
-            if let Action::DropFields(paths) = &f.action
-                && matches(f, Some(&m))
-            {
-                for p in paths {
-                    changed |= p.remove(&mut m);
-                }
+        for (i, f) in self.filters.iter().enumerate() {
+            let Action::DropFields(paths) = &f.action else {
+                continue;
+            };
+            let present = self.removes[i].iter().any(|&p| values.get(p).is_some());
+            if !present || !matches(i, f, &mut values) {
+                continue;
+            }
+            if message.is_none() {
+                message = serde_json::from_str(body).ok();
+            }
+            let Some(m) = message.as_mut() else {
+                return FilterOutcome::Send;
+            };
+            for p in paths {
+                changed |= p.remove(m);
             }
         }
-        match changed.then(|| serde_json::to_string(&m)) {
+        match message
+            .filter(|_| changed)
+            .map(|m| serde_json::to_string(&m))
+        {
             Some(Ok(text)) => FilterOutcome::SendBody(text),
             _ => FilterOutcome::Send,
         }
+    }
+}
+
+/// The values at a set's paths for one event, read on first need.
+struct Values<'a> {
+    set: &'a FilterSet,
+    shape: &'a Shape,
+    body: &'a str,
+    read: Option<Vec<Option<Value>>>,
+}
+
+impl Values<'_> {
+    fn get(&mut self, path: usize) -> Option<&Value> {
+        if self.read.is_none() {
+            self.read = Some(self.load());
+        }
+        self.read.as_ref()?.get(path)?.as_ref()
+    }
+
+    /// Reads every path the shape does not rule out, in one pass; nothing
+    /// (and no allocation) when the shape rules them all out.
+    fn load(&self) -> Vec<Option<Value>> {
+        let live: Vec<&PropertyPath> = self
+            .set
+            .paths
+            .iter()
+            .filter(|p| !p.absent_from(self.shape))
+            .collect();
+        if live.is_empty() {
+            return Vec::new();
+        }
+        let mut got = read_paths(self.body, &live).into_iter();
+        self.set
+            .paths
+            .iter()
+            .map(|p| {
+                if p.absent_from(self.shape) {
+                    None
+                } else {
+                    got.next().flatten()
+                }
+            })
+            .collect()
     }
 }
 
@@ -273,6 +359,47 @@ mod tests {
         assert_eq!(apply(doc.clone(), big), FilterOutcome::Drop("big".into()));
         let small = r#"{"type":"track","event":"O","properties":{"total":10}}"#;
         assert_eq!(apply(doc, small), FilterOutcome::Send);
+    }
+
+    #[test]
+    fn conditions_read_nested_paths_and_trait_keys() {
+        let doc = json!({"filters": [
+            {"name": "pro", "action": "drop",
+             "when": {"field": "properties.plan.tier", "op": "eq", "value": "pro"}},
+            {"name": "vip", "action": "drop",
+             "when": {"field": "traits.vip", "op": "eq", "value": true}}
+        ]});
+        let pro = r#"{"type":"track","event":"O","properties":{"plan":{"tier":"pro"}}}"#;
+        assert_eq!(apply(doc.clone(), pro), FilterOutcome::Drop("pro".into()));
+        let set = FilterSet::parse(&doc).unwrap();
+        let vip = r#"{"type":"identify","traits":{"vip":true}}"#;
+        assert_eq!(
+            set.apply(&Shape::of(vip, "identify"), vip),
+            FilterOutcome::Drop("vip".into())
+        );
+        let other = r#"{"type":"identify","traits":{"vip":false}}"#;
+        assert_eq!(
+            set.apply(&Shape::of(other, "identify"), other),
+            FilterOutcome::Send
+        );
+    }
+
+    #[test]
+    fn drop_fields_with_a_condition_applies_only_when_it_matches() {
+        let doc = json!({"filters": [{"name": "eu pii", "action": "drop_fields",
+            "when": {"field": "context.region", "op": "eq", "value": "eu"},
+            "fields": ["properties.email"]}]});
+        let eu =
+            r#"{"type":"track","event":"O","properties":{"email":"a"},"context":{"region":"eu"}}"#;
+        assert_eq!(
+            apply(doc.clone(), eu),
+            FilterOutcome::SendBody(
+                r#"{"type":"track","event":"O","properties":{},"context":{"region":"eu"}}"#.into()
+            )
+        );
+        let us =
+            r#"{"type":"track","event":"O","properties":{"email":"a"},"context":{"region":"us"}}"#;
+        assert_eq!(apply(doc, us), FilterOutcome::Send);
     }
 
     #[test]

@@ -5,9 +5,10 @@
 //!
 //! Modules:
 //! - [`path`]: dotted property paths (`properties.plan.tier`): parse, read, remove.
-//! - [`shape`]: the cheap look at a stored event body that both the schema
-//!   and the rules need (type, name, top-level property or trait keys and
-//!   their JSON types).
+//! - [`shape`] (re-exported from `sluice-model`, which takes it during the
+//!   ingest parse): type, name, top-level property or trait keys and their
+//!   JSON types, which the schema, rules and filters all need.
+//! - [`read`]: the values at a few property paths, read from JSON text in one pass.
 //! - [`rules`]: a source's block rules and tracking plan, and their verdicts.
 //! - [`filters`]: a destination's filters (drop an event, drop fields).
 //! - [`condition`]: the conditions filters test.
@@ -18,8 +19,9 @@ pub mod condition;
 pub mod error;
 pub mod filters;
 pub mod path;
+pub mod read;
 pub mod rules;
-pub mod shape;
+pub use sluice_model::shape;
 pub mod tracker;
 
 pub use error::RuleError;

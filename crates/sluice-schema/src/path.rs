@@ -8,6 +8,7 @@
 use serde_json::{Map, Value};
 
 use crate::RuleError;
+use crate::shape::Shape;
 
 /// Deepest path accepted.
 pub const MAX_DEPTH: usize = 8;
@@ -43,6 +44,21 @@ impl PropertyPath {
 
     pub fn segments(&self) -> &[String] {
         &self.segments
+    }
+
+    /// Whether `shape` shows this path holds nothing: it names a key of
+    /// `properties` (track, page, screen) or `traits` (identify, group) that
+    /// the event does not have. `false` when the shape cannot tell.
+    pub fn absent_from(&self, shape: &Shape) -> bool {
+        let [first, key, ..] = self.segments.as_slice() else {
+            return false;
+        };
+        let top = match shape.kind {
+            "track" | "page" | "screen" => "properties",
+            "identify" | "group" => "traits",
+            _ => return false,
+        };
+        first == top && !shape.fields.iter().any(|(k, _)| k == key)
     }
 
     /// The value at this path, if every step is an object holding the key.

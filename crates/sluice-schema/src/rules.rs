@@ -151,7 +151,7 @@ impl SourceRules {
     /// The body without its blocked trait keys, or `None` when the call
     /// carries none of them (the body is then used as it is).
     pub fn strip_traits(&self, shape: &Shape, body: &str) -> Option<String> {
-        let blocked = self.blocked_traits(&shape.kind);
+        let blocked = self.blocked_traits(shape.kind);
         if !shape.fields.iter().any(|(k, _)| blocked.contains(k)) {
             return None;
         }

@@ -6,18 +6,25 @@
 //! [`Tracker::take`] every flush interval and hands the deltas to the store,
 //! which merges them into first seen / last seen / types / hourly volumes.
 //!
-//! **Bounded.** Each source holds at most `max_entries` pending entries;
-//! an observation that would add one more is counted in `overflow` instead
-//! (and the store applies the same cap to what it keeps), so memory is
-//! `O(sources × max_entries)` whatever the clients send.
+//! **Bounded.** Each source holds at most `max_entries` pending entries per
+//! shard; an observation that would add one more is counted in `overflow`
+//! instead (and [`Tracker::take`] and the store apply the same cap to what
+//! they keep), so memory is `O(sources × SHARDS × max_entries)` whatever the
+//! clients send.
+//!
+//! **Contention.** The aggregate is split into [`SHARDS`] shards, each
+//! behind its own lock; a request records into its thread's shard, or the
+//! next free one when that is busy, so concurrent requests rarely wait on
+//! each other. [`Tracker::take`] merges the shards.
 //!
 //! **What a crash loses.** Only the pending deltas: at most one flush
 //! interval of schema counts. Events are committed before they are
 //! observed, so none is ever lost to the schema.
 
 use std::collections::HashMap;
-use std::fmt::Write as _;
-use std::sync::Mutex;
+use std::collections::hash_map::Entry;
+use std::hash::{BuildHasher, RandomState};
+use std::sync::{Mutex, MutexGuard};
 
 use crate::shape::Shape;
 
@@ -94,10 +101,17 @@ struct Pending {
     delta: SourceDelta,
 }
 
+/// How many independently locked parts the aggregate has.
+pub const SHARDS: usize = 4;
+
+type Shard = HashMap<String, Pending>;
+
 /// The aggregate, shared by every ingest request.
 pub struct Tracker {
     max_entries: usize,
-    sources: Mutex<HashMap<String, Pending>>,
+    shards: [Mutex<Shard>; SHARDS],
+    /// Picks a thread's home shard.
+    spread: RandomState,
 }
 
 impl Tracker {
@@ -105,8 +119,21 @@ impl Tracker {
     pub fn new(max_entries: usize) -> Tracker {
         Tracker {
             max_entries,
-            sources: Mutex::new(HashMap::new()),
+            shards: Default::default(),
+            spread: RandomState::new(),
         }
+    }
+
+    /// The calling thread's shard, or the next one not in use, or (all
+    /// busy) the thread's own once it is free.
+    fn shard(&self) -> MutexGuard<'_, Shard> {
+        let home = self.spread.hash_one(std::thread::current().id()) as usize % SHARDS;
+        for k in 0..SHARDS {
+            if let Ok(guard) = self.shards[(home + k) % SHARDS].try_lock() {
+                return guard;
+            }
+        }
+        self.shards[home].lock().unwrap_or_else(|p| p.into_inner())
     }
 
     pub fn max_entries(&self) -> usize {
@@ -120,7 +147,7 @@ impl Tracker {
         shapes: impl IntoIterator<Item = &'a Shape>,
         at_ms: i64,
     ) {
-        let mut sources = self.sources.lock().unwrap_or_else(|p| p.into_inner());
+        let mut sources = self.shard();
         if !sources.contains_key(source_id) {
             sources.insert(source_id.to_owned(), Pending::default());
         }
@@ -130,7 +157,7 @@ impl Tracker {
         let mut key = String::with_capacity(64);
         for shape in shapes {
             let name = shape.name.as_deref();
-            match (shape.kind.as_str(), name) {
+            match (shape.kind, name) {
                 ("track", Some(event)) => {
                     pending.add(
                         &mut key,
@@ -180,11 +207,26 @@ impl Tracker {
         }
     }
 
-    /// Takes every pending delta, leaving the tracker empty.
+    /// Takes every pending delta, leaving the tracker empty. The shards are
+    /// merged under the per-source cap: what does not fit is overflow.
     pub fn take(&self) -> Vec<(String, SourceDelta)> {
-        let mut sources = self.sources.lock().unwrap_or_else(|p| p.into_inner());
-        sources
-            .drain()
+        let mut merged: HashMap<String, Pending> = HashMap::new();
+        for shard in &self.shards {
+            let drained: Vec<(String, Pending)> = {
+                let mut guard = shard.lock().unwrap_or_else(|p| p.into_inner());
+                guard.drain().collect()
+            };
+            for (id, pending) in drained {
+                match merged.entry(id) {
+                    Entry::Vacant(v) => {
+                        v.insert(pending);
+                    }
+                    Entry::Occupied(mut o) => o.get_mut().merge(pending, self.max_entries),
+                }
+            }
+        }
+        merged
+            .into_iter()
             .map(|(id, p)| (id, p.delta))
             .filter(|(_, d)| !d.entries.is_empty() || d.overflow > 0)
             .collect()
@@ -192,23 +234,43 @@ impl Tracker {
 
     /// An estimate of the heap held by pending deltas, in bytes.
     pub fn approx_bytes(&self) -> usize {
-        let sources = self.sources.lock().unwrap_or_else(|p| p.into_inner());
         let per_slot =
             std::mem::size_of::<(String, usize)>() + std::mem::size_of::<EntryDelta>() + 8;
-        sources
-            .iter()
-            .map(|(id, p)| {
-                id.capacity()
-                    + p.index.capacity() * per_slot
-                    + p.index.keys().map(String::capacity).sum::<usize>()
-                    + p.delta
-                        .entries
-                        .iter()
-                        .map(|e| e.name.capacity() + e.property.capacity())
-                        .sum::<usize>()
-            })
-            .sum()
+        let mut total = 0;
+        for shard in &self.shards {
+            let sources = shard.lock().unwrap_or_else(|p| p.into_inner());
+            total += shard_bytes(&sources, per_slot);
+        }
+        total
     }
+}
+
+fn shard_bytes(sources: &Shard, per_slot: usize) -> usize {
+    sources
+        .iter()
+        .map(|(id, p)| {
+            id.capacity()
+                + p.index.capacity() * per_slot
+                + p.index.keys().map(String::capacity).sum::<usize>()
+                + p.delta
+                    .entries
+                    .iter()
+                    .map(|e| e.name.capacity() + e.property.capacity())
+                    .sum::<usize>()
+        })
+        .sum()
+}
+
+/// The index key of an entry: kind, name and property, separated by a
+/// character that names and keys do not hold in practice (a collision only
+/// merges two entries' counts; it never loses an event).
+fn entry_key(key: &mut String, kind: EntryKind, name: &str, property: &str) {
+    key.clear();
+    key.push(char::from(b'0' + kind as u8));
+    key.push('\u{1f}');
+    key.push_str(name);
+    key.push('\u{1f}');
+    key.push_str(property);
 }
 
 impl Pending {
@@ -223,8 +285,7 @@ impl Pending {
         at_ms: i64,
         cap: usize,
     ) {
-        key.clear();
-        let _ = write!(key, "{}\u{1f}{name}\u{1f}{property}", kind as u8);
+        entry_key(key, kind, name, property);
         if let Some(&i) = self.index.get(key.as_str()) {
             let e = &mut self.delta.entries[i];
             e.types |= types;
@@ -247,6 +308,29 @@ impl Pending {
             first_ms: at_ms,
             last_ms: at_ms,
         });
+    }
+}
+
+impl Pending {
+    /// Adds another shard's delta of the same source, under `cap`.
+    fn merge(&mut self, other: Pending, cap: usize) {
+        self.delta.overflow += other.delta.overflow;
+        let mut key = String::with_capacity(64);
+        for e in other.delta.entries {
+            entry_key(&mut key, e.kind, &e.name, &e.property);
+            if let Some(&i) = self.index.get(key.as_str()) {
+                let mine = &mut self.delta.entries[i];
+                mine.types |= e.types;
+                mine.count += e.count;
+                mine.first_ms = mine.first_ms.min(e.first_ms);
+                mine.last_ms = mine.last_ms.max(e.last_ms);
+            } else if self.delta.entries.len() >= cap {
+                self.delta.overflow += e.count;
+            } else {
+                self.index.insert(key.clone(), self.delta.entries.len());
+                self.delta.entries.push(e);
+            }
+        }
     }
 }
 
@@ -317,6 +401,33 @@ mod tests {
         assert!(at_cap > empty);
         t.observe("s", &shapes, 1);
         assert_eq!(t.approx_bytes(), at_cap);
+    }
+
+    #[test]
+    fn shards_written_by_several_threads_merge_under_the_cap() {
+        let t = Tracker::new(4);
+        let shapes: Vec<Shape> = (0..6)
+            .map(|i| shape(&format!(r#"{{"type":"track","event":"E{i}"}}"#)))
+            .collect();
+        // Hold every shard but one at a time, so each observation lands in
+        // a different shard.
+        for held in 0..SHARDS {
+            let _guards: Vec<_> = (0..SHARDS)
+                .filter(|&i| i != held)
+                .map(|i| t.shards[i].lock().unwrap())
+                .collect();
+            std::thread::scope(|s| {
+                s.spawn(|| t.observe("s", &shapes[held..held + 3], held as i64));
+            });
+        }
+        let taken = t.take();
+        let delta = &taken[0].1;
+        let total: u64 = delta.entries.iter().map(|e| e.count).sum();
+        assert_eq!(delta.entries.len(), 4);
+        assert_eq!(total + delta.overflow, 3 * SHARDS as u64);
+        let e0 = delta.entries.iter().find(|e| e.name == "E1").unwrap();
+        assert_eq!((e0.count, e0.first_ms, e0.last_ms), (2, 0, 1));
+        assert!(t.take().is_empty());
     }
 
     #[test]

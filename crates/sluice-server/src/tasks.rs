@@ -101,7 +101,8 @@ pub fn spawn(
 
 /// Writes the schema aggregate every `flush_interval_ms`, and once more when
 /// stopping. A flush that fails is logged and its counts are lost: at most
-/// one interval of schema counts, never an event.
+/// one interval of schema counts, never an event. Counts of a source deleted
+/// in the meantime are dropped.
 pub fn spawn_schema_flush(
     store: Arc<dyn Store>,
     tracker: Arc<Tracker>,
@@ -129,6 +130,11 @@ pub fn spawn_schema_flush(
 async fn flush_schema(store: &dyn Store, tracker: &Tracker) {
     let cap = tracker.max_entries() as u64;
     for (source_id, delta) in tracker.take() {
+        // A source deleted since these calls were observed takes its schema
+        // with it: its pending counts are not written back.
+        if let Ok(None) = store.get_source(&source_id).await {
+            continue;
+        }
         let entries = delta
             .entries
             .into_iter()

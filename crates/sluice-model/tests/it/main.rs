@@ -5,6 +5,7 @@ mod enrichment;
 mod fuzz;
 mod limits;
 mod required;
+mod shapes;
 mod stored;
 mod support;
 mod timestamps;

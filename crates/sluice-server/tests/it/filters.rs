@@ -110,6 +110,7 @@ async fn drop_by_type_list_records_the_delivery_as_filtered() {
     )
     .await;
     assert_eq!(delivery(&t, "m-tr").await["state"], json!("succeeded"));
+    assert_signed_js_body(&received(&t.rx, "m-tr").expect("sent"));
     assert_filtered(&t, "m-id", "no identifies").await;
     let (_, filtered) =
         t.s.admin(
@@ -167,6 +168,8 @@ async fn drop_by_property_condition() {
     )
     .await;
     assert_eq!(delivery(&t, "m-prod").await["state"], json!("succeeded"));
+    let prod = assert_signed_js_body(&received(&t.rx, "m-prod").expect("sent"));
+    assert_eq!(prod["properties"], json!({"env": "prod"}));
     assert_filtered(&t, "m-test", "no test orders").await;
     t.s.stop().await;
 }

@@ -75,6 +75,7 @@ macro_rules! conformance_tests {
             blocked_and_filtered_events_are_stored_marked_and_counted,
             schema_flushes_merge_types_times_and_volumes,
             schema_cap_keeps_known_entries_and_counts_overflow,
+            deleting_a_source_or_destination_removes_its_rules_filters_and_schema,
             computation_keys_are_never_reused_even_after_delete,
             definition_changes_and_new_connections_queue_jobs,
             the_engine_lease_is_exclusive_until_it_lapses,

@@ -3,7 +3,7 @@
 
 use chrono::Duration;
 
-use super::support::{Shared, append, at, deliveries_to, event};
+use super::support::{Shared, append, at, deliveries_to, event, new_destination, source};
 use crate::{
     Blocked, DeliveryState, NewEvent, SchemaEntryDelta, SchemaFlush, SchemaQuery, SchemaSort,
 };
@@ -215,4 +215,50 @@ pub async fn schema_cap_keeps_known_entries_and_counts_overflow(store: Shared) {
     assert_eq!(page.overflow, 8, "2 reported by the aggregate + 6 refused");
     let e0 = page.entries.iter().find(|e| e.name == "E0").expect("E0");
     assert_eq!(e0.volume_24h, 5, "known entries keep counting at the cap");
+}
+
+pub async fn deleting_a_source_or_destination_removes_its_rules_filters_and_schema(store: Shared) {
+    source(&store, "src_a").await;
+    source(&store, "src_b").await;
+    for dst in ["dst_1", "dst_2"] {
+        store
+            .create_destination(new_destination(dst, &["src_a"]))
+            .await
+            .expect("destination");
+        store
+            .put_destination_filters(dst, r#"{"filters":[]}"#)
+            .await
+            .expect("filters");
+    }
+    let t = at(0).timestamp_millis();
+    for src in ["src_a", "src_b"] {
+        store
+            .put_source_rules(src, r#"{"blocked_events":["x"]}"#)
+            .await
+            .expect("rules");
+        let f = SchemaFlush {
+            source_id: src.into(),
+            ..flush(vec![delta("track", "E", "", 0, 1, t)], 2, 10)
+        };
+        store.flush_schema(f).await.expect("flush");
+    }
+
+    assert!(store.delete_source("src_a").await.expect("delete source"));
+    assert!(store.delete_destination("dst_1").await.expect("delete dst"));
+
+    let rules = store.list_source_rules().await.expect("rules");
+    assert_eq!(
+        rules.iter().map(|r| r.0.as_str()).collect::<Vec<_>>(),
+        ["src_b"]
+    );
+    let filters = store.list_destination_filters().await.expect("filters");
+    assert_eq!(
+        filters.iter().map(|f| f.0.as_str()).collect::<Vec<_>>(),
+        ["dst_2"]
+    );
+    let q = query(SchemaSort::Name, false);
+    let gone = store.schema_entries("src_a", &q).await.expect("schema a");
+    assert_eq!((gone.total, gone.overflow), (0, 0));
+    let kept = store.schema_entries("src_b", &q).await.expect("schema b");
+    assert_eq!((kept.total, kept.overflow), (1, 2));
 }

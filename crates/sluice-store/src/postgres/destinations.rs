@@ -250,6 +250,12 @@ pub(super) async fn delete_destination(
     .await
     .map_err(backend)?;
     tx.execute(
+        "DELETE FROM destination_filters WHERE destination_id = $1",
+        &[&id],
+    )
+    .await
+    .map_err(backend)?;
+    tx.execute(
         "UPDATE deliveries SET state = 'discarded', next_attempt_at = NULL, lease_until = NULL,
          last_error = 'destination deleted', updated_at = $2
          WHERE destination_id = $1 AND state = 'pending'",

@@ -166,6 +166,16 @@ pub(super) async fn update_source(
 
 /// Deletes the source, its connections and its usage in one transaction;
 /// events stay until retention removes them.
+/// Tables holding rows of one source by `source_id`, deleted with it.
+const SOURCE_OWNED: [&str; 6] = [
+    "usage",
+    "usage_blocked",
+    "source_rules",
+    "schema_entries",
+    "schema_volumes",
+    "schema_overflow",
+];
+
 pub(super) async fn delete_source(client: &mut Client, id: &str) -> Result<bool> {
     let tx = client.transaction().await.map_err(backend)?;
     let deleted = tx
@@ -178,9 +188,12 @@ pub(super) async fn delete_source(client: &mut Client, id: &str) -> Result<bool>
     )
     .await
     .map_err(backend)?;
-    tx.execute("DELETE FROM usage WHERE source_id = $1", &[&id])
-        .await
-        .map_err(backend)?;
+    // Its usage, rules and observed schema go with it (see SOURCE_OWNED).
+    for table in SOURCE_OWNED {
+        tx.execute(&format!("DELETE FROM {table} WHERE source_id = $1"), &[&id])
+            .await
+            .map_err(backend)?;
+    }
     tx.commit().await.map_err(backend)?;
     Ok(deleted > 0)
 }

@@ -183,6 +183,8 @@ pub(super) fn delete_destination(conn: &Connection, id: &str, now: DateTime<Utc>
         .execute([id])?;
     conn.prepare_cached("DELETE FROM destination_sources WHERE destination_id = ?1")?
         .execute([id])?;
+    conn.prepare_cached("DELETE FROM destination_filters WHERE destination_id = ?1")?
+        .execute([id])?;
     conn.prepare_cached(
         "UPDATE deliveries SET state = 'discarded', next_attempt_at = NULL, lease_until = NULL,
          last_error = 'destination deleted', updated_at = ?2

@@ -114,13 +114,26 @@ pub(super) fn update_source(
 
 /// Deletes the source, its connections and its usage; events stay until
 /// retention removes them.
+/// Tables holding rows of one source by `source_id`, deleted with it.
+const SOURCE_OWNED: [&str; 6] = [
+    "usage",
+    "usage_blocked",
+    "source_rules",
+    "schema_entries",
+    "schema_volumes",
+    "schema_overflow",
+];
+
 pub(super) fn delete_source(conn: &Connection, id: &str) -> Result<bool> {
     let deleted = conn
         .prepare_cached("DELETE FROM sources WHERE id = ?1")?
         .execute([id])?;
     conn.prepare_cached("DELETE FROM destination_sources WHERE source_id = ?1")?
         .execute([id])?;
-    conn.prepare_cached("DELETE FROM usage WHERE source_id = ?1")?
-        .execute([id])?;
+    // Its usage, rules and observed schema go with it (see SOURCE_OWNED).
+    for table in SOURCE_OWNED {
+        conn.prepare_cached(&format!("DELETE FROM {table} WHERE source_id = ?1"))?
+            .execute([id])?;
+    }
     Ok(deleted > 0)
 }

@@ -1,14 +1,24 @@
-//! The cheap look at a stored event body that the schema and the rules need.
+//! What an event looks like to the source schema, its rules and filters:
+//! its type, its name, and the top-level keys (with JSON types) of its
+//! `properties` or `traits`.
 //!
-//! The body is JSON text written by ingest. [`Shape::of`] reads only the
-//! top-level `type`, `event`, `name`, and the keys (with JSON types) of
-//! `properties` and `traits`; every other value is skipped without being
-//! built, so the cost stays far below a full parse.
+//! Ingest takes the shape while it parses the request
+//! ([`crate::parse_request_with_shapes`]): the call's top level is already
+//! split into raw values there, so only the `properties` or `traits` value is
+//! read again, one level deep, and the rest of the body is not scanned a
+//! second time. [`Shape::of`] reads a shape from stored JSON text instead
+//! (tests, and events parsed without shapes): it skips every other value
+//! without building it.
 
 use std::fmt;
 
 use serde::Deserialize;
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use crate::EventType;
+use crate::raw::{Field, RawObject, Slot};
 
 /// A JSON type, as a bit so that a set of types is one byte.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,6 +56,31 @@ impl JsonType {
         }
     }
 
+    /// The type of a JSON value from its first character (the text is valid
+    /// JSON, so the first character decides).
+    pub fn of_raw(text: &str) -> JsonType {
+        match text.trim_start().as_bytes().first() {
+            Some(b'"') => JsonType::String,
+            Some(b'{') => JsonType::Object,
+            Some(b'[') => JsonType::Array,
+            Some(b't' | b'f') => JsonType::Boolean,
+            Some(b'n') | None => JsonType::Null,
+            Some(_) => JsonType::Number,
+        }
+    }
+
+    /// The type of a parsed value.
+    pub fn of_value(value: &Value) -> JsonType {
+        match value {
+            Value::Null => JsonType::Null,
+            Value::Bool(_) => JsonType::Boolean,
+            Value::Number(_) => JsonType::Number,
+            Value::String(_) => JsonType::String,
+            Value::Array(_) => JsonType::Array,
+            Value::Object(_) => JsonType::Object,
+        }
+    }
+
     /// The names of the types in a bit set, in a fixed order.
     pub fn names(mask: u8) -> Vec<&'static str> {
         Self::ALL
@@ -59,8 +94,9 @@ impl JsonType {
 /// What one event looks like to the schema.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Shape {
-    /// `type`: track, page, screen, identify, group, alias.
-    pub kind: String,
+    /// `type`: track, page, screen, identify, group, alias (empty when the
+    /// body names no known type).
+    pub kind: &'static str,
     /// The track event name, or the page or screen name.
     pub name: Option<String>,
     /// Top-level keys of `properties` (track, page, screen) or `traits`
@@ -73,11 +109,12 @@ impl Shape {
     /// with only `fallback_kind` (ingest has validated it, so this is only
     /// a guard).
     pub fn of(body: &str, fallback_kind: &str) -> Shape {
+        let fallback = static_kind(fallback_kind);
         let light: Light = match serde_json::from_str(body) {
             Ok(l) => l,
             Err(_) => {
                 return Shape {
-                    kind: fallback_kind.to_owned(),
+                    kind: fallback,
                     ..Shape::default()
                 };
             }
@@ -85,8 +122,8 @@ impl Shape {
         let kind = light
             .kind
             .and_then(|k| k.0)
-            .unwrap_or_else(|| fallback_kind.to_owned());
-        let (name, fields) = match kind.as_str() {
+            .map_or(fallback, |k| static_kind(&k));
+        let (name, fields) = match kind {
             "track" => (light.event.and_then(|e| e.0), light.properties),
             "page" | "screen" => (light.name.and_then(|n| n.0), light.properties),
             "identify" | "group" => (None, light.traits),
@@ -98,6 +135,80 @@ impl Shape {
             fields: fields.map(|k| k.0).unwrap_or_default(),
         }
     }
+}
+
+/// The shape of a call being enriched, read from its top level: the name
+/// from `event` or `name`, the keys of `properties` or `traits` by reading
+/// that one value a level deep (its values are skipped, types come from
+/// their first character).
+pub(crate) fn of_call(call: &RawObject<'_>, event_type: EventType) -> Shape {
+    let string = |key: &str| match call.field(key) {
+        Field::Str(s) => Some(s.into_owned()),
+        _ => None,
+    };
+    let (name, object) = match event_type {
+        EventType::Track => (string("event"), call.get("properties")),
+        EventType::Page | EventType::Screen => (string("name"), call.get("properties")),
+        EventType::Identify | EventType::Group => (None, call.get("traits")),
+        EventType::Alias => (None, None),
+    };
+    Shape {
+        kind: event_type.as_str(),
+        name,
+        fields: object.map(slot_fields).unwrap_or_default(),
+    }
+}
+
+fn slot_fields(slot: &Slot<'_>) -> Vec<(String, JsonType)> {
+    match slot {
+        Slot::Raw(raw) => raw_fields(raw),
+        Slot::Owned(Value::Object(map)) => map
+            .iter()
+            .map(|(k, v)| (k.clone(), JsonType::of_value(v)))
+            .collect(),
+        Slot::Owned(_) => Vec::new(),
+        Slot::Object(object) => object.fields(),
+    }
+}
+
+/// Top-level keys of a raw object with their types; empty for any other value.
+fn raw_fields(raw: &RawValue) -> Vec<(String, JsonType)> {
+    if !raw.get().trim_start().starts_with('{') {
+        return Vec::new();
+    }
+    match serde_json::from_str::<RawKeys>(raw.get()) {
+        Ok(keys) => keys.0,
+        Err(_) => Vec::new(),
+    }
+}
+
+/// Keys of an object, each value kept as raw text only to type it.
+struct RawKeys(Vec<(String, JsonType)>);
+
+impl<'de> Deserialize<'de> for RawKeys {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = RawKeys;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawKeys, A::Error> {
+                let mut keys: Vec<(String, JsonType)> = Vec::with_capacity(8);
+                while let Some(key) = map.next_key::<String>()? {
+                    let value: &'de RawValue = map.next_value()?;
+                    keys.push((key, JsonType::of_raw(value.get())));
+                }
+                Ok(RawKeys(keys))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+/// The `&'static` name of a call type; empty for an unknown one.
+fn static_kind(name: &str) -> &'static str {
+    EventType::from_name(name).map_or("", EventType::as_str)
 }
 
 #[derive(Deserialize)]

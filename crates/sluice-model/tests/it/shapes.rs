@@ -1,0 +1,77 @@
+//! Shapes taken during the parse (`parse_request_with_shapes`) are the ones
+//! read from the stored body afterwards, and the parse is otherwise the same.
+
+use proptest::prelude::*;
+use sluice_model::{
+    Endpoint, EventType, JsonType, Limits, Shape, parse_request, parse_request_with_shapes,
+};
+
+use crate::fuzz::{body, call};
+use crate::support::ctx;
+
+#[test]
+fn track_shape_lists_event_name_and_property_types() {
+    let body = br#"{"type":"track","userId":"u","event":"Order Completed","properties":{"total":9.5,"sku":"a","items":[1],"meta":{"x":1},"gift":false,"coupon":null},"context":{"ip":"1.2.3.4"}}"#;
+    let envelope = parse_request_with_shapes(
+        Endpoint::Single(EventType::Track),
+        body,
+        &ctx(),
+        &Limits::default(),
+    )
+    .expect("accepted");
+    let shape = envelope.events[0].shape.clone().expect("shape taken");
+    assert_eq!(shape.kind, "track");
+    assert_eq!(shape.name.as_deref(), Some("Order Completed"));
+    let types: Vec<(&str, JsonType)> = shape.fields.iter().map(|(k, t)| (k.as_str(), *t)).collect();
+    assert_eq!(
+        types,
+        [
+            ("total", JsonType::Number),
+            ("sku", JsonType::String),
+            ("items", JsonType::Array),
+            ("meta", JsonType::Object),
+            ("gift", JsonType::Boolean),
+            ("coupon", JsonType::Null),
+        ]
+    );
+}
+
+#[test]
+fn without_shapes_the_parse_takes_none() {
+    let body = br#"{"userId":"u","traits":{"email":"a@b"}}"#;
+    let envelope = parse_request(
+        Endpoint::Single(EventType::Identify),
+        body,
+        &ctx(),
+        &Limits::default(),
+    )
+    .expect("accepted");
+    assert_eq!(envelope.events[0].shape, None);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn shapes_from_the_parse_match_shapes_read_from_the_stored_body(
+        single in proptest::sample::select(&EventType::ALL[..]),
+        batch in any::<bool>(),
+        calls in prop::collection::vec(call(), 1..4),
+    ) {
+        let endpoint = if batch { Endpoint::Batch } else { Endpoint::Single(single) };
+        let bytes = body(endpoint, &calls);
+        let plain = parse_request(endpoint, &bytes, &ctx(), &Limits::default());
+        let shaped = parse_request_with_shapes(endpoint, &bytes, &ctx(), &Limits::default());
+        prop_assert_eq!(plain.is_ok(), shaped.is_ok());
+        if let (Ok(plain), Ok(shaped)) = (plain, shaped) {
+            prop_assert_eq!(plain.events.len(), shaped.events.len());
+            for (p, s) in plain.events.iter().zip(&shaped.events) {
+                // Generated message ids differ between the two parses.
+                prop_assert_eq!(p.event_type, s.event_type);
+                prop_assert_eq!(p.json.len(), s.json.len());
+                let read = Shape::of(&s.json, s.event_type.as_str());
+                prop_assert_eq!(s.shape.as_ref(), Some(&read));
+            }
+        }
+    }
+}
