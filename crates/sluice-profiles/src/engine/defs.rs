@@ -5,13 +5,37 @@ use sluice_store::Computation;
 
 use crate::definition::Definition;
 
+#[derive(Default)]
 pub struct Defs {
     pub items: Vec<(Computation, Definition)>,
+    /// The space id the messages carry (`personas.space_id`).
+    pub space_id: String,
+    /// What `items` was parsed from: (id, revision, destinations).
+    seen: Vec<(String, i64, Vec<String>)>,
+}
+
+fn fingerprint(computations: &[Computation]) -> Vec<(String, i64, Vec<String>)> {
+    computations
+        .iter()
+        .map(|c| (c.id.clone(), c.revision, c.destination_ids.clone()))
+        .collect()
 }
 
 impl Defs {
+    /// Re-parses `computations` only when a definition, its destinations or
+    /// the set of definitions changed since the last call (parsing and
+    /// ordering every round would cost more than the read).
+    pub fn refresh(&mut self, computations: Vec<Computation>) {
+        let seen = fingerprint(&computations);
+        if seen != self.seen {
+            let space_id = std::mem::take(&mut self.space_id);
+            *self = Defs::new(computations, space_id);
+        }
+    }
+
     /// Parses `computations`; one that no longer parses is skipped (logged).
-    pub fn new(computations: Vec<Computation>) -> Defs {
+    pub fn new(computations: Vec<Computation>, space_id: String) -> Defs {
+        let seen = fingerprint(&computations);
         let mut traits = Vec::new();
         let mut audiences = Vec::new();
         for c in computations {
@@ -36,6 +60,10 @@ impl Defs {
             ordered.push(next);
         }
         traits.extend(ordered);
-        Defs { items: traits }
+        Defs {
+            items: traits,
+            space_id,
+            seen,
+        }
     }
 }

@@ -4,7 +4,9 @@
 use std::collections::{BTreeSet, HashMap};
 
 use chrono::{DateTime, Utc};
-use sluice_store::{CursorEvent, PERSONAS_SOURCE, PRIVACY_SOURCE, ProfileCommit, Store};
+use sluice_store::{
+    CursorEvent, EventCursor, PERSONAS_SOURCE, PRIVACY_SOURCE, ProfileCommit, Store,
+};
 
 use super::defs::Defs;
 use super::diff::{Scope, diff, group_values, record};
@@ -147,16 +149,16 @@ impl Work {
 }
 
 /// Processes `batch` (already read after the cursor) and commits it.
-/// Returns false when the lease was lost.
+/// Returns the new cursor, or `None` when the lease was lost.
 pub async fn step(
     store: &dyn Store,
     owner: &str,
     defs: &Defs,
     batch: Vec<CursorEvent>,
     now: DateTime<Utc>,
-) -> Result<bool, ProfileError> {
+) -> Result<Option<EventCursor>, ProfileError> {
     let Some(last) = batch.last().map(|e| e.cursor) else {
-        return Ok(true);
+        return Ok(None);
     };
     let calls: Vec<Call> = batch
         .iter()
@@ -188,15 +190,20 @@ pub async fn step(
             .map_err(|e| ProfileError::Corrupt(r.id.clone(), e.to_string()))?;
         work.profiles.insert(r.id, p);
     }
-    for call in &calls {
-        let id = work.resolve(call);
+    for call in calls {
+        let id = work.resolve(&call);
         if let Some(p) = work.profiles.get_mut(&id) {
             p.apply(call);
         }
         work.touched.insert(id);
     }
     let touched: Vec<String> = work.touched.iter().cloned().collect();
-    let stored = group_values(store.values_of(touched.clone()).await?);
+    // Without definitions there are no values to compare with.
+    let stored = if defs.items.is_empty() {
+        HashMap::new()
+    } else {
+        group_values(store.values_of(touched.clone()).await?)
+    };
     let empty = HashMap::new();
     let mut commit = ProfileCommit {
         owner: owner.to_owned(),
@@ -215,5 +222,5 @@ pub async fn step(
         let next = diff(defs, id, profile, old, now, &Scope::All, &mut commit);
         commit.profiles.push(record(id, profile, next));
     }
-    Ok(store.commit_profiles(commit).await?)
+    Ok(store.commit_profiles(commit).await?.then_some(last))
 }
