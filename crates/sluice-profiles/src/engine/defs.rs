@@ -22,15 +22,20 @@ fn fingerprint(computations: &[Computation]) -> Vec<(String, i64, Vec<String>)> 
 }
 
 impl Defs {
-    /// Re-parses `computations` only when a definition, its destinations or
-    /// the set of definitions changed since the last call (parsing and
-    /// ordering every round would cost more than the read).
-    pub fn refresh(&mut self, computations: Vec<Computation>) {
-        let seen = fingerprint(&computations);
-        if seen != self.seen {
-            let space_id = std::mem::take(&mut self.space_id);
-            *self = Defs::new(computations, space_id);
+    /// No definitions yet.
+    pub fn empty(space_id: String) -> Defs {
+        Defs {
+            space_id,
+            ..Defs::default()
         }
+    }
+
+    /// `computations` parsed, or `None` when no definition, destination
+    /// list or the set of definitions changed since `self` was parsed
+    /// (parsing and ordering every round would cost more than the read).
+    pub fn refreshed(&self, computations: Vec<Computation>) -> Option<Defs> {
+        (fingerprint(&computations) != self.seen)
+            .then(|| Defs::new(computations, self.space_id.clone()))
     }
 
     /// Parses `computations`; one that no longer parses is skipped (logged).

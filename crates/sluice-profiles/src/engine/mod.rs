@@ -3,11 +3,13 @@
 //! advances jobs, each step committed in one transaction (see
 //! [`sluice_store::ProfileStore`]).
 //!
+//! - `compute`: the engine's low-priority thread for its CPU work.
 //! - `defs`: live definitions in evaluation order.
 //! - `events`: identity resolution and the per-batch step.
 //! - `diff`: values → changes → identify messages.
 //! - `sweep`: window expiry and whole-population jobs.
 
+mod compute;
 mod defs;
 mod diff;
 mod events;
@@ -114,14 +116,22 @@ pub fn start(
     let wake = handle.wake.clone();
     let task = tokio::spawn(async move {
         tokio::pin!(stop);
+        let cpu = match compute::Compute::start() {
+            Ok(cpu) => cpu,
+            Err(e) => {
+                tracing::error!(error = %e, "profile engine not started");
+                return;
+            }
+        };
+        let defs = Defs::empty(config.space_id.clone());
         let mut engine = Engine {
             store,
             config,
             on_emit,
             held: None,
-            defs: Defs::default(),
+            defs: Arc::new(defs),
+            cpu,
         };
-        engine.defs.space_id.clone_from(&engine.config.space_id);
         let coalesce = engine.config.poll_interval / 2;
         loop {
             let round = match engine.round().await {
@@ -173,7 +183,8 @@ struct Engine {
     config: EngineConfig,
     on_emit: Arc<dyn Fn() + Send + Sync>,
     held: Option<Held>,
-    defs: Defs,
+    defs: Arc<Defs>,
+    cpu: compute::Compute,
 }
 
 impl Engine {
@@ -204,7 +215,10 @@ impl Engine {
         let Some(cursor) = self.lease(now).await? else {
             return Ok(Round::Idle);
         };
-        self.defs.refresh(self.store.list_computations().await?);
+        let computations = self.store.list_computations().await?;
+        if let Some(fresh) = self.defs.refreshed(computations) {
+            self.defs = Arc::new(fresh);
+        }
         let store = self.store.as_ref();
         let owner = self.config.node_id.as_str();
         let batch = store
@@ -217,7 +231,7 @@ impl Engine {
         };
         let mut lost = false;
         if round != Round::Idle {
-            match events::step(store, owner, &self.defs, batch, now).await? {
+            match events::step(store, &self.cpu, owner, &self.defs, batch, now).await? {
                 Some(next) => {
                     if let Some(h) = &mut self.held {
                         h.cursor = next;
