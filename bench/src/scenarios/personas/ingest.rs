@@ -76,12 +76,17 @@ pub async fn run_arm(plan: &Plan, arm: Arm, loads: &Loads) -> anyhow::Result<(Ha
         Arm::Audiences => create_all(&h, "/audiences", "", super::defs::audiences()).await?,
         Arm::EngineOff | Arm::NoDefinitions => {}
     }
-    let target = h.target(CONNECTIONS, Pace::Closed, plan.load_limit);
+    // Every event must land: the later phases expect every person.
+    let target = h.target(CONNECTIONS, Pace::Closed, plan.load_limit * 3);
     let out = drive(&target, loads.batch.clone()).await?;
     anyhow::ensure!(
         out.failures == 0,
         "batch ingest failed: {:?}",
         out.first_failure
+    );
+    anyhow::ensure!(
+        out.acked_events(&loads.batch) >= loads.batch.requests() * 100,
+        "batch ingest stopped at its time limit"
     );
     let batch = out.acked_events(&loads.batch) as f64 / out.elapsed.as_secs_f64();
     let track = if matches!(arm, Arm::EngineOff | Arm::NoDefinitions) {

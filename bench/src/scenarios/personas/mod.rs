@@ -43,7 +43,7 @@ impl Sizes {
                 track: 1_000,
                 people: 1_000,
                 wait: Duration::from_secs(30),
-                window_margin: Duration::from_secs(8),
+                window_margin: Duration::from_secs(5),
             }
         } else {
             Sizes {

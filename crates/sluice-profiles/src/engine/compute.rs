@@ -16,9 +16,10 @@ use tokio::sync::oneshot;
 
 use crate::error::ProfileError;
 
-/// `nice` of the compute thread (Linux: a per-thread attribute). 10 leaves
-/// the engine about a tenth of a core that a normal thread also wants.
-pub const NICE: i32 = 10;
+/// How much nicer the compute thread is than the process (Linux: `nice`
+/// is a per-thread attribute). 10 leaves the engine about a tenth of a core
+/// that a normal thread also wants.
+pub const NICER_BY: i32 = 10;
 
 type Job = Box<dyn FnOnce() + Send>;
 
@@ -66,8 +67,11 @@ fn lower_priority() {
     // SAFETY: plain syscalls on the calling thread's own id; no memory is
     // shared with the kernel.
     let rc = unsafe {
-        let tid = libc::gettid();
-        libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, NICE)
+        let tid = libc::gettid() as libc::id_t;
+        // -1 is also a valid nice value; an error there only costs the
+        // relative step.
+        let current = libc::getpriority(libc::PRIO_PROCESS, tid);
+        libc::setpriority(libc::PRIO_PROCESS, tid, (current + NICER_BY).min(19))
     };
     if rc != 0 {
         tracing::debug!("could not lower the profile engine's CPU priority");
