@@ -31,24 +31,34 @@ pub enum Call {
 /// A bounded, pre-generated set of request bodies with known messageIds.
 pub struct Workload {
     pub call: Call,
+    /// The `timestamp` every event carries (whole milliseconds).
+    pub timestamp: chrono::DateTime<chrono::Utc>,
     prefix: String,
     bodies: Vec<Bytes>,
 }
 
 impl Workload {
-    /// `events` events (rounded up to whole requests), ids `<prefix>-<seq>`.
+    /// `events` events (rounded up to whole requests), ids `<prefix>-<seq>`,
+    /// over 50,000 people.
     pub fn new(call: Call, prefix: &str, events: usize) -> Workload {
+        Workload::people(call, prefix, events, 50_000)
+    }
+
+    /// [`Workload::new`] over `people` people: event `seq` is by
+    /// `user-<seq % people>` (six digits at least).
+    pub fn people(call: Call, prefix: &str, events: usize, people: usize) -> Workload {
         let per = match call {
             Call::Batch(n) => n.max(1),
             Call::Track => 1,
         };
         let requests = events.div_ceil(per);
-        let timestamp = chrono::Utc::now()
-            .format("%Y-%m-%dT%H:%M:%S%.3fZ")
-            .to_string();
+        let at = chrono::Utc::now();
+        let at = chrono::DateTime::from_timestamp_millis(at.timestamp_millis()).unwrap_or(at);
+        let timestamp = at.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string();
         let bodies = (0..requests)
             .map(|r| {
-                let events = (r * per..(r + 1) * per).map(|seq| event(prefix, seq, &timestamp));
+                let events = (r * per..(r + 1) * per)
+                    .map(|seq| event(prefix, seq, seq % people.max(1), &timestamp));
                 Bytes::from(match call {
                     Call::Track => events.collect::<String>(),
                     Call::Batch(_) => format!(
@@ -60,6 +70,7 @@ impl Workload {
             .collect();
         Workload {
             call,
+            timestamp: at,
             prefix: prefix.to_owned(),
             bodies,
         }
@@ -101,9 +112,8 @@ fn message_id(prefix: &str, seq: usize) -> String {
 }
 
 /// One ~400-byte track event, shaped like an e-commerce client's.
-fn event(prefix: &str, seq: usize, timestamp: &str) -> String {
+fn event(prefix: &str, seq: usize, user: usize, timestamp: &str) -> String {
     let id = message_id(prefix, seq);
-    let user = seq % 50_000;
     format!(
         r#"{{"type":"track","messageId":"{id}","userId":"user-{user:06}","event":"Order Completed","properties":{{"orderId":"ord-{seq:010}","revenue":129.95,"currency":"USD","coupon":"SPRING24","products":[{{"sku":"sku-48213","name":"Trail Running Shoe","price":129.95,"quantity":1}}]}},"context":{{"library":{{"name":"analytics-go","version":"3.3.0"}},"ip":"203.0.113.42","locale":"en-US"}},"timestamp":"{timestamp}"}}"#
     )

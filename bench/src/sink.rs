@@ -75,6 +75,9 @@ impl Audit {
 #[derive(Default)]
 struct EndpointState {
     mode: Option<Mode>,
+    /// Receipts keyed by [`person_key`] instead of the messageId: for the
+    /// profile engine's identify calls, whose ids the bench cannot know.
+    by_person: bool,
     ok: u64,
     refused: u64,
     bad_signatures: u64,
@@ -151,6 +154,17 @@ impl Sink {
             id,
             url: format!("http://{}/e/{id}", self.addr),
         }
+    }
+
+    /// An endpoint answering 200 whose receipts are keyed by
+    /// [`person_key`] (`userId|traits`), so an audit can ask "did each person
+    /// get this value exactly once".
+    pub fn person_endpoint(&self) -> Endpoint {
+        let endpoint = self.endpoint(Mode::Ok);
+        if let Some(e) = lock(&self.shared.state).endpoints.get_mut(endpoint.id) {
+            e.by_person = true;
+        }
+        endpoint
     }
 
     /// While closed, requests are held until it opens again, or refused
@@ -322,7 +336,10 @@ async fn handle(
         .await
         .is_ok();
 
-    let mode = lock(&shared.state).endpoints.get(id).and_then(|e| e.mode);
+    let (mode, by_person) = lock(&shared.state)
+        .endpoints
+        .get(id)
+        .map_or((None, false), |e| (e.mode, e.by_person));
     let refuse = match mode {
         None => return reply(StatusCode::NOT_FOUND),
         Some(_) if !opened => true,
@@ -350,10 +367,22 @@ async fn handle(
         endpoint.ok += 1;
         endpoint.bad_signatures += u64::from(!genuine);
     }
-    let key = (id, Box::from(message_id.unwrap_or_default()));
+    let key = if by_person {
+        (id, Box::from(person_key(&body)))
+    } else {
+        (id, Box::from(message_id.unwrap_or_default()))
+    };
     state.receipts.entry(key).or_insert((0, now)).0 += 1;
     drop(state);
     reply(StatusCode::OK)
+}
+
+/// `userId|traits` of an identify body (traits as compact JSON), e.g.
+/// `user-000001|{"buyers":true}`.
+pub fn person_key(body: &[u8]) -> String {
+    let v: serde_json::Value = serde_json::from_slice(body).unwrap_or_default();
+    let user = v["userId"].as_str().unwrap_or_default();
+    format!("{user}|{}", v["traits"])
 }
 
 /// Whether the JSON body names `message_id` as its `messageId` (the body is

@@ -10,7 +10,8 @@
 //!   filters against ingest without them, same run; schema memory at the cap.
 //! - [`slow`]: 1,000 clients without credentials holding half-sent bodies:
 //!   resident memory during and after, against the idle figure.
-//! - [`personas`]: ingest with and without 10 computed traits; engine catch-up.
+//! - [`personas`]: the profile engine's cost to ingest (off, on, 10 traits,
+//!   20 audiences), backfill, first sync, window expiry, event → identify.
 //! - [`privacy`]: suppression's cost to ingest, and the time of a purge.
 //! - [`dashboard`]: each dashboard page's render time with 1,000,000 events.
 //!
@@ -95,7 +96,6 @@ pub struct Plan {
     pub latency_secs: f64,
     pub fanout_events: usize,
     pub retry_events: usize,
-    pub personas_events: usize,
     /// Sluice processes per scenario (more than one needs PostgreSQL); the
     /// load generator spreads its connections over them.
     pub nodes: usize,
@@ -133,7 +133,6 @@ impl Plan {
             latency_secs: if quick { 2.0 } else { 15.0 },
             fanout_events: scale(10_000, 500),
             retry_events: scale(30_000, 2_000),
-            personas_events: scale(200_000, 5_000),
             nodes: 1,
             load_limit: Duration::from_secs(if quick { 15 } else { 60 }),
             delivery_limit: Duration::from_secs(if quick { 20 } else { 40 }),

@@ -5,7 +5,7 @@ use crate::definition::Definition;
 use crate::profile::{Call, Profile};
 
 fn track(p: &mut Profile, seq: i64, ts: i64, event: &str, props: Value) {
-    p.apply(&Call {
+    p.apply(Call {
         seq,
         source_id: "src".into(),
         kind: "track".into(),

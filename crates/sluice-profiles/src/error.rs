@@ -24,4 +24,6 @@ pub enum ProfileError {
     Store(#[from] sluice_store::StoreError),
     #[error("stored profile {0} is not valid: {1}")]
     Corrupt(String, String),
+    #[error("profile engine compute thread: {0}")]
+    Compute(String),
 }

@@ -10,7 +10,10 @@ use crate::profile::Profile;
 
 /// The stored body of one change: `traits` holds only `key: value`
 /// (`null` when a computed trait lost its value, `false` on audience exit).
+/// `space_id` fills `context.personas.namespace` and `.space_id`, as
+/// Segment's Engage space id does (see `docs/personas.md`).
 pub fn identify(
+    space_id: &str,
     computation: &Computation,
     profile: &Profile,
     value: &Value,
@@ -38,6 +41,8 @@ pub fn identify(
             "computation_class": computation.class,
             "computation_key": computation.key,
             "computation_id": computation.id,
+            "namespace": space_id,
+            "space_id": space_id,
         }}),
     );
     body.insert(

@@ -28,7 +28,7 @@ pub async fn preview(
     key: &str,
     definition: &Definition,
 ) -> Result<Preview, ProfileError> {
-    let defs = Defs::new(store.list_computations().await?);
+    let defs = Defs::new(store.list_computations().await?, String::new());
     let now = Utc::now().timestamp_millis();
     let mut out = Preview::default();
     let mut after = String::new();

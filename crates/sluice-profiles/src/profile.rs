@@ -1,6 +1,7 @@
 //! The profile document: identities, traits and the person's recent events,
 //! with the identity and trait merge rules (pure).
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use chrono::DateTime;
@@ -69,35 +70,92 @@ fn text(v: Option<&Value>) -> Option<String> {
     }
 }
 
-fn object(v: Option<&Value>) -> Map<String, Value> {
-    v.and_then(Value::as_object).cloned().unwrap_or_default()
+fn object(v: Option<Value>) -> Map<String, Value> {
+    match v {
+        Some(Value::Object(m)) => m,
+        _ => Map::new(),
+    }
+}
+
+/// The fields the engine reads from a stored body; the rest (`context`,
+/// `integrations`, …) is skipped without being built.
+#[derive(Deserialize)]
+struct Fields<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    #[serde(default, borrow)]
+    timestamp: Option<Cow<'a, str>>,
+    #[serde(default)]
+    event: Option<Value>,
+    #[serde(default)]
+    name: Option<Value>,
+    #[serde(default, rename = "userId")]
+    user_id: Option<Value>,
+    #[serde(default, rename = "anonymousId")]
+    anonymous_id: Option<Value>,
+    #[serde(default, rename = "previousId")]
+    previous_id: Option<Value>,
+    #[serde(default)]
+    properties: Option<Value>,
+    #[serde(default)]
+    traits: Option<Value>,
 }
 
 impl Call {
     /// Reads a stored (validated, enriched) body; `None` when it is not JSON.
     pub fn parse(seq: i64, source_id: &str, body: &str, received_ms: i64) -> Option<Call> {
-        let v: Value = serde_json::from_str(body).ok()?;
-        let kind = v.get("type")?.as_str()?.to_owned();
-        let ts = v
-            .get("timestamp")
-            .and_then(Value::as_str)
+        let f = match serde_json::from_str::<Fields<'_>>(body) {
+            Ok(f) => f,
+            // Odd shapes (a timestamp that is not a string, a repeated
+            // key): read them as a whole document instead.
+            Err(_) => Fields::loose(serde_json::from_str(body).ok()?)?,
+        };
+        let ts = f
+            .timestamp
+            .as_deref()
             .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
             .map_or(received_ms, |t| t.timestamp_millis());
-        let name = match kind.as_str() {
-            "track" => text(v.get("event")),
-            _ => text(v.get("name")),
+        let name = match &*f.kind {
+            "track" => text(f.event.as_ref()),
+            _ => text(f.name.as_ref()),
         };
         Some(Call {
             seq,
             source_id: source_id.to_owned(),
-            user_id: text(v.get("userId")),
-            anonymous_id: text(v.get("anonymousId")),
-            previous_id: text(v.get("previousId")),
+            user_id: text(f.user_id.as_ref()),
+            anonymous_id: text(f.anonymous_id.as_ref()),
+            previous_id: text(f.previous_id.as_ref()),
             name,
             ts,
-            properties: object(v.get("properties")),
-            traits: object(v.get("traits")),
-            kind,
+            properties: object(f.properties),
+            traits: object(f.traits),
+            kind: f.kind.into_owned(),
+        })
+    }
+}
+
+impl Fields<'static> {
+    /// The fields of a body already parsed as a whole.
+    fn loose(mut v: Value) -> Option<Fields<'static>> {
+        let mut take = |k: &str| v.as_object_mut().and_then(|m| m.remove(k));
+        let kind = match take("type")? {
+            Value::String(s) => s,
+            _ => return None,
+        };
+        let timestamp = match take("timestamp") {
+            Some(Value::String(s)) => Some(Cow::Owned(s)),
+            _ => None,
+        };
+        Some(Fields {
+            kind: Cow::Owned(kind),
+            timestamp,
+            event: take("event"),
+            name: take("name"),
+            user_id: take("userId"),
+            anonymous_id: take("anonymousId"),
+            previous_id: take("previousId"),
+            properties: take("properties"),
+            traits: take("traits"),
         })
     }
 }
@@ -129,18 +187,18 @@ impl Profile {
 
     /// Applies a call's traits (identify) and behaviour (track/page/screen).
     /// `context.traits` is ignored.
-    pub fn apply(&mut self, call: &Call) {
+    pub fn apply(&mut self, call: Call) {
         if call.kind == "identify" {
             self.merge_traits(&call.traits, call.ts);
         }
         if matches!(call.kind.as_str(), "track" | "page" | "screen") {
             self.push_event(ProfileEvent {
                 seq: call.seq,
-                source_id: call.source_id.clone(),
-                kind: call.kind.clone(),
-                name: call.name.clone(),
+                source_id: call.source_id,
+                kind: call.kind,
+                name: call.name,
                 ts: call.ts,
-                properties: call.properties.clone(),
+                properties: call.properties,
             });
         }
     }
@@ -233,7 +291,7 @@ mod tests {
                 properties: Map::new(),
                 traits: Map::new(),
             };
-            p.apply(&call);
+            p.apply(call);
         }
         assert_eq!(p.events.len(), MAX_EVENTS);
         assert!(p.events.windows(2).all(|w| w[0].ts <= w[1].ts));
@@ -242,6 +300,24 @@ mod tests {
             10_000 - MAX_EVENTS as i64 + 1,
             "oldest dropped"
         );
+    }
+
+    #[test]
+    fn a_call_is_read_from_its_fields_and_odd_shapes_still_parse() {
+        let body = r#"{"type":"track","event":"E","userId":7,"anonymousId":"a",
+            "properties":{"x":1},"context":{"ip":"1.2.3.4"},"timestamp":"2026-01-01T00:00:00.000Z"}"#;
+        let c = Call::parse(1, "s", body, 5).expect("parses");
+        assert_eq!(c.user_id.as_deref(), Some("7"));
+        assert_eq!(c.name.as_deref(), Some("E"));
+        assert_eq!(c.properties["x"], json!(1));
+        assert_eq!(c.ts, 1_767_225_600_000);
+        // A timestamp that is not a string falls back to the receipt time;
+        // a repeated key keeps the last value, as a whole-document read does.
+        let odd = r#"{"type":"track","event":"E","event":"F","timestamp":12}"#;
+        let c = Call::parse(1, "s", odd, 5).expect("parses");
+        assert_eq!((c.name.as_deref(), c.ts), (Some("F"), 5));
+        assert!(Call::parse(1, "s", "not json", 5).is_none());
+        assert!(Call::parse(1, "s", r#"{"type":3}"#, 5).is_none());
     }
 
     #[test]

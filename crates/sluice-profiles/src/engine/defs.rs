@@ -5,13 +5,42 @@ use sluice_store::Computation;
 
 use crate::definition::Definition;
 
+#[derive(Default)]
 pub struct Defs {
     pub items: Vec<(Computation, Definition)>,
+    /// The space id the messages carry (`personas.space_id`).
+    pub space_id: String,
+    /// What `items` was parsed from: (id, revision, destinations).
+    seen: Vec<(String, i64, Vec<String>)>,
+}
+
+fn fingerprint(computations: &[Computation]) -> Vec<(String, i64, Vec<String>)> {
+    computations
+        .iter()
+        .map(|c| (c.id.clone(), c.revision, c.destination_ids.clone()))
+        .collect()
 }
 
 impl Defs {
+    /// No definitions yet.
+    pub fn empty(space_id: String) -> Defs {
+        Defs {
+            space_id,
+            ..Defs::default()
+        }
+    }
+
+    /// `computations` parsed, or `None` when no definition, destination
+    /// list or the set of definitions changed since `self` was parsed
+    /// (parsing and ordering every round would cost more than the read).
+    pub fn refreshed(&self, computations: Vec<Computation>) -> Option<Defs> {
+        (fingerprint(&computations) != self.seen)
+            .then(|| Defs::new(computations, self.space_id.clone()))
+    }
+
     /// Parses `computations`; one that no longer parses is skipped (logged).
-    pub fn new(computations: Vec<Computation>) -> Defs {
+    pub fn new(computations: Vec<Computation>, space_id: String) -> Defs {
+        let seen = fingerprint(&computations);
         let mut traits = Vec::new();
         let mut audiences = Vec::new();
         for c in computations {
@@ -36,6 +65,10 @@ impl Defs {
             ordered.push(next);
         }
         traits.extend(ordered);
-        Defs { items: traits }
+        Defs {
+            items: traits,
+            space_id,
+            seen,
+        }
     }
 }

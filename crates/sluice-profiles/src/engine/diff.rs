@@ -57,6 +57,7 @@ pub fn diff(
         };
         if !c.destination_ids.is_empty() {
             commit.messages.push(message::identify(
+                &defs.space_id,
                 c,
                 profile,
                 &sent,

@@ -2,10 +2,15 @@
 //! and one commit with the advanced cursor.
 
 use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use sluice_store::{CursorEvent, PERSONAS_SOURCE, PRIVACY_SOURCE, ProfileCommit, Store};
+use serde_json::Value;
+use sluice_store::{
+    CursorEvent, EventCursor, PERSONAS_SOURCE, PRIVACY_SOURCE, ProfileCommit, ProfileRecord, Store,
+};
 
+use super::compute::Compute;
 use super::defs::Defs;
 use super::diff::{Scope, diff, group_values, record};
 use crate::error::ProfileError;
@@ -146,18 +151,8 @@ impl Work {
     }
 }
 
-/// Processes `batch` (already read after the cursor) and commits it.
-/// Returns false when the lease was lost.
-pub async fn step(
-    store: &dyn Store,
-    owner: &str,
-    defs: &Defs,
-    batch: Vec<CursorEvent>,
-    now: DateTime<Utc>,
-) -> Result<bool, ProfileError> {
-    let Some(last) = batch.last().map(|e| e.cursor) else {
-        return Ok(true);
-    };
+/// The calls of `batch` the engine reads, and the identities they name.
+fn parse(batch: &[CursorEvent]) -> (Vec<Call>, Vec<String>) {
     let calls: Vec<Call> = batch
         .iter()
         .filter(|e| e.event.source_id != PERSONAS_SOURCE && e.event.source_id != PRIVACY_SOURCE)
@@ -179,41 +174,89 @@ pub async fn step(
             keys.insert(anon(id));
         }
     }
-    let mut work = Work::default();
-    let found = store.resolve_identities(keys.into_iter().collect()).await?;
-    let ids: BTreeSet<String> = found.iter().map(|(_, p)| p.clone()).collect();
-    work.identities = found.into_iter().collect();
-    for r in store.load_profiles(ids.into_iter().collect()).await? {
+    (calls, keys.into_iter().collect())
+}
+
+/// Loads the stored profiles into a [`Work`] and applies `calls` to it.
+fn apply(
+    calls: Vec<Call>,
+    found: Vec<(String, String)>,
+    records: Vec<ProfileRecord>,
+) -> Result<Work, ProfileError> {
+    let mut work = Work {
+        identities: found.into_iter().collect(),
+        ..Work::default()
+    };
+    for r in records {
         let p: Profile = serde_json::from_str(&r.doc)
             .map_err(|e| ProfileError::Corrupt(r.id.clone(), e.to_string()))?;
         work.profiles.insert(r.id, p);
     }
-    for call in &calls {
-        let id = work.resolve(call);
+    for call in calls {
+        let id = work.resolve(&call);
         if let Some(p) = work.profiles.get_mut(&id) {
             p.apply(call);
         }
         work.touched.insert(id);
     }
-    let touched: Vec<String> = work.touched.iter().cloned().collect();
-    let stored = group_values(store.values_of(touched.clone()).await?);
+    Ok(work)
+}
+
+/// Evaluates the touched profiles and builds the step's commit.
+fn build(
+    work: Work,
+    defs: &Defs,
+    stored: &HashMap<String, HashMap<String, Value>>,
+    mut commit: ProfileCommit,
+) -> ProfileCommit {
     let empty = HashMap::new();
-    let mut commit = ProfileCommit {
-        owner: owner.to_owned(),
-        now,
-        cursor: Some(last),
-        identities: work.changed_identities.clone(),
-        removed_profiles: work.removed.iter().cloned().collect(),
-        computed: defs.items.iter().map(|(c, _)| c.id.clone()).collect(),
-        ..ProfileCommit::default()
-    };
-    for id in &touched {
+    commit.identities = work.changed_identities;
+    commit.removed_profiles = work.removed.into_iter().collect();
+    commit.computed = defs.items.iter().map(|(c, _)| c.id.clone()).collect();
+    for id in &work.touched {
         let Some(profile) = work.profiles.get(id) else {
             continue;
         };
         let old = stored.get(id).unwrap_or(&empty);
-        let next = diff(defs, id, profile, old, now, &Scope::All, &mut commit);
+        let next = diff(defs, id, profile, old, commit.now, &Scope::All, &mut commit);
         commit.profiles.push(record(id, profile, next));
     }
-    Ok(store.commit_profiles(commit).await?)
+    commit
+}
+
+/// Processes `batch` (already read after the cursor) and commits it; the
+/// CPU work runs on `cpu`, the engine's low-priority thread.
+/// Returns the new cursor, or `None` when the lease was lost.
+pub async fn step(
+    store: &dyn Store,
+    cpu: &Compute,
+    owner: &str,
+    defs: &Arc<Defs>,
+    batch: Vec<CursorEvent>,
+    now: DateTime<Utc>,
+) -> Result<Option<EventCursor>, ProfileError> {
+    let Some(last) = batch.last().map(|e| e.cursor) else {
+        return Ok(None);
+    };
+    let (calls, keys) = cpu.run(move || parse(&batch)).await?;
+    let found = store.resolve_identities(keys).await?;
+    let ids: BTreeSet<String> = found.iter().map(|(_, p)| p.clone()).collect();
+    let records = store.load_profiles(ids.into_iter().collect()).await?;
+    let work = cpu.run(move || apply(calls, found, records)).await??;
+    // Without definitions there are no values to compare with.
+    let stored = if defs.items.is_empty() {
+        HashMap::new()
+    } else {
+        let touched: Vec<String> = work.touched.iter().cloned().collect();
+        group_values(store.values_of(touched).await?)
+    };
+    let commit = ProfileCommit {
+        owner: owner.to_owned(),
+        now,
+        cursor: Some(last),
+        ..ProfileCommit::default()
+    };
+    let defs = defs.clone();
+    let commit = cpu.run(move || build(work, &defs, &stored, commit)).await?;
+    Ok(store.commit_profiles(commit).await?.then_some(last))
 }

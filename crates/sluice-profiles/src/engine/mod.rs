@@ -3,11 +3,13 @@
 //! advances jobs, each step committed in one transaction (see
 //! [`sluice_store::ProfileStore`]).
 //!
+//! - `compute`: the engine's low-priority thread for its CPU work.
 //! - `defs`: live definitions in evaluation order.
 //! - `events`: identity resolution and the per-batch step.
 //! - `diff`: values → changes → identify messages.
 //! - `sweep`: window expiry and whole-population jobs.
 
+mod compute;
 mod defs;
 mod diff;
 mod events;
@@ -15,13 +17,16 @@ mod sweep;
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use sluice_store::Store;
+use chrono::{DateTime, Utc};
+use sluice_store::{EventCursor, Store};
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
 pub use defs::Defs;
+
+use crate::error::ProfileError;
 
 /// Tuning of the engine (`[personas]` in the server's configuration).
 #[derive(Debug, Clone)]
@@ -29,14 +34,21 @@ pub struct EngineConfig {
     /// This node's lease owner name; unique per process.
     pub node_id: String,
     /// How often an idle engine looks for events, due windows and jobs;
-    /// also the granularity of window expiry.
+    /// also the granularity of window expiry. Under a steady trickle of
+    /// events, steps start at most every half of this (see [`start`]).
     pub poll_interval: Duration,
     /// How long a lease lasts without renewal; a dead node's work moves to
-    /// another node after this.
+    /// another node after this. The holder renews it once a third of it
+    /// has passed.
     pub lease_ttl: Duration,
     /// Events read per step.
     pub batch: u32,
+    /// `context.personas.space_id` (and `namespace`) of every message.
+    pub space_id: String,
 }
+
+/// The space id messages carry unless configured: Sluice has one space.
+pub const DEFAULT_SPACE_ID: &str = "spa_sluice";
 
 impl Default for EngineConfig {
     fn default() -> Self {
@@ -44,7 +56,8 @@ impl Default for EngineConfig {
             node_id: format!("node-{}", uuid::Uuid::new_v4().simple()),
             poll_interval: Duration::from_millis(200),
             lease_ttl: Duration::from_secs(15),
-            batch: 500,
+            batch: 2000,
+            space_id: DEFAULT_SPACE_ID.to_owned(),
         }
     }
 }
@@ -61,9 +74,38 @@ impl EngineHandle {
     }
 }
 
+/// What one round did, which decides when the next one starts (ordered:
+/// the most urgent part of a round wins).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Round {
+    /// Nothing to do (or not the lease holder): wait for a wake-up or the
+    /// poll interval.
+    Idle,
+    /// Some work, less than a full batch: more may be trickling in, so the
+    /// next round waits a little to take it in one step.
+    Some,
+    /// A full batch (or page): a backlog; go on at once.
+    Full,
+}
+
+/// The lease as this node last saw it. While it holds the lease this node
+/// is the only one to move the cursor, so it keeps the cursor in memory
+/// instead of reading (and renewing) the lease row on every round; every
+/// commit still checks the lease in the database.
+struct Held {
+    cursor: EventCursor,
+    renewed: Instant,
+}
+
 /// Starts the engine. `on_emit` runs after a step put messages in the outbox
 /// (the server wakes delivery). The task ends, releasing the lease, when
 /// `stop` completes.
+///
+/// Pacing: a wake-up (an ingest commit) starts a round at once when the
+/// engine was idle; after a round that found less than a full batch, the
+/// next starts no sooner than half the poll interval later, so a steady
+/// stream of small ingest commits is taken in few, larger steps instead of
+/// one step (and one more writer transaction next to ingest's) per commit.
 pub fn start(
     store: Arc<dyn Store>,
     config: EngineConfig,
@@ -74,60 +116,171 @@ pub fn start(
     let wake = handle.wake.clone();
     let task = tokio::spawn(async move {
         tokio::pin!(stop);
+        let cpu = match compute::Compute::start() {
+            Ok(cpu) => cpu,
+            Err(e) => {
+                tracing::error!(error = %e, "profile engine not started");
+                return;
+            }
+        };
+        let defs = Defs::empty(config.space_id.clone());
+        let mut engine = Engine {
+            store,
+            config,
+            on_emit,
+            held: None,
+            defs: Arc::new(defs),
+            cpu,
+        };
+        let coalesce = engine.config.poll_interval / 2;
         loop {
-            let busy = match tick(store.as_ref(), &config, &on_emit).await {
-                Ok(busy) => busy,
+            let round = match engine.round().await {
+                Ok(round) => round,
                 Err(e) => {
                     tracing::warn!(error = %e, "profile engine step failed; retrying");
-                    false
+                    // The outcome of a failed commit is unknown: read the
+                    // cursor again before the next step.
+                    engine.held = None;
+                    Round::Idle
                 }
             };
-            if busy {
-                tokio::select! {
-                    () = &mut stop => break,
-                    () = tokio::task::yield_now() => {}
+            let pause = match round {
+                Round::Full => {
+                    tokio::select! {
+                        () = &mut stop => break,
+                        () = tokio::task::yield_now() => {}
+                    }
+                    continue;
                 }
-                continue;
-            }
+                Round::Some => coalesce,
+                Round::Idle => {
+                    tokio::select! {
+                        () = &mut stop => break,
+                        () = wake.notified() => {}
+                        () = tokio::time::sleep(engine.config.poll_interval) => {}
+                    }
+                    continue;
+                }
+            };
             tokio::select! {
                 () = &mut stop => break,
-                () = wake.notified() => {}
-                () = tokio::time::sleep(config.poll_interval) => {}
+                () = tokio::time::sleep(pause) => {}
             }
         }
-        if let Err(e) = store.release_profile_lease(&config.node_id).await {
+        if let Err(e) = engine
+            .store
+            .release_profile_lease(&engine.config.node_id)
+            .await
+        {
             tracing::warn!(error = %e, "releasing the profile lease");
         }
     });
     (handle, task)
 }
 
-/// One round: take or renew the lease, then events, due windows, one job
-/// page. Returns whether any work was done.
-async fn tick(
-    store: &dyn Store,
-    config: &EngineConfig,
-    on_emit: &Arc<dyn Fn() + Send + Sync>,
-) -> Result<bool, crate::error::ProfileError> {
-    let now = sluice_now();
-    let Some(cursor) = store
-        .take_profile_lease(&config.node_id, now, config.lease_ttl)
-        .await?
-    else {
-        return Ok(false);
-    };
-    let defs = Defs::new(store.list_computations().await?);
-    let batch = store.profile_events_after(cursor, config.batch).await?;
-    let mut busy = !batch.is_empty();
-    if busy {
-        events::step(store, &config.node_id, &defs, batch, now).await?;
+struct Engine {
+    store: Arc<dyn Store>,
+    config: EngineConfig,
+    on_emit: Arc<dyn Fn() + Send + Sync>,
+    held: Option<Held>,
+    defs: Arc<Defs>,
+    cpu: compute::Compute,
+}
+
+impl Engine {
+    /// The committed cursor when this node holds the lease, renewing it
+    /// once a third of its TTL has passed since the last renewal.
+    async fn lease(&mut self, now: DateTime<Utc>) -> Result<Option<EventCursor>, ProfileError> {
+        if let Some(h) = &self.held
+            && h.renewed.elapsed() < self.config.lease_ttl / 3
+        {
+            return Ok(Some(h.cursor));
+        }
+        // Counted from before the call: the lease lasts at least that long.
+        let asked = Instant::now();
+        self.held = self
+            .store
+            .take_profile_lease(&self.config.node_id, now, self.config.lease_ttl)
+            .await?
+            .map(|cursor| Held {
+                cursor,
+                renewed: asked,
+            });
+        Ok(self.held.as_ref().map(|h| h.cursor))
     }
-    busy |= sweep::sweep(store, &config.node_id, &defs, now).await?;
-    busy |= sweep::job(store, &config.node_id, now).await?;
-    if busy {
-        on_emit();
+
+    /// One round: the lease, then events, due windows, one job page.
+    async fn round(&mut self) -> Result<Round, ProfileError> {
+        let now = sluice_now();
+        let Some(cursor) = self.lease(now).await? else {
+            return Ok(Round::Idle);
+        };
+        let computations = self.store.list_computations().await?;
+        if let Some(fresh) = self.defs.refreshed(computations) {
+            self.defs = Arc::new(fresh);
+        }
+        let store = self.store.as_ref();
+        let owner = self.config.node_id.as_str();
+        let batch = store
+            .profile_events_after(cursor, self.config.batch)
+            .await?;
+        let mut round = match batch.len() {
+            0 => Round::Idle,
+            n if n >= self.config.batch as usize => Round::Full,
+            _ => Round::Some,
+        };
+        let mut lost = false;
+        if round != Round::Idle {
+            match events::step(store, &self.cpu, owner, &self.defs, batch, now).await? {
+                Some(next) => {
+                    if let Some(h) = &mut self.held {
+                        h.cursor = next;
+                    }
+                }
+                None => lost = true,
+            }
+        }
+        if !lost {
+            match sweep::sweep(store, owner, &self.defs, now).await? {
+                Step::Lost => lost = true,
+                step => round = round.max(step.round()),
+            }
+        }
+        if !lost {
+            match sweep::job(store, owner, &self.config.space_id, now).await? {
+                Step::Lost => lost = true,
+                step => round = round.max(step.round()),
+            }
+        }
+        if lost {
+            self.held = None;
+            return Ok(Round::Idle);
+        }
+        if round != Round::Idle {
+            (self.on_emit)();
+        }
+        Ok(round)
     }
-    Ok(busy)
+}
+
+/// What a sweep or job commit did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Step {
+    Nothing,
+    Partial,
+    Full,
+    /// The commit was refused: this node no longer holds the lease.
+    Lost,
+}
+
+impl Step {
+    fn round(self) -> Round {
+        match self {
+            Step::Nothing | Step::Lost => Round::Idle,
+            Step::Partial => Round::Some,
+            Step::Full => Round::Full,
+        }
+    }
 }
 
 /// Whole milliseconds, as the store keeps times.

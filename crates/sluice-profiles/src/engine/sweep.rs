@@ -8,6 +8,7 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sluice_store::{JobProgress, ProfileCommit, ProfileJob, Store};
 
+use super::Step;
 use super::defs::Defs;
 use super::diff::{Scope, diff, group_values, record};
 use crate::error::ProfileError;
@@ -38,18 +39,27 @@ async fn load(
     Ok((profiles, values))
 }
 
-/// Re-evaluates profiles whose next window change is due. Returns whether
-/// there was work.
+/// How a commit of `n` profiles (out of a page) went.
+fn outcome(committed: bool, n: usize) -> Step {
+    match (committed, n) {
+        (false, _) => Step::Lost,
+        (true, n) if n >= PAGE as usize => Step::Full,
+        (true, _) => Step::Partial,
+    }
+}
+
+/// Re-evaluates profiles whose next window change is due.
 pub async fn sweep(
     store: &dyn Store,
     owner: &str,
     defs: &Defs,
     now: DateTime<Utc>,
-) -> Result<bool, ProfileError> {
+) -> Result<Step, ProfileError> {
     let due = store.due_profiles(now, PAGE).await?;
     if due.is_empty() {
-        return Ok(false);
+        return Ok(Step::Nothing);
     }
+    let n = due.len();
     let (profiles, values) = load(store, due).await?;
     let empty = HashMap::new();
     let mut commit = ProfileCommit {
@@ -69,18 +79,22 @@ pub async fn sweep(
         );
         commit.profiles.push(record(id, p, next));
     }
-    store.commit_profiles(commit).await?;
-    Ok(true)
+    Ok(outcome(store.commit_profiles(commit).await?, n))
 }
 
-/// Advances the oldest job by one page. Returns whether there was work.
-pub async fn job(store: &dyn Store, owner: &str, now: DateTime<Utc>) -> Result<bool, ProfileError> {
+/// Advances the oldest job by one page.
+pub async fn job(
+    store: &dyn Store,
+    owner: &str,
+    space_id: &str,
+    now: DateTime<Utc>,
+) -> Result<Step, ProfileError> {
     let Some(job) = store.next_profile_job().await? else {
-        return Ok(false);
+        return Ok(Step::Nothing);
     };
     // Definitions read after the job: the change that queued it is visible
     // (both were committed together).
-    let defs = &Defs::new(store.list_computations().await?);
+    let defs = &Defs::new(store.list_computations().await?, space_id.to_owned());
     let mut commit = ProfileCommit {
         owner: owner.to_owned(),
         now,
@@ -88,16 +102,15 @@ pub async fn job(store: &dyn Store, owner: &str, now: DateTime<Utc>) -> Result<b
     };
     let Some(computation) = defs.items.iter().find(|(c, _)| c.id == job.computation_id) else {
         commit.job = Some((job.id, JobProgress::Done));
-        store.commit_profiles(commit).await?;
-        return Ok(true);
+        return Ok(outcome(store.commit_profiles(commit).await?, 0));
     };
     let ids = store.profile_ids_after(&job.after_profile, PAGE).await?;
     let Some(last) = ids.last().cloned() else {
         commit.job = Some((job.id, JobProgress::Done));
         commit.computed.push(job.computation_id.clone());
-        store.commit_profiles(commit).await?;
-        return Ok(true);
+        return Ok(outcome(store.commit_profiles(commit).await?, 0));
     };
+    let n = ids.len();
     let (profiles, values) = load(store, ids).await?;
     let empty = HashMap::new();
     for (id, p) in &profiles {
@@ -119,6 +132,7 @@ pub async fn job(store: &dyn Store, owner: &str, now: DateTime<Utc>) -> Result<b
             Kind::Backfill(destination) => {
                 if let Some(v) = stored.get(&job.computation_id) {
                     commit.messages.push(message::identify(
+                        space_id,
                         &computation.0,
                         p,
                         v,
@@ -130,8 +144,11 @@ pub async fn job(store: &dyn Store, owner: &str, now: DateTime<Utc>) -> Result<b
         }
     }
     commit.job = Some((job.id, JobProgress::At(last)));
-    store.commit_profiles(commit).await?;
-    Ok(true)
+    // A page of a job is always followed at once by the next.
+    Ok(outcome(
+        store.commit_profiles(commit).await?,
+        n.max(PAGE as usize),
+    ))
 }
 
 enum Kind<'a> {

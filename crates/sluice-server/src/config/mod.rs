@@ -243,6 +243,9 @@ impl Config {
         if self.personas.lease_ttl_secs == 0 {
             return invalid("personas.lease_ttl_secs", "must be at least 1");
         }
+        if self.personas.space_id.is_empty() || self.personas.space_id.len() > 100 {
+            return invalid("personas.space_id", "must be 1 to 100 characters");
+        }
         if self.retention.interval_secs == 0 {
             return invalid("retention.interval_secs", "must be at least 1");
         }

@@ -127,8 +127,12 @@ pub struct PersonasConfig {
     /// The engine lease: a dead node's work moves to another node after
     /// this (15 s).
     pub lease_ttl_secs: u64,
-    /// Events read per engine step (500).
+    /// Events read per engine step (2000).
     pub batch_events: u32,
+    /// The space id the engine's messages carry in `context.personas`
+    /// (`space_id` and `namespace`), as Segment's Engage space id; one per
+    /// installation (`spa_sluice`). Give every node the same value.
+    pub space_id: String,
 }
 
 impl Default for PersonasConfig {
@@ -137,7 +141,8 @@ impl Default for PersonasConfig {
             enabled: true,
             poll_interval_ms: 200,
             lease_ttl_secs: 15,
-            batch_events: 500,
+            batch_events: 2000,
+            space_id: sluice_profiles::engine::DEFAULT_SPACE_ID.to_owned(),
         }
     }
 }
