@@ -227,6 +227,13 @@ CREATE TABLE computation_sends (
 );
 "#;
 
+/// The delivery log filtered by a state few deliveries are in: partial
+/// indexes, so only rows in that state are indexed (as `deliveries_dead`).
+const RARE_STATES: &str = r#"
+CREATE INDEX IF NOT EXISTS deliveries_filtered ON deliveries (id) WHERE state = 'filtered';
+CREATE INDEX IF NOT EXISTS deliveries_discarded ON deliveries (id) WHERE state = 'discarded';
+"#;
+
 /// Every migration, oldest first; version `n` is entry `n - 1`.
 const MIGRATIONS: &[(&str, &str)] = &[
     ("initial schema", V1),
@@ -234,6 +241,7 @@ const MIGRATIONS: &[(&str, &str)] = &[
     ("profile engine", V3),
     ("regulations", super::regulations::SCHEMA),
     ("regulation errors", super::regulations::SCHEMA_V5),
+    ("delivery log by rare state", RARE_STATES),
 ];
 
 /// First key of the migration advisory lock ("SLUI"); the second is a hash

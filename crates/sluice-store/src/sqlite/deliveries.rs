@@ -50,7 +50,15 @@ fn where_clause(filter: &DeliveryFilter, state: Option<DeliveryState>) -> (Strin
         // scan of every delivery when few or none match (the dashboard's
         // delivery-log filters).
         let selective = filter.message_id.is_some()
-            || matches!(state, Some(DeliveryState::Dead | DeliveryState::Pending));
+            || matches!(
+                state,
+                Some(
+                    DeliveryState::Dead
+                        | DeliveryState::Pending
+                        | DeliveryState::Filtered
+                        | DeliveryState::Discarded
+                )
+            );
         let plus = if selective { "+" } else { "" };
         clauses.push(format!("{plus}d.destination_id = ?{}", values.len()));
     }

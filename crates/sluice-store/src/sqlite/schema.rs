@@ -223,6 +223,15 @@ const EVENTS_MESSAGE_ID: &str = "
 CREATE INDEX IF NOT EXISTS events_message_id ON events (message_id);
 ";
 
+/// The delivery log filtered by a state few deliveries are in (`filtered`,
+/// `discarded`) would otherwise walk the destination's whole index to find
+/// them. Partial indexes, like `deliveries_dead`: only rows in that state
+/// are indexed, so ingest's inserts of pending deliveries pay nothing.
+pub(super) const RARE_STATES: &str = "
+CREATE INDEX IF NOT EXISTS deliveries_filtered ON deliveries (id) WHERE state = 'filtered';
+CREATE INDEX IF NOT EXISTS deliveries_discarded ON deliveries (id) WHERE state = 'discarded';
+";
+
 /// Every migration, oldest first.
 pub(super) static MIGRATIONS: LazyLock<Migrations<'static>> = LazyLock::new(|| {
     Migrations::new(vec![
@@ -232,6 +241,7 @@ pub(super) static MIGRATIONS: LazyLock<Migrations<'static>> = LazyLock::new(|| {
         M::up(super::regulations::SCHEMA),
         M::up(super::regulations::SCHEMA_V5),
         M::up(EVENTS_MESSAGE_ID),
+        M::up(RARE_STATES),
     ])
 });
 
