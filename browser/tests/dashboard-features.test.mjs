@@ -107,7 +107,7 @@ test('the schema lists what the source sent with volumes, and a track event is b
   assert.equal((await total.locator('td').nth(3).textContent()).trim(), 'number, string');
 
   await page.goto(`${schema}?kind=track`);
-  await page.getByRole('button', { name: 'Block Debug Ping' }).click();
+  await page.getByRole('button', { name: 'Block Debug Ping', exact: true }).click();
   await page.getByText('Rules saved').waitFor();
   await page.locator('#schema tr.blocked', { hasText: 'Debug Ping' }).waitFor();
   const rules = await sluice.admin('GET', `/api/v1/sources/${state.sourceId}/rules`);
@@ -133,7 +133,7 @@ test('the debugger marks a blocked call with the rule that blocked it', async ()
 
 test('a blocked trait is removed from identify calls before they are stored and sent', async () => {
   await page.goto(`${sluice.url}/sources/${state.sourceId}/schema?kind=identify_trait`);
-  await page.getByRole('button', { name: 'Block ssn' }).click();
+  await page.getByRole('button', { name: 'Block ssn', exact: true }).click();
   await page.getByText('Rules saved').waitFor();
   await page.locator('#blocked code', { hasText: 'ssn' }).waitFor();
   await send('identify', { userId: 'u1', messageId: 'id-2', traits: { plan: 'team', ssn: '111-11-1111' } });
@@ -141,8 +141,8 @@ test('a blocked trait is removed from identify calls before they are stored and 
   assert.ok(hit.signed);
   assert.deepEqual(hit.json.traits, { plan: 'team' });
   // Unblocking from the "Blocked" list puts it back.
-  await page.getByRole('button', { name: 'Unblock ssn' }).first().click();
-  await page.getByRole('button', { name: 'Block ssn' }).waitFor();
+  await page.getByRole('button', { name: 'Unblock ssn', exact: true }).first().click();
+  await page.getByRole('button', { name: 'Block ssn', exact: true }).waitFor();
   const rules = await sluice.admin('GET', `/api/v1/sources/${state.sourceId}/rules`);
   assert.deepEqual(rules.blocked_identify_traits, []);
 });
@@ -439,12 +439,12 @@ test('every new page: labelled controls, AA text contrast, and nothing scrolls s
 
 test('the new forms work from the keyboard alone', async () => {
   await page.goto(`${sluice.url}/sources/${state.sourceId}/schema?kind=track`);
-  await page.getByRole('button', { name: 'Block Purchase' }).focus();
+  await page.getByRole('button', { name: 'Block Purchase', exact: true }).focus();
   await page.keyboard.press('Enter');
   await page.getByText('Rules saved').waitFor();
-  await page.getByRole('button', { name: 'Unblock Purchase' }).first().focus();
+  await page.getByRole('button', { name: 'Unblock Purchase', exact: true }).first().focus();
   await page.keyboard.press('Space');
-  await page.getByRole('button', { name: 'Block Purchase' }).waitFor();
+  await page.getByRole('button', { name: 'Block Purchase', exact: true }).waitFor();
   const rules = await sluice.admin('GET', `/api/v1/sources/${state.sourceId}/rules`);
   assert.deepEqual(rules.blocked_events, ['Debug Ping']);
   // The profile search: type and press Enter.
