@@ -208,11 +208,18 @@ impl Harness {
     }
 
     /// A Webhooks destination on the source, signing with the bench secret.
+    /// With peers, waits out their routing refresh (500 ms): until then a
+    /// peer routes the source's events to no destination, as documented.
     pub async fn webhook(&self, name: &str, endpoints: &[&Endpoint]) -> anyhow::Result<String> {
         let urls: Vec<String> = endpoints.iter().map(|e| e.url.clone()).collect();
-        self.sluice
+        let id = self
+            .sluice
             .create_webhook(&self.source.id, name, &urls, SECRET)
-            .await
+            .await?;
+        if !self.peers.is_empty() {
+            tokio::time::sleep(Duration::from_millis(1_200)).await;
+        }
+        Ok(id)
     }
 
     pub fn target(&self, connections: usize, pace: Pace, time_limit: Duration) -> Target {
