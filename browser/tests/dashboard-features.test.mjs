@@ -7,19 +7,12 @@
 // (UPDATE_SCREENSHOTS=1 writes them to docs/screenshots/).
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { launch } from '../lib/browser.mjs';
 import { startReceiver } from '../lib/receiver.mjs';
+import { shot } from '../lib/screenshots.mjs';
 import { startSluice } from '../lib/sluice.mjs';
 
 const SECRET = 's3cret-for-the-feature-pages';
-const SHOTS = process.env.UPDATE_SCREENSHOTS === '1'
-  ? fileURLToPath(new URL('../../docs/screenshots/', import.meta.url))
-  : `${mkdtempSync(join(tmpdir(), 'sluice-screenshots-'))}/`;
-mkdirSync(SHOTS, { recursive: true });
 
 let sluice;
 let browser;
@@ -61,7 +54,6 @@ after(async () => {
   await receiver?.close();
 });
 
-const shot = (p, name) => p.screenshot({ path: `${SHOTS}${name}.png`, fullPage: true });
 
 async function send(kind, body) {
   const res = await fetch(`${sluice.url}/v1/${kind}`, {

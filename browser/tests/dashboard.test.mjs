@@ -6,19 +6,12 @@
 // go to a temporary directory, so a test run leaves the work tree clean).
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { launch } from '../lib/browser.mjs';
 import { startReceiver } from '../lib/receiver.mjs';
+import { shot } from '../lib/screenshots.mjs';
 import { startSluice } from '../lib/sluice.mjs';
 
 const SECRET = 's3cret-for-the-browser-test';
-const SHOTS = process.env.UPDATE_SCREENSHOTS === '1'
-  ? fileURLToPath(new URL('../../docs/screenshots/', import.meta.url))
-  : `${mkdtempSync(join(tmpdir(), 'sluice-screenshots-'))}/`;
-mkdirSync(SHOTS, { recursive: true });
 
 let sluice;
 let browser;
@@ -51,7 +44,6 @@ after(async () => {
   await receiver?.close();
 });
 
-const shot = (p, name) => p.screenshot({ path: `${SHOTS}${name}.png`, fullPage: true });
 
 async function signIn(p, token = sluice.token) {
   await p.goto(`${sluice.url}/signin`);
