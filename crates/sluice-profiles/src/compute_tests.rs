@@ -2,10 +2,10 @@ use serde_json::{Value, json};
 
 use super::*;
 use crate::definition::Definition;
-use crate::profile::{Call, Profile};
+use crate::profile::{Call, Profile, ProfileEvent};
 
 fn track(p: &mut Profile, seq: i64, ts: i64, event: &str, props: Value) {
-    p.apply(Call {
+    let call = Call {
         seq,
         source_id: "src".into(),
         kind: "track".into(),
@@ -14,9 +14,11 @@ fn track(p: &mut Profile, seq: i64, ts: i64, event: &str, props: Value) {
         previous_id: None,
         name: Some(event.into()),
         ts,
-        properties: props.as_object().cloned().unwrap_or_default(),
+        properties: props.to_string(),
         traits: Default::default(),
-    });
+    };
+    let row = call.event_row().expect("behaviour");
+    p.push_event(ProfileEvent::from_row(&row));
 }
 
 fn def(class: &str, v: Value) -> Definition {

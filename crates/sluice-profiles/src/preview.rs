@@ -37,8 +37,8 @@ pub async fn preview(
         let Some(last) = ids.last().cloned() else {
             break;
         };
-        for r in store.load_profiles(ids).await? {
-            let Ok(p) = serde_json::from_str::<Profile>(&r.doc) else {
+        for r in store.load_profiles(ids, true).await? {
+            let Ok(p) = Profile::from_record(&r) else {
                 continue;
             };
             out.scanned += 1;

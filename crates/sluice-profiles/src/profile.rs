@@ -1,12 +1,16 @@
-//! The profile document: identities, traits and the person's recent events,
-//! with the identity and trait merge rules (pure).
+//! A person: identities and traits (the stored document) and recent
+//! behavioural events (stored apart, one row each, see
+//! `sluice_store::ProfileEventRow`), with the identity and trait merge
+//! rules (pure).
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use chrono::DateTime;
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
+use sluice_store::{ProfileEventRow, ProfileRecord};
 
 /// Events kept per profile; older ones are dropped (oldest timestamp first).
 pub const MAX_EVENTS: usize = 1000;
@@ -30,7 +34,9 @@ pub struct ProfileEvent {
     pub properties: Map<String, Value>,
 }
 
-/// A person. Stored as JSON in `profiles.doc`.
+/// A person. Identities and traits are stored as JSON in `profiles.doc`;
+/// the events are rows of their own, loaded only when a definition needs
+/// them.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Profile {
     #[serde(default)]
@@ -42,9 +48,12 @@ pub struct Profile {
     /// When each trait was last set (event timestamp, ms): last write wins.
     #[serde(default)]
     pub trait_times: BTreeMap<String, i64>,
-    /// Sorted by (ts, seq).
-    #[serde(default)]
+    /// Sorted by (ts, seq); empty unless loaded.
+    #[serde(skip)]
     pub events: Vec<ProfileEvent>,
+    /// The document (identities, traits) changed since it was loaded.
+    #[serde(skip)]
+    pub dirty: bool,
 }
 
 /// What the engine reads from one stored call.
@@ -58,7 +67,9 @@ pub struct Call {
     pub previous_id: Option<String>,
     pub name: Option<String>,
     pub ts: i64,
-    pub properties: Map<String, Value>,
+    /// `properties` as JSON object text (`{}` when absent or not an
+    /// object): kept as it came, parsed only when a definition reads it.
+    pub properties: String,
     pub traits: Map<String, Value>,
 }
 
@@ -95,10 +106,41 @@ struct Fields<'a> {
     anonymous_id: Option<Value>,
     #[serde(default, rename = "previousId")]
     previous_id: Option<Value>,
-    #[serde(default)]
-    properties: Option<Value>,
+    #[serde(default, borrow)]
+    properties: Option<Props<'a>>,
     #[serde(default)]
     traits: Option<Value>,
+}
+
+/// `properties` as read: borrowed text in the usual case, or a value taken
+/// out of a document parsed whole.
+enum Props<'a> {
+    Raw(&'a RawValue),
+    Value(Value),
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Props<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        <&'a RawValue>::deserialize(d).map(Props::Raw)
+    }
+}
+
+impl Props<'_> {
+    /// Object text, `{}` for anything that is not an object.
+    fn object_text(self) -> String {
+        match self {
+            Props::Raw(raw) => {
+                let t = raw.get();
+                if t.starts_with('{') {
+                    t.to_owned()
+                } else {
+                    "{}".to_owned()
+                }
+            }
+            Props::Value(v @ Value::Object(_)) => v.to_string(),
+            Props::Value(_) => "{}".to_owned(),
+        }
+    }
 }
 
 impl Call {
@@ -127,7 +169,9 @@ impl Call {
             previous_id: text(f.previous_id.as_ref()),
             name,
             ts,
-            properties: object(f.properties),
+            properties: f
+                .properties
+                .map_or_else(|| "{}".to_owned(), Props::object_text),
             traits: object(f.traits),
             kind: f.kind.into_owned(),
         })
@@ -154,13 +198,64 @@ impl Fields<'static> {
             user_id: take("userId"),
             anonymous_id: take("anonymousId"),
             previous_id: take("previousId"),
-            properties: take("properties"),
+            properties: take("properties").map(Props::Value),
             traits: take("traits"),
         })
     }
 }
 
+impl ProfileEvent {
+    /// The event of a stored row; properties that do not parse as an
+    /// object are read as none.
+    pub fn from_row(row: &ProfileEventRow) -> ProfileEvent {
+        ProfileEvent {
+            seq: row.seq,
+            source_id: row.source_id.clone(),
+            kind: row.kind.clone(),
+            name: row.name.clone(),
+            ts: row.ts,
+            properties: serde_json::from_str(&row.properties).unwrap_or_default(),
+        }
+    }
+}
+
+/// Whether a call is behaviour a profile keeps as an event.
+pub fn is_behaviour(kind: &str) -> bool {
+    matches!(kind, "track" | "page" | "screen")
+}
+
+impl Call {
+    /// The row this call adds to its person's events, if it is behaviour.
+    pub fn event_row(&self) -> Option<ProfileEventRow> {
+        is_behaviour(&self.kind).then(|| ProfileEventRow {
+            seq: self.seq,
+            ts: self.ts,
+            source_id: self.source_id.clone(),
+            kind: self.kind.clone(),
+            name: self.name.clone(),
+            properties: self.properties.clone(),
+        })
+    }
+}
+
 impl Profile {
+    /// A stored profile: its document, and its events when they were
+    /// loaded (the newest [`MAX_EVENTS`] of them).
+    pub fn from_record(r: &ProfileRecord) -> Result<Profile, serde_json::Error> {
+        let mut p: Profile = serde_json::from_str(&r.doc)?;
+        let skip = r.events.len().saturating_sub(MAX_EVENTS);
+        p.events = r.events[skip..]
+            .iter()
+            .map(ProfileEvent::from_row)
+            .collect();
+        Ok(p)
+    }
+
+    /// The stored document: identities and traits.
+    pub fn doc(&self) -> String {
+        serde_json::to_string(self).unwrap_or_else(|_| "{}".into())
+    }
+
     /// The userId messages carry: the newest one.
     pub fn user_id(&self) -> Option<&str> {
         self.user_ids.last().map(String::as_str)
@@ -173,33 +268,26 @@ impl Profile {
     pub fn add_user_id(&mut self, id: &str) {
         if !self.user_ids.iter().any(|u| u == id) {
             self.user_ids.push(id.to_owned());
+            self.dirty = true;
         }
     }
 
     pub fn add_anonymous_id(&mut self, id: &str) {
         if !self.anonymous_ids.iter().any(|a| a == id) {
             self.anonymous_ids.push(id.to_owned());
+            self.dirty = true;
             if self.anonymous_ids.len() > MAX_ANONYMOUS_IDS {
                 self.anonymous_ids.remove(0);
             }
         }
     }
 
-    /// Applies a call's traits (identify) and behaviour (track/page/screen).
-    /// `context.traits` is ignored.
-    pub fn apply(&mut self, call: Call) {
+    /// Applies a call's traits (identify). `context.traits` is ignored.
+    /// Behaviour is kept apart: see [`Call::event_row`] and
+    /// [`Profile::push_event`].
+    pub fn apply_traits(&mut self, call: &Call) {
         if call.kind == "identify" {
             self.merge_traits(&call.traits, call.ts);
-        }
-        if matches!(call.kind.as_str(), "track" | "page" | "screen") {
-            self.push_event(ProfileEvent {
-                seq: call.seq,
-                source_id: call.source_id,
-                kind: call.kind,
-                name: call.name,
-                ts: call.ts,
-                properties: call.properties,
-            });
         }
     }
 
@@ -207,21 +295,35 @@ impl Profile {
     pub fn merge_traits(&mut self, traits: &Map<String, Value>, ts: i64) {
         for (k, v) in traits {
             if self.trait_times.get(k).is_none_or(|&t| ts >= t) {
+                if self.traits.get(k) != Some(v) || self.trait_times.get(k) != Some(&ts) {
+                    self.dirty = true;
+                }
                 self.traits.insert(k.clone(), v.clone());
                 self.trait_times.insert(k.clone(), ts);
             }
         }
     }
 
-    fn push_event(&mut self, e: ProfileEvent) {
+    /// Inserts an event in (ts, seq) order, dropping the oldest beyond
+    /// [`MAX_EVENTS`]. Returns the position before which stored events
+    /// must go when some were dropped.
+    pub fn push_event(&mut self, e: ProfileEvent) -> Option<(i64, i64)> {
         let pos = self
             .events
             .partition_point(|x| (x.ts, x.seq) <= (e.ts, e.seq));
         self.events.insert(pos, e);
-        if self.events.len() > MAX_EVENTS {
-            let extra = self.events.len() - MAX_EVENTS;
-            self.events.drain(..extra);
+        self.cap_events()
+    }
+
+    /// Drops the oldest events beyond [`MAX_EVENTS`]; returns the new first
+    /// position when any went.
+    pub fn cap_events(&mut self) -> Option<(i64, i64)> {
+        if self.events.len() <= MAX_EVENTS {
+            return None;
         }
+        let extra = self.events.len() - MAX_EVENTS;
+        self.events.drain(..extra);
+        self.events.first().map(|e| (e.ts, e.seq))
     }
 
     /// Whether `other` may merge into `self` without an explicit alias: a
@@ -232,8 +334,10 @@ impl Profile {
             || other.user_ids.iter().all(|u| self.user_ids.contains(u))
     }
 
-    /// Takes `other`'s identities, traits (by time) and events.
-    pub fn absorb(&mut self, other: Profile) {
+    /// Takes `other`'s identities, traits (by time) and loaded events.
+    /// Returns the cap's position when events were dropped.
+    pub fn absorb(&mut self, other: Profile) -> Option<(i64, i64)> {
+        self.dirty = true;
         let mut user_ids = other.user_ids;
         for u in std::mem::take(&mut self.user_ids) {
             if !user_ids.contains(&u) {
@@ -250,9 +354,9 @@ impl Profile {
             one.insert(k, v);
             self.merge_traits(&one, ts);
         }
-        for e in other.events {
-            self.push_event(e);
-        }
+        self.events.extend(other.events);
+        self.events.sort_by_key(|e| (e.ts, e.seq));
+        self.cap_events()
     }
 }
 
@@ -278,6 +382,7 @@ mod tests {
     #[test]
     fn events_stay_sorted_and_capped() {
         let mut p = Profile::default();
+        let mut cut = None;
         for i in 0..(MAX_EVENTS as i64 + 5) {
             let call = Call {
                 seq: i,
@@ -288,12 +393,19 @@ mod tests {
                 previous_id: None,
                 name: Some("E".into()),
                 ts: 10_000 - i,
-                properties: Map::new(),
+                properties: "{}".into(),
                 traits: Map::new(),
             };
-            p.apply(call);
+            let row = call.event_row().expect("track is behaviour");
+            cut = p.push_event(ProfileEvent::from_row(&row)).or(cut);
         }
         assert_eq!(p.events.len(), MAX_EVENTS);
+        assert_eq!(
+            cut,
+            p.events.first().map(|e| (e.ts, e.seq)),
+            "the cap's position"
+        );
+        assert!(!p.dirty, "events are not part of the document");
         assert!(p.events.windows(2).all(|w| w[0].ts <= w[1].ts));
         assert_eq!(
             p.events[0].ts,
@@ -309,7 +421,7 @@ mod tests {
         let c = Call::parse(1, "s", body, 5).expect("parses");
         assert_eq!(c.user_id.as_deref(), Some("7"));
         assert_eq!(c.name.as_deref(), Some("E"));
-        assert_eq!(c.properties["x"], json!(1));
+        assert_eq!(c.properties, r#"{"x":1}"#);
         assert_eq!(c.ts, 1_767_225_600_000);
         // A timestamp that is not a string falls back to the receipt time;
         // a repeated key keeps the last value, as a whole-document read does.

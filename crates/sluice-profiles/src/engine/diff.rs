@@ -69,12 +69,26 @@ pub fn diff(
     eval.next_change
 }
 
-/// The record to store for a profile.
-pub fn record(id: &str, profile: &Profile, next_change: Option<i64>) -> ProfileRecord {
-    ProfileRecord {
-        id: id.to_owned(),
-        doc: serde_json::to_string(profile).unwrap_or_else(|_| "{}".into()),
-        next_change_at: next_change.and_then(DateTime::<Utc>::from_timestamp_millis),
+/// Writes what changed of a profile: the whole document when it is new or
+/// its identities or traits changed, else only `next_change_at` when it
+/// moved from `was`, else nothing.
+pub fn store_profile(
+    commit: &mut ProfileCommit,
+    id: &str,
+    profile: &Profile,
+    was: Option<i64>,
+    next_change: Option<i64>,
+) {
+    let at = next_change.and_then(DateTime::<Utc>::from_timestamp_millis);
+    if profile.dirty {
+        commit.profiles.push(ProfileRecord {
+            id: id.to_owned(),
+            doc: profile.doc(),
+            next_change_at: at,
+            events: Vec::new(),
+        });
+    } else if was != next_change {
+        commit.next_changes.push((id.to_owned(), at));
     }
 }
 

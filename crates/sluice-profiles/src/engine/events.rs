@@ -7,23 +7,34 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sluice_store::{
-    CursorEvent, EventCursor, PERSONAS_SOURCE, PRIVACY_SOURCE, ProfileCommit, ProfileRecord, Store,
+    CursorEvent, EventCursor, PERSONAS_SOURCE, PRIVACY_SOURCE, ProfileCommit, ProfileEventRow,
+    ProfileRecord, Store,
 };
 
 use super::compute::Compute;
 use super::defs::Defs;
-use super::diff::{Scope, diff, group_values, record};
+use super::diff::{Scope, diff, group_values, store_profile};
 use crate::error::ProfileError;
-use crate::profile::{Call, Profile};
+use crate::profile::{Call, Profile, ProfileEvent};
 
 /// Profiles touched by one batch, in memory until the commit.
 #[derive(Default)]
 struct Work {
     profiles: HashMap<String, Profile>,
+    /// `next_change_at` as loaded (unix ms), to write it only when it moves.
+    next_change: HashMap<String, Option<i64>>,
     identities: HashMap<String, String>,
     changed_identities: Vec<(String, String)>,
     touched: BTreeSet<String>,
     removed: BTreeSet<String>,
+    /// Whether profiles carry their events (some definition reads them).
+    with_events: bool,
+    /// Rows to append, under the profile the call resolved to then (a
+    /// later merge in the batch moves them with the rest).
+    new_events: Vec<(String, ProfileEventRow)>,
+    moved_events: Vec<(String, String)>,
+    /// Per profile, the cap's latest position.
+    trims: HashMap<String, (i64, i64)>,
 }
 
 fn user(id: &str) -> String {
@@ -48,11 +59,15 @@ impl Work {
 
     fn create(&mut self) -> String {
         let id = format!("prf_{}", uuid::Uuid::new_v4().simple());
-        self.profiles.insert(id.clone(), Profile::default());
+        let fresh = Profile {
+            dirty: true,
+            ..Profile::default()
+        };
+        self.profiles.insert(id.clone(), fresh);
         id
     }
 
-    /// Moves `from` into `into`, repointing its identities.
+    /// Moves `from` into `into`, repointing its identities and events.
     fn merge(&mut self, into: &str, from: &str) {
         let Some(other) = self.profiles.remove(from) else {
             return;
@@ -63,11 +78,33 @@ impl Work {
         for a in &other.anonymous_ids {
             self.point(anon(a), into);
         }
-        if let Some(p) = self.profiles.get_mut(into) {
-            p.absorb(other);
+        if let Some(p) = self.profiles.get_mut(into)
+            && let Some(cut) = p.absorb(other)
+        {
+            self.trims.insert(into.to_owned(), cut);
         }
+        self.moved_events.push((from.to_owned(), into.to_owned()));
+        self.trims.remove(from);
         self.removed.insert(from.to_owned());
         self.touched.remove(from);
+    }
+
+    /// Applies a call to its profile: traits to the document, behaviour as
+    /// a new row (and to the loaded events).
+    fn apply(&mut self, id: &str, call: &Call) {
+        let Some(p) = self.profiles.get_mut(id) else {
+            return;
+        };
+        p.apply_traits(call);
+        let Some(row) = call.event_row() else {
+            return;
+        };
+        if self.with_events
+            && let Some(cut) = p.push_event(ProfileEvent::from_row(&row))
+        {
+            self.trims.insert(id.to_owned(), cut);
+        }
+        self.new_events.push((id.to_owned(), row));
     }
 
     fn attach_user(&mut self, profile: &str, id: &str) {
@@ -182,21 +219,29 @@ fn apply(
     calls: Vec<Call>,
     found: Vec<(String, String)>,
     records: Vec<ProfileRecord>,
+    with_events: bool,
 ) -> Result<Work, ProfileError> {
     let mut work = Work {
         identities: found.into_iter().collect(),
+        with_events,
         ..Work::default()
     };
     for r in records {
-        let p: Profile = serde_json::from_str(&r.doc)
+        let p = Profile::from_record(&r)
             .map_err(|e| ProfileError::Corrupt(r.id.clone(), e.to_string()))?;
+        // Rows stored past the cap while no definition read them go now.
+        if r.events.len() > crate::profile::MAX_EVENTS
+            && let Some(first) = p.events.first()
+        {
+            work.trims.insert(r.id.clone(), (first.ts, first.seq));
+        }
+        work.next_change
+            .insert(r.id.clone(), r.next_change_at.map(|t| t.timestamp_millis()));
         work.profiles.insert(r.id, p);
     }
     for call in calls {
         let id = work.resolve(&call);
-        if let Some(p) = work.profiles.get_mut(&id) {
-            p.apply(call);
-        }
+        work.apply(&id, &call);
         work.touched.insert(id);
     }
     Ok(work)
@@ -213,13 +258,25 @@ fn build(
     commit.identities = work.changed_identities;
     commit.removed_profiles = work.removed.into_iter().collect();
     commit.computed = defs.items.iter().map(|(c, _)| c.id.clone()).collect();
+    commit.events = work.new_events;
+    commit.moved_events = work.moved_events;
+    commit.trimmed_events = work
+        .trims
+        .into_iter()
+        .map(|(id, (ts, seq))| (id, ts, seq))
+        .collect();
     for id in &work.touched {
         let Some(profile) = work.profiles.get(id) else {
             continue;
         };
-        let old = stored.get(id).unwrap_or(&empty);
-        let next = diff(defs, id, profile, old, commit.now, &Scope::All, &mut commit);
-        commit.profiles.push(record(id, profile, next));
+        let next = if defs.items.is_empty() {
+            None
+        } else {
+            let old = stored.get(id).unwrap_or(&empty);
+            diff(defs, id, profile, old, commit.now, &Scope::All, &mut commit)
+        };
+        let was = work.next_change.get(id).copied().flatten();
+        store_profile(&mut commit, id, profile, was, next);
     }
     commit
 }
@@ -241,8 +298,13 @@ pub async fn step(
     let (calls, keys) = cpu.run(move || parse(&batch)).await?;
     let found = store.resolve_identities(keys).await?;
     let ids: BTreeSet<String> = found.iter().map(|(_, p)| p.clone()).collect();
-    let records = store.load_profiles(ids.into_iter().collect()).await?;
-    let work = cpu.run(move || apply(calls, found, records)).await??;
+    let with_events = !defs.items.is_empty();
+    let records = store
+        .load_profiles(ids.into_iter().collect(), with_events)
+        .await?;
+    let work = cpu
+        .run(move || apply(calls, found, records, with_events))
+        .await??;
     // Without definitions there are no values to compare with.
     let stored = if defs.items.is_empty() {
         HashMap::new()

@@ -10,7 +10,7 @@ use sluice_store::{JobProgress, ProfileCommit, ProfileJob, Store};
 
 use super::Step;
 use super::defs::Defs;
-use super::diff::{Scope, diff, group_values, record};
+use super::diff::{Scope, diff, group_values, store_profile};
 use crate::error::ProfileError;
 use crate::message;
 use crate::profile::Profile;
@@ -18,21 +18,19 @@ use crate::profile::Profile;
 /// Profiles re-evaluated per sweep or job commit.
 pub const PAGE: u32 = 500;
 
+/// A loaded profile: id, the person, `next_change_at` (unix ms).
+type Loaded = (String, Profile, Option<i64>);
+
 async fn load(
     store: &dyn Store,
     ids: Vec<String>,
-) -> Result<
-    (
-        Vec<(String, Profile)>,
-        HashMap<String, HashMap<String, Value>>,
-    ),
-    ProfileError,
-> {
+) -> Result<(Vec<Loaded>, HashMap<String, HashMap<String, Value>>), ProfileError> {
     let mut profiles = Vec::new();
-    for r in store.load_profiles(ids.clone()).await? {
-        let p: Profile = serde_json::from_str(&r.doc)
+    for r in store.load_profiles(ids.clone(), true).await? {
+        let p = Profile::from_record(&r)
             .map_err(|e| ProfileError::Corrupt(r.id.clone(), e.to_string()))?;
-        profiles.push((r.id, p));
+        let was = r.next_change_at.map(|t| t.timestamp_millis());
+        profiles.push((r.id, p, was));
     }
     profiles.sort_by(|a, b| a.0.cmp(&b.0));
     let values = group_values(store.values_of(ids).await?);
@@ -67,7 +65,7 @@ pub async fn sweep(
         now,
         ..ProfileCommit::default()
     };
-    for (id, p) in &profiles {
+    for (id, p, was) in &profiles {
         let next = diff(
             defs,
             id,
@@ -77,7 +75,7 @@ pub async fn sweep(
             &Scope::All,
             &mut commit,
         );
-        commit.profiles.push(record(id, p, next));
+        store_profile(&mut commit, id, p, *was, next);
     }
     Ok(outcome(store.commit_profiles(commit).await?, n))
 }
@@ -113,7 +111,7 @@ pub async fn job(
     let n = ids.len();
     let (profiles, values) = load(store, ids).await?;
     let empty = HashMap::new();
-    for (id, p) in &profiles {
+    for (id, p, was) in &profiles {
         let stored = values.get(id).unwrap_or(&empty);
         match job_kind(&job) {
             Kind::Recompute => {
@@ -127,7 +125,7 @@ pub async fn job(
                     &mut commit,
                 );
                 // A new windowed definition may move the next change earlier.
-                commit.profiles.push(record(id, p, next));
+                store_profile(&mut commit, id, p, *was, next);
             }
             Kind::Backfill(destination) => {
                 if let Some(v) = stored.get(&job.computation_id) {

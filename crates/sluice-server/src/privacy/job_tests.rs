@@ -64,7 +64,7 @@ async fn an_engine_step_in_flight_during_a_purge_cannot_recreate_the_user() {
         profiles: vec![ProfileRecord {
             id: "prf_u1".into(),
             doc: r#"{"userIds":["u1"]}"#.into(),
-            next_change_at: None,
+            ..ProfileRecord::default()
         }],
         identities: vec![("user:u1".into(), "prf_u1".into())],
         ..ProfileCommit::default()

@@ -20,6 +20,7 @@ mod admin;
 mod cap;
 mod delivery;
 mod ingest;
+mod profile_events;
 mod profiles;
 mod regulation_job;
 mod regulations;
@@ -31,6 +32,7 @@ pub use admin::*;
 pub use cap::*;
 pub use delivery::*;
 pub use ingest::*;
+pub use profile_events::*;
 pub use profiles::*;
 pub use regulation_job::*;
 pub use regulations::*;
@@ -81,6 +83,7 @@ macro_rules! conformance_tests {
             the_engine_lease_is_exclusive_until_it_lapses,
             events_after_the_cursor_come_in_commit_order,
             a_step_commits_profiles_values_messages_and_cursor_together,
+            profile_events_are_appended_moved_trimmed_and_dropped,
             suppression_changes_come_in_version_order_and_unsuppress_lifts,
             suppressed_counts_add_up_per_source_and_day,
             the_regulation_lease_is_exclusive_until_it_lapses,

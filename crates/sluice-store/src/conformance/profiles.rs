@@ -206,6 +206,7 @@ pub async fn a_step_commits_profiles_values_messages_and_cursor_together(store: 
             id: "prf_1".into(),
             doc: "{}".into(),
             next_change_at: Some(at(60)),
+            ..ProfileRecord::default()
         }],
         identities: vec![("user:u1".into(), "prf_1".into())],
         values: vec![ValueChange {
@@ -288,7 +289,7 @@ pub async fn a_step_commits_profiles_values_messages_and_cursor_together(store: 
     assert!(store.commit_profiles(merge).await.expect("commit"));
     assert!(
         store
-            .load_profiles(vec!["prf_1".into()])
+            .load_profiles(vec!["prf_1".into()], false)
             .await
             .expect("load")
             .is_empty()

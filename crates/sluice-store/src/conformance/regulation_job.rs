@@ -26,7 +26,7 @@ pub async fn a_profile_step_read_before_a_purge_is_refused_at_its_commit(store: 
         profiles: vec![ProfileRecord {
             id: "prf_u1".into(),
             doc: r#"{"userIds":["u1"]}"#.into(),
-            next_change_at: None,
+            ..ProfileRecord::default()
         }],
         identities: vec![("user:u1".into(), "prf_u1".into())],
         ..ProfileCommit::default()
@@ -97,7 +97,7 @@ pub async fn a_profile_step_read_before_a_purge_is_refused_at_its_commit(store: 
     assert!(identities.is_empty(), "u1 was re-created: {identities:?}");
     assert!(
         store
-            .load_profiles(vec!["prf_u1".into()])
+            .load_profiles(vec!["prf_u1".into()], true)
             .await
             .expect("load")
             .is_empty()

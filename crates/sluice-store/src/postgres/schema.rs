@@ -242,6 +242,7 @@ const MIGRATIONS: &[(&str, &str)] = &[
     ("regulations", super::regulations::SCHEMA),
     ("regulation errors", super::regulations::SCHEMA_V5),
     ("delivery log by rare state", RARE_STATES),
+    ("profile events", super::profiles::events::SCHEMA_V7),
 ];
 
 /// First key of the migration advisory lock ("SLUI"); the second is a hash

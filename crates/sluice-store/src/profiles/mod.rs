@@ -11,8 +11,15 @@
 //!   stored value to one newly connected destination). `after_profile` is the
 //!   job's durable position (profiles are walked in id order).
 //! - `profiles`: one row per person, the profile document as JSON text (the
-//!   store does not read it) and `next_change_at`, when a time window next
-//!   changes one of its values.
+//!   store does not read it: identities and traits, rewritten only when they
+//!   change) and `next_change_at`, when a time window next changes one of
+//!   its values.
+//! - `profile_events`: the person's behavioural calls, one row each,
+//!   appended once and never rewritten (keyed by profile, then `(ts, seq)`).
+//!   A merge moves rows to the surviving profile; the per-profile cap
+//!   deletes the oldest. Kept apart from the document so that an event
+//!   costs one small insert rather than a rewrite of everything the person
+//!   did before.
 //! - `profile_identities`: `user:<id>` / `anon:<id>` → profile id.
 //! - `computed_values`: the last value *sent* per (computation, profile);
 //!   absent = no value (computed traits) or not a member (audiences).
@@ -104,7 +111,9 @@ pub trait ProfileStore: Send + Sync + 'static {
     ) -> Result<Vec<CursorEvent>>;
     /// Profile ids of the given identities (`user:…`/`anon:…`) that exist.
     async fn resolve_identities(&self, identities: Vec<String>) -> Result<Vec<(String, String)>>;
-    async fn load_profiles(&self, ids: Vec<String>) -> Result<Vec<ProfileRecord>>;
+    /// The stored profiles among `ids`; with `events`, each with its
+    /// behavioural events, oldest first.
+    async fn load_profiles(&self, ids: Vec<String>, events: bool) -> Result<Vec<ProfileRecord>>;
     /// Stored values of the given profiles.
     async fn values_of(&self, profile_ids: Vec<String>) -> Result<Vec<ComputedValue>>;
     /// Profiles whose `next_change_at` is at or before `now`.

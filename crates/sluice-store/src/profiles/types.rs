@@ -59,12 +59,32 @@ pub struct CursorEvent {
     pub event: StoredEvent,
 }
 
-/// A stored profile: an opaque document plus its next window change.
-#[derive(Debug, Clone, PartialEq)]
+/// A stored profile: an opaque document (identities and traits), its next
+/// window change and, when asked for, its behavioural events.
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct ProfileRecord {
     pub id: String,
     pub doc: String,
     pub next_change_at: Option<DateTime<Utc>>,
+    /// Oldest first, by `(ts, seq)`; empty unless loaded with events.
+    pub events: Vec<ProfileEventRow>,
+}
+
+/// One behavioural call (track, page, screen) of a person, as the profile
+/// engine keeps it in `profile_events`: appended once, never rewritten.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ProfileEventRow {
+    /// The seq of the stored call it came from.
+    pub seq: i64,
+    /// Event time, unix ms.
+    pub ts: i64,
+    pub source_id: String,
+    /// `track`, `page` or `screen`.
+    pub kind: String,
+    /// Track event name, or page/screen name.
+    pub name: Option<String>,
+    /// The call's `properties`, a JSON object as text.
+    pub properties: String,
 }
 
 /// A value last sent for (computation, profile), as JSON text.
@@ -122,8 +142,20 @@ pub struct ProfileCommit {
     pub now: DateTime<Utc>,
     /// The new event cursor, when events were consumed.
     pub cursor: Option<EventCursor>,
-    /// Profiles to insert or replace.
+    /// Profiles whose document is new or changed: inserted or replaced
+    /// (document and `next_change_at`; `events` is ignored).
     pub profiles: Vec<ProfileRecord>,
+    /// Profiles whose document is unchanged but whose next window change
+    /// moved.
+    pub next_changes: Vec<(String, Option<DateTime<Utc>>)>,
+    /// Behavioural events to append, by profile id. Written first: the
+    /// moves and removals below apply to them too.
+    pub events: Vec<(String, ProfileEventRow)>,
+    /// `(from, into)`: a merge moves `from`'s events to `into`, in order.
+    pub moved_events: Vec<(String, String)>,
+    /// `(profile, ts, seq)`: events of the profile before this position
+    /// are dropped (the per-profile cap).
+    pub trimmed_events: Vec<(String, i64, i64)>,
     /// Profiles merged into others: deleted with their values.
     pub removed_profiles: Vec<String>,
     /// Identity → profile id, inserted or repointed.

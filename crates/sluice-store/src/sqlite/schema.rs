@@ -242,6 +242,7 @@ pub(super) static MIGRATIONS: LazyLock<Migrations<'static>> = LazyLock::new(|| {
         M::up(super::regulations::SCHEMA_V5),
         M::up(EVENTS_MESSAGE_ID),
         M::up(RARE_STATES),
+        M::up(super::profiles::events::SCHEMA_V8),
     ])
 });
 

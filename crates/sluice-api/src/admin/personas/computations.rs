@@ -208,7 +208,7 @@ pub async fn members(
     let values = app.store.list_values(&id, &after, limit).await?;
     let profiles = app
         .store
-        .load_profiles(values.iter().map(|v| v.profile_id.clone()).collect())
+        .load_profiles(values.iter().map(|v| v.profile_id.clone()).collect(), false)
         .await?;
     let mut data = Vec::new();
     for v in &values {

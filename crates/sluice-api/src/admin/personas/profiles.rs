@@ -5,7 +5,7 @@ use std::sync::Arc;
 use axum::Json;
 use axum::extract::{Path, State};
 use serde_json::{Map, Value, json};
-use sluice_profiles::profile::Profile;
+use sluice_profiles::profile::{Profile, ProfileEvent};
 
 use crate::AppState;
 use crate::admin::extract::Params;
@@ -36,12 +36,14 @@ pub async fn get(
         .map_or(id.clone(), |(_, p)| p.clone());
     let record = app
         .store
-        .load_profiles(vec![profile_id.clone()])
+        .load_profiles(vec![profile_id.clone()], true)
         .await?
         .into_iter()
         .next()
         .ok_or_else(|| ApiError::not_found("profile"))?;
     let profile: Profile = serde_json::from_str(&record.doc).unwrap_or_default();
+    // Every stored row, not only the newest the engine evaluates.
+    let stored: Vec<ProfileEvent> = record.events.iter().map(ProfileEvent::from_row).collect();
     let computations = app.store.list_computations().await?;
     let mut traits = Map::new();
     let mut audiences = Vec::new();
@@ -59,8 +61,7 @@ pub async fn get(
     // Newest events first, paginated by `before` (an event seq).
     let limit = params.limit(50, 500)? as usize;
     let before = params.i64("before")?.unwrap_or(i64::MAX);
-    let events: Vec<Value> = profile
-        .events
+    let events: Vec<Value> = stored
         .iter()
         .rev()
         .filter(|e| e.seq < before)

@@ -102,7 +102,11 @@ pub(super) async fn resolve(
     rows.iter().map(|r| Ok((get(r, 0)?, get(r, 1)?))).collect()
 }
 
-pub(super) async fn load(c: &impl GenericClient, ids: &[String]) -> Result<Vec<ProfileRecord>> {
+pub(super) async fn load(
+    c: &impl GenericClient,
+    ids: &[String],
+    events: bool,
+) -> Result<Vec<ProfileRecord>> {
     let rows = c
         .query(
             "SELECT id, doc, next_change_at FROM profiles WHERE id = ANY($1)",
@@ -110,15 +114,28 @@ pub(super) async fn load(c: &impl GenericClient, ids: &[String]) -> Result<Vec<P
         )
         .await
         .map_err(backend)?;
-    rows.iter()
+    let mut out = rows
+        .iter()
         .map(|r| {
             Ok(ProfileRecord {
                 id: get(r, 0)?,
                 doc: get(r, 1)?,
                 next_change_at: opt_time(r, 2)?,
+                events: Vec::new(),
             })
         })
-        .collect()
+        .collect::<Result<Vec<_>>>()?;
+    if events && !out.is_empty() {
+        let mut by_id: std::collections::HashMap<String, Vec<crate::ProfileEventRow>> =
+            std::collections::HashMap::new();
+        for (id, e) in super::events::of(c, ids).await? {
+            by_id.entry(id).or_default().push(e);
+        }
+        for r in &mut out {
+            r.events = by_id.remove(&r.id).unwrap_or_default();
+        }
+    }
+    Ok(out)
 }
 
 pub(super) async fn values_of(
@@ -208,7 +225,14 @@ pub(super) async fn commit(
         return Ok(false);
     }
     let now = ms(c.now);
+    super::events::write(&tx, c).await?;
     if !c.removed_profiles.is_empty() {
+        tx.execute(
+            "DELETE FROM profile_events WHERE profile_id = ANY($1)",
+            &[&c.removed_profiles],
+        )
+        .await
+        .map_err(backend)?;
         tx.execute(
             "DELETE FROM profiles WHERE id = ANY($1)",
             &[&c.removed_profiles],
@@ -228,6 +252,14 @@ pub(super) async fn commit(
              ON CONFLICT (id) DO UPDATE
              SET doc = excluded.doc, next_change_at = excluded.next_change_at",
             &[&p.id, &p.doc, &p.next_change_at.map(ms)],
+        )
+        .await
+        .map_err(backend)?;
+    }
+    for (id, at) in &c.next_changes {
+        tx.execute(
+            "UPDATE profiles SET next_change_at = $2 WHERE id = $1",
+            &[id, &at.map(ms)],
         )
         .await
         .map_err(backend)?;

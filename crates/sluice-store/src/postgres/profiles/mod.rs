@@ -1,8 +1,10 @@
 //! [`ProfileStore`] for [`PostgresStore`]: definitions in `defs.rs`, the
-//! engine's reads and its one-transaction step commit in `engine.rs`.
+//! engine's reads and its one-transaction step commit in `engine.rs`, a
+//! person's behavioural events in `events.rs`.
 
 mod defs;
 mod engine;
+pub(super) mod events;
 
 use std::time::Duration;
 
@@ -84,8 +86,8 @@ impl ProfileStore for PostgresStore {
         engine::resolve(&self.client().await?, &identities).await
     }
 
-    async fn load_profiles(&self, ids: Vec<String>) -> Result<Vec<ProfileRecord>> {
-        engine::load(&self.client().await?, &ids).await
+    async fn load_profiles(&self, ids: Vec<String>, events: bool) -> Result<Vec<ProfileRecord>> {
+        engine::load(&self.client().await?, &ids, events).await
     }
 
     async fn values_of(&self, profile_ids: Vec<String>) -> Result<Vec<ComputedValue>> {

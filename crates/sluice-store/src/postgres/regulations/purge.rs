@@ -256,6 +256,7 @@ async fn purge(tx: &Transaction<'_>, subject: &SubjectPurge, profiles: bool) -> 
             "DELETE FROM profile_identities WHERE profile_id = ANY($1)",
             "DELETE FROM computed_values WHERE profile_id = ANY($1)",
             "DELETE FROM profiles WHERE id = ANY($1)",
+            "DELETE FROM profile_events WHERE profile_id = ANY($1)",
         ] {
             tx.execute(sql, &[ids]).await.map_err(backend)?;
         }

@@ -91,7 +91,7 @@ pub(super) fn resolve(conn: &Connection, identities: &[String]) -> Result<Vec<(S
     Ok(out)
 }
 
-pub(super) fn load(conn: &Connection, ids: &[String]) -> Result<Vec<ProfileRecord>> {
+pub(super) fn load(conn: &Connection, ids: &[String], events: bool) -> Result<Vec<ProfileRecord>> {
     let mut stmt =
         conn.prepare_cached("SELECT id, doc, next_change_at FROM profiles WHERE id = ?1")?;
     let mut out = Vec::new();
@@ -102,10 +102,16 @@ pub(super) fn load(conn: &Connection, ids: &[String]) -> Result<Vec<ProfileRecor
                     id: r.get(0)?,
                     doc: r.get(1)?,
                     next_change_at: opt_time(r, 2)?,
+                    events: Vec::new(),
                 })
             })
             .optional()?;
-        out.extend(row);
+        if let Some(mut record) = row {
+            if events {
+                record.events = super::events::of(conn, id)?;
+            }
+            out.push(record);
+        }
     }
     Ok(out)
 }
@@ -167,9 +173,11 @@ pub(super) fn commit(conn: &Connection, c: &ProfileCommit) -> Result<bool> {
         return Ok(false);
     }
     let now = ms(c.now);
+    super::events::write(conn, c)?;
     for id in &c.removed_profiles {
         conn.prepare_cached("DELETE FROM profiles WHERE id = ?1")?
             .execute(params![id])?;
+        super::events::delete(conn, id)?;
         conn.prepare_cached("DELETE FROM computed_values WHERE profile_id = ?1")?
             .execute(params![id])?;
     }
@@ -179,6 +187,10 @@ pub(super) fn commit(conn: &Connection, c: &ProfileCommit) -> Result<bool> {
     )?;
     for p in &c.profiles {
         put.execute(params![p.id, p.doc, p.next_change_at.map(ms)])?;
+    }
+    for (id, at) in &c.next_changes {
+        conn.prepare_cached("UPDATE profiles SET next_change_at = ?2 WHERE id = ?1")?
+            .execute(params![id, at.map(ms)])?;
     }
     let mut ident = conn.prepare_cached(
         "INSERT INTO profile_identities (identity, profile_id) VALUES (?1, ?2)

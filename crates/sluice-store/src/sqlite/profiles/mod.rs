@@ -1,10 +1,12 @@
 //! [`ProfileStore`] for [`SqliteStore`]: definitions in `defs.rs`, the
-//! engine's reads and its one-transaction step commit in `engine.rs`.
+//! engine's reads and its one-transaction step commit in `engine.rs`, a
+//! person's behavioural events in `events.rs`.
 //! Writes go through the single writer (so a step commits in one
 //! transaction, grouped with ingest), reads through the read pool.
 
 mod defs;
 mod engine;
+pub(super) mod events;
 
 use std::time::Duration;
 
@@ -110,8 +112,10 @@ impl ProfileStore for SqliteStore {
             .await
     }
 
-    async fn load_profiles(&self, ids: Vec<String>) -> Result<Vec<ProfileRecord>> {
-        self.readers.run(move |c| engine::load(c, &ids)).await
+    async fn load_profiles(&self, ids: Vec<String>, events: bool) -> Result<Vec<ProfileRecord>> {
+        self.readers
+            .run(move |c| engine::load(c, &ids, events))
+            .await
     }
 
     async fn values_of(&self, profile_ids: Vec<String>) -> Result<Vec<ComputedValue>> {
@@ -136,7 +140,7 @@ impl ProfileStore for SqliteStore {
     }
 
     async fn commit_profiles(&self, commit: ProfileCommit) -> Result<bool> {
-        let weight = commit.messages.len() + commit.profiles.len();
+        let weight = commit.messages.len() + commit.profiles.len() + commit.events.len() / 4;
         self.writer
             .run(weight, move |c| engine::commit(c, &commit))
             .await

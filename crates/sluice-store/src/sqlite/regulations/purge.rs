@@ -238,6 +238,7 @@ fn purge_profiles(c: &Connection, ids: &[String]) -> Result<()> {
             .execute([id])?;
         c.prepare_cached("DELETE FROM profiles WHERE id = ?1")?
             .execute([id])?;
+        crate::sqlite::profiles::events::delete(c, id)?;
     }
     Ok(())
 }

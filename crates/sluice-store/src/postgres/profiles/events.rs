@@ -1,0 +1,113 @@
+//! `profile_events`: a person's behavioural calls, one row each (version 7;
+//! why a table of its own: `sqlite/profiles/events.rs`). Rows are written
+//! in bulk (`unnest` of arrays): one statement per step, not one per event.
+//! The migration moves the events of older documents into rows.
+
+use deadpool_postgres::GenericClient;
+
+use super::super::rows::{backend, get};
+use crate::{ProfileCommit, ProfileEventRow, Result};
+
+pub(in crate::postgres) const SCHEMA_V7: &str = r#"
+CREATE TABLE profile_events (
+    profile_id text COLLATE "C" NOT NULL,
+    ts         bigint NOT NULL,
+    seq        bigint NOT NULL,
+    source_id  text NOT NULL,
+    kind       text NOT NULL,
+    name       text,
+    properties text NOT NULL,
+    PRIMARY KEY (profile_id, ts, seq)
+);
+INSERT INTO profile_events (profile_id, ts, seq, source_id, kind, name, properties)
+SELECT p.id, (e->>'ts')::bigint, (e->>'seq')::bigint, e->>'src', e->>'t', e->>'name',
+       COALESCE((e->'p')::text, '{}')
+FROM profiles p, jsonb_array_elements(p.doc::jsonb->'events') e
+WHERE jsonb_typeof(p.doc::jsonb->'events') = 'array'
+ON CONFLICT DO NOTHING;
+UPDATE profiles SET doc = (doc::jsonb - 'events')::text WHERE doc::jsonb ? 'events';
+"#;
+
+/// The events of the given profiles, each profile's oldest first.
+pub(super) async fn of(
+    c: &impl GenericClient,
+    ids: &[String],
+) -> Result<Vec<(String, ProfileEventRow)>> {
+    let rows = c
+        .query(
+            "SELECT profile_id, seq, ts, source_id, kind, name, properties FROM profile_events
+             WHERE profile_id = ANY($1) ORDER BY profile_id, ts, seq",
+            &[&ids],
+        )
+        .await
+        .map_err(backend)?;
+    rows.iter()
+        .map(|r| {
+            Ok((
+                get(r, 0)?,
+                ProfileEventRow {
+                    seq: get(r, 1)?,
+                    ts: get(r, 2)?,
+                    source_id: get(r, 3)?,
+                    kind: get(r, 4)?,
+                    name: get(r, 5)?,
+                    properties: get(r, 6)?,
+                },
+            ))
+        })
+        .collect()
+}
+
+/// Appends, moves and trims a step's events, in that order (inside the
+/// step's transaction).
+pub(super) async fn write(c: &impl GenericClient, commit: &ProfileCommit) -> Result<()> {
+    if !commit.events.is_empty() {
+        let n = commit.events.len();
+        let (mut profile, mut ts, mut seq) = (
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+        );
+        let (mut source, mut kind, mut name, mut props) = (
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+        );
+        for (p, e) in &commit.events {
+            profile.push(p.as_str());
+            ts.push(e.ts);
+            seq.push(e.seq);
+            source.push(e.source_id.as_str());
+            kind.push(e.kind.as_str());
+            name.push(e.name.as_deref());
+            props.push(e.properties.as_str());
+        }
+        c.execute(
+            "INSERT INTO profile_events (profile_id, ts, seq, source_id, kind, name, properties)
+             SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[],
+                                  $5::text[], $6::text[], $7::text[])
+             ON CONFLICT DO NOTHING",
+            &[&profile, &ts, &seq, &source, &kind, &name, &props],
+        )
+        .await
+        .map_err(backend)?;
+    }
+    for (from, into) in &commit.moved_events {
+        c.execute(
+            "UPDATE profile_events SET profile_id = $2 WHERE profile_id = $1",
+            &[from, into],
+        )
+        .await
+        .map_err(backend)?;
+    }
+    for (profile, ts, seq) in &commit.trimmed_events {
+        c.execute(
+            "DELETE FROM profile_events WHERE profile_id = $1 AND (ts, seq) < ($2, $3)",
+            &[profile, ts, seq],
+        )
+        .await
+        .map_err(backend)?;
+    }
+    Ok(())
+}

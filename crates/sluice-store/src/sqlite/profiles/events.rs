@@ -1,0 +1,96 @@
+//! `profile_events`: a person's behavioural calls, one row each (version 8).
+//!
+//! Why a table of its own: while the calls lived inside the profile
+//! document, every new call rewrote everything the person had done before
+//! (a few KB per event at ten events a person), and that rewrite shared
+//! SQLite's single writer with ingest. A row is written once; merges move
+//! rows, the per-profile cap deletes the oldest, and nothing else touches
+//! them. `WITHOUT ROWID` keyed by `(profile_id, ts, seq)`: loading a person
+//! is one range scan in the order evaluation wants.
+//!
+//! The migration moves the events of documents written before it into
+//! rows and drops them from the documents, in the same transaction.
+
+use rusqlite::{Connection, params};
+
+use crate::{ProfileCommit, ProfileEventRow, Result};
+
+pub(in crate::sqlite) const SCHEMA_V8: &str = "
+CREATE TABLE profile_events (
+    profile_id TEXT NOT NULL,
+    ts         INTEGER NOT NULL,
+    seq        INTEGER NOT NULL,
+    source_id  TEXT NOT NULL,
+    kind       TEXT NOT NULL,
+    name       TEXT,
+    properties TEXT NOT NULL,
+    PRIMARY KEY (profile_id, ts, seq)
+) WITHOUT ROWID;
+INSERT OR IGNORE INTO profile_events (profile_id, ts, seq, source_id, kind, name, properties)
+SELECT p.id, json_extract(e.value, '$.ts'), json_extract(e.value, '$.seq'),
+       json_extract(e.value, '$.src'), json_extract(e.value, '$.t'),
+       json_extract(e.value, '$.name'), COALESCE(json_extract(e.value, '$.p'), '{}')
+FROM profiles p, json_each(p.doc, '$.events') e;
+UPDATE profiles SET doc = json_remove(doc, '$.events')
+WHERE json_type(doc, '$.events') IS NOT NULL;
+";
+
+/// The events of one profile, oldest first.
+pub(super) fn of(conn: &Connection, profile_id: &str) -> Result<Vec<ProfileEventRow>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT seq, ts, source_id, kind, name, properties FROM profile_events
+         WHERE profile_id = ?1 ORDER BY ts, seq",
+    )?;
+    let rows = stmt.query_map(params![profile_id], |r| {
+        Ok(ProfileEventRow {
+            seq: r.get(0)?,
+            ts: r.get(1)?,
+            source_id: r.get(2)?,
+            kind: r.get(3)?,
+            name: r.get(4)?,
+            properties: r.get(5)?,
+        })
+    })?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// Appends, moves and trims a step's events, in that order (inside the
+/// step's transaction).
+pub(super) fn write(conn: &Connection, c: &ProfileCommit) -> Result<()> {
+    if !c.events.is_empty() {
+        let mut put = conn.prepare_cached(
+            "INSERT OR IGNORE INTO profile_events
+                 (profile_id, ts, seq, source_id, kind, name, properties)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        )?;
+        for (profile, e) in &c.events {
+            put.execute(params![
+                profile,
+                e.ts,
+                e.seq,
+                e.source_id,
+                e.kind,
+                e.name,
+                e.properties
+            ])?;
+        }
+    }
+    for (from, into) in &c.moved_events {
+        conn.prepare_cached("UPDATE profile_events SET profile_id = ?2 WHERE profile_id = ?1")?
+            .execute(params![from, into])?;
+    }
+    for (profile, ts, seq) in &c.trimmed_events {
+        conn.prepare_cached(
+            "DELETE FROM profile_events WHERE profile_id = ?1 AND (ts, seq) < (?2, ?3)",
+        )?
+        .execute(params![profile, ts, seq])?;
+    }
+    Ok(())
+}
+
+/// Deletes every event of a profile (purge, or a merged-away profile).
+pub(in crate::sqlite) fn delete(conn: &Connection, profile_id: &str) -> Result<()> {
+    conn.prepare_cached("DELETE FROM profile_events WHERE profile_id = ?1")?
+        .execute(params![profile_id])?;
+    Ok(())
+}
