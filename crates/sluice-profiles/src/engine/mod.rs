@@ -7,12 +7,14 @@
 //! - `defs`: live definitions in evaluation order.
 //! - `events`: identity resolution and the per-batch step.
 //! - `diff`: values → changes → identify messages.
+//! - `pace`: stepping aside while ingest keeps the writer busy.
 //! - `sweep`: window expiry and whole-population jobs.
 
 mod compute;
 mod defs;
 mod diff;
 mod events;
+pub mod pace;
 mod sweep;
 
 use std::future::Future;
@@ -124,6 +126,7 @@ pub fn start(
             }
         };
         let defs = Defs::empty(config.space_id.clone());
+        let pace = pace::Pace::new(store.foreground_write_time());
         let mut engine = Engine {
             store,
             config,
@@ -131,6 +134,7 @@ pub fn start(
             held: None,
             defs: Arc::new(defs),
             cpu,
+            pace,
         };
         let coalesce = engine.config.poll_interval / 2;
         loop {
@@ -185,6 +189,7 @@ struct Engine {
     held: Option<Held>,
     defs: Arc<Defs>,
     cpu: compute::Compute,
+    pace: pace::Pace,
 }
 
 impl Engine {
@@ -215,6 +220,10 @@ impl Engine {
         let Some(cursor) = self.lease(now).await? else {
             return Ok(Round::Idle);
         };
+        if self.pace.defer(self.store.foreground_write_time()) {
+            return Ok(Round::Some);
+        }
+        self.pace.wrote();
         let computations = self.store.list_computations().await?;
         if let Some(fresh) = self.defs.refreshed(computations) {
             self.defs = Arc::new(fresh);

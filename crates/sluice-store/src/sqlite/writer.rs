@@ -9,10 +9,18 @@
 //! - a job that fails rolls back to its savepoint only; the rest commit;
 //! - no caller hears "ok" before its data is committed;
 //! - if the commit itself fails, every job in the group hears the error.
+//!
+//! Background jobs (the profile engine's steps) run the same way, but the
+//! time the writer spends on groups with no other job is not counted in
+//! [`Writer::foreground_busy`]: that figure is how busy ingest and the rest
+//! keep the writer, which the engine reads to step aside (see
+//! `sluice_profiles::engine`).
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
 use tokio::sync::{mpsc, oneshot};
@@ -35,6 +43,8 @@ pub(super) struct GroupLimits {
 pub(super) struct Writer {
     queue: mpsc::Sender<Msg>,
     thread: Mutex<Option<JoinHandle<()>>>,
+    /// Nanoseconds spent on groups holding a foreground job.
+    busy: Arc<AtomicU64>,
 }
 
 enum Msg {
@@ -52,14 +62,33 @@ impl Writer {
         limits: GroupLimits,
     ) -> Result<Writer> {
         let (queue, rx) = mpsc::channel(QUEUE_DEPTH);
+        let busy = Arc::new(AtomicU64::new(0));
+        let counted = busy.clone();
         let thread = std::thread::Builder::new()
             .name("sluice-sqlite-writer".into())
-            .spawn(move || writer_loop(conn, rx, checkpointer, limits))
+            .spawn(move || writer_loop(conn, rx, checkpointer, limits, &counted))
             .map_err(|e| StoreError::Backend(format!("spawn writer thread: {e}")))?;
         Ok(Writer {
             queue,
             thread: Mutex::new(Some(thread)),
+            busy,
         })
+    }
+
+    /// Time spent so far on groups that held at least one foreground job
+    /// (monotonic).
+    pub(super) fn foreground_busy(&self) -> Duration {
+        Duration::from_nanos(self.busy.load(Ordering::Relaxed))
+    }
+
+    /// As [`Writer::run`], for background work: a group of background jobs
+    /// only is not counted in [`Writer::foreground_busy`].
+    pub(super) async fn run_background<T, F>(&self, weight: usize, work: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T> + Send + 'static,
+    {
+        self.submit(weight, true, work).await
     }
 
     /// Runs `work` in the next group commit and returns its result once the
@@ -70,12 +99,21 @@ impl Writer {
         T: Send + 'static,
         F: FnOnce(&Connection) -> Result<T> + Send + 'static,
     {
+        self.submit(weight, false, work).await
+    }
+
+    async fn submit<T, F>(&self, weight: usize, background: bool, work: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T> + Send + 'static,
+    {
         let (reply, answer) = oneshot::channel();
         let job = Box::new(PendingJob {
             work: Some(work),
             outcome: None,
             reply,
             weight: weight.max(1),
+            background,
         });
         self.queue
             .send(Msg::Job(job))
@@ -106,6 +144,7 @@ impl Writer {
 /// A unit of work as the writer thread sees it, type-erased.
 trait Job: Send {
     fn weight(&self) -> usize;
+    fn background(&self) -> bool;
     /// Runs the work on `conn`; returns whether it succeeded.
     fn run(&mut self, conn: &Connection) -> bool;
     /// Answers the caller, given whether the group committed.
@@ -117,6 +156,7 @@ struct PendingJob<T, F> {
     outcome: Option<Result<T>>,
     reply: oneshot::Sender<Result<T>>,
     weight: usize,
+    background: bool,
 }
 
 impl<T, F> Job for PendingJob<T, F>
@@ -126,6 +166,10 @@ where
 {
     fn weight(&self) -> usize {
         self.weight
+    }
+
+    fn background(&self) -> bool {
+        self.background
     }
 
     fn run(&mut self, conn: &Connection) -> bool {
@@ -157,6 +201,7 @@ fn writer_loop(
     mut rx: mpsc::Receiver<Msg>,
     checkpointer: Checkpointer,
     limits: GroupLimits,
+    busy: &AtomicU64,
 ) {
     let mut group: Vec<Box<dyn Job>> = Vec::new();
     while let Some(first) = rx.blocking_recv() {
@@ -175,8 +220,14 @@ fn writer_loop(
                 next = rx.try_recv().ok();
             }
         }
+        let started = Instant::now();
+        let foreground = group.iter().any(|j| !j.background());
         if commit_group(&conn, &mut group) {
             checkpointer.nudge();
+        }
+        if foreground {
+            let took = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+            busy.fetch_add(took, Ordering::Relaxed);
         }
         if closing {
             // Refuse new jobs; the loop still drains what is queued.

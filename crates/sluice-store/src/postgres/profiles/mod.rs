@@ -109,4 +109,11 @@ impl ProfileStore for PostgresStore {
     async fn commit_profiles(&self, commit: ProfileCommit) -> Result<bool> {
         engine::commit(&mut self.client().await?, &commit).await
     }
+
+    /// PostgreSQL takes writes from many connections at once: the engine's
+    /// steps do not queue behind ingest, so it has nothing to step aside
+    /// from.
+    fn foreground_write_time(&self) -> Duration {
+        Duration::ZERO
+    }
 }

@@ -85,7 +85,7 @@ impl ProfileStore for SqliteStore {
     ) -> Result<Option<EventCursor>> {
         let owner = owner.to_owned();
         self.writer
-            .run(1, move |c| engine::take_lease(c, &owner, now, ttl))
+            .run_background(1, move |c| engine::take_lease(c, &owner, now, ttl))
             .await
     }
 
@@ -142,7 +142,11 @@ impl ProfileStore for SqliteStore {
     async fn commit_profiles(&self, commit: ProfileCommit) -> Result<bool> {
         let weight = commit.messages.len() + commit.profiles.len() + commit.events.len() / 4;
         self.writer
-            .run(weight, move |c| engine::commit(c, &commit))
+            .run_background(weight, move |c| engine::commit(c, &commit))
             .await
+    }
+
+    fn foreground_write_time(&self) -> Duration {
+        self.writer.foreground_busy()
     }
 }
