@@ -126,7 +126,7 @@ pub fn start(
             }
         };
         let defs = Defs::empty(config.space_id.clone());
-        let pace = pace::Pace::new(store.foreground_write_time());
+        let pace = pace::Pace::new(store.foreground_write_load());
         let mut engine = Engine {
             store,
             config,
@@ -220,10 +220,9 @@ impl Engine {
         let Some(cursor) = self.lease(now).await? else {
             return Ok(Round::Idle);
         };
-        if self.pace.defer(self.store.foreground_write_time()) {
+        if self.pace.defer(self.store.foreground_write_load()) {
             return Ok(Round::Some);
         }
-        self.pace.wrote();
         let computations = self.store.list_computations().await?;
         if let Some(fresh) = self.defs.refreshed(computations) {
             self.defs = Arc::new(fresh);

@@ -16,7 +16,7 @@ use crate::message;
 use crate::profile::Profile;
 
 /// Profiles re-evaluated per sweep or job commit.
-pub const PAGE: u32 = 500;
+pub const PAGE: u32 = 2000;
 
 /// A loaded profile: id, the person, `next_change_at` (unix ms).
 type Loaded = (String, Profile, Option<i64>);

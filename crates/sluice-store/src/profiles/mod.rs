@@ -125,9 +125,9 @@ pub trait ProfileStore: Send + Sync + 'static {
     /// Commits one engine step atomically (see the module docs). Returns
     /// false, writing nothing, when `commit.owner` no longer holds the lease.
     async fn commit_profiles(&self, commit: ProfileCommit) -> Result<bool>;
-    /// Time the store's writer has spent so far on work other than the
-    /// engine's steps (monotonic; zero where writers do not queue behind one
+    /// How busy work other than the engine's steps has kept the store's
+    /// writer so far (monotonic; zero where writers do not queue behind one
     /// another). The engine compares two readings to step aside while
-    /// ingest keeps the writer busy.
-    fn foreground_write_time(&self) -> Duration;
+    /// ingest saturates the writer.
+    fn foreground_write_load(&self) -> WriteLoad;
 }

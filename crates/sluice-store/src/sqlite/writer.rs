@@ -10,11 +10,11 @@
 //! - no caller hears "ok" before its data is committed;
 //! - if the commit itself fails, every job in the group hears the error.
 //!
-//! Background jobs (the profile engine's steps) run the same way, but the
-//! time the writer spends on groups with no other job is not counted in
-//! [`Writer::foreground_busy`]: that figure is how busy ingest and the rest
-//! keep the writer, which the engine reads to step aside (see
-//! `sluice_profiles::engine`).
+//! Background jobs (the profile engine's steps) run the same way, but
+//! groups with no other job are not counted in [`Writer::foreground_load`]:
+//! that reading is how busy ingest and the rest keep the writer (time, and
+//! jobs per group: a queue forms only when callers outrun the writer),
+//! which the engine reads to step aside (see `sluice_profiles::engine`).
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -26,7 +26,7 @@ use rusqlite::Connection;
 use tokio::sync::{mpsc, oneshot};
 
 use super::checkpoint::Checkpointer;
-use crate::{Result, StoreError};
+use crate::{Result, StoreError, WriteLoad};
 
 /// How many jobs may wait for the writer before callers wait to enqueue.
 const QUEUE_DEPTH: usize = 4096;
@@ -43,8 +43,8 @@ pub(super) struct GroupLimits {
 pub(super) struct Writer {
     queue: mpsc::Sender<Msg>,
     thread: Mutex<Option<JoinHandle<()>>>,
-    /// Nanoseconds spent on groups holding a foreground job.
-    busy: Arc<AtomicU64>,
+    /// Foreground groups: nanoseconds spent, groups, jobs.
+    busy: Arc<[AtomicU64; 3]>,
 }
 
 enum Msg {
@@ -62,7 +62,7 @@ impl Writer {
         limits: GroupLimits,
     ) -> Result<Writer> {
         let (queue, rx) = mpsc::channel(QUEUE_DEPTH);
-        let busy = Arc::new(AtomicU64::new(0));
+        let busy = Arc::new([AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)]);
         let counted = busy.clone();
         let thread = std::thread::Builder::new()
             .name("sluice-sqlite-writer".into())
@@ -75,14 +75,19 @@ impl Writer {
         })
     }
 
-    /// Time spent so far on groups that held at least one foreground job
+    /// Totals so far over groups that held at least one foreground job
     /// (monotonic).
-    pub(super) fn foreground_busy(&self) -> Duration {
-        Duration::from_nanos(self.busy.load(Ordering::Relaxed))
+    pub(super) fn foreground_load(&self) -> WriteLoad {
+        let [nanos, groups, jobs] = &*self.busy;
+        WriteLoad {
+            busy: Duration::from_nanos(nanos.load(Ordering::Relaxed)),
+            groups: groups.load(Ordering::Relaxed),
+            jobs: jobs.load(Ordering::Relaxed),
+        }
     }
 
     /// As [`Writer::run`], for background work: a group of background jobs
-    /// only is not counted in [`Writer::foreground_busy`].
+    /// only is not counted in [`Writer::foreground_load`].
     pub(super) async fn run_background<T, F>(&self, weight: usize, work: F) -> Result<T>
     where
         T: Send + 'static,
@@ -201,7 +206,7 @@ fn writer_loop(
     mut rx: mpsc::Receiver<Msg>,
     checkpointer: Checkpointer,
     limits: GroupLimits,
-    busy: &AtomicU64,
+    busy: &[AtomicU64; 3],
 ) {
     let mut group: Vec<Box<dyn Job>> = Vec::new();
     while let Some(first) = rx.blocking_recv() {
@@ -221,13 +226,15 @@ fn writer_loop(
             }
         }
         let started = Instant::now();
-        let foreground = group.iter().any(|j| !j.background());
+        let foreground = group.iter().filter(|j| !j.background()).count() as u64;
         if commit_group(&conn, &mut group) {
             checkpointer.nudge();
         }
-        if foreground {
+        if foreground > 0 {
             let took = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
-            busy.fetch_add(took, Ordering::Relaxed);
+            busy[0].fetch_add(took, Ordering::Relaxed);
+            busy[1].fetch_add(1, Ordering::Relaxed);
+            busy[2].fetch_add(foreground, Ordering::Relaxed);
         }
         if closing {
             // Refuse new jobs; the loop still drains what is queued.

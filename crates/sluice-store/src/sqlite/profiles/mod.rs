@@ -146,7 +146,7 @@ impl ProfileStore for SqliteStore {
             .await
     }
 
-    fn foreground_write_time(&self) -> Duration {
-        self.writer.foreground_busy()
+    fn foreground_write_load(&self) -> crate::WriteLoad {
+        self.writer.foreground_load()
     }
 }
