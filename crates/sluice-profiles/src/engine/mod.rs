@@ -126,7 +126,7 @@ pub fn start(
             }
         };
         let defs = Defs::empty(config.space_id.clone());
-        let pace = pace::Pace::new(store.foreground_write_load());
+        let pace = pace::Pace::new(store.ingest_write_load());
         let mut engine = Engine {
             store,
             config,
@@ -220,7 +220,7 @@ impl Engine {
         let Some(cursor) = self.lease(now).await? else {
             return Ok(Round::Idle);
         };
-        if self.pace.defer(self.store.foreground_write_load()) {
+        if self.pace.defer(self.store.ingest_write_load()) {
             return Ok(Round::Some);
         }
         let computations = self.store.list_computations().await?;

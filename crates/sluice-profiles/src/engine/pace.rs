@@ -3,13 +3,15 @@
 //! The engine is a consumer of committed events: ingest never waits for it.
 //! With SQLite both write through one writer thread, so an engine step
 //! committed while ingest saturates that writer takes its time from
-//! ingest. The engine therefore reads how other work loads the writer
-//! ([`sluice_store::ProfileStore::foreground_write_load`]) and defers its
-//! writes while the writer is saturated: busy more than [`BUSY_ABOVE`] of
-//! the time AND with callers queueing ([`QUEUED_JOBS`] or more jobs per
+//! ingest. The engine therefore reads how ingest loads the writer
+//! ([`sluice_store::ProfileStore::ingest_write_load`]) and defers its
+//! writes while ingest saturates it: busy more than [`BUSY_ABOVE`] of the
+//! time AND with callers queueing ([`QUEUED_JOBS`] or more ingest calls per
 //! group on average). Busy alone is not saturation: 2,000 single calls a
 //! second, each its own fsync-bound commit, keep the writer half busy with
-//! room to spare, since a step joins their groups for free.
+//! room to spare, since a step joins their groups for free. Delivery's and
+//! the engine's own writes are not ingest: the engine does not defer to
+//! them (a first sync's messages being delivered must not slow the sync).
 //!
 //! A deferral never lasts longer than [`MAX_DEFER`] since the engine's last
 //! round: under ingest at full speed it still moves one batch a second, and
@@ -22,8 +24,8 @@ use sluice_store::WriteLoad;
 /// Share of wall time other work keeps the writer busy above which the
 /// engine may defer.
 pub const BUSY_ABOVE: f64 = 0.5;
-/// Mean jobs per foreground group at or above which callers are queueing.
-pub const QUEUED_JOBS: f64 = 4.0;
+/// Mean ingest calls per group at or above which callers are queueing.
+pub const QUEUED_JOBS: f64 = 8.0;
 /// Longest the engine defers after its last round.
 pub const MAX_DEFER: Duration = Duration::from_secs(1);
 /// Shortest span the load is measured over.
@@ -114,7 +116,10 @@ mod tests {
     fn defers_only_while_saturated_and_never_past_the_longest_deferral() {
         let now = Duration::from_millis(10);
         assert!(defer(load(0.9, 30.0), now));
-        assert!(!defer(load(0.9, 30.0), MAX_DEFER), "a round a second at least");
+        assert!(
+            !defer(load(0.9, 30.0), MAX_DEFER),
+            "a round a second at least"
+        );
         assert!(!defer(load(0.2, 30.0), now), "a quiet writer");
         assert!(
             !defer(load(0.7, 1.2), now),
@@ -148,7 +153,10 @@ mod tests {
         assert!(!pace.defer(WriteLoad::default()), "no load measured yet");
         pace.load = load(0.9, 30.0);
         pace.sampled_at = Instant::now();
-        assert!(pace.defer(WriteLoad::default()), "saturated, and a round just ran");
+        assert!(
+            pace.defer(WriteLoad::default()),
+            "saturated, and a round just ran"
+        );
         pace.last_round = Instant::now() - MAX_DEFER;
         assert!(!pace.defer(WriteLoad::default()));
         assert!(pace.defer(WriteLoad::default()), "counted from that round");

@@ -167,15 +167,15 @@ pub struct ProfileCommit {
     pub job: Option<(i64, JobProgress)>,
 }
 
-/// How busy other work keeps the store's writer: totals since start, read
-/// twice to take a rate (see [`crate::ProfileStore::foreground_write_load`]).
+/// How busy ingest keeps the store's writer: totals since start, read twice
+/// to take a rate (see [`crate::ProfileStore::ingest_write_load`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct WriteLoad {
-    /// Time spent committing groups that held other work than the engine's.
+    /// Time spent committing groups of ingest (without engine work).
     pub busy: std::time::Duration,
     /// Such groups.
     pub groups: u64,
-    /// Other jobs in them: many per group means callers queue for the
+    /// Ingest jobs in them: many per group means callers queue for the
     /// writer, the sign that it is the bottleneck.
     pub jobs: u64,
 }

@@ -6,6 +6,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
+use super::writer::Class;
 use super::{SqliteStore, deliveries, delivery, destinations, ingest, sources};
 use crate::records::{PRUNE_CHUNK, now};
 use crate::{
@@ -107,7 +108,7 @@ impl EventStore for SqliteStore {
     async fn append(&self, request: AppendRequest) -> Result<()> {
         let weight = ingest::weight(&request);
         self.writer
-            .run(weight, move |c| ingest::append(c, &request))
+            .run_as(Class::Ingest, weight, move |c| ingest::append(c, &request))
             .await
     }
 

@@ -10,11 +10,13 @@
 //! - no caller hears "ok" before its data is committed;
 //! - if the commit itself fails, every job in the group hears the error.
 //!
-//! Background jobs (the profile engine's steps) run the same way, but
-//! groups with no other job are not counted in [`Writer::foreground_load`]:
-//! that reading is how busy ingest and the rest keep the writer (time, and
-//! jobs per group: a queue forms only when callers outrun the writer),
-//! which the engine reads to step aside (see `sluice_profiles::engine`).
+//! Jobs have a [`Class`]. [`Writer::ingest_load`] reads how busy ingest
+//! keeps the writer: time, and ingest jobs per group (a queue forms only
+//! when callers outrun the writer). The profile engine reads it to step
+//! aside (see `sluice_profiles::engine::pace`). Only groups of ingest
+//! without engine work count, nor the group right after one with engine
+//! work: callers queued behind an engine commit say nothing about ingest's
+//! own load.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -43,8 +45,19 @@ pub(super) struct GroupLimits {
 pub(super) struct Writer {
     queue: mpsc::Sender<Msg>,
     thread: Mutex<Option<JoinHandle<()>>>,
-    /// Foreground groups: nanoseconds spent, groups, jobs.
+    /// Counted ingest groups: nanoseconds spent, groups, ingest jobs.
     busy: Arc<[AtomicU64; 3]>,
+}
+
+/// What a job is, for [`Writer::ingest_load`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Class {
+    /// Appends from the ingest path.
+    Ingest,
+    /// Administration, delivery, schema, regulations.
+    Other,
+    /// The profile engine's steps and lease.
+    Background,
 }
 
 enum Msg {
@@ -75,9 +88,8 @@ impl Writer {
         })
     }
 
-    /// Totals so far over groups that held at least one foreground job
-    /// (monotonic).
-    pub(super) fn foreground_load(&self) -> WriteLoad {
+    /// Totals so far over the counted ingest groups (monotonic).
+    pub(super) fn ingest_load(&self) -> WriteLoad {
         let [nanos, groups, jobs] = &*self.busy;
         WriteLoad {
             busy: Duration::from_nanos(nanos.load(Ordering::Relaxed)),
@@ -86,14 +98,13 @@ impl Writer {
         }
     }
 
-    /// As [`Writer::run`], for background work: a group of background jobs
-    /// only is not counted in [`Writer::foreground_load`].
-    pub(super) async fn run_background<T, F>(&self, weight: usize, work: F) -> Result<T>
+    /// As [`Writer::run`], for a job of the given class.
+    pub(super) async fn run_as<T, F>(&self, class: Class, weight: usize, work: F) -> Result<T>
     where
         T: Send + 'static,
         F: FnOnce(&Connection) -> Result<T> + Send + 'static,
     {
-        self.submit(weight, true, work).await
+        self.submit(weight, class, work).await
     }
 
     /// Runs `work` in the next group commit and returns its result once the
@@ -104,10 +115,10 @@ impl Writer {
         T: Send + 'static,
         F: FnOnce(&Connection) -> Result<T> + Send + 'static,
     {
-        self.submit(weight, false, work).await
+        self.submit(weight, Class::Other, work).await
     }
 
-    async fn submit<T, F>(&self, weight: usize, background: bool, work: F) -> Result<T>
+    async fn submit<T, F>(&self, weight: usize, class: Class, work: F) -> Result<T>
     where
         T: Send + 'static,
         F: FnOnce(&Connection) -> Result<T> + Send + 'static,
@@ -118,7 +129,7 @@ impl Writer {
             outcome: None,
             reply,
             weight: weight.max(1),
-            background,
+            class,
         });
         self.queue
             .send(Msg::Job(job))
@@ -149,7 +160,7 @@ impl Writer {
 /// A unit of work as the writer thread sees it, type-erased.
 trait Job: Send {
     fn weight(&self) -> usize;
-    fn background(&self) -> bool;
+    fn class(&self) -> Class;
     /// Runs the work on `conn`; returns whether it succeeded.
     fn run(&mut self, conn: &Connection) -> bool;
     /// Answers the caller, given whether the group committed.
@@ -161,7 +172,7 @@ struct PendingJob<T, F> {
     outcome: Option<Result<T>>,
     reply: oneshot::Sender<Result<T>>,
     weight: usize,
-    background: bool,
+    class: Class,
 }
 
 impl<T, F> Job for PendingJob<T, F>
@@ -173,8 +184,8 @@ where
         self.weight
     }
 
-    fn background(&self) -> bool {
-        self.background
+    fn class(&self) -> Class {
+        self.class
     }
 
     fn run(&mut self, conn: &Connection) -> bool {
@@ -209,6 +220,7 @@ fn writer_loop(
     busy: &[AtomicU64; 3],
 ) {
     let mut group: Vec<Box<dyn Job>> = Vec::new();
+    let mut after_background = false;
     while let Some(first) = rx.blocking_recv() {
         let mut closing = false;
         let mut weight = 0;
@@ -226,15 +238,18 @@ fn writer_loop(
             }
         }
         let started = Instant::now();
-        let foreground = group.iter().filter(|j| !j.background()).count() as u64;
+        let ingest = group.iter().filter(|j| j.class() == Class::Ingest).count() as u64;
+        let background = group.iter().any(|j| j.class() == Class::Background);
+        let counted = ingest > 0 && !background && !after_background;
+        after_background = background;
         if commit_group(&conn, &mut group) {
             checkpointer.nudge();
         }
-        if foreground > 0 {
+        if counted {
             let took = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
             busy[0].fetch_add(took, Ordering::Relaxed);
             busy[1].fetch_add(1, Ordering::Relaxed);
-            busy[2].fetch_add(foreground, Ordering::Relaxed);
+            busy[2].fetch_add(ingest, Ordering::Relaxed);
         }
         if closing {
             // Refuse new jobs; the loop still drains what is queued.

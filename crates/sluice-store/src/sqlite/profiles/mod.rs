@@ -14,6 +14,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use super::SqliteStore;
+use super::writer::Class;
 use crate::records::now;
 use crate::{
     Computation, ComputationPatch, ComputedValue, CursorEvent, EventCursor, NewComputation,
@@ -85,7 +86,9 @@ impl ProfileStore for SqliteStore {
     ) -> Result<Option<EventCursor>> {
         let owner = owner.to_owned();
         self.writer
-            .run_background(1, move |c| engine::take_lease(c, &owner, now, ttl))
+            .run_as(Class::Background, 1, move |c| {
+                engine::take_lease(c, &owner, now, ttl)
+            })
             .await
     }
 
@@ -142,11 +145,13 @@ impl ProfileStore for SqliteStore {
     async fn commit_profiles(&self, commit: ProfileCommit) -> Result<bool> {
         let weight = commit.messages.len() + commit.profiles.len() + commit.events.len() / 4;
         self.writer
-            .run_background(weight, move |c| engine::commit(c, &commit))
+            .run_as(Class::Background, weight, move |c| {
+                engine::commit(c, &commit)
+            })
             .await
     }
 
-    fn foreground_write_load(&self) -> crate::WriteLoad {
-        self.writer.foreground_load()
+    fn ingest_write_load(&self) -> crate::WriteLoad {
+        self.writer.ingest_load()
     }
 }
