@@ -5,6 +5,8 @@
 //! - [`definition`]: computed-trait kinds and the audience condition
 //!   language, parsed with errors naming the field; keys; cycle detection.
 //! - [`filter`]: property filters and comparisons.
+//! - [`reads`]: which event properties the definitions read, and a parse
+//!   of an event's properties that keeps only those.
 //! - [`profile`]: the profile document and the identity and trait merge rules.
 //! - [`compute`]: evaluation of a definition over a profile at a time, with
 //!   the next time a window changes the result.
@@ -13,7 +15,7 @@
 //!   one lease-holding node, one transaction per step).
 //! - [`preview`]: a definition evaluated over stored profiles, unsaved.
 //!
-//! The first five are pure and unit-tested without I/O; the engine wraps
+//! The first six are pure and unit-tested without I/O; the engine wraps
 //! them. Why this shape, the limits and the timing: `docs/personas.md`.
 
 pub mod compute;
@@ -24,6 +26,7 @@ pub mod filter;
 pub mod message;
 pub mod preview;
 pub mod profile;
+pub mod reads;
 
 pub use definition::{AUDIENCE, Definition, TRAIT};
 pub use engine::{EngineConfig, EngineHandle};

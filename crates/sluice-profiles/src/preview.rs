@@ -38,7 +38,7 @@ pub async fn preview(
             break;
         };
         for r in store.load_profiles(ids, true).await? {
-            let Ok(p) = Profile::from_record(&r) else {
+            let Ok(p) = Profile::from_record(&r, None) else {
                 continue;
             };
             out.scanned += 1;

@@ -4,7 +4,7 @@
 //! rules (pure).
 
 use std::borrow::Cow;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use chrono::DateTime;
 use serde::{Deserialize, Serialize};
@@ -205,16 +205,22 @@ impl Fields<'static> {
 }
 
 impl ProfileEvent {
-    /// The event of a stored row; properties that do not parse as an
-    /// object are read as none.
+    /// The event of a stored row, with all its properties; properties that
+    /// do not parse as an object are read as none.
     pub fn from_row(row: &ProfileEventRow) -> ProfileEvent {
+        ProfileEvent::from_row_keeping(row, None)
+    }
+
+    /// The event of a stored row, keeping only the top-level properties in
+    /// `roots` (all when `None`; see [`crate::reads`]).
+    pub fn from_row_keeping(row: &ProfileEventRow, roots: Option<&BTreeSet<String>>) -> ProfileEvent {
         ProfileEvent {
             seq: row.seq,
             source_id: row.source_id.clone(),
             kind: row.kind.clone(),
             name: row.name.clone(),
             ts: row.ts,
-            properties: serde_json::from_str(&row.properties).unwrap_or_default(),
+            properties: crate::reads::properties(&row.properties, roots),
         }
     }
 }
@@ -240,13 +246,17 @@ impl Call {
 
 impl Profile {
     /// A stored profile: its document, and its events when they were
-    /// loaded (the newest [`MAX_EVENTS`] of them).
-    pub fn from_record(r: &ProfileRecord) -> Result<Profile, serde_json::Error> {
+    /// loaded (the newest [`MAX_EVENTS`] of them), keeping the properties
+    /// in `roots` (all when `None`).
+    pub fn from_record(
+        r: &ProfileRecord,
+        roots: Option<&BTreeSet<String>>,
+    ) -> Result<Profile, serde_json::Error> {
         let mut p: Profile = serde_json::from_str(&r.doc)?;
         let skip = r.events.len().saturating_sub(MAX_EVENTS);
         p.events = r.events[skip..]
             .iter()
-            .map(ProfileEvent::from_row)
+            .map(|e| ProfileEvent::from_row_keeping(e, roots))
             .collect();
         Ok(p)
     }

@@ -1,6 +1,8 @@
 //! The live definitions, parsed and ordered for evaluation: computed traits
 //! first, then audiences after the audiences they refer to.
 
+use std::collections::BTreeSet;
+
 use sluice_store::Computation;
 
 use crate::definition::Definition;
@@ -10,6 +12,9 @@ pub struct Defs {
     pub items: Vec<(Computation, Definition)>,
     /// The space id the messages carry (`personas.space_id`).
     pub space_id: String,
+    /// Top-level event properties the definitions read
+    /// ([`crate::reads::property_roots`]).
+    pub roots: BTreeSet<String>,
     /// What `items` was parsed from: (id, revision, destinations).
     seen: Vec<(String, i64, Vec<String>)>,
 }
@@ -65,9 +70,11 @@ impl Defs {
             ordered.push(next);
         }
         traits.extend(ordered);
+        let roots = crate::reads::property_roots(traits.iter().map(|(_, d)| d));
         Defs {
             items: traits,
             space_id,
+            roots,
             seen,
         }
     }

@@ -27,8 +27,10 @@ struct Work {
     changed_identities: Vec<(String, String)>,
     touched: BTreeSet<String>,
     removed: BTreeSet<String>,
-    /// Whether profiles carry their events (some definition reads them).
+    /// Whether profiles carry their events (some definition reads them),
+    /// and the properties those keep.
     with_events: bool,
+    roots: BTreeSet<String>,
     /// Rows to append, under the profile the call resolved to then (a
     /// later merge in the batch moves them with the rest).
     new_events: Vec<(String, ProfileEventRow)>,
@@ -100,7 +102,7 @@ impl Work {
             return;
         };
         if self.with_events
-            && let Some(cut) = p.push_event(ProfileEvent::from_row(&row))
+            && let Some(cut) = p.push_event(ProfileEvent::from_row_keeping(&row, Some(&self.roots)))
         {
             self.trims.insert(id.to_owned(), cut);
         }
@@ -219,15 +221,16 @@ fn apply(
     calls: Vec<Call>,
     found: Vec<(String, String)>,
     records: Vec<ProfileRecord>,
-    with_events: bool,
+    defs: &Defs,
 ) -> Result<Work, ProfileError> {
     let mut work = Work {
         identities: found.into_iter().collect(),
-        with_events,
+        with_events: !defs.items.is_empty(),
+        roots: defs.roots.clone(),
         ..Work::default()
     };
     for r in records {
-        let p = Profile::from_record(&r)
+        let p = Profile::from_record(&r, Some(&work.roots))
             .map_err(|e| ProfileError::Corrupt(r.id.clone(), e.to_string()))?;
         // Rows stored past the cap while no definition read them go now.
         if r.events.len() > crate::profile::MAX_EVENTS
@@ -302,8 +305,9 @@ pub async fn step(
     let records = store
         .load_profiles(ids.into_iter().collect(), with_events)
         .await?;
+    let for_apply = defs.clone();
     let work = cpu
-        .run(move || apply(calls, found, records, with_events))
+        .run(move || apply(calls, found, records, &for_apply))
         .await??;
     // Without definitions there are no values to compare with.
     let stored = if defs.items.is_empty() {

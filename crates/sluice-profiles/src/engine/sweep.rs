@@ -24,10 +24,11 @@ type Loaded = (String, Profile, Option<i64>);
 async fn load(
     store: &dyn Store,
     ids: Vec<String>,
+    defs: &Defs,
 ) -> Result<(Vec<Loaded>, HashMap<String, HashMap<String, Value>>), ProfileError> {
     let mut profiles = Vec::new();
     for r in store.load_profiles(ids.clone(), true).await? {
-        let p = Profile::from_record(&r)
+        let p = Profile::from_record(&r, Some(&defs.roots))
             .map_err(|e| ProfileError::Corrupt(r.id.clone(), e.to_string()))?;
         let was = r.next_change_at.map(|t| t.timestamp_millis());
         profiles.push((r.id, p, was));
@@ -58,7 +59,7 @@ pub async fn sweep(
         return Ok(Step::Nothing);
     }
     let n = due.len();
-    let (profiles, values) = load(store, due).await?;
+    let (profiles, values) = load(store, due, defs).await?;
     let empty = HashMap::new();
     let mut commit = ProfileCommit {
         owner: owner.to_owned(),
@@ -109,7 +110,7 @@ pub async fn job(
         return Ok(outcome(store.commit_profiles(commit).await?, 0));
     };
     let n = ids.len();
-    let (profiles, values) = load(store, ids).await?;
+    let (profiles, values) = load(store, ids, defs).await?;
     let empty = HashMap::new();
     for (id, p, was) in &profiles {
         let stored = values.get(id).unwrap_or(&empty);
