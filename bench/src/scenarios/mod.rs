@@ -11,7 +11,8 @@
 //! - [`slow`]: 1,000 clients without credentials holding half-sent bodies:
 //!   resident memory during and after, against the idle figure.
 //! - [`personas`]: the profile engine's cost to ingest (off, on, 10 traits,
-//!   20 audiences), backfill, first sync, window expiry, event → identify.
+//!   20 audiences), backfill, first sync, window expiry, event → identify;
+//!   `personas-latency` runs the last phase alone (for quick A/B runs).
 //! - [`privacy`]: suppression's cost to ingest, and the time of a purge.
 //! - [`dashboard`]: each dashboard page's render time with 1,000,000 events.
 //!
@@ -52,6 +53,7 @@ pub enum Scenario {
     Schema,
     SlowClients,
     Personas,
+    PersonasLatency,
     Privacy,
     Dashboard,
 }
@@ -76,6 +78,7 @@ impl Scenario {
             Scenario::Schema => "schema and filtering",
             Scenario::SlowClients => "slow clients",
             Scenario::Personas => "personas",
+            Scenario::PersonasLatency => "personas latency",
             Scenario::Privacy => "privacy",
             Scenario::Dashboard => "dashboard",
         }
@@ -154,6 +157,7 @@ pub async fn run_all(plan: &Plan, scenarios: &[Scenario], report: &mut Report) {
             Scenario::Schema => schema::run(plan, report).await,
             Scenario::SlowClients => slow::run(plan, report).await,
             Scenario::Personas => personas::run(plan, report).await,
+            Scenario::PersonasLatency => personas::run_latency(plan, report).await,
             Scenario::Privacy => privacy::run(plan, report).await,
             Scenario::Dashboard => dashboard::run(plan, report).await,
         };

@@ -213,7 +213,10 @@ impl ProfileEvent {
 
     /// The event of a stored row, keeping only the top-level properties in
     /// `roots` (all when `None`; see [`crate::reads`]).
-    pub fn from_row_keeping(row: &ProfileEventRow, roots: Option<&BTreeSet<String>>) -> ProfileEvent {
+    pub fn from_row_keeping(
+        row: &ProfileEventRow,
+        roots: Option<&BTreeSet<String>>,
+    ) -> ProfileEvent {
         ProfileEvent {
             seq: row.seq,
             source_id: row.source_id.clone(),

@@ -116,7 +116,10 @@ mod tests {
     #[test]
     fn only_the_roots_are_kept_and_lookups_still_find_them() {
         let text = r#"{"cart":{"total":5},"cart.total":7,"big":[1,2,3],"currency":"USD"}"#;
-        let roots: BTreeSet<String> = ["cart", "cart.total"].into_iter().map(String::from).collect();
+        let roots: BTreeSet<String> = ["cart", "cart.total"]
+            .into_iter()
+            .map(String::from)
+            .collect();
         let kept = properties(text, Some(&roots));
         assert_eq!(kept.len(), 2);
         assert_eq!(crate::filter::lookup(&kept, "cart.total"), Some(&json!(7)));

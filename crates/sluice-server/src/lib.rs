@@ -166,6 +166,7 @@ fn profile_config(config: &Config) -> sluice_profiles::EngineConfig {
         poll_interval: Duration::from_millis(p.poll_interval_ms),
         lease_ttl: Duration::from_secs(p.lease_ttl_secs),
         batch: p.batch_events.max(1),
+        defer_to_ingest: p.defer_to_ingest,
         space_id: p.space_id.clone(),
         ..sluice_profiles::EngineConfig::default()
     }

@@ -67,6 +67,11 @@ fn ratio(report: &mut Report, what: &str, with: f64, without: f64, budget: f64) 
     );
 }
 
+/// The event → identify latency phase alone.
+pub async fn run_latency(plan: &Plan, report: &mut Report) -> anyhow::Result<u64> {
+    latency::run(plan, report).await
+}
+
 pub async fn run(plan: &Plan, report: &mut Report) -> anyhow::Result<u64> {
     let sizes = Sizes::new(plan);
     let loads = Loads::new(&sizes);

@@ -45,6 +45,8 @@ pub struct EngineConfig {
     pub lease_ttl: Duration,
     /// Events read per step.
     pub batch: u32,
+    /// Step aside while ingest saturates the store's writer (see `pace`).
+    pub defer_to_ingest: bool,
     /// `context.personas.space_id` (and `namespace`) of every message.
     pub space_id: String,
 }
@@ -59,6 +61,7 @@ impl Default for EngineConfig {
             poll_interval: Duration::from_millis(200),
             lease_ttl: Duration::from_secs(15),
             batch: 2000,
+            defer_to_ingest: true,
             space_id: DEFAULT_SPACE_ID.to_owned(),
         }
     }
@@ -220,7 +223,7 @@ impl Engine {
         let Some(cursor) = self.lease(now).await? else {
             return Ok(Round::Idle);
         };
-        if self.pace.defer(self.store.ingest_write_load()) {
+        if self.config.defer_to_ingest && self.pace.defer(self.store.ingest_write_load()) {
             return Ok(Round::Some);
         }
         let computations = self.store.list_computations().await?;

@@ -4,14 +4,13 @@
 //! With SQLite both write through one writer thread, so an engine step
 //! committed while ingest saturates that writer takes its time from
 //! ingest. The engine therefore reads how ingest loads the writer
-//! ([`sluice_store::ProfileStore::ingest_write_load`]) and defers its
-//! writes while ingest saturates it: busy more than [`BUSY_ABOVE`] of the
-//! time AND with callers queueing ([`QUEUED_JOBS`] or more ingest calls per
-//! group on average). Busy alone is not saturation: 2,000 single calls a
-//! second, each its own fsync-bound commit, keep the writer half busy with
-//! room to spare, since a step joins their groups for free. Delivery's and
-//! the engine's own writes are not ingest: the engine does not defer to
-//! them (a first sync's messages being delivered must not slow the sync).
+//! ([`sluice_store::ProfileStore::ingest_write_load`]) over each second and
+//! defers its rounds while ingest is at full speed: the writer busy with
+//! ingest more than [`BUSY_ABOVE`] of the time the engine leaves it, AND
+//! ingest above [`EVENTS_ABOVE`] events a second. Busy alone is not full
+//! speed: 2,000 single calls a second, each an fsync-bound commit of its
+//! own, can keep the writer busy with room to spare (group commit absorbs
+//! more), and there the engine must keep its latency under a second.
 //!
 //! A deferral never lasts longer than [`MAX_DEFER`] since the engine's last
 //! round: under ingest at full speed it still moves one batch a second, and
@@ -21,47 +20,45 @@ use std::time::{Duration, Instant};
 
 use sluice_store::WriteLoad;
 
-/// Share of wall time other work keeps the writer busy above which the
-/// engine may defer.
-pub const BUSY_ABOVE: f64 = 0.5;
-/// Mean ingest calls per group at or above which callers are queueing.
-pub const QUEUED_JOBS: f64 = 8.0;
+/// Share of the time the engine leaves the writer that ingest must keep it
+/// busy for the engine to defer.
+pub const BUSY_ABOVE: f64 = 0.85;
+/// Ingest rate (events a second) above which the engine may defer: five
+/// times the rate it must follow in real time (2,000 a second, issue 11).
+pub const EVENTS_ABOVE: f64 = 10_000.0;
 /// Longest the engine defers after its last round.
 pub const MAX_DEFER: Duration = Duration::from_secs(1);
-/// Shortest span the load is measured over.
-const SAMPLE: Duration = Duration::from_millis(200);
+/// Span the load is measured over.
+const SAMPLE: Duration = Duration::from_secs(1);
 
 /// The writer's load over one span.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Load {
     pub busy_share: f64,
-    pub jobs_per_group: f64,
+    pub events_per_sec: f64,
 }
 
 impl Load {
     /// The load between two readings `span` apart.
     pub fn between(then: WriteLoad, now: WriteLoad, span: Duration) -> Load {
         let busy = now.busy.saturating_sub(then.busy);
-        let groups = now.groups.saturating_sub(then.groups);
-        let jobs = now.jobs.saturating_sub(then.jobs);
+        let events = now.events.saturating_sub(then.events);
+        let engine = now.background.saturating_sub(then.background);
+        let left = span.saturating_sub(engine).as_secs_f64().max(1e-3);
         Load {
-            busy_share: busy.as_secs_f64() / span.as_secs_f64().max(1e-9),
-            jobs_per_group: if groups == 0 {
-                0.0
-            } else {
-                jobs as f64 / groups as f64
-            },
+            busy_share: busy.as_secs_f64() / left,
+            events_per_sec: events as f64 / span.as_secs_f64().max(1e-3),
         }
     }
 
-    pub fn saturated(self) -> bool {
-        self.busy_share > BUSY_ABOVE && self.jobs_per_group >= QUEUED_JOBS
+    pub fn full_speed(self) -> bool {
+        self.busy_share > BUSY_ABOVE && self.events_per_sec > EVENTS_ABOVE
     }
 }
 
 /// Whether to defer a round (pure).
 pub fn defer(load: Load, since_last_round: Duration) -> bool {
-    load.saturated() && since_last_round < MAX_DEFER
+    load.full_speed() && since_last_round < MAX_DEFER
 }
 
 /// The writer's load, measured between readings.
@@ -105,25 +102,25 @@ impl Pace {
 mod tests {
     use super::*;
 
-    fn load(busy_share: f64, jobs_per_group: f64) -> Load {
+    fn load(busy_share: f64, events_per_sec: f64) -> Load {
         Load {
             busy_share,
-            jobs_per_group,
+            events_per_sec,
         }
     }
 
     #[test]
-    fn defers_only_while_saturated_and_never_past_the_longest_deferral() {
+    fn defers_only_at_full_speed_and_never_past_the_longest_deferral() {
         let now = Duration::from_millis(10);
-        assert!(defer(load(0.9, 30.0), now));
+        assert!(defer(load(0.95, 80_000.0), now));
         assert!(
-            !defer(load(0.9, 30.0), MAX_DEFER),
+            !defer(load(0.95, 80_000.0), MAX_DEFER),
             "a round a second at least"
         );
-        assert!(!defer(load(0.2, 30.0), now), "a quiet writer");
+        assert!(!defer(load(0.2, 80_000.0), now), "a writer with room");
         assert!(
-            !defer(load(0.7, 1.2), now),
-            "busy with one fsync per call, but nobody queues"
+            !defer(load(0.95, 2_000.0), now),
+            "busy with fsyncs at 2,000 calls a second: the engine keeps up"
         );
     }
 
@@ -132,17 +129,22 @@ mod tests {
         let then = WriteLoad {
             busy: Duration::from_millis(100),
             groups: 10,
-            jobs: 20,
+            events: 20,
+            background: Duration::from_millis(10),
         };
         let now = WriteLoad {
             busy: Duration::from_millis(250),
             groups: 20,
-            jobs: 120,
+            events: 20_020,
+            background: Duration::from_millis(30),
         };
+        // 150 ms of ingest in the 180 ms the engine left.
         let l = Load::between(then, now, Duration::from_millis(200));
-        assert!((l.busy_share - 0.75).abs() < 1e-9);
-        assert!((l.jobs_per_group - 10.0).abs() < 1e-9);
-        assert!(l.saturated());
+        assert!((l.busy_share - 150.0 / 180.0).abs() < 1e-9);
+        assert!((l.events_per_sec - 100_000.0).abs() < 1e-6);
+        assert!(!l.full_speed(), "not busy enough");
+        let full = Load::between(then, now, Duration::from_millis(170));
+        assert!(full.full_speed());
         let idle = Load::between(now, now, Duration::from_millis(200));
         assert_eq!(idle, Load::default());
     }
@@ -151,11 +153,11 @@ mod tests {
     fn a_round_that_goes_ahead_restarts_the_deferral() {
         let mut pace = Pace::new(WriteLoad::default());
         assert!(!pace.defer(WriteLoad::default()), "no load measured yet");
-        pace.load = load(0.9, 30.0);
+        pace.load = load(0.95, 80_000.0);
         pace.sampled_at = Instant::now();
         assert!(
             pace.defer(WriteLoad::default()),
-            "saturated, and a round just ran"
+            "full speed, and a round just ran"
         );
         pace.last_round = Instant::now() - MAX_DEFER;
         assert!(!pace.defer(WriteLoad::default()));

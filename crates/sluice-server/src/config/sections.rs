@@ -129,6 +129,9 @@ pub struct PersonasConfig {
     pub lease_ttl_secs: u64,
     /// Events read per engine step (2000).
     pub batch_events: u32,
+    /// Defer engine steps while ingest saturates SQLite's writer (true);
+    /// see docs/personas.md, "Pacing".
+    pub defer_to_ingest: bool,
     /// The space id the engine's messages carry in `context.personas`
     /// (`space_id` and `namespace`), as Segment's Engage space id; one per
     /// installation (`spa_sluice`). Give every node the same value.
@@ -142,6 +145,7 @@ impl Default for PersonasConfig {
             poll_interval_ms: 200,
             lease_ttl_secs: 15,
             batch_events: 2000,
+            defer_to_ingest: true,
             space_id: sluice_profiles::engine::DEFAULT_SPACE_ID.to_owned(),
         }
     }

@@ -175,7 +175,9 @@ pub struct WriteLoad {
     pub busy: std::time::Duration,
     /// Such groups.
     pub groups: u64,
-    /// Ingest jobs in them: many per group means callers queue for the
-    /// writer, the sign that it is the bottleneck.
-    pub jobs: u64,
+    /// Events ingest appended in them.
+    pub events: u64,
+    /// Time spent committing groups with engine work (the engine's own
+    /// share of the writer, left out of ingest's busy share).
+    pub background: std::time::Duration,
 }

@@ -11,8 +11,7 @@
 //! - if the commit itself fails, every job in the group hears the error.
 //!
 //! Jobs have a [`Class`]. [`Writer::ingest_load`] reads how busy ingest
-//! keeps the writer: time, and ingest jobs per group (a queue forms only
-//! when callers outrun the writer). The profile engine reads it to step
+//! keeps the writer: time, groups and events. The profile engine reads it to step
 //! aside (see `sluice_profiles::engine::pace`). Only groups of ingest
 //! without engine work count, nor the group right after one with engine
 //! work: callers queued behind an engine commit say nothing about ingest's
@@ -45,8 +44,9 @@ pub(super) struct GroupLimits {
 pub(super) struct Writer {
     queue: mpsc::Sender<Msg>,
     thread: Mutex<Option<JoinHandle<()>>>,
-    /// Counted ingest groups: nanoseconds spent, groups, ingest jobs.
-    busy: Arc<[AtomicU64; 3]>,
+    /// Counted ingest groups: nanoseconds spent, groups, ingest events; then
+    /// nanoseconds spent on groups with engine work.
+    busy: Arc<[AtomicU64; 4]>,
 }
 
 /// What a job is, for [`Writer::ingest_load`].
@@ -75,7 +75,7 @@ impl Writer {
         limits: GroupLimits,
     ) -> Result<Writer> {
         let (queue, rx) = mpsc::channel(QUEUE_DEPTH);
-        let busy = Arc::new([AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)]);
+        let busy = Arc::new([(); 4].map(|()| AtomicU64::new(0)));
         let counted = busy.clone();
         let thread = std::thread::Builder::new()
             .name("sluice-sqlite-writer".into())
@@ -90,11 +90,12 @@ impl Writer {
 
     /// Totals so far over the counted ingest groups (monotonic).
     pub(super) fn ingest_load(&self) -> WriteLoad {
-        let [nanos, groups, jobs] = &*self.busy;
+        let [nanos, groups, events, background] = &*self.busy;
         WriteLoad {
             busy: Duration::from_nanos(nanos.load(Ordering::Relaxed)),
             groups: groups.load(Ordering::Relaxed),
-            jobs: jobs.load(Ordering::Relaxed),
+            events: events.load(Ordering::Relaxed),
+            background: Duration::from_nanos(background.load(Ordering::Relaxed)),
         }
     }
 
@@ -217,7 +218,7 @@ fn writer_loop(
     mut rx: mpsc::Receiver<Msg>,
     checkpointer: Checkpointer,
     limits: GroupLimits,
-    busy: &[AtomicU64; 3],
+    busy: &[AtomicU64; 4],
 ) {
     let mut group: Vec<Box<dyn Job>> = Vec::new();
     let mut after_background = false;
@@ -238,15 +239,23 @@ fn writer_loop(
             }
         }
         let started = Instant::now();
-        let ingest = group.iter().filter(|j| j.class() == Class::Ingest).count() as u64;
+        let ingest: usize = group
+            .iter()
+            .filter(|j| j.class() == Class::Ingest)
+            .map(|j| j.weight())
+            .sum();
+        let ingest = ingest as u64;
         let background = group.iter().any(|j| j.class() == Class::Background);
         let counted = ingest > 0 && !background && !after_background;
         after_background = background;
         if commit_group(&conn, &mut group) {
             checkpointer.nudge();
         }
+        let took = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        if background {
+            busy[3].fetch_add(took, Ordering::Relaxed);
+        }
         if counted {
-            let took = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
             busy[0].fetch_add(took, Ordering::Relaxed);
             busy[1].fetch_add(1, Ordering::Relaxed);
             busy[2].fetch_add(ingest, Ordering::Relaxed);
