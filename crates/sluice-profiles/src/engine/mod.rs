@@ -7,7 +7,7 @@
 //! - `defs`: live definitions in evaluation order.
 //! - `events`: identity resolution and the per-batch step.
 //! - `diff`: values → changes → identify messages.
-//! - `pace`: stepping aside while ingest keeps the writer busy.
+//! - `pace`: stepping aside during ingest bursts.
 //! - `sweep`: window expiry and whole-population jobs.
 
 mod compute;
@@ -223,12 +223,15 @@ impl Engine {
         let Some(cursor) = self.lease(now).await? else {
             return Ok(Round::Idle);
         };
-        if self.config.defer_to_ingest && self.pace.defer(self.store.ingest_write_load()) {
-            return Ok(Round::Some);
-        }
         let computations = self.store.list_computations().await?;
         if let Some(fresh) = self.defs.refreshed(computations) {
             self.defs = Arc::new(fresh);
+        }
+        let definitions = !self.defs.items.is_empty();
+        if self.config.defer_to_ingest
+            && self.pace.defer(self.store.ingest_write_load(), definitions)
+        {
+            return Ok(Round::Some);
         }
         let store = self.store.as_ref();
         let owner = self.config.node_id.as_str();

@@ -26,16 +26,35 @@ async fn load(
     ids: Vec<String>,
     defs: &Defs,
 ) -> Result<(Vec<Loaded>, HashMap<String, HashMap<String, Value>>), ProfileError> {
+    let (records, values) =
+        tokio::try_join!(load_records(store, ids.clone(), true), store.values_of(ids))?;
     let mut profiles = Vec::new();
-    for r in store.load_profiles(ids.clone(), true).await? {
+    for r in records {
         let p = Profile::from_record(&r, Some(&defs.roots))
             .map_err(|e| ProfileError::Corrupt(r.id.clone(), e.to_string()))?;
         let was = r.next_change_at.map(|t| t.timestamp_millis());
         profiles.push((r.id, p, was));
     }
     profiles.sort_by(|a, b| a.0.cmp(&b.0));
-    let values = group_values(store.values_of(ids).await?);
-    Ok((profiles, values))
+    Ok((profiles, group_values(values)))
+}
+
+/// Reads split in this many parts load at once (SQLite has 4 readers).
+const LOAD_PARTS: usize = 4;
+
+/// [`sluice_store::ProfileStore::load_profiles`] of a page, its parts read
+/// at once on separate connections: a page is thousands of point reads.
+pub(super) async fn load_records(
+    store: &dyn Store,
+    ids: Vec<String>,
+    events: bool,
+) -> Result<Vec<sluice_store::ProfileRecord>, sluice_store::StoreError> {
+    let part = ids.len().div_ceil(LOAD_PARTS).max(1);
+    let reads = ids
+        .chunks(part)
+        .map(|c| store.load_profiles(c.to_vec(), events));
+    let parts = futures::future::try_join_all(reads).await?;
+    Ok(parts.into_iter().flatten().collect())
 }
 
 /// How a commit of `n` profiles (out of a page) went.

@@ -296,6 +296,8 @@ pub(super) async fn commit(
             }
         }
     }
+    // Counters are added up here and written once per key, not per message.
+    let mut sends: std::collections::BTreeMap<(&str, &str), i64> = Default::default();
     for m in &c.messages {
         if m.destination_ids.is_empty() {
             continue;
@@ -326,17 +328,28 @@ pub(super) async fn commit(
         )
         .await
         .map_err(backend)?;
+        for d in &m.destination_ids {
+            *sends
+                .entry((m.computation_id.as_str(), d.as_str()))
+                .or_default() += 1;
+        }
+    }
+    let mut per_computation: std::collections::BTreeMap<&str, i64> = Default::default();
+    for ((computation, destination), n) in sends {
         tx.execute(
             "INSERT INTO computation_sends AS s (computation_id, destination_id, sent)
-             SELECT $1, d, 1 FROM UNNEST($2::text[]) AS d
-             ON CONFLICT (computation_id, destination_id) DO UPDATE SET sent = s.sent + 1",
-            &[&m.computation_id, &m.destination_ids],
+             VALUES ($1, $2, $3)
+             ON CONFLICT (computation_id, destination_id) DO UPDATE SET sent = s.sent + $3",
+            &[&computation, &destination, &n],
         )
         .await
         .map_err(backend)?;
+        *per_computation.entry(computation).or_default() += n;
+    }
+    for (computation, n) in per_computation {
         tx.execute(
             "UPDATE computations SET messages_sent = messages_sent + $2 WHERE id = $1",
-            &[&m.computation_id, &big(m.destination_ids.len())],
+            &[&computation, &n],
         )
         .await
         .map_err(backend)?;

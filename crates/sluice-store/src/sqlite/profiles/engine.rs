@@ -199,12 +199,19 @@ pub(super) fn commit(conn: &Connection, c: &ProfileCommit) -> Result<bool> {
     for (identity, profile) in &c.identities {
         ident.execute(params![identity, profile])?;
     }
-    let live = |id: &str| -> Result<bool> {
-        Ok(conn
+    // Whether a computation is live, asked once per computation per step.
+    let mut alive: std::collections::HashMap<String, bool> = std::collections::HashMap::new();
+    let mut live = |id: &str| -> Result<bool> {
+        if let Some(&known) = alive.get(id) {
+            return Ok(known);
+        }
+        let known = conn
             .prepare_cached("SELECT 1 FROM computations WHERE id = ?1 AND deleted_at IS NULL")?
             .query_row(params![id], |_| Ok(()))
             .optional()?
-            .is_some())
+            .is_some();
+        alive.insert(id.to_owned(), known);
+        Ok(known)
     };
     for v in &c.values {
         match &v.value {
@@ -225,6 +232,8 @@ pub(super) fn commit(conn: &Connection, c: &ProfileCommit) -> Result<bool> {
             }
         }
     }
+    // Counters are added up here and written once per key, not per message.
+    let mut sends: std::collections::BTreeMap<(&str, &str), i64> = Default::default();
     for m in &c.messages {
         if m.destination_ids.is_empty() || !live(&m.computation_id)? {
             continue;
@@ -242,20 +251,26 @@ pub(super) fn commit(conn: &Connection, c: &ProfileCommit) -> Result<bool> {
                  VALUES (?1, ?2, ?3, 'pending', 0, ?4, ?4)",
             )?
             .execute(params![seq, d, PERSONAS_SOURCE, now])?;
-            conn.prepare_cached(
-                "INSERT INTO computation_sends (computation_id, destination_id, sent)
-                 VALUES (?1, ?2, 1)
-                 ON CONFLICT (computation_id, destination_id) DO UPDATE SET sent = sent + 1",
-            )?
-            .execute(params![m.computation_id, d])?;
+            *sends
+                .entry((m.computation_id.as_str(), d.as_str()))
+                .or_default() += 1;
         }
+    }
+    let mut per_computation: std::collections::BTreeMap<&str, i64> = Default::default();
+    for ((computation, destination), n) in sends {
+        conn.prepare_cached(
+            "INSERT INTO computation_sends (computation_id, destination_id, sent)
+             VALUES (?1, ?2, ?3)
+             ON CONFLICT (computation_id, destination_id) DO UPDATE SET sent = sent + excluded.sent",
+        )?
+        .execute(params![computation, destination, n])?;
+        *per_computation.entry(computation).or_default() += n;
+    }
+    for (computation, n) in per_computation {
         conn.prepare_cached(
             "UPDATE computations SET messages_sent = messages_sent + ?2 WHERE id = ?1",
         )?
-        .execute(params![
-            m.computation_id,
-            i64::try_from(m.destination_ids.len()).unwrap_or(0)
-        ])?;
+        .execute(params![computation, n])?;
     }
     for id in &c.computed {
         conn.prepare_cached("UPDATE computations SET last_computed_at = ?2 WHERE id = ?1")?
