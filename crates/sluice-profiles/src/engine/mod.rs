@@ -233,6 +233,18 @@ impl Engine {
         {
             return Ok(Round::Some);
         }
+        let started = Instant::now();
+        let round = self.work(cursor, now).await;
+        self.pace.ran(started.elapsed());
+        round
+    }
+
+    /// The work of a round: events, due windows, one job page.
+    async fn work(
+        &mut self,
+        cursor: EventCursor,
+        now: DateTime<Utc>,
+    ) -> Result<Round, ProfileError> {
         let store = self.store.as_ref();
         let owner = self.config.node_id.as_str();
         let batch = store

@@ -2,15 +2,15 @@
 //!
 //! The engine is a consumer of committed events: ingest never waits for it.
 //! With SQLite both write through one writer thread (and share two cores),
-//! so an engine step taken during an ingest burst takes its time from
-//! ingest. The engine therefore reads how fast ingest appends
-//! ([`sluice_store::ProfileStore::ingest_write_load`], over each second)
-//! and, above [`EVENTS_ABOVE`] events a second, defers its rounds:
-//! - with definitions, for at most [`MAX_DEFER`] since its last round: it
-//!   still moves one batch a second during the burst, and catches up at
-//!   full speed after it;
-//! - with none, until the burst is over: nothing is sent, so only the
-//!   profile lookup and a later backfill wait for it.
+//! so engine work during an ingest burst takes its time from ingest. The
+//! engine therefore reads how fast ingest appends
+//! ([`sluice_store::ProfileStore::ingest_write_load`], over each second);
+//! above [`EVENTS_ABOVE`] events a second it works at most a share of the
+//! time: after a round that took `t`, it rests long enough for `t` to be
+//! [`SHARE_WITH_DEFINITIONS`] (or [`SHARE_WITHOUT`] when there is nothing
+//! to send) of the time, and never more than [`MAX_REST`]. So a burst
+//! costs ingest a bounded share, the engine still moves during it, and it
+//! catches up at full speed once the burst is over.
 //!
 //! Below the threshold nothing is deferred: at 2,000 events a second (the
 //! rate issue 11 asks the engine to follow within a second) the engine runs
@@ -23,8 +23,13 @@ use sluice_store::WriteLoad;
 /// Ingest rate (events a second) above which the engine defers: five times
 /// the rate it must follow in real time.
 pub const EVENTS_ABOVE: f64 = 10_000.0;
-/// Longest the engine defers after its last round.
-pub const MAX_DEFER: Duration = Duration::from_secs(1);
+/// The engine's share of the time during a burst, with definitions.
+pub const SHARE_WITH_DEFINITIONS: f64 = 0.10;
+/// The same without definitions (nothing is sent; only the profile lookup
+/// and a later backfill wait).
+pub const SHARE_WITHOUT: f64 = 0.05;
+/// Longest rest between two rounds.
+pub const MAX_REST: Duration = Duration::from_secs(5);
 /// Span the load is measured over.
 const SAMPLE: Duration = Duration::from_secs(1);
 
@@ -48,17 +53,28 @@ impl Load {
     }
 }
 
-/// Whether to defer a round (pure).
-pub fn defer(load: Load, definitions: bool, since_last_round: Duration) -> bool {
-    load.burst() && (!definitions || since_last_round < MAX_DEFER)
+/// How long to rest after a round that took `took`, to keep the engine's
+/// share of the time (pure).
+pub fn rest(load: Load, definitions: bool, took: Duration) -> Duration {
+    if !load.burst() {
+        return Duration::ZERO;
+    }
+    let share = if definitions {
+        SHARE_WITH_DEFINITIONS
+    } else {
+        SHARE_WITHOUT
+    };
+    took.mul_f64((1.0 - share) / share).min(MAX_REST)
 }
 
-/// The writer's load, measured between readings.
+/// Ingest's load, measured between readings, and the engine's last round.
 pub struct Pace {
     sampled_at: Instant,
     then: WriteLoad,
     load: Load,
-    last_round: Instant,
+    /// When the last round ended, and how long it took.
+    last_end: Instant,
+    last_took: Duration,
 }
 
 impl Pace {
@@ -68,12 +84,19 @@ impl Pace {
             sampled_at: at,
             then: now,
             load: Load::default(),
-            last_round: at,
+            last_end: at,
+            last_took: Duration::ZERO,
         }
     }
 
-    /// Takes a reading of ingest's load; returns whether the round should
-    /// be deferred. A round that goes ahead counts from now.
+    /// A round that went ahead took `took`.
+    pub fn ran(&mut self, took: Duration) {
+        self.last_end = Instant::now();
+        self.last_took = took;
+    }
+
+    /// Takes a reading of ingest's load; returns whether the next round
+    /// should wait.
     pub fn defer(&mut self, reading: WriteLoad, definitions: bool) -> bool {
         let at = Instant::now();
         let span = at.duration_since(self.sampled_at);
@@ -82,11 +105,7 @@ impl Pace {
             self.sampled_at = at;
             self.then = reading;
         }
-        let deferred = defer(self.load, definitions, at.duration_since(self.last_round));
-        if !deferred {
-            self.last_round = at;
-        }
-        deferred
+        at.duration_since(self.last_end) < rest(self.load, definitions, self.last_took)
     }
 }
 
@@ -99,19 +118,22 @@ mod tests {
     }
 
     #[test]
-    fn defers_only_in_a_burst_and_with_definitions_never_past_a_second() {
-        let now = Duration::from_millis(10);
-        assert!(defer(load(80_000.0), true, now));
-        assert!(!defer(load(80_000.0), true, MAX_DEFER), "a round a second");
-        assert!(
-            defer(load(80_000.0), false, MAX_DEFER * 10),
-            "nothing to send"
+    fn rests_only_in_a_burst_for_the_engine_to_keep_its_share() {
+        let took = Duration::from_millis(100);
+        assert_eq!(rest(load(80_000.0), true, took), Duration::from_millis(900));
+        assert_eq!(
+            rest(load(80_000.0), false, took),
+            Duration::from_millis(1900)
         );
-        assert!(
-            !defer(load(2_000.0), true, now),
+        assert_eq!(
+            rest(load(80_000.0), true, Duration::from_secs(60)),
+            MAX_REST
+        );
+        assert_eq!(
+            rest(load(2_000.0), true, took),
+            Duration::ZERO,
             "at 2,000 events a second the engine keeps up"
         );
-        assert!(!defer(load(2_000.0), false, now));
     }
 
     #[test]
@@ -131,7 +153,7 @@ mod tests {
     }
 
     #[test]
-    fn a_round_that_goes_ahead_restarts_the_deferral() {
+    fn a_round_waits_out_the_rest_of_the_last_one() {
         let mut pace = Pace::new(WriteLoad::default());
         assert!(
             !pace.defer(WriteLoad::default(), true),
@@ -139,12 +161,9 @@ mod tests {
         );
         pace.load = load(80_000.0);
         pace.sampled_at = Instant::now();
-        assert!(pace.defer(WriteLoad::default(), true), "a round just ran");
-        pace.last_round = Instant::now() - MAX_DEFER;
-        assert!(!pace.defer(WriteLoad::default(), true));
-        assert!(
-            pace.defer(WriteLoad::default(), true),
-            "counted from that round"
-        );
+        pace.ran(Duration::from_millis(200));
+        assert!(pace.defer(WriteLoad::default(), true), "resting");
+        pace.last_end = Instant::now() - Duration::from_secs(2);
+        assert!(!pace.defer(WriteLoad::default(), true), "rested 1.8 s");
     }
 }
