@@ -8,7 +8,10 @@
 //! above [`EVENTS_ABOVE`] events a second it works at most a share of the
 //! time: after a round that took `t`, it rests long enough for `t` to be
 //! [`SHARE_WITH_DEFINITIONS`] (or [`SHARE_WITHOUT`] when there is nothing
-//! to send) of the time, and never more than [`MAX_REST`]. So a burst
+//! to send) of the time, and never more than [`MAX_REST`]. Without
+//! definitions it also keeps to [`SHARE_WITHOUT_BELOW_BURST`] while ingest
+//! runs at all, so that a backlog left by a burst is not caught up at the
+//! expense of the calls that follow. So a burst
 //! costs ingest a bounded share, the engine still moves during it, and it
 //! catches up at full speed once the burst is over.
 //!
@@ -28,6 +31,10 @@ pub const SHARE_WITH_DEFINITIONS: f64 = 0.10;
 /// The same without definitions (nothing is sent; only the profile lookup
 /// and a later backfill wait).
 pub const SHARE_WITHOUT: f64 = 0.05;
+/// Without definitions, the share while ingest is active below a burst:
+/// enough to follow a few thousand events a second, while a backlog left
+/// by a burst does not take the writer from the calls that follow it.
+pub const SHARE_WITHOUT_BELOW_BURST: f64 = 0.25;
 /// Longest rest between two rounds.
 pub const MAX_REST: Duration = Duration::from_secs(5);
 /// Span the load is measured over.
@@ -51,18 +58,20 @@ impl Load {
     pub fn burst(self) -> bool {
         self.events_per_sec > EVENTS_ABOVE
     }
+
+    pub fn active(self) -> bool {
+        self.events_per_sec > 0.0
+    }
 }
 
 /// How long to rest after a round that took `took`, to keep the engine's
 /// share of the time (pure).
 pub fn rest(load: Load, definitions: bool, took: Duration) -> Duration {
-    if !load.burst() {
-        return Duration::ZERO;
-    }
-    let share = if definitions {
-        SHARE_WITH_DEFINITIONS
-    } else {
-        SHARE_WITHOUT
+    let share = match (definitions, load.burst(), load.active()) {
+        (true, true, _) => SHARE_WITH_DEFINITIONS,
+        (false, true, _) => SHARE_WITHOUT,
+        (false, false, true) => SHARE_WITHOUT_BELOW_BURST,
+        (_, false, _) => return Duration::ZERO,
     };
     took.mul_f64((1.0 - share) / share).min(MAX_REST)
 }
@@ -134,6 +143,12 @@ mod tests {
             Duration::ZERO,
             "at 2,000 events a second the engine keeps up"
         );
+        assert_eq!(
+            rest(load(2_000.0), false, took),
+            Duration::from_millis(300),
+            "without definitions a quarter of the time while ingest runs"
+        );
+        assert_eq!(rest(load(0.0), false, took), Duration::ZERO);
     }
 
     #[test]
