@@ -250,12 +250,16 @@ pub(super) static MIGRATIONS: LazyLock<Migrations<'static>> = LazyLock::new(|| {
 const STATEMENT_CACHE: usize = 64;
 
 /// Opens the single read-write connection: WAL, the configured durability,
-/// and the schema brought up to date. A 64 MiB page cache keeps a whole
-/// group's pages in memory (no spills mid-transaction); auto-checkpoint is
-/// only a safety net behind the checkpoint thread (16384 pages, 64 MiB).
-/// `secure_delete` zeroes what updates and deletes free, so a purged user
-/// leaves no stale copy in free space (`docs/privacy.md`); ingest only
-/// inserts, so it costs ingest nothing.
+/// and the schema brought up to date. A 16 MiB page cache holds a full group
+/// commit (8192 events of about 1.4 KB) with little to spare; 64 MiB cost
+/// 48 MB more resident memory once the profile engine's random inserts
+/// filled it, for no throughput measurable above the noise (interleaved
+/// `sluice-bench --only ingest`, engine off: batch 78.7k against 72.5k ev/s,
+/// track 11.1k against 10.6k, runs of one binary 20 % apart; BENCHMARKS.md).
+/// Auto-checkpoint is only a safety net behind the checkpoint thread (16384
+/// pages, 64 MiB). `secure_delete` zeroes what updates and deletes free, so
+/// a purged user leaves no stale copy in free space (`docs/privacy.md`);
+/// ingest only inserts, so it costs ingest nothing.
 pub(super) fn open_writer(config: &SqliteConfig) -> Result<Connection> {
     let mut conn = Connection::open(&config.path)?;
     conn.busy_timeout(config.busy_timeout)?;
@@ -270,9 +274,8 @@ pub(super) fn open_writer(config: &SqliteConfig) -> Result<Connection> {
          PRAGMA foreign_keys = OFF;
          PRAGMA temp_store = MEMORY;
          PRAGMA secure_delete = ON;
-         PRAGMA cache_size = -65536;
+         PRAGMA cache_size = -16384;
          PRAGMA wal_autocheckpoint = 16384;
-         PRAGMA cache_size = -65536;
          PRAGMA journal_size_limit = 67108864;",
         config.synchronous.pragma_value()
     ))?;
