@@ -40,13 +40,22 @@ pub struct Workload {
 impl Workload {
     /// `events` events (rounded up to whole requests), ids `<prefix>-<seq>`,
     /// over 50,000 people.
+    /// Batches carry a `sentAt`, as real libraries send.
     pub fn new(call: Call, prefix: &str, events: usize) -> Workload {
-        Workload::people(call, prefix, events, 50_000)
+        Workload::build(call, prefix, events, 50_000, true)
     }
 
     /// [`Workload::new`] over `people` people: event `seq` is by
-    /// `user-<seq % people>` (six digits at least).
+    /// `user-<seq % people>` (six digits at least). Batches carry no
+    /// `sentAt`, so every stored event keeps [`Workload::timestamp`]: with
+    /// one, the server corrects each timestamp for clock skew, which moves
+    /// it to the time the bytes arrive, and time windows would then end
+    /// wherever the send happened to fall.
     pub fn people(call: Call, prefix: &str, events: usize, people: usize) -> Workload {
+        Workload::build(call, prefix, events, people, false)
+    }
+
+    fn build(call: Call, prefix: &str, events: usize, people: usize, sent_at: bool) -> Workload {
         let per = match call {
             Call::Batch(n) => n.max(1),
             Call::Track => 1,
@@ -61,10 +70,13 @@ impl Workload {
                     .map(|seq| event(prefix, seq, seq % people.max(1), &timestamp));
                 Bytes::from(match call {
                     Call::Track => events.collect::<String>(),
-                    Call::Batch(_) => format!(
+                    Call::Batch(_) if sent_at => format!(
                         r#"{{"batch":[{}],"sentAt":"{timestamp}"}}"#,
                         events.collect::<Vec<_>>().join(",")
                     ),
+                    Call::Batch(_) => {
+                        format!(r#"{{"batch":[{}]}}"#, events.collect::<Vec<_>>().join(","))
+                    }
                 })
             })
             .collect();

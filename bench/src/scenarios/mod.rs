@@ -54,6 +54,7 @@ pub enum Scenario {
     SlowClients,
     Personas,
     PersonasLatency,
+    PersonasPopulation,
     Privacy,
     Dashboard,
 }
@@ -79,6 +80,7 @@ impl Scenario {
             Scenario::SlowClients => "slow clients",
             Scenario::Personas => "personas",
             Scenario::PersonasLatency => "personas latency",
+            Scenario::PersonasPopulation => "personas population",
             Scenario::Privacy => "privacy",
             Scenario::Dashboard => "dashboard",
         }
@@ -158,6 +160,7 @@ pub async fn run_all(plan: &Plan, scenarios: &[Scenario], report: &mut Report) {
             Scenario::SlowClients => slow::run(plan, report).await,
             Scenario::Personas => personas::run(plan, report).await,
             Scenario::PersonasLatency => personas::run_latency(plan, report).await,
+            Scenario::PersonasPopulation => personas::run_population(plan, report).await,
             Scenario::Privacy => privacy::run(plan, report).await,
             Scenario::Dashboard => dashboard::run(plan, report).await,
         };

@@ -41,13 +41,13 @@ struct Pattern<'b> {
 }
 
 /// The events matching `pattern` (and within its window when there is one),
-/// plus whether any matching event exists at all; records the next window
-/// exit in `eval`.
+/// plus whether any matching event exists at all. With `eval`, records the
+/// first window exit there (a trait's value can change at every exit).
 fn select<'a>(
     profile: &'a Profile,
     pattern: &Pattern<'_>,
     now: i64,
-    eval: &mut Evaluation,
+    mut eval: Option<&mut Evaluation>,
 ) -> (Vec<&'a ProfileEvent>, bool) {
     let Pattern {
         kind,
@@ -71,7 +71,9 @@ fn select<'a>(
         match (since, window) {
             (Some(since), Some(_)) if e.ts <= since => {}
             (Some(_), Some(w)) => {
-                eval.wake_at(e.ts + w.millis());
+                if let Some(eval) = eval.as_deref_mut() {
+                    eval.wake_at(e.ts + w.millis());
+                }
                 out.push(e);
             }
             _ => out.push(e),
@@ -102,7 +104,7 @@ pub fn trait_value(
         window: def.window.as_ref(),
         sources: &def.source_ids,
     };
-    let (events, ever) = select(profile, &pattern, now, eval);
+    let (events, ever) = select(profile, &pattern, now, Some(eval));
     let prop = def.property.as_deref().unwrap_or("");
     let values = || {
         events
@@ -163,13 +165,20 @@ pub fn trait_value(
     }
 }
 
-fn performed_count(
+/// Whether the count of `p`'s events admits `admits`, recording in `eval`
+/// when that answer next changes by time alone. Without new events the
+/// count only falls, one window exit at a time, so the answer changes at
+/// the first exit after which `admits` says otherwise: for "at least 3"
+/// with 5 events, the third exit, not the first (a profile is not woken
+/// for exits that change nothing).
+fn performed(
     p: &Performed,
     def: &AudienceDefinition,
     profile: &Profile,
     now: i64,
     eval: &mut Evaluation,
-) -> u64 {
+    admits: impl Fn(u64) -> bool,
+) -> bool {
     let pattern = Pattern {
         kind: &p.kind,
         name: p.event.as_deref(),
@@ -177,8 +186,21 @@ fn performed_count(
         window: p.window.as_ref(),
         sources: &def.source_ids,
     };
-    let (events, _) = select(profile, &pattern, now, eval);
-    u64::try_from(events.len()).unwrap_or(u64::MAX)
+    let (events, _) = select(profile, &pattern, now, None);
+    let n = u64::try_from(events.len()).unwrap_or(u64::MAX);
+    let answer = admits(n);
+    if let Some(w) = p.window.as_ref() {
+        let mut exits: Vec<i64> = events.iter().map(|e| e.ts + w.millis()).collect();
+        exits.sort_unstable();
+        let changes = (1..=n).find(|&k| admits(n - k) != answer);
+        if let Some(&t) = changes
+            .and_then(|k| usize::try_from(k - 1).ok())
+            .and_then(|k| exits.get(k))
+        {
+            eval.wake_at(t);
+        }
+    }
+    answer
 }
 
 fn holds(
@@ -206,10 +228,10 @@ fn holds(
         }
         Condition::Not(inner) => !holds(inner, def, profile, now, eval),
         Condition::Performed(p) => {
-            let n = performed_count(p, def, profile, now, eval);
-            p.count.clone().unwrap_or_default().admits(n)
+            let count = p.count.clone().unwrap_or_default();
+            performed(p, def, profile, now, eval, |n| count.admits(n))
         }
-        Condition::NotPerformed(p) => performed_count(p, def, profile, now, eval) == 0,
+        Condition::NotPerformed(p) => performed(p, def, profile, now, eval, |n| n == 0),
         Condition::Trait(cmp) => compare(profile.traits.get(&cmp.key), cmp.op, cmp.value.as_ref()),
         Condition::ComputedTrait(cmp) => {
             compare(eval.by_key.get(&cmp.key), cmp.op, cmp.value.as_ref())

@@ -123,6 +123,49 @@ fn window_drops_old_events_and_reports_the_next_exit() {
 }
 
 #[test]
+fn an_audience_wakes_only_when_its_answer_can_change() {
+    let p = person();
+    let aud = |c: Value| def("audience", json!({"condition": c}));
+    // Window 10 s at 3500: the orders at 1000, 2000, 3000 leave at 11000,
+    // 12000, 13000.
+    let at_least = |n: u64| {
+        aud(
+            json!({"performed": {"event": "Order", "window": {"seconds": 10},
+                                 "count": {"at_least": n}}}),
+        )
+    };
+    assert_eq!(
+        value_of(&at_least(1), &p, 3500),
+        (Some(json!(true)), Some(13000)),
+        "a member of 'at least once' leaves when the last order leaves"
+    );
+    assert_eq!(
+        value_of(&at_least(2), &p, 3500),
+        (Some(json!(true)), Some(12000))
+    );
+    assert_eq!(
+        value_of(&at_least(4), &p, 3500),
+        (None, None),
+        "nothing to wake for: without new events it can only stay out"
+    );
+    let at_most_one = aud(
+        json!({"performed": {"event": "Order", "window": {"seconds": 10},
+                                               "count": {"at_most": 1}}}),
+    );
+    assert_eq!(value_of(&at_most_one, &p, 3500), (None, Some(12000)));
+    let none = aud(json!({"not_performed": {"event": "Order", "window": {"seconds": 10}}}));
+    assert_eq!(value_of(&none, &p, 3500), (None, Some(13000)));
+    let either = aud(json!({"or": [
+        {"performed": {"event": "Order", "window": {"seconds": 10}}},
+        {"performed": {"event": "Other", "window": {"seconds": 20}}}]}));
+    assert_eq!(
+        value_of(&either, &p, 4500).1,
+        Some(13000),
+        "each leaf reports its own change; the earliest wins"
+    );
+}
+
+#[test]
 fn audience_conditions_combine() {
     let mut p = person();
     p.merge_traits(json!({"plan": "pro"}).as_object().unwrap(), 1);

@@ -22,7 +22,7 @@ use std::time::Duration;
 use ingest::{Arm, Loads, Rates};
 
 use crate::report::{Budget, Report};
-use crate::scenarios::{Plan, mb};
+use crate::scenarios::{Harness, Plan, mb};
 
 /// Sizes of the personas scenario.
 pub struct Sizes {
@@ -72,6 +72,23 @@ pub async fn run_latency(plan: &Plan, report: &mut Report) -> anyhow::Result<u64
     latency::run(plan, report).await
 }
 
+/// The whole-population phases alone, on a server with no definitions:
+/// ingest, catch-up, backfill, first sync and window expiry (no ratios).
+pub async fn run_population(plan: &Plan, report: &mut Report) -> anyhow::Result<u64> {
+    let sizes = Sizes::new(plan);
+    let loads = Loads::new(&sizes);
+    eprintln!("  personas: ingest, NoDefinitions");
+    let (h, none) = ingest::run_arm(plan, Arm::NoDefinitions, &loads).await?;
+    report.figure(
+        "personas",
+        "batch ev/s, engine on, no definitions",
+        none.batch,
+        "ev/s",
+        None,
+    );
+    population(h, &sizes, &loads, None, report).await
+}
+
 pub async fn run(plan: &Plan, report: &mut Report) -> anyhow::Result<u64> {
     let sizes = Sizes::new(plan);
     let loads = Loads::new(&sizes);
@@ -102,6 +119,15 @@ pub async fn run(plan: &Plan, report: &mut Report) -> anyhow::Result<u64> {
     else {
         anyhow::bail!("an ingest arm is missing");
     };
+    ratios(report, off, &none, traits, audiences);
+    peak = peak.max(population(h, &sizes, &loads, Some(off.disk), report).await?);
+    eprintln!("  personas: latency");
+    peak = peak.max(latency::run(plan, report).await?);
+    Ok(peak)
+}
+
+/// The ingest figures of the four arms and their budgeted ratios.
+fn ratios(report: &mut Report, off: &Rates, none: &Rates, traits: &Rates, audiences: &Rates) {
     for (name, value) in [
         ("batch ev/s, engine off", off.batch),
         ("batch ev/s, engine on, no definitions", none.batch),
@@ -143,7 +169,17 @@ pub async fn run(plan: &Plan, report: &mut Report) -> anyhow::Result<u64> {
         none.batch,
         0.85,
     );
+}
 
+/// On the no-definitions server once ingest ended: the catch-up, then the
+/// backfill, first sync and expiry. Returns the server's peak RSS.
+async fn population(
+    h: Harness,
+    sizes: &Sizes,
+    loads: &Loads,
+    off_disk: Option<u64>,
+    report: &mut Report,
+) -> anyhow::Result<u64> {
     let caught = sync::caught_up(&h, sizes.wait).await?;
     let total = sizes.events + sizes.track;
     report.check(
@@ -157,21 +193,23 @@ pub async fn run(plan: &Plan, report: &mut Report) -> anyhow::Result<u64> {
             None => format!("{total} events; the marker was not computed in time"),
         },
     );
-    let state = h.sluice.disk_bytes().saturating_sub(off.disk);
-    report.figure(
-        "personas",
-        "profile state per person (disk, engine on - off)",
-        state as f64 / sizes.people as f64,
-        "bytes",
-        None,
-    );
+    if let Some(off_disk) = off_disk {
+        let state = h.sluice.disk_bytes().saturating_sub(off_disk);
+        report.figure(
+            "personas",
+            "profile state per person (disk, engine on - off)",
+            state as f64 / sizes.people as f64,
+            "bytes",
+            None,
+        );
+    }
     if caught.is_some() {
-        sync::backfill(&h, &sizes, report).await?;
+        sync::backfill(&h, sizes, report).await?;
         let endpoint = h.sink.person_endpoint();
         let since = chrono::Utc::now() - loads.timestamp();
         let window = since.num_seconds() + 1 + sizes.window_margin.as_secs() as i64;
         let boundary = loads.timestamp() + chrono::Duration::seconds(window);
-        sync::first_sync_and_expiry(&h, &sizes, boundary, window, &endpoint, report).await?;
+        sync::first_sync_and_expiry(&h, sizes, boundary, window, &endpoint, report).await?;
     }
     let rss = h.finish()?;
     report.figure(
@@ -181,8 +219,5 @@ pub async fn run(plan: &Plan, report: &mut Report) -> anyhow::Result<u64> {
         "MB",
         Some(Budget::AtMost(150.0)),
     );
-    peak = peak.max(rss);
-    eprintln!("  personas: latency");
-    peak = peak.max(latency::run(plan, report).await?);
-    Ok(peak)
+    Ok(rss)
 }

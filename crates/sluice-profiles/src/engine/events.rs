@@ -302,7 +302,7 @@ pub async fn step(
     let found = store.resolve_identities(keys).await?;
     let ids: BTreeSet<String> = found.iter().map(|(_, p)| p.clone()).collect();
     let with_events = !defs.items.is_empty();
-    let records = super::sweep::load_records(store, ids.into_iter().collect(), with_events).await?;
+    let records = super::load::load_records(store, ids.into_iter().collect(), with_events).await?;
     let for_apply = defs.clone();
     let work = cpu
         .run(move || apply(calls, found, records, &for_apply))

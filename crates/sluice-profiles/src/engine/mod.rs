@@ -6,6 +6,7 @@
 //! - `compute`: the engine's low-priority thread for its CPU work.
 //! - `defs`: live definitions in evaluation order.
 //! - `events`: identity resolution and the per-batch step.
+//! - `load`: reading a step's profiles.
 //! - `diff`: values → changes → identify messages.
 //! - `pace`: stepping aside during ingest bursts.
 //! - `sweep`: window expiry and whole-population jobs.
@@ -14,6 +15,7 @@ mod compute;
 mod defs;
 mod diff;
 mod events;
+mod load;
 pub mod pace;
 mod sweep;
 

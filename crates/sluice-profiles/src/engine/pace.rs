@@ -153,14 +153,8 @@ mod tests {
 
     #[test]
     fn the_load_is_taken_between_two_readings() {
-        let then = WriteLoad {
-            events: 20,
-            ..WriteLoad::default()
-        };
-        let now = WriteLoad {
-            events: 20_020,
-            ..WriteLoad::default()
-        };
+        let then = WriteLoad { events: 20 };
+        let now = WriteLoad { events: 20_020 };
         let l = Load::between(then, now, Duration::from_millis(200));
         assert!((l.events_per_sec - 100_000.0).abs() < 1e-6);
         assert!(l.burst());

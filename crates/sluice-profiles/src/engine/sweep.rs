@@ -11,6 +11,7 @@ use sluice_store::{JobProgress, ProfileCommit, ProfileJob, Store};
 use super::Step;
 use super::defs::Defs;
 use super::diff::{Scope, diff, group_values, store_profile};
+use super::load::load_records;
 use crate::error::ProfileError;
 use crate::message;
 use crate::profile::Profile;
@@ -39,24 +40,6 @@ async fn load(
     Ok((profiles, group_values(values)))
 }
 
-/// Reads split in this many parts load at once (SQLite has 4 readers).
-const LOAD_PARTS: usize = 4;
-
-/// [`sluice_store::ProfileStore::load_profiles`] of a page, its parts read
-/// at once on separate connections: a page is thousands of point reads.
-pub(super) async fn load_records(
-    store: &dyn Store,
-    ids: Vec<String>,
-    events: bool,
-) -> Result<Vec<sluice_store::ProfileRecord>, sluice_store::StoreError> {
-    let part = ids.len().div_ceil(LOAD_PARTS).max(1);
-    let reads = ids
-        .chunks(part)
-        .map(|c| store.load_profiles(c.to_vec(), events));
-    let parts = futures::future::try_join_all(reads).await?;
-    Ok(parts.into_iter().flatten().collect())
-}
-
 /// How a commit of `n` profiles (out of a page) went.
 fn outcome(committed: bool, n: usize) -> Step {
     match (committed, n) {
@@ -78,7 +61,9 @@ pub async fn sweep(
         return Ok(Step::Nothing);
     }
     let n = due.len();
+    let started = std::time::Instant::now();
     let (profiles, values) = load(store, due, defs).await?;
+    let loaded = started.elapsed();
     let empty = HashMap::new();
     let mut commit = ProfileCommit {
         owner: owner.to_owned(),
@@ -97,7 +82,18 @@ pub async fn sweep(
         );
         store_profile(&mut commit, id, p, *was, next);
     }
-    Ok(outcome(store.commit_profiles(commit).await?, n))
+    let evaluated = started.elapsed();
+    let messages = commit.messages.len();
+    let committed = store.commit_profiles(commit).await?;
+    tracing::debug!(
+        profiles = n,
+        messages,
+        load_ms = loaded.as_millis() as u64,
+        evaluate_ms = (evaluated - loaded).as_millis() as u64,
+        commit_ms = (started.elapsed() - evaluated).as_millis() as u64,
+        "window sweep"
+    );
+    Ok(outcome(committed, n))
 }
 
 /// Advances the oldest job by one page.
@@ -129,7 +125,9 @@ pub async fn job(
         return Ok(outcome(store.commit_profiles(commit).await?, 0));
     };
     let n = ids.len();
+    let started = std::time::Instant::now();
     let (profiles, values) = load(store, ids, defs).await?;
+    let loaded = started.elapsed();
     let empty = HashMap::new();
     for (id, p, was) in &profiles {
         let stored = values.get(id).unwrap_or(&empty);
@@ -162,11 +160,19 @@ pub async fn job(
         }
     }
     commit.job = Some((job.id, JobProgress::At(last)));
+    let evaluated = started.elapsed();
+    let messages = commit.messages.len();
+    let committed = store.commit_profiles(commit).await?;
+    tracing::debug!(
+        profiles = n,
+        messages,
+        load_ms = loaded.as_millis() as u64,
+        evaluate_ms = (evaluated - loaded).as_millis() as u64,
+        commit_ms = (started.elapsed() - evaluated).as_millis() as u64,
+        "job page"
+    );
     // A page of a job is always followed at once by the next.
-    Ok(outcome(
-        store.commit_profiles(commit).await?,
-        n.max(PAGE as usize),
-    ))
+    Ok(outcome(committed, n.max(PAGE as usize)))
 }
 
 enum Kind<'a> {

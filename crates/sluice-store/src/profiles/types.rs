@@ -167,17 +167,10 @@ pub struct ProfileCommit {
     pub job: Option<(i64, JobProgress)>,
 }
 
-/// How busy ingest keeps the store's writer: totals since start, read twice
-/// to take a rate (see [`crate::ProfileStore::ingest_write_load`]).
+/// How much ingest has written so far: a total since start, read twice to
+/// take a rate (see [`crate::ProfileStore::ingest_write_load`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct WriteLoad {
-    /// Time spent committing groups of ingest (without engine work).
-    pub busy: std::time::Duration,
-    /// Such groups.
-    pub groups: u64,
-    /// Events ingest appended in them.
+    /// Events ingest has appended (every group, committed or not).
     pub events: u64,
-    /// Time spent committing groups with engine work (the engine's own
-    /// share of the writer, left out of ingest's busy share).
-    pub background: std::time::Duration,
 }

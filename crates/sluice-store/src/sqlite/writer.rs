@@ -10,18 +10,14 @@
 //! - no caller hears "ok" before its data is committed;
 //! - if the commit itself fails, every job in the group hears the error.
 //!
-//! Jobs have a [`Class`]. [`Writer::ingest_load`] reads how busy ingest
-//! keeps the writer: time, groups and events. The profile engine reads it to step
-//! aside (see `sluice_profiles::engine::pace`). Only groups of ingest
-//! without engine work count, nor the group right after one with engine
-//! work: callers queued behind an engine commit say nothing about ingest's
-//! own load.
+//! Jobs have a [`Class`]. [`Writer::ingest_load`] reads how many events
+//! ingest has appended; the profile engine takes a rate from two readings
+//! to step aside during bursts (see `sluice_profiles::engine::pace`).
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
 use tokio::sync::{mpsc, oneshot};
@@ -44,9 +40,8 @@ pub(super) struct GroupLimits {
 pub(super) struct Writer {
     queue: mpsc::Sender<Msg>,
     thread: Mutex<Option<JoinHandle<()>>>,
-    /// Counted ingest groups: nanoseconds spent, groups, ingest events; then
-    /// nanoseconds spent on groups with engine work.
-    busy: Arc<[AtomicU64; 4]>,
+    /// Events appended by ingest jobs so far.
+    ingested: Arc<AtomicU64>,
 }
 
 /// What a job is, for [`Writer::ingest_load`].
@@ -54,10 +49,8 @@ pub(super) struct Writer {
 pub(super) enum Class {
     /// Appends from the ingest path.
     Ingest,
-    /// Administration, delivery, schema, regulations.
+    /// Everything else: administration, delivery, the profile engine.
     Other,
-    /// The profile engine's steps and lease.
-    Background,
 }
 
 enum Msg {
@@ -75,8 +68,8 @@ impl Writer {
         limits: GroupLimits,
     ) -> Result<Writer> {
         let (queue, rx) = mpsc::channel(QUEUE_DEPTH);
-        let busy = Arc::new([(); 4].map(|()| AtomicU64::new(0)));
-        let counted = busy.clone();
+        let ingested = Arc::new(AtomicU64::new(0));
+        let counted = ingested.clone();
         let thread = std::thread::Builder::new()
             .name("sluice-sqlite-writer".into())
             .spawn(move || writer_loop(conn, rx, checkpointer, limits, &counted))
@@ -84,18 +77,14 @@ impl Writer {
         Ok(Writer {
             queue,
             thread: Mutex::new(Some(thread)),
-            busy,
+            ingested,
         })
     }
 
-    /// Totals so far over the counted ingest groups (monotonic).
+    /// Ingest's total so far (monotonic).
     pub(super) fn ingest_load(&self) -> WriteLoad {
-        let [nanos, groups, events, background] = &*self.busy;
         WriteLoad {
-            busy: Duration::from_nanos(nanos.load(Ordering::Relaxed)),
-            groups: groups.load(Ordering::Relaxed),
-            events: events.load(Ordering::Relaxed),
-            background: Duration::from_nanos(background.load(Ordering::Relaxed)),
+            events: self.ingested.load(Ordering::Relaxed),
         }
     }
 
@@ -218,10 +207,9 @@ fn writer_loop(
     mut rx: mpsc::Receiver<Msg>,
     checkpointer: Checkpointer,
     limits: GroupLimits,
-    busy: &[AtomicU64; 4],
+    ingested: &AtomicU64,
 ) {
     let mut group: Vec<Box<dyn Job>> = Vec::new();
-    let mut after_background = false;
     while let Some(first) = rx.blocking_recv() {
         let mut closing = false;
         let mut weight = 0;
@@ -238,27 +226,14 @@ fn writer_loop(
                 next = rx.try_recv().ok();
             }
         }
-        let started = Instant::now();
         let ingest: usize = group
             .iter()
             .filter(|j| j.class() == Class::Ingest)
             .map(|j| j.weight())
             .sum();
-        let ingest = ingest as u64;
-        let background = group.iter().any(|j| j.class() == Class::Background);
-        let counted = ingest > 0 && !background && !after_background;
-        after_background = background;
+        ingested.fetch_add(ingest as u64, Ordering::Relaxed);
         if commit_group(&conn, &mut group) {
             checkpointer.nudge();
-        }
-        let took = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        if background {
-            busy[3].fetch_add(took, Ordering::Relaxed);
-        }
-        if counted {
-            busy[0].fetch_add(took, Ordering::Relaxed);
-            busy[1].fetch_add(1, Ordering::Relaxed);
-            busy[2].fetch_add(ingest, Ordering::Relaxed);
         }
         if closing {
             // Refuse new jobs; the loop still drains what is queued.

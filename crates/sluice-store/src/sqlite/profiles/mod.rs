@@ -86,7 +86,7 @@ impl ProfileStore for SqliteStore {
     ) -> Result<Option<EventCursor>> {
         let owner = owner.to_owned();
         self.writer
-            .run_as(Class::Background, 1, move |c| {
+            .run_as(Class::Other, 1, move |c| {
                 engine::take_lease(c, &owner, now, ttl)
             })
             .await
@@ -145,9 +145,7 @@ impl ProfileStore for SqliteStore {
     async fn commit_profiles(&self, commit: ProfileCommit) -> Result<bool> {
         let weight = commit.messages.len() + commit.profiles.len() + commit.events.len() / 4;
         self.writer
-            .run_as(Class::Background, weight, move |c| {
-                engine::commit(c, &commit)
-            })
+            .run_as(Class::Other, weight, move |c| engine::commit(c, &commit))
             .await
     }
 
