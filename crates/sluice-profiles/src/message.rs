@@ -54,5 +54,6 @@ pub fn identify(
         message_id,
         body: Value::Object(body).to_string(),
         destination_ids,
+        deliver_at: None,
     }
 }

@@ -167,6 +167,7 @@ fn profile_config(config: &Config) -> sluice_profiles::EngineConfig {
         lease_ttl: Duration::from_secs(p.lease_ttl_secs),
         batch: p.batch_events.max(1),
         defer_to_ingest: p.defer_to_ingest,
+        schedule_ahead: Duration::from_secs(p.schedule_ahead_secs),
         space_id: p.space_id.clone(),
         ..sluice_profiles::EngineConfig::default()
     }

@@ -13,7 +13,7 @@ use sluice_store::{
 
 use super::compute::Compute;
 use super::defs::Defs;
-use super::diff::{Scope, diff, group_values, store_profile};
+use super::diff::{Scope, diff, store_profile};
 use crate::error::ProfileError;
 use crate::profile::{Call, Profile, ProfileEvent};
 
@@ -307,17 +307,19 @@ pub async fn step(
     let work = cpu
         .run(move || apply(calls, found, records, &for_apply))
         .await??;
-    // Without definitions there are no values to compare with.
-    let stored = if defs.items.is_empty() {
-        HashMap::new()
+    // Without definitions there are no values to compare with (and no
+    // scheduled changes: a computation's go with it).
+    let (stored, settle) = if defs.items.is_empty() {
+        (HashMap::new(), Vec::new())
     } else {
         let touched: Vec<String> = work.touched.iter().cloned().collect();
-        group_values(store.values_of(touched).await?)
+        super::load::values_at(store, touched, now).await?
     };
     let commit = ProfileCommit {
         owner: owner.to_owned(),
         now,
         cursor: Some(last),
+        settle,
         ..ProfileCommit::default()
     };
     let defs = defs.clone();

@@ -9,12 +9,14 @@
 //! - `load`: reading a step's profiles.
 //! - `diff`: values → changes → identify messages.
 //! - `pace`: stepping aside during ingest bursts.
-//! - `sweep`: window expiry and whole-population jobs.
+//! - `sweep`: window changes: due ones, and those prepared ahead.
+//! - `jobs`: whole-population jobs (recompute, backfill).
 
 mod compute;
 mod defs;
 mod diff;
 mod events;
+mod jobs;
 mod load;
 pub mod pace;
 mod sweep;
@@ -49,6 +51,9 @@ pub struct EngineConfig {
     pub batch: u32,
     /// Step aside while ingest saturates the store's writer (see `pace`).
     pub defer_to_ingest: bool,
+    /// How far ahead window changes are prepared (see `sweep`); zero
+    /// evaluates each change only once it is due.
+    pub schedule_ahead: Duration,
     /// `context.personas.space_id` (and `namespace`) of every message.
     pub space_id: String,
 }
@@ -64,6 +69,7 @@ impl Default for EngineConfig {
             lease_ttl: Duration::from_secs(15),
             batch: 2000,
             defer_to_ingest: true,
+            schedule_ahead: Duration::from_secs(60),
             space_id: DEFAULT_SPACE_ID.to_owned(),
         }
     }
@@ -269,13 +275,26 @@ impl Engine {
             }
         }
         if !lost {
-            match sweep::sweep(store, owner, &self.defs, now).await? {
+            match sweep::settle(store, owner, now).await? {
                 Step::Lost => lost = true,
                 step => round = round.max(step.round()),
             }
         }
         if !lost {
-            match sweep::job(store, owner, &self.config.space_id, now).await? {
+            match sweep::sweep(store, owner, &self.defs, now).await? {
+                Step::Lost => lost = true,
+                step => round = round.max(step.round()),
+            }
+        }
+        if !lost && !self.config.schedule_ahead.is_zero() {
+            let until = now + self.config.schedule_ahead;
+            match sweep::ahead(store, owner, &self.defs, now, until).await? {
+                Step::Lost => lost = true,
+                step => round = round.max(step.round()),
+            }
+        }
+        if !lost {
+            match jobs::job(store, owner, &self.config.space_id, now).await? {
                 Step::Lost => lost = true,
                 step => round = round.max(step.round()),
             }

@@ -1,34 +1,48 @@
 //! Time-driven work: profiles whose window changes are due, and the
-//! whole-population jobs (recompute after a definition change, backfill of
-//! a newly connected destination).
+//! preparation of changes that fall due soon.
+//!
+//! Preparing ahead is what lets a window that closes for many people at
+//! once (an audience of everyone who bought during a sale) be sent on time:
+//! the evaluations, value changes and messages are made in the minutes
+//! before, with deliveries due at the boundary, so at the boundary only the
+//! sends remain. See [`sluice_store::ScheduledChange`] for how a prepared
+//! change is withdrawn when the person acts first.
 
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
-use serde_json::Value;
-use sluice_store::{JobProgress, ProfileCommit, ProfileJob, Store};
+use sluice_store::{ProfileCommit, Schedule, ScheduledChange, Store};
 
 use super::Step;
 use super::defs::Defs;
-use super::diff::{Scope, diff, group_values, store_profile};
-use super::load::load_records;
+use super::diff::{Scope, diff, store_profile};
+use super::load::{Values, load_records, values_at};
 use crate::error::ProfileError;
-use crate::message;
 use crate::profile::Profile;
 
 /// Profiles re-evaluated per sweep or job commit.
 pub const PAGE: u32 = 2000;
 
-/// A loaded profile: id, the person, `next_change_at` (unix ms).
-type Loaded = (String, Profile, Option<i64>);
+/// Scheduled changes applied per settle.
+const SETTLE: u32 = 5000;
 
-async fn load(
+/// A loaded profile: id, the person, `next_change_at` (unix ms).
+pub(super) type Loaded = (String, Profile, Option<i64>);
+
+/// Profiles with their events, and their values at `now` (see
+/// [`values_at`]); the commit settles their scheduled changes.
+pub(super) async fn load(
     store: &dyn Store,
     ids: Vec<String>,
     defs: &Defs,
-) -> Result<(Vec<Loaded>, HashMap<String, HashMap<String, Value>>), ProfileError> {
-    let (records, values) =
-        tokio::try_join!(load_records(store, ids.clone(), true), store.values_of(ids))?;
+    now: DateTime<Utc>,
+    commit: &mut ProfileCommit,
+) -> Result<(Vec<Loaded>, Values), ProfileError> {
+    let (records, (values, settle)) = tokio::try_join!(
+        load_records(store, ids.clone(), true),
+        values_at(store, ids, now)
+    )?;
+    commit.settle = settle;
     let mut profiles = Vec::new();
     for r in records {
         let p = Profile::from_record(&r, Some(&defs.roots))
@@ -37,11 +51,11 @@ async fn load(
         profiles.push((r.id, p, was));
     }
     profiles.sort_by(|a, b| a.0.cmp(&b.0));
-    Ok((profiles, group_values(values)))
+    Ok((profiles, values))
 }
 
 /// How a commit of `n` profiles (out of a page) went.
-fn outcome(committed: bool, n: usize) -> Step {
+pub(super) fn outcome(committed: bool, n: usize) -> Step {
     match (committed, n) {
         (false, _) => Step::Lost,
         (true, n) if n >= PAGE as usize => Step::Full,
@@ -62,14 +76,14 @@ pub async fn sweep(
     }
     let n = due.len();
     let started = std::time::Instant::now();
-    let (profiles, values) = load(store, due, defs).await?;
-    let loaded = started.elapsed();
-    let empty = HashMap::new();
     let mut commit = ProfileCommit {
         owner: owner.to_owned(),
         now,
         ..ProfileCommit::default()
     };
+    let (profiles, values) = load(store, due, defs, now, &mut commit).await?;
+    let loaded = started.elapsed();
+    let empty = HashMap::new();
     for (id, p, was) in &profiles {
         let next = diff(
             defs,
@@ -96,93 +110,100 @@ pub async fn sweep(
     Ok(outcome(committed, n))
 }
 
-/// Advances the oldest job by one page.
-pub async fn job(
+/// Applies scheduled changes whose time has come to the stored values.
+pub async fn settle(
     store: &dyn Store,
     owner: &str,
-    space_id: &str,
     now: DateTime<Utc>,
 ) -> Result<Step, ProfileError> {
-    let Some(job) = store.next_profile_job().await? else {
+    Ok(match store.settle_scheduled(owner, now, SETTLE).await? {
+        None => Step::Lost,
+        Some(0) => Step::Nothing,
+        Some(n) if n >= u64::from(SETTLE) => Step::Full,
+        Some(_) => Step::Partial,
+    })
+}
+
+/// Prepares the changes of profiles due after `now` and by `until`: each is
+/// evaluated at its own `next_change_at`; its value changes become
+/// scheduled changes and its messages wait for that time.
+pub async fn ahead(
+    store: &dyn Store,
+    owner: &str,
+    defs: &Defs,
+    now: DateTime<Utc>,
+    until: DateTime<Utc>,
+) -> Result<Step, ProfileError> {
+    if defs.items.is_empty() {
         return Ok(Step::Nothing);
-    };
-    // Definitions read after the job: the change that queued it is visible
-    // (both were committed together).
-    let defs = &Defs::new(store.list_computations().await?, space_id.to_owned());
+    }
+    let due = store.due_ahead(now, until, PAGE).await?;
+    if due.is_empty() {
+        return Ok(Step::Nothing);
+    }
+    let n = due.len();
+    let started = std::time::Instant::now();
     let mut commit = ProfileCommit {
         owner: owner.to_owned(),
         now,
         ..ProfileCommit::default()
     };
-    let Some(computation) = defs.items.iter().find(|(c, _)| c.id == job.computation_id) else {
-        commit.job = Some((job.id, JobProgress::Done));
-        return Ok(outcome(store.commit_profiles(commit).await?, 0));
-    };
-    let ids = store.profile_ids_after(&job.after_profile, PAGE).await?;
-    let Some(last) = ids.last().cloned() else {
-        commit.job = Some((job.id, JobProgress::Done));
-        commit.computed.push(job.computation_id.clone());
-        return Ok(outcome(store.commit_profiles(commit).await?, 0));
-    };
-    let n = ids.len();
-    let started = std::time::Instant::now();
-    let (profiles, values) = load(store, ids, defs).await?;
+    let when: HashMap<String, DateTime<Utc>> = due.iter().cloned().collect();
+    let ids = due.into_iter().map(|(id, _)| id).collect();
+    let (profiles, values) = load(store, ids, defs, now, &mut commit).await?;
     let loaded = started.elapsed();
     let empty = HashMap::new();
     for (id, p, was) in &profiles {
-        let stored = values.get(id).unwrap_or(&empty);
-        match job_kind(&job) {
-            Kind::Recompute => {
-                let next = diff(
-                    defs,
-                    id,
-                    p,
-                    stored,
-                    now,
-                    &Scope::Only(&job.computation_id),
-                    &mut commit,
-                );
-                // A new windowed definition may move the next change earlier.
-                store_profile(&mut commit, id, p, *was, next);
-            }
-            Kind::Backfill(destination) => {
-                if let Some(v) = stored.get(&job.computation_id) {
-                    commit.messages.push(message::identify(
-                        space_id,
-                        &computation.0,
-                        p,
-                        v,
-                        now,
-                        vec![destination.to_owned()],
-                    ));
-                }
-            }
+        let Some(&at) = when.get(id) else { continue };
+        let mut part = ProfileCommit::default();
+        let next = diff(
+            defs,
+            id,
+            p,
+            values.get(id).unwrap_or(&empty),
+            at,
+            &Scope::All,
+            &mut part,
+        );
+        for v in part.values {
+            let computation = defs.items.iter().find(|(c, _)| c.id == v.computation_id);
+            let Some((computation, _)) = computation else {
+                continue;
+            };
+            let message = part
+                .messages
+                .iter()
+                .find(|m| m.computation_id == v.computation_id)
+                .map(|m| m.message_id.clone());
+            commit.scheduled.push(Schedule {
+                change: ScheduledChange {
+                    computation_id: v.computation_id,
+                    profile_id: v.profile_id,
+                    at,
+                    value: v.value,
+                },
+                message_id: message,
+                computation_updated_at: computation.updated_at,
+            });
         }
+        commit
+            .messages
+            .extend(part.messages.into_iter().map(|mut m| {
+                m.deliver_at = Some(at);
+                m
+            }));
+        store_profile(&mut commit, id, p, *was, next);
     }
-    commit.job = Some((job.id, JobProgress::At(last)));
     let evaluated = started.elapsed();
-    let messages = commit.messages.len();
+    let scheduled = commit.scheduled.len();
     let committed = store.commit_profiles(commit).await?;
     tracing::debug!(
         profiles = n,
-        messages,
+        scheduled,
         load_ms = loaded.as_millis() as u64,
         evaluate_ms = (evaluated - loaded).as_millis() as u64,
         commit_ms = (started.elapsed() - evaluated).as_millis() as u64,
-        "job page"
+        "window changes prepared"
     );
-    // A page of a job is always followed at once by the next.
-    Ok(outcome(committed, n.max(PAGE as usize)))
-}
-
-enum Kind<'a> {
-    Recompute,
-    Backfill(&'a str),
-}
-
-fn job_kind(job: &ProfileJob) -> Kind<'_> {
-    match (job.kind.as_str(), job.destination_id.as_deref()) {
-        ("backfill", Some(d)) => Kind::Backfill(d),
-        _ => Kind::Recompute,
-    }
+    Ok(outcome(committed, n))
 }

@@ -132,6 +132,11 @@ pub struct PersonasConfig {
     /// Defer engine steps while ingest saturates SQLite's writer (true);
     /// see docs/personas.md, "Pacing".
     pub defer_to_ingest: bool,
+    /// How far ahead window changes are prepared, in seconds (60): their
+    /// messages wait in the outbox for the boundary, so a window closing
+    /// for many people at once is sent on time. 0 evaluates each change
+    /// only once it is due. See docs/personas.md, "Windows".
+    pub schedule_ahead_secs: u64,
     /// The space id the engine's messages carry in `context.personas`
     /// (`space_id` and `namespace`), as Segment's Engage space id; one per
     /// installation (`spa_sluice`). Give every node the same value.
@@ -146,6 +151,7 @@ impl Default for PersonasConfig {
             lease_ttl_secs: 15,
             batch_events: 2000,
             defer_to_ingest: true,
+            schedule_ahead_secs: 60,
             space_id: sluice_profiles::engine::DEFAULT_SPACE_ID.to_owned(),
         }
     }

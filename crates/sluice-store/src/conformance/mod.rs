@@ -25,6 +25,7 @@ mod profiles;
 mod regulation_job;
 mod regulations;
 mod retention;
+mod scheduled;
 mod schema;
 mod support;
 
@@ -37,6 +38,7 @@ pub use profiles::*;
 pub use regulation_job::*;
 pub use regulations::*;
 pub use retention::*;
+pub use scheduled::*;
 pub use schema::*;
 
 /// Declares one `#[tokio::test]` per conformance check. `$fresh` is an
@@ -84,6 +86,10 @@ macro_rules! conformance_tests {
             events_after_the_cursor_come_in_commit_order,
             a_step_commits_profiles_values_messages_and_cursor_together,
             profile_events_are_appended_moved_trimmed_and_dropped,
+            a_scheduled_change_waits_for_its_time_then_applies,
+            touching_a_profile_withdraws_its_scheduled_change,
+            a_taken_scheduled_message_refuses_its_withdrawal,
+            editing_a_computation_drops_its_scheduled_changes,
             suppression_changes_come_in_version_order_and_unsuppress_lifts,
             suppressed_counts_add_up_per_source_and_day,
             the_regulation_lease_is_exclusive_until_it_lapses,

@@ -219,6 +219,7 @@ pub async fn a_step_commits_profiles_values_messages_and_cursor_together(store: 
             message_id: "personas-1".into(),
             body: r#"{"type":"identify","userId":"u1","traits":{"orders":1}}"#.into(),
             destination_ids: vec!["dst_a".into()],
+            deliver_at: None,
         }],
         computed: vec!["ct_1".into()],
         ..ProfileCommit::default()

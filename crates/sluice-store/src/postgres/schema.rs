@@ -243,6 +243,7 @@ const MIGRATIONS: &[(&str, &str)] = &[
     ("regulation errors", super::regulations::SCHEMA_V5),
     ("delivery log by rare state", RARE_STATES),
     ("profile events", super::profiles::events::SCHEMA_V7),
+    ("scheduled changes", super::profiles::scheduled::SCHEMA_V8),
 ];
 
 /// First key of the migration advisory lock ("SLUI"); the second is a hash

@@ -23,6 +23,11 @@
 //! - `profile_identities`: `user:<id>` / `anon:<id>` → profile id.
 //! - `computed_values`: the last value *sent* per (computation, profile);
 //!   absent = no value (computed traits) or not a member (audiences).
+//! - `profile_scheduled`: window changes prepared ahead of their time, at
+//!   most one per (profile, computation): the value from `at` on and the
+//!   event seq of its message, whose deliveries are due at `at`. A window
+//!   that closes for many people at once would otherwise cost all their
+//!   evaluations after it closed; prepared, it costs only the sends.
 //! - `computation_sends`: messages put in the outbox per (computation,
 //!   destination).
 //! - `profile_engine`: one row: the event cursor and the engine lease.
@@ -39,6 +44,14 @@
 //!   the cursor: SQLite has one writer, so seqs are commit order; PostgreSQL
 //!   orders by `(xact, seq)` below the oldest transaction still running
 //!   (`pg_snapshot_xmin`), see `postgres/profiles`.
+//! - **Scheduled changes are provisional until due.** Before `at` the
+//!   stored value is still the current one (reads show it), and a step
+//!   that touches the profile withdraws the change (`ProfileCommit::settle`)
+//!   and evaluates afresh; so does any change to the computation (its
+//!   future changes are dropped and their profiles' `next_change_at` pulled
+//!   back to `at`) and the removal of the profile. From `at` on the message
+//!   is the delivery engine's, and the value is applied by the next
+//!   [`ProfileStore::settle_scheduled`] or settle of the profile.
 //! - **No feedback.** The engine's own messages (source [`PERSONAS_SOURCE`])
 //!   are returned like any event (so the cursor moves past them) and the
 //!   engine skips them.
@@ -118,6 +131,25 @@ pub trait ProfileStore: Send + Sync + 'static {
     async fn values_of(&self, profile_ids: Vec<String>) -> Result<Vec<ComputedValue>>;
     /// Profiles whose `next_change_at` is at or before `now`.
     async fn due_profiles(&self, now: DateTime<Utc>, limit: u32) -> Result<Vec<String>>;
+    /// With their `next_change_at`: profiles due after `now` and by
+    /// `until`, without scheduled changes, soonest first.
+    async fn due_ahead(
+        &self,
+        now: DateTime<Utc>,
+        until: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<Vec<(String, DateTime<Utc>)>>;
+    /// Scheduled changes of the given profiles.
+    async fn scheduled_of(&self, profile_ids: Vec<String>) -> Result<Vec<ScheduledChange>>;
+    /// Applies up to `limit` scheduled changes due by `now` to the values
+    /// and drops them. Returns how many, or `None` (writing nothing) when
+    /// `owner` no longer holds the lease.
+    async fn settle_scheduled(
+        &self,
+        owner: &str,
+        now: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<Option<u64>>;
     /// Profile ids in id order after `after` (exclusive).
     async fn profile_ids_after(&self, after: &str, limit: u32) -> Result<Vec<String>>;
     /// The oldest pending job, if any.

@@ -117,12 +117,43 @@ pub struct ValueChange {
 }
 
 /// One identify message to put in the outbox.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct EmittedMessage {
     pub computation_id: String,
     pub message_id: String,
     pub body: String,
     pub destination_ids: Vec<String>,
+    /// When its deliveries fall due: `None` at once; a later time for the
+    /// message of a [`ScheduledChange`].
+    pub deliver_at: Option<DateTime<Utc>>,
+}
+
+/// A change a time window makes to (computation, profile) at `at`, prepared
+/// ahead of that time: its message is in the outbox with deliveries due at
+/// `at`, and the value is applied once `at` has passed (see
+/// [`crate::ProfileStore::settle_scheduled`]). Anything that touches the
+/// profile or the computation before `at` withdraws it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScheduledChange {
+    pub computation_id: String,
+    pub profile_id: String,
+    pub at: DateTime<Utc>,
+    /// The value from `at` on, JSON text; `None` = no value (audiences: not
+    /// a member).
+    pub value: Option<String>,
+}
+
+/// A [`ScheduledChange`] to write in a [`ProfileCommit`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Schedule {
+    pub change: ScheduledChange,
+    /// The [`EmittedMessage`] of the same commit that carries it; `None`
+    /// when the computation has no destination.
+    pub message_id: Option<String>,
+    /// The computation's `updated_at` when the change was evaluated. A
+    /// change prepared from a definition edited since is not written, nor
+    /// its message; its profile is due again at `at` instead.
+    pub computation_updated_at: DateTime<Utc>,
 }
 
 /// Where a job stands after a commit.
@@ -160,8 +191,16 @@ pub struct ProfileCommit {
     pub removed_profiles: Vec<String>,
     /// Identity → profile id, inserted or repointed.
     pub identities: Vec<(String, String)>,
+    /// Profiles whose scheduled changes are settled before anything else
+    /// is written: those due by `now` are applied to the values, later ones
+    /// are withdrawn with their messages. The commit fails if one of those
+    /// messages was already taken by a delivery worker (the engine then
+    /// redoes the step, when the change is due).
+    pub settle: Vec<String>,
     pub values: Vec<ValueChange>,
     pub messages: Vec<EmittedMessage>,
+    /// Window changes prepared ahead of their time.
+    pub scheduled: Vec<Schedule>,
     /// Computations evaluated in this step (their `last_computed_at` is set).
     pub computed: Vec<String>,
     pub job: Option<(i64, JobProgress)>,

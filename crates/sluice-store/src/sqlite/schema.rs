@@ -243,11 +243,12 @@ pub(super) static MIGRATIONS: LazyLock<Migrations<'static>> = LazyLock::new(|| {
         M::up(EVENTS_MESSAGE_ID),
         M::up(RARE_STATES),
         M::up(super::profiles::events::SCHEMA_V8),
+        M::up(super::profiles::scheduled::SCHEMA_V9),
     ])
 });
 
 /// Prepared statements kept per connection; covers every hot statement.
-const STATEMENT_CACHE: usize = 64;
+const STATEMENT_CACHE: usize = 96;
 
 /// Opens the single read-write connection: WAL, the configured durability,
 /// and the schema brought up to date. A 16 MiB page cache holds a full group

@@ -34,10 +34,43 @@ async fn audience_member_leaves_when_the_window_passes_with_no_new_event() {
     assert_eq!(members["data"][0]["user_id"], json!("u1"));
     let got = wait_bodies(&rx, 2).await;
     assert_eq!(got[1]["traits"], json!({"recent_buyers": false}));
-    let (_, members) = s
-        .admin(Method::GET, &format!("/audiences/{id}/members"), None)
-        .await;
-    assert_eq!(members["data"], json!([]));
+    // The exit was prepared ahead; the stored membership follows within a
+    // poll interval of the boundary.
+    let members = format!("/audiences/{id}/members");
+    eventually(5, || async {
+        let (_, body) = s.admin(Method::GET, &members, None).await;
+        (body["data"] == json!([])).then_some(())
+    })
+    .await;
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn a_new_event_before_the_boundary_withdraws_the_prepared_exit() {
+    let (s, _dir, key, dest, rx) = setup().await;
+    create(
+        &s,
+        "/audiences",
+        json!({"name": "Recent Buyers", "destination_ids": [dest],
+               "definition": {"condition": {"performed": {"event": "Bought", "window": {"seconds": 2}}}}}),
+    )
+    .await;
+    track(&s, &key, "u1", "Bought", json!({})).await;
+    let got = wait_bodies(&rx, 1).await;
+    assert_eq!(got[0]["traits"], json!({"recent_buyers": true}));
+    // By now the exit at +2 s is prepared (its message waits in the outbox).
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    let again = std::time::Instant::now();
+    track(&s, &key, "u1", "Bought", json!({})).await;
+    let got = wait_bodies(&rx, 2).await;
+    assert_eq!(got[1]["traits"], json!({"recent_buyers": false}));
+    assert!(
+        again.elapsed() >= Duration::from_millis(1900),
+        "the exit follows the second purchase, not the first: {:?}",
+        again.elapsed()
+    );
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(rx.requests().len(), 2, "one entry, one exit");
     s.stop().await;
 }
 

@@ -128,6 +128,8 @@ pub(super) async fn update(
     let Some(mut current) = row.as_ref().map(computation).transpose()? else {
         return Ok(None);
     };
+    // Prepared window changes follow the old definition or destinations.
+    super::scheduled::cancel_computation(&tx, id).await?;
     if let Some(name) = patch.name {
         current.name = name;
     }
@@ -179,6 +181,7 @@ pub(super) async fn delete(
         )
         .await
         .map_err(backend)?;
+    super::scheduled::cancel_computation(&tx, id).await?;
     tx.execute(
         "DELETE FROM computed_values WHERE computation_id = $1",
         &[&id],

@@ -7,6 +7,7 @@ use deadpool_postgres::GenericClient;
 
 use super::super::rows::{backend, big, get, ms, opt_time, sql_limit, time};
 use super::defs::value;
+use super::scheduled;
 use crate::{
     ComputedValue, CursorEvent, EventCursor, JobProgress, PERSONAS_SOURCE, ProfileCommit,
     ProfileJob, ProfileRecord, Result, StoredEvent,
@@ -205,46 +206,57 @@ pub(super) async fn next_job(c: &impl GenericClient) -> Result<Option<ProfileJob
     .transpose()
 }
 
+/// Whether `owner` holds the engine lease; locks the engine row until the
+/// transaction ends, so it stays so.
+pub(super) async fn holds(c: &impl GenericClient, owner: &str) -> Result<bool> {
+    let row = c
+        .query_one(
+            "SELECT lease_owner FROM profile_engine WHERE id = 1 FOR UPDATE",
+            &[],
+        )
+        .await
+        .map_err(backend)?;
+    Ok(get::<Option<String>>(&row, 0)?.as_deref() == Some(owner))
+}
+
 /// One engine step in one transaction. The engine row is locked first, so a
-/// node that lost the lease writes nothing.
+/// node that lost the lease writes nothing; then the computations it relies
+/// on (see `scheduled.rs`).
 pub(super) async fn commit(
     client: &mut deadpool_postgres::Object,
     c: &ProfileCommit,
 ) -> Result<bool> {
     let tx = client.transaction().await.map_err(backend)?;
-    let holder: Option<String> = get(
-        &tx.query_one(
-            "SELECT lease_owner FROM profile_engine WHERE id = 1 FOR UPDATE",
-            &[],
-        )
-        .await
-        .map_err(backend)?,
-        0,
-    )?;
-    if holder.as_deref() != Some(c.owner.as_str()) {
+    if !holds(&tx, &c.owner).await? {
         return Ok(false);
     }
     let now = ms(c.now);
+    let touched: Vec<&str> = c
+        .settle
+        .iter()
+        .chain(&c.removed_profiles)
+        .map(String::as_str)
+        .collect();
+    let computations: Vec<&str> = (c.values.iter().map(|v| &v.computation_id))
+        .chain(c.messages.iter().map(|m| &m.computation_id))
+        .chain(c.scheduled.iter().map(|s| &s.change.computation_id))
+        .chain(&c.computed)
+        .map(String::as_str)
+        .collect();
+    scheduled::lock(&tx, &touched, &computations).await?;
+    scheduled::settle(&tx, &c.settle, now).await?;
     super::events::write(&tx, c).await?;
     if !c.removed_profiles.is_empty() {
-        tx.execute(
+        scheduled::remove_profiles(&tx, &c.removed_profiles).await?;
+        for sql in [
             "DELETE FROM profile_events WHERE profile_id = ANY($1)",
-            &[&c.removed_profiles],
-        )
-        .await
-        .map_err(backend)?;
-        tx.execute(
             "DELETE FROM profiles WHERE id = ANY($1)",
-            &[&c.removed_profiles],
-        )
-        .await
-        .map_err(backend)?;
-        tx.execute(
             "DELETE FROM computed_values WHERE profile_id = ANY($1)",
-            &[&c.removed_profiles],
-        )
-        .await
-        .map_err(backend)?;
+        ] {
+            tx.execute(sql, &[&c.removed_profiles])
+                .await
+                .map_err(backend)?;
+        }
     }
     for p in &c.profiles {
         tx.execute(
@@ -296,12 +308,16 @@ pub(super) async fn commit(
             }
         }
     }
+    // Changes prepared from a definition edited since are not written.
+    let (fresh, stale) = scheduled::fresh(&tx, c).await?;
+    let mut seqs = std::collections::HashMap::new();
     // Counters are added up here and written once per key, not per message.
     let mut sends: std::collections::BTreeMap<(&str, &str), i64> = Default::default();
     for m in &c.messages {
-        if m.destination_ids.is_empty() {
+        if m.destination_ids.is_empty() || stale.contains(m.message_id.as_str()) {
             continue;
         }
+        let due = m.deliver_at.map_or(now, ms);
         let row = tx
             .query_opt(
                 "INSERT INTO events (source_id, message_id, event_type, received_at, body)
@@ -311,7 +327,7 @@ pub(super) async fn commit(
                 &[
                     &PERSONAS_SOURCE,
                     &m.message_id,
-                    &now,
+                    &due,
                     &m.body,
                     &m.computation_id,
                 ],
@@ -320,11 +336,14 @@ pub(super) async fn commit(
             .map_err(backend)?;
         let Some(row) = row else { continue };
         let seq: i64 = get(&row, 0)?;
+        if m.deliver_at.is_some() {
+            seqs.insert(m.message_id.as_str(), seq);
+        }
         tx.execute(
             "INSERT INTO deliveries (event_seq, destination_id, source_id, state, attempts,
                                      next_attempt_at, updated_at)
-             SELECT $1, d, $3, 'pending', 0, $4, $4 FROM UNNEST($2::text[]) AS d",
-            &[&seq, &m.destination_ids, &PERSONAS_SOURCE, &now],
+             SELECT $1, d, $3, 'pending', 0, $4, $5 FROM UNNEST($2::text[]) AS d",
+            &[&seq, &m.destination_ids, &PERSONAS_SOURCE, &due, &now],
         )
         .await
         .map_err(backend)?;
@@ -334,6 +353,7 @@ pub(super) async fn commit(
                 .or_default() += 1;
         }
     }
+    scheduled::insert(&tx, &fresh, &seqs).await?;
     let mut per_computation: std::collections::BTreeMap<&str, i64> = Default::default();
     for ((computation, destination), n) in sends {
         tx.execute(

@@ -1,10 +1,12 @@
 //! [`ProfileStore`] for [`PostgresStore`]: definitions in `defs.rs`, the
 //! engine's reads and its one-transaction step commit in `engine.rs`, a
-//! person's behavioural events in `events.rs`.
+//! person's behavioural events in `events.rs`, window changes prepared
+//! ahead of their time in `scheduled.rs`.
 
 mod defs;
 mod engine;
 pub(super) mod events;
+pub(super) mod scheduled;
 
 use std::time::Duration;
 
@@ -12,10 +14,11 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use super::PostgresStore;
+use super::rows::backend;
 use crate::records::now;
 use crate::{
     Computation, ComputationPatch, ComputedValue, CursorEvent, EventCursor, NewComputation,
-    ProfileCommit, ProfileJob, ProfileRecord, ProfileStore, Result,
+    ProfileCommit, ProfileJob, ProfileRecord, ProfileStore, Result, ScheduledChange,
 };
 
 #[async_trait]
@@ -96,6 +99,39 @@ impl ProfileStore for PostgresStore {
 
     async fn due_profiles(&self, now: DateTime<Utc>, limit: u32) -> Result<Vec<String>> {
         engine::due(&self.client().await?, now, limit).await
+    }
+
+    async fn due_ahead(
+        &self,
+        now: DateTime<Utc>,
+        until: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<Vec<(String, DateTime<Utc>)>> {
+        scheduled::due_ahead(&self.client().await?, now, until, limit).await
+    }
+
+    async fn scheduled_of(&self, profile_ids: Vec<String>) -> Result<Vec<ScheduledChange>> {
+        scheduled::of(&self.client().await?, &profile_ids).await
+    }
+
+    async fn settle_scheduled(
+        &self,
+        owner: &str,
+        now: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<Option<u64>> {
+        let mut client = self.client().await?;
+        // Most rounds find nothing due: no transaction, no engine row lock.
+        if !scheduled::any_due(&client, now).await? {
+            return Ok(Some(0));
+        }
+        let tx = client.transaction().await.map_err(backend)?;
+        if !engine::holds(&tx, owner).await? {
+            return Ok(None);
+        }
+        let settled = scheduled::settle_due(&tx, now, limit).await?;
+        tx.commit().await.map_err(backend)?;
+        Ok(Some(settled))
     }
 
     async fn profile_ids_after(&self, after: &str, limit: u32) -> Result<Vec<String>> {

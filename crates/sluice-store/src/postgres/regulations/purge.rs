@@ -7,6 +7,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use deadpool_postgres::{GenericClient, Transaction};
 
+use super::super::profiles::scheduled::remove_profiles;
 use super::super::rows::{backend, big, get, ms};
 use crate::regulations::{delete_notification, identity_parts, pseudonym, status, subject_index};
 use crate::{PRIVACY_SOURCE, RegulationCommit, Result, SubjectData, SubjectPurge};
@@ -241,6 +242,11 @@ pub(super) async fn commit(
 }
 
 async fn purge(tx: &Transaction<'_>, subject: &SubjectPurge, profiles: bool) -> Result<()> {
+    if profiles {
+        // First: it locks computations, which an edit locks before the
+        // deliveries this deletes (see `profiles/scheduled.rs`).
+        remove_profiles(tx, &subject.profile_ids).await?;
+    }
     let seqs = &subject.event_seqs;
     for sql in [
         "DELETE FROM attempts WHERE delivery_id IN

@@ -111,6 +111,8 @@ pub(super) fn update(
     let Some(mut current) = get(conn, id)?.filter(|c| c.deleted_at.is_none()) else {
         return Ok(None);
     };
+    // Prepared window changes follow the old definition or destinations.
+    super::scheduled::cancel_computation(conn, id)?;
     if let Some(name) = patch.name {
         current.name = name;
     }
@@ -151,6 +153,7 @@ pub(super) fn delete(conn: &Connection, id: &str, now: DateTime<Utc>) -> Result<
              WHERE id = ?1 AND deleted_at IS NULL",
         )?
         .execute(params![id, ms(now)])?;
+    super::scheduled::cancel_computation(conn, id)?;
     conn.prepare_cached("DELETE FROM computed_values WHERE computation_id = ?1")?
         .execute(params![id])?;
     conn.prepare_cached("DELETE FROM profile_jobs WHERE computation_id = ?1")?

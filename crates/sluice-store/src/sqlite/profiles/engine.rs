@@ -7,6 +7,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use super::super::rows::{ms, opt_time, sql_limit, time};
 use super::defs::value_row;
+use super::scheduled;
 use crate::{
     ComputedValue, CursorEvent, EventCursor, JobProgress, PERSONAS_SOURCE, ProfileCommit,
     ProfileJob, ProfileRecord, Result, StoredEvent,
@@ -163,18 +164,27 @@ pub(super) fn next_job(conn: &Connection) -> Result<Option<ProfileJob>> {
         .optional()?)
 }
 
-/// Writes one step inside the writer's transaction; refuses (false) when
-/// `owner` lost the lease, before writing anything.
-pub(super) fn commit(conn: &Connection, c: &ProfileCommit) -> Result<bool> {
+/// Whether `owner` holds the engine lease.
+pub(super) fn holds(conn: &Connection, owner: &str) -> Result<bool> {
     let holder: Option<String> = conn
         .prepare_cached("SELECT lease_owner FROM profile_engine WHERE id = 1")?
         .query_row([], |r| r.get(0))?;
-    if holder.as_deref() != Some(c.owner.as_str()) {
+    Ok(holder.as_deref() == Some(owner))
+}
+
+/// Writes one step inside the writer's transaction; refuses (false) when
+/// `owner` lost the lease, before writing anything.
+pub(super) fn commit(conn: &Connection, c: &ProfileCommit) -> Result<bool> {
+    if !holds(conn, &c.owner)? {
         return Ok(false);
     }
     let now = ms(c.now);
+    for id in &c.settle {
+        scheduled::settle(conn, id, now)?;
+    }
     super::events::write(conn, c)?;
     for id in &c.removed_profiles {
+        scheduled::remove_profile(conn, id)?;
         conn.prepare_cached("DELETE FROM profiles WHERE id = ?1")?
             .execute(params![id])?;
         super::events::delete(conn, id)?;
@@ -232,28 +242,54 @@ pub(super) fn commit(conn: &Connection, c: &ProfileCommit) -> Result<bool> {
             }
         }
     }
+    // Changes prepared from a definition edited since are not written.
+    let mut stale = std::collections::HashSet::new();
+    let mut fresh = Vec::new();
+    for s in &c.scheduled {
+        let id = &s.change.computation_id;
+        if scheduled::current(conn, id, ms(s.computation_updated_at))? {
+            fresh.push(s);
+        } else {
+            stale.extend(s.message_id.as_deref());
+            scheduled::due_again(conn, &s.change.profile_id, ms(s.change.at))?;
+        }
+    }
+    let mut seqs = std::collections::HashMap::new();
     // Counters are added up here and written once per key, not per message.
     let mut sends: std::collections::BTreeMap<(&str, &str), i64> = Default::default();
     for m in &c.messages {
-        if m.destination_ids.is_empty() || !live(&m.computation_id)? {
+        if m.destination_ids.is_empty()
+            || stale.contains(m.message_id.as_str())
+            || !live(&m.computation_id)?
+        {
             continue;
         }
+        let due = m.deliver_at.map_or(now, ms);
         let seq = conn
             .prepare_cached(
                 "INSERT INTO events (source_id, message_id, event_type, received_at, body)
                  VALUES (?1, ?2, 'identify', ?3, ?4)",
             )?
-            .insert(params![PERSONAS_SOURCE, m.message_id, now, m.body])?;
+            .insert(params![PERSONAS_SOURCE, m.message_id, due, m.body])?;
+        if m.deliver_at.is_some() {
+            seqs.insert(m.message_id.as_str(), seq);
+        }
         for d in &m.destination_ids {
             conn.prepare_cached(
                 "INSERT INTO deliveries (event_seq, destination_id, source_id, state, attempts,
                                          next_attempt_at, updated_at)
-                 VALUES (?1, ?2, ?3, 'pending', 0, ?4, ?4)",
+                 VALUES (?1, ?2, ?3, 'pending', 0, ?4, ?5)",
             )?
-            .execute(params![seq, d, PERSONAS_SOURCE, now])?;
+            .execute(params![seq, d, PERSONAS_SOURCE, due, now])?;
             *sends
                 .entry((m.computation_id.as_str(), d.as_str()))
                 .or_default() += 1;
+        }
+    }
+    for s in fresh {
+        let seq = s.message_id.as_deref().and_then(|m| seqs.get(m).copied());
+        if s.message_id.is_none() || seq.is_some() {
+            scheduled::insert(conn, &s.change, seq)?;
         }
     }
     let mut per_computation: std::collections::BTreeMap<&str, i64> = Default::default();

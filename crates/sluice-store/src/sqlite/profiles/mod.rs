@@ -7,6 +7,7 @@
 mod defs;
 mod engine;
 pub(super) mod events;
+pub(super) mod scheduled;
 
 use std::time::Duration;
 
@@ -18,7 +19,7 @@ use super::writer::Class;
 use crate::records::now;
 use crate::{
     Computation, ComputationPatch, ComputedValue, CursorEvent, EventCursor, NewComputation,
-    ProfileCommit, ProfileJob, ProfileRecord, ProfileStore, Result,
+    ProfileCommit, ProfileJob, ProfileRecord, ProfileStore, Result, ScheduledChange,
 };
 
 #[async_trait]
@@ -129,6 +130,55 @@ impl ProfileStore for SqliteStore {
 
     async fn due_profiles(&self, now: DateTime<Utc>, limit: u32) -> Result<Vec<String>> {
         self.readers.run(move |c| engine::due(c, now, limit)).await
+    }
+
+    async fn due_ahead(
+        &self,
+        now: DateTime<Utc>,
+        until: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<Vec<(String, DateTime<Utc>)>> {
+        let (now, until) = (now.timestamp_millis(), until.timestamp_millis());
+        self.readers
+            .run(move |c| scheduled::due_ahead(c, now, until, limit))
+            .await
+    }
+
+    async fn scheduled_of(&self, profile_ids: Vec<String>) -> Result<Vec<ScheduledChange>> {
+        self.readers
+            .run(move |c| {
+                let mut out = Vec::new();
+                for id in &profile_ids {
+                    out.extend(scheduled::of(c, id)?);
+                }
+                Ok(out)
+            })
+            .await
+    }
+
+    async fn settle_scheduled(
+        &self,
+        owner: &str,
+        now: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<Option<u64>> {
+        // Most rounds find nothing due: ask a reader, not the writer.
+        let due = self
+            .readers
+            .run(move |c| scheduled::any_due(c, now.timestamp_millis()))
+            .await?;
+        if !due {
+            return Ok(Some(0));
+        }
+        let owner = owner.to_owned();
+        self.writer
+            .run_as(Class::Other, limit as usize, move |c| {
+                if !engine::holds(c, &owner)? {
+                    return Ok(None);
+                }
+                scheduled::settle_due(c, now.timestamp_millis(), limit).map(Some)
+            })
+            .await
     }
 
     async fn profile_ids_after(&self, after: &str, limit: u32) -> Result<Vec<String>> {

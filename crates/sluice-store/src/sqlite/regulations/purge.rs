@@ -232,6 +232,7 @@ fn purge_events(c: &Connection, seqs: &[i64]) -> Result<()> {
 
 fn purge_profiles(c: &Connection, ids: &[String]) -> Result<()> {
     for id in ids {
+        crate::sqlite::profiles::scheduled::remove_profile(c, id)?;
         c.prepare_cached("DELETE FROM profile_identities WHERE profile_id = ?1")?
             .execute([id])?;
         c.prepare_cached("DELETE FROM computed_values WHERE profile_id = ?1")?

@@ -1,0 +1,110 @@
+//! Whole-population jobs: the recompute after a definition change and the
+//! backfill of a newly connected destination, one page per commit.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+use sluice_store::{JobProgress, ProfileCommit, ProfileJob, Store};
+
+use super::Step;
+use super::defs::Defs;
+use super::diff::{Scope, diff, store_profile};
+use super::sweep::{PAGE, load, outcome};
+use crate::error::ProfileError;
+use crate::message;
+
+/// Advances the oldest job by one page.
+pub async fn job(
+    store: &dyn Store,
+    owner: &str,
+    space_id: &str,
+    now: DateTime<Utc>,
+) -> Result<Step, ProfileError> {
+    let Some(job) = store.next_profile_job().await? else {
+        return Ok(Step::Nothing);
+    };
+    // Definitions read after the job: the change that queued it is visible
+    // (both were committed together).
+    let defs = &Defs::new(store.list_computations().await?, space_id.to_owned());
+    let mut commit = ProfileCommit {
+        owner: owner.to_owned(),
+        now,
+        ..ProfileCommit::default()
+    };
+    let Some(computation) = defs.items.iter().find(|(c, _)| c.id == job.computation_id) else {
+        commit.job = Some((job.id, JobProgress::Done));
+        return Ok(outcome(store.commit_profiles(commit).await?, 0));
+    };
+    let ids = store.profile_ids_after(&job.after_profile, PAGE).await?;
+    let Some(last) = ids.last().cloned() else {
+        commit.job = Some((job.id, JobProgress::Done));
+        commit.computed.push(job.computation_id.clone());
+        return Ok(outcome(store.commit_profiles(commit).await?, 0));
+    };
+    let n = ids.len();
+    let started = std::time::Instant::now();
+    let (profiles, values) = load(store, ids, defs, now, &mut commit).await?;
+    if let Kind::Backfill(_) = job_kind(&job) {
+        // A backfill sends stored values and leaves prepared changes (of
+        // other computations: connecting cancelled this one's) alone.
+        commit.settle.clear();
+    }
+    let loaded = started.elapsed();
+    let empty = HashMap::new();
+    for (id, p, was) in &profiles {
+        let stored = values.get(id).unwrap_or(&empty);
+        match job_kind(&job) {
+            Kind::Recompute => {
+                let next = diff(
+                    defs,
+                    id,
+                    p,
+                    stored,
+                    now,
+                    &Scope::Only(&job.computation_id),
+                    &mut commit,
+                );
+                // A new windowed definition may move the next change earlier.
+                store_profile(&mut commit, id, p, *was, next);
+            }
+            Kind::Backfill(destination) => {
+                if let Some(v) = stored.get(&job.computation_id) {
+                    commit.messages.push(message::identify(
+                        space_id,
+                        &computation.0,
+                        p,
+                        v,
+                        now,
+                        vec![destination.to_owned()],
+                    ));
+                }
+            }
+        }
+    }
+    commit.job = Some((job.id, JobProgress::At(last)));
+    let evaluated = started.elapsed();
+    let messages = commit.messages.len();
+    let committed = store.commit_profiles(commit).await?;
+    tracing::debug!(
+        profiles = n,
+        messages,
+        load_ms = loaded.as_millis() as u64,
+        evaluate_ms = (evaluated - loaded).as_millis() as u64,
+        commit_ms = (started.elapsed() - evaluated).as_millis() as u64,
+        "job page"
+    );
+    // A page of a job is always followed at once by the next.
+    Ok(outcome(committed, n.max(PAGE as usize)))
+}
+
+enum Kind<'a> {
+    Recompute,
+    Backfill(&'a str),
+}
+
+fn job_kind(job: &ProfileJob) -> Kind<'_> {
+    match (job.kind.as_str(), job.destination_id.as_deref()) {
+        ("backfill", Some(d)) => Kind::Backfill(d),
+        _ => Kind::Recompute,
+    }
+}
