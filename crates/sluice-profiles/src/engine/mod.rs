@@ -247,7 +247,8 @@ impl Engine {
         round
     }
 
-    /// The work of a round: events, due windows, one job page.
+    /// The work of a round: events, scheduled changes now due, due
+    /// windows, one job page, then changes to prepare ahead.
     async fn work(
         &mut self,
         cursor: EventCursor,
@@ -286,15 +287,18 @@ impl Engine {
                 step => round = round.max(step.round()),
             }
         }
-        if !lost && !self.config.schedule_ahead.is_zero() {
-            let until = now + self.config.schedule_ahead;
-            match sweep::ahead(store, owner, &self.defs, now, until).await? {
+        if !lost {
+            match jobs::job(store, owner, &self.config.space_id, now).await? {
                 Step::Lost => lost = true,
                 step => round = round.max(step.round()),
             }
         }
-        if !lost {
-            match jobs::job(store, owner, &self.config.space_id, now).await? {
+        // Preparing ahead only fills rounds with room to spare: a backlog
+        // of events or a job page is more urgent, and a change not
+        // prepared in time is still made when it falls due.
+        if !lost && round != Round::Full && !self.config.schedule_ahead.is_zero() {
+            let until = now + self.config.schedule_ahead;
+            match sweep::ahead(store, owner, &self.defs, now, until).await? {
                 Step::Lost => lost = true,
                 step => round = round.max(step.round()),
             }

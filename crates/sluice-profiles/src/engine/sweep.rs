@@ -116,7 +116,13 @@ pub async fn settle(
     owner: &str,
     now: DateTime<Utc>,
 ) -> Result<Step, ProfileError> {
-    Ok(match store.settle_scheduled(owner, now, SETTLE).await? {
+    let started = std::time::Instant::now();
+    let settled = store.settle_scheduled(owner, now, SETTLE).await?;
+    if let Some(n) = settled.filter(|n| *n > 0) {
+        let ms = started.elapsed().as_millis() as u64;
+        tracing::debug!(changes = n, ms, "scheduled changes settled");
+    }
+    Ok(match settled {
         None => Step::Lost,
         Some(0) => Step::Nothing,
         Some(n) if n >= u64::from(SETTLE) => Step::Full,
