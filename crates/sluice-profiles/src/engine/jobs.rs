@@ -9,7 +9,7 @@ use sluice_store::{JobProgress, ProfileCommit, ProfileJob, Store};
 use super::Step;
 use super::defs::Defs;
 use super::diff::{Scope, diff, store_profile};
-use super::sweep::{PAGE, load, outcome};
+use super::sweep::{PAGE, commit_page, load, outcome};
 use crate::error::ProfileError;
 use crate::message;
 
@@ -82,17 +82,7 @@ pub async fn job(
         }
     }
     commit.job = Some((job.id, JobProgress::At(last)));
-    let evaluated = started.elapsed();
-    let messages = commit.messages.len();
-    let committed = store.commit_profiles(commit).await?;
-    tracing::debug!(
-        profiles = n,
-        messages,
-        load_ms = loaded.as_millis() as u64,
-        evaluate_ms = (evaluated - loaded).as_millis() as u64,
-        commit_ms = (started.elapsed() - evaluated).as_millis() as u64,
-        "job page"
-    );
+    let committed = commit_page(store, commit, "job page", n, started, loaded).await?;
     // A page of a job is always followed at once by the next.
     Ok(outcome(committed, n.max(PAGE as usize)))
 }

@@ -63,6 +63,32 @@ pub(super) fn outcome(committed: bool, n: usize) -> Step {
     }
 }
 
+/// Commits a page's `commit`, logging (at debug) how long its load
+/// (`loaded` after `started`), evaluation and commit took.
+pub(super) async fn commit_page(
+    store: &dyn Store,
+    commit: ProfileCommit,
+    what: &'static str,
+    profiles: usize,
+    started: std::time::Instant,
+    loaded: std::time::Duration,
+) -> Result<bool, ProfileError> {
+    let evaluated = started.elapsed();
+    let messages = commit.messages.len();
+    let scheduled = commit.scheduled.len();
+    let committed = store.commit_profiles(commit).await?;
+    tracing::debug!(
+        profiles,
+        messages,
+        scheduled,
+        load_ms = loaded.as_millis() as u64,
+        evaluate_ms = (evaluated - loaded).as_millis() as u64,
+        commit_ms = (started.elapsed() - evaluated).as_millis() as u64,
+        "{what}"
+    );
+    Ok(committed)
+}
+
 /// Re-evaluates profiles whose next window change is due.
 pub async fn sweep(
     store: &dyn Store,
@@ -96,17 +122,7 @@ pub async fn sweep(
         );
         store_profile(&mut commit, id, p, *was, next);
     }
-    let evaluated = started.elapsed();
-    let messages = commit.messages.len();
-    let committed = store.commit_profiles(commit).await?;
-    tracing::debug!(
-        profiles = n,
-        messages,
-        load_ms = loaded.as_millis() as u64,
-        evaluate_ms = (evaluated - loaded).as_millis() as u64,
-        commit_ms = (started.elapsed() - evaluated).as_millis() as u64,
-        "window sweep"
-    );
+    let committed = commit_page(store, commit, "window sweep", n, started, loaded).await?;
     Ok(outcome(committed, n))
 }
 
@@ -200,16 +216,7 @@ pub async fn ahead(
             }));
         store_profile(&mut commit, id, p, *was, next);
     }
-    let evaluated = started.elapsed();
-    let scheduled = commit.scheduled.len();
-    let committed = store.commit_profiles(commit).await?;
-    tracing::debug!(
-        profiles = n,
-        scheduled,
-        load_ms = loaded.as_millis() as u64,
-        evaluate_ms = (evaluated - loaded).as_millis() as u64,
-        commit_ms = (started.elapsed() - evaluated).as_millis() as u64,
-        "window changes prepared"
-    );
+    let committed =
+        commit_page(store, commit, "window changes prepared", n, started, loaded).await?;
     Ok(outcome(committed, n))
 }
