@@ -79,8 +79,11 @@ pub fn host_of(url: &str) -> String {
     reqwest::Url::parse(url)
         .ok()
         .and_then(|u| u.host_str().map(str::to_owned))
-        .unwrap_or_else(|| "(invalid URL)".to_owned())
+        .unwrap_or_else(|| INVALID_HOST.to_owned())
 }
+
+/// What [`host_of`] says of a URL that does not parse.
+const INVALID_HOST: &str = "(invalid URL)";
 
 /// Sends webhook requests. Cheap to share: the client pools connections.
 #[derive(Debug, Clone)]
@@ -148,13 +151,15 @@ impl Sender {
     ) -> UrlResult {
         let at = Utc::now();
         let started = Instant::now();
+        // Parsed once: the guard, the request, the log and the host use it.
+        let parsed = reqwest::Url::parse(&url.url);
         let ready = client.and_then(|client| {
-            self.literal_host(&url.url)?;
-            Ok((client, headers::build(url, job)?))
+            let target = self.literal_host(parsed.as_ref().ok())?;
+            Ok((client, target, headers::build(url, job)?))
         });
         let outcome = match ready {
-            Ok((client, headers)) => {
-                let request = self.exchange(&client, &url.url, headers, job.body.clone());
+            Ok((client, target, headers)) => {
+                let request = self.exchange(&client, target, headers, job.body.clone());
                 match tokio::time::timeout(self.timeout, request).await {
                     Ok(result) => result,
                     Err(_) => Err(Failure::timeout(self.timeout)),
@@ -162,7 +167,11 @@ impl Sender {
             }
             Err(failure) => Err(failure),
         };
-        let shown_url = mask_url(&url.url);
+        let shown_url = match &parsed {
+            // Nothing to hide: the URL as configured (what `mask_url` gives).
+            Ok(u) if u.username().is_empty() && u.password().is_none() => url.url.clone(),
+            _ => mask_url(&url.url),
+        };
         let latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         let mut attempt = Attempt {
             delivery_id: job.delivery_id,
@@ -212,29 +221,33 @@ impl Sender {
         UrlResult {
             attempt,
             verdict,
-            host: host_of(&url.url),
+            host: parsed
+                .ok()
+                .and_then(|u| u.host_str().map(str::to_owned))
+                .unwrap_or_else(|| INVALID_HOST.to_owned()),
             error_kind,
         }
     }
 
     /// Refuses a URL whose host is an IP literal in a blocked network:
     /// such hosts never reach the resolver, so they are checked here.
-    fn literal_host(&self, url: &str) -> Result<(), Failure> {
-        let parsed = reqwest::Url::parse(url).map_err(|_| Failure {
+    /// Returns the URL to request.
+    fn literal_host(&self, parsed: Option<&reqwest::Url>) -> Result<reqwest::Url, Failure> {
+        let parsed = parsed.ok_or_else(|| Failure {
             kind: TransportError::InvalidRequest,
             message: "invalid URL".to_owned(),
         })?;
-        match parsed.host() {
-            Some(host) => self.policy.check_host(&host).map_err(Failure::blocked),
-            None => Ok(()),
+        if let Some(host) = parsed.host() {
+            self.policy.check_host(&host).map_err(Failure::blocked)?;
         }
+        Ok(parsed.clone())
     }
 
     /// The request and a capped read of the response.
     async fn exchange(
         &self,
         client: &reqwest::Client,
-        url: &str,
+        url: reqwest::Url,
         headers: reqwest::header::HeaderMap,
         body: Bytes,
     ) -> Result<Answer, Failure> {
