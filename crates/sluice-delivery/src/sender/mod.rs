@@ -76,14 +76,14 @@ pub struct UrlResult {
 /// The host of `url` alone: no scheme, userinfo, port, path or query
 /// (webhook tokens often live in the path).
 pub fn host_of(url: &str) -> String {
-    reqwest::Url::parse(url)
-        .ok()
-        .and_then(|u| u.host_str().map(str::to_owned))
-        .unwrap_or_else(|| INVALID_HOST.to_owned())
+    parsed_host(reqwest::Url::parse(url).ok().as_ref())
 }
 
-/// What [`host_of`] says of a URL that does not parse.
-const INVALID_HOST: &str = "(invalid URL)";
+/// [`host_of`] of a URL already parsed (`None`: it did not parse).
+fn parsed_host(url: Option<&reqwest::Url>) -> String {
+    url.and_then(reqwest::Url::host_str)
+        .map_or_else(|| "(invalid URL)".to_owned(), str::to_owned)
+}
 
 /// Sends webhook requests. Cheap to share: the client pools connections.
 #[derive(Debug, Clone)]
@@ -221,10 +221,7 @@ impl Sender {
         UrlResult {
             attempt,
             verdict,
-            host: parsed
-                .ok()
-                .and_then(|u| u.host_str().map(str::to_owned))
-                .unwrap_or_else(|| INVALID_HOST.to_owned()),
+            host: parsed_host(parsed.as_ref().ok()),
             error_kind,
         }
     }

@@ -275,7 +275,9 @@ impl Engine {
                 None => lost = true,
             }
         }
-        if !lost {
+        // Scheduled changes exist only while definitions do (deleting one
+        // drops its changes), so a node without any skips the look.
+        if !lost && !self.defs.items.is_empty() {
             match sweep::settle(store, owner, now).await? {
                 Step::Lost => lost = true,
                 step => round = round.max(step.round()),
