@@ -8,7 +8,7 @@
 //! - `events`: identity resolution and the per-batch step.
 //! - `load`: reading a step's profiles.
 //! - `diff`: values → changes → identify messages.
-//! - `pace`: stepping aside during ingest bursts.
+//! - `pace`: stepping aside during ingest bursts and delivery backlogs.
 //! - `sweep`: window changes: due ones, and those prepared ahead.
 //! - `jobs`: whole-population jobs (recompute, backfill).
 
@@ -49,7 +49,8 @@ pub struct EngineConfig {
     pub lease_ttl: Duration,
     /// Events read per step.
     pub batch: u32,
-    /// Step aside while ingest saturates the store's writer (see `pace`).
+    /// Step aside while ingest (or, without definitions, delivery)
+    /// saturates the store's writer (see `pace`).
     pub defer_to_ingest: bool,
     /// How far ahead window changes are prepared (see `sweep`); zero
     /// evaluates each change only once it is due.
@@ -137,7 +138,7 @@ pub fn start(
             }
         };
         let defs = Defs::empty(config.space_id.clone());
-        let pace = pace::Pace::new(store.ingest_write_load());
+        let pace = pace::Pace::new(store.write_load());
         let mut engine = Engine {
             store,
             config,
@@ -236,9 +237,7 @@ impl Engine {
             self.defs = Arc::new(fresh);
         }
         let definitions = !self.defs.items.is_empty();
-        if self.config.defer_to_ingest
-            && self.pace.defer(self.store.ingest_write_load(), definitions)
-        {
+        if self.config.defer_to_ingest && self.pace.defer(self.store.write_load(), definitions) {
             return Ok(Round::Some);
         }
         let started = Instant::now();
@@ -256,12 +255,16 @@ impl Engine {
     ) -> Result<Round, ProfileError> {
         let store = self.store.as_ref();
         let owner = self.config.node_id.as_str();
-        let batch = store
-            .profile_events_after(cursor, self.config.batch)
-            .await?;
+        let limit = if self.config.defer_to_ingest {
+            self.pace
+                .step(!self.defs.items.is_empty(), self.config.batch)
+        } else {
+            self.config.batch
+        };
+        let batch = store.profile_events_after(cursor, limit).await?;
         let mut round = match batch.len() {
             0 => Round::Idle,
-            n if n >= self.config.batch as usize => Round::Full,
+            n if n >= limit as usize => Round::Full,
             _ => Round::Some,
         };
         let mut lost = false;

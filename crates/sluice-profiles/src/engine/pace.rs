@@ -1,23 +1,37 @@
-//! Stepping aside for ingest.
+//! Stepping aside for ingest and delivery.
 //!
 //! The engine is a consumer of committed events: ingest never waits for it.
-//! With SQLite both write through one writer thread (and share two cores),
-//! so engine work during an ingest burst takes its time from ingest. The
-//! engine therefore reads how fast ingest appends
-//! ([`sluice_store::ProfileStore::ingest_write_load`], over each second);
-//! above [`EVENTS_ABOVE`] events a second it works at most a share of the
-//! time: after a round that took `t`, it rests long enough for `t` to be
-//! [`SHARE_WITH_DEFINITIONS`] (or [`SHARE_WITHOUT`] when there is nothing
-//! to send) of the time, and never more than [`MAX_REST`]. Without
-//! definitions it also keeps to [`SHARE_WITHOUT_BELOW_BURST`] while ingest
-//! runs at all, so that a backlog left by a burst is not caught up at the
-//! expense of the calls that follow. So a burst
-//! costs ingest a bounded share, the engine still moves during it, and it
-//! catches up at full speed once the burst is over.
+//! With SQLite the engine, ingest and delivery write through one writer
+//! thread (and share two cores), so engine work during an ingest burst or a
+//! delivery backlog takes its time from them. The engine therefore reads
+//! two rates from the writer ([`sluice_store::ProfileStore::write_load`],
+//! over each second): events appended by ingest, and the share of the time
+//! the writer spent on work other than the engine's.
 //!
-//! Below the threshold nothing is deferred: at 2,000 events a second (the
-//! rate issue 11 asks the engine to follow within a second) the engine runs
-//! every round.
+//! - Above [`EVENTS_ABOVE`] ingest events a second it works at most a share
+//!   of the time: after a round that took `t`, it rests long enough for `t`
+//!   to be [`SHARE_WITH_DEFINITIONS`] (or [`SHARE_WITHOUT`] when there is
+//!   nothing to send) of the time, and never more than [`MAX_REST`].
+//! - Without definitions the engine's work is bookkeeping nobody waits on
+//!   (the profile lookup, a later backfill), so it also keeps to
+//!   [`SHARE_WITHOUT`] while others hold the writer more than
+//!   [`BUSY_ABOVE`] of the time (a delivery backlog draining), and to
+//!   [`SHARE_WITHOUT_BELOW_BURST`] while ingest runs at all, so that a
+//!   backlog left by a burst is not caught up at the expense of the calls
+//!   that follow.
+//! - With definitions the engine's messages are part of delivery's work,
+//!   so it does not step aside for delivery.
+//!
+//! - Without definitions, while ingest runs or others hold the writer, a
+//!   step reads at most [`SMALL_STEP`] events, so that each commit holds the
+//!   writer only briefly (a tail of slow calls otherwise gathers behind the
+//!   engine's large commits).
+//!
+//! So a burst costs ingest and delivery a bounded share, the engine still
+//! moves during it, and it catches up at full speed once the burst is over.
+//! Below the thresholds nothing is deferred: at 2,000 events a second (the
+//! rate issue 11 asks the engine to follow within a second) the engine with
+//! definitions runs every round.
 
 use std::time::{Duration, Instant};
 
@@ -35,23 +49,35 @@ pub const SHARE_WITHOUT: f64 = 0.05;
 /// enough to follow a few thousand events a second, while a backlog left
 /// by a burst does not take the writer from the calls that follow it.
 pub const SHARE_WITHOUT_BELOW_BURST: f64 = 0.25;
+/// Share of the time others hold the writer above which an engine without
+/// definitions keeps to [`SHARE_WITHOUT`].
+pub const BUSY_ABOVE: f64 = 0.5;
+/// Without definitions, the most events one step reads while others use
+/// the writer: a step's commit holds the writer, and a short hold keeps the
+/// calls and sends queued behind it fast.
+pub const SMALL_STEP: u32 = 250;
 /// Longest rest between two rounds.
 pub const MAX_REST: Duration = Duration::from_secs(5);
 /// Span the load is measured over.
 const SAMPLE: Duration = Duration::from_secs(1);
 
-/// Ingest's load over one span.
+/// Others' load over one span.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Load {
     pub events_per_sec: f64,
+    /// Share of the span the writer spent on others' work.
+    pub busy: f64,
 }
 
 impl Load {
     /// The load between two readings `span` apart.
     pub fn between(then: WriteLoad, now: WriteLoad, span: Duration) -> Load {
         let events = now.events.saturating_sub(then.events);
+        let secs = span.as_secs_f64().max(1e-3);
+        let busy = now.foreground.saturating_sub(then.foreground);
         Load {
-            events_per_sec: events as f64 / span.as_secs_f64().max(1e-3),
+            events_per_sec: events as f64 / secs,
+            busy: busy.as_secs_f64() / secs,
         }
     }
 
@@ -62,21 +88,31 @@ impl Load {
     pub fn active(self) -> bool {
         self.events_per_sec > 0.0
     }
+
+    pub fn contended(self) -> bool {
+        self.busy > BUSY_ABOVE
+    }
 }
 
 /// How long to rest after a round that took `took`, to keep the engine's
 /// share of the time (pure).
 pub fn rest(load: Load, definitions: bool, took: Duration) -> Duration {
-    let share = match (definitions, load.burst(), load.active()) {
-        (true, true, _) => SHARE_WITH_DEFINITIONS,
-        (false, true, _) => SHARE_WITHOUT,
-        (false, false, true) => SHARE_WITHOUT_BELOW_BURST,
-        (_, false, _) => return Duration::ZERO,
+    let share = if definitions {
+        if !load.burst() {
+            return Duration::ZERO;
+        }
+        SHARE_WITH_DEFINITIONS
+    } else if load.burst() || load.contended() {
+        SHARE_WITHOUT
+    } else if load.active() {
+        SHARE_WITHOUT_BELOW_BURST
+    } else {
+        return Duration::ZERO;
     };
     took.mul_f64((1.0 - share) / share).min(MAX_REST)
 }
 
-/// Ingest's load, measured between readings, and the engine's last round.
+/// Others' load, measured between readings, and the engine's last round.
 pub struct Pace {
     sampled_at: Instant,
     then: WriteLoad,
@@ -98,13 +134,22 @@ impl Pace {
         }
     }
 
+    /// How many events the next step may read, of the configured `batch`.
+    pub fn step(&self, definitions: bool, batch: u32) -> u32 {
+        if !definitions && (self.load.active() || self.load.contended()) {
+            batch.min(SMALL_STEP)
+        } else {
+            batch
+        }
+    }
+
     /// A round that went ahead took `took`.
     pub fn ran(&mut self, took: Duration) {
         self.last_end = Instant::now();
         self.last_took = took;
     }
 
-    /// Takes a reading of ingest's load; returns whether the next round
+    /// Takes a reading of others' load; returns whether the next round
     /// should wait.
     pub fn defer(&mut self, reading: WriteLoad, definitions: bool) -> bool {
         let at = Instant::now();
@@ -123,7 +168,10 @@ mod tests {
     use super::*;
 
     fn load(events_per_sec: f64) -> Load {
-        Load { events_per_sec }
+        Load {
+            events_per_sec,
+            busy: 0.0,
+        }
     }
 
     #[test]
@@ -152,12 +200,55 @@ mod tests {
     }
 
     #[test]
+    fn without_definitions_steps_aside_while_others_hold_the_writer() {
+        let took = Duration::from_millis(100);
+        let draining = Load {
+            events_per_sec: 0.0,
+            busy: 0.8,
+        };
+        assert_eq!(rest(draining, false, took), Duration::from_millis(1900));
+        assert_eq!(
+            rest(draining, true, took),
+            Duration::ZERO,
+            "with definitions the engine's messages are delivery's work too"
+        );
+        let light = Load {
+            events_per_sec: 0.0,
+            busy: 0.2,
+        };
+        assert_eq!(rest(light, false, took), Duration::ZERO);
+    }
+
+    #[test]
+    fn without_definitions_steps_are_small_while_others_write() {
+        let mut pace = Pace::new(WriteLoad::default());
+        assert_eq!(pace.step(false, 2000), 2000, "idle: full steps");
+        pace.load = load(2_000.0);
+        assert_eq!(pace.step(false, 2000), SMALL_STEP);
+        assert_eq!(pace.step(true, 2000), 2000, "definitions keep full steps");
+        pace.load = Load {
+            events_per_sec: 0.0,
+            busy: 0.9,
+        };
+        assert_eq!(pace.step(false, 2000), SMALL_STEP);
+        assert_eq!(pace.step(false, 100), 100);
+    }
+
+    #[test]
     fn the_load_is_taken_between_two_readings() {
-        let then = WriteLoad { events: 20 };
-        let now = WriteLoad { events: 20_020 };
+        let then = WriteLoad {
+            events: 20,
+            foreground: Duration::from_millis(50),
+        };
+        let now = WriteLoad {
+            events: 20_020,
+            foreground: Duration::from_millis(170),
+        };
         let l = Load::between(then, now, Duration::from_millis(200));
         assert!((l.events_per_sec - 100_000.0).abs() < 1e-6);
+        assert!((l.busy - 0.6).abs() < 1e-9);
         assert!(l.burst());
+        assert!(l.contended());
         assert_eq!(Load::between(now, now, SAMPLE), Load::default());
     }
 

@@ -157,8 +157,9 @@ pub trait ProfileStore: Send + Sync + 'static {
     /// Commits one engine step atomically (see the module docs). Returns
     /// false, writing nothing, when `commit.owner` no longer holds the lease.
     async fn commit_profiles(&self, commit: ProfileCommit) -> Result<bool>;
-    /// How busy ingest has kept the store's writer so far (monotonic; zero
-    /// where writers do not queue behind one another). The engine compares
-    /// two readings to step aside while ingest saturates the writer.
-    fn ingest_write_load(&self) -> WriteLoad;
+    /// How busy ingest and the other writers have kept the store's writer
+    /// so far (monotonic; zero where writers do not queue behind one
+    /// another). The engine compares two readings to step aside while
+    /// others need the writer.
+    fn write_load(&self) -> WriteLoad;
 }

@@ -206,10 +206,14 @@ pub struct ProfileCommit {
     pub job: Option<(i64, JobProgress)>,
 }
 
-/// How much ingest has written so far: a total since start, read twice to
-/// take a rate (see [`crate::ProfileStore::ingest_write_load`]).
+/// How much others have needed the store's writer so far: totals since
+/// start, read twice to take rates (see
+/// [`crate::ProfileStore::write_load`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct WriteLoad {
     /// Events ingest has appended (every group, committed or not).
     pub events: u64,
+    /// Time the writer spent on work other than the profile engine's:
+    /// ingest, delivery, administration, and the commits it shares.
+    pub foreground: std::time::Duration,
 }

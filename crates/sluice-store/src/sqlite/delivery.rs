@@ -77,41 +77,41 @@ pub(super) fn next_due(conn: &Connection) -> Result<Option<DateTime<Utc>>> {
 
 /// Records each report: its attempts, one more attempt round (none for a
 /// report without attempts, which only releases the lease), and the
-/// outcome. A report for a delivery that is no longer pending (discarded
-/// while in flight) keeps its attempts but does not change the state; a
-/// report for an unknown (pruned) delivery is ignored.
+/// outcome, in one `UPDATE` per delivery. A report for a delivery that is
+/// no longer pending (discarded while in flight) keeps its attempts but
+/// does not change the state; a report for an unknown (pruned) delivery is
+/// ignored. The `SET` expressions all read the row as it was, so the state
+/// test sees the state before this report.
 pub(super) fn report(conn: &Connection, reports: &[AttemptReport]) -> Result<()> {
+    let mut update = conn.prepare_cached(
+        "UPDATE deliveries SET attempts = attempts + ?3, lease_until = NULL,
+         first_attempt_at = CASE WHEN ?3 = 1 THEN COALESCE(first_attempt_at, ?2)
+                                 ELSE first_attempt_at END,
+         updated_at = ?2,
+         state = CASE WHEN state = 'pending' THEN ?4 ELSE state END,
+         next_attempt_at = CASE WHEN state = 'pending' THEN ?5 ELSE next_attempt_at END,
+         last_error = CASE WHEN state = 'pending' THEN COALESCE(?6, last_error)
+                           ELSE last_error END
+         WHERE id = ?1",
+    )?;
     for r in reports {
-        let at = ms(r.at);
-        let known = conn
-            .prepare_cached(
-                "UPDATE deliveries SET attempts = attempts + ?3, lease_until = NULL,
-                 first_attempt_at = CASE WHEN ?3 = 1 THEN COALESCE(first_attempt_at, ?2)
-                                         ELSE first_attempt_at END,
-                 updated_at = ?2
-                 WHERE id = ?1",
-            )?
-            .execute(params![
-                r.delivery_id,
-                at,
-                i64::from(!r.attempts.is_empty())
-            ])?;
-        if known == 0 {
-            continue;
-        }
-        insert_attempts(conn, r.delivery_id, &r.attempts)?;
         let (state, next_attempt_at, error) = match &r.outcome {
             Outcome::Succeeded => ("succeeded", None, None),
             Outcome::Retry { at } => ("pending", Some(ms(*at)), last_error(&r.attempts)),
             Outcome::Dead { error } => ("dead", None, Some(error.clone())),
             Outcome::Discarded { reason } => ("discarded", None, Some(reason.clone())),
         };
-        conn.prepare_cached(
-            "UPDATE deliveries SET state = ?2, next_attempt_at = ?3,
-             last_error = COALESCE(?4, last_error)
-             WHERE id = ?1 AND state = 'pending'",
-        )?
-        .execute(params![r.delivery_id, state, next_attempt_at, error])?;
+        let known = update.execute(params![
+            r.delivery_id,
+            ms(r.at),
+            i64::from(!r.attempts.is_empty()),
+            state,
+            next_attempt_at,
+            error
+        ])?;
+        if known > 0 {
+            insert_attempts(conn, r.delivery_id, &r.attempts)?;
+        }
     }
     Ok(())
 }

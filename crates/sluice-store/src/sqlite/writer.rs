@@ -10,14 +10,17 @@
 //! - no caller hears "ok" before its data is committed;
 //! - if the commit itself fails, every job in the group hears the error.
 //!
-//! Jobs have a [`Class`]. [`Writer::ingest_load`] reads how many events
-//! ingest has appended; the profile engine takes a rate from two readings
-//! to step aside during bursts (see `sluice_profiles::engine::pace`).
+//! Jobs have a [`Class`]. [`Writer::load`] reads how many events ingest has
+//! appended and how long the writer has been busy with work other than the
+//! profile engine's; the profile engine takes rates from two readings to
+//! step aside while others need the writer (see
+//! `sluice_profiles::engine::pace`).
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
 use tokio::sync::{mpsc, oneshot};
@@ -40,16 +43,27 @@ pub(super) struct GroupLimits {
 pub(super) struct Writer {
     queue: mpsc::Sender<Msg>,
     thread: Mutex<Option<JoinHandle<()>>>,
-    /// Events appended by ingest jobs so far.
-    ingested: Arc<AtomicU64>,
+    counters: Arc<Counters>,
 }
 
-/// What a job is, for [`Writer::ingest_load`].
+/// What [`Writer::load`] reads, kept by the writer thread.
+#[derive(Default)]
+struct Counters {
+    /// Events appended by ingest jobs so far.
+    ingested: AtomicU64,
+    /// Microseconds the writer spent on groups, less the profile engine's
+    /// jobs in them.
+    foreground_micros: AtomicU64,
+}
+
+/// What a job is, for [`Writer::load`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Class {
     /// Appends from the ingest path.
     Ingest,
-    /// Everything else: administration, delivery, the profile engine.
+    /// The profile engine's steps: background work the others come before.
+    Engine,
+    /// Everything else: administration, delivery.
     Other,
 }
 
@@ -68,8 +82,8 @@ impl Writer {
         limits: GroupLimits,
     ) -> Result<Writer> {
         let (queue, rx) = mpsc::channel(QUEUE_DEPTH);
-        let ingested = Arc::new(AtomicU64::new(0));
-        let counted = ingested.clone();
+        let counters = Arc::new(Counters::default());
+        let counted = counters.clone();
         let thread = std::thread::Builder::new()
             .name("sluice-sqlite-writer".into())
             .spawn(move || writer_loop(conn, rx, checkpointer, limits, &counted))
@@ -77,14 +91,17 @@ impl Writer {
         Ok(Writer {
             queue,
             thread: Mutex::new(Some(thread)),
-            ingested,
+            counters,
         })
     }
 
-    /// Ingest's total so far (monotonic).
-    pub(super) fn ingest_load(&self) -> WriteLoad {
+    /// The writer's totals so far (monotonic).
+    pub(super) fn load(&self) -> WriteLoad {
         WriteLoad {
-            events: self.ingested.load(Ordering::Relaxed),
+            events: self.counters.ingested.load(Ordering::Relaxed),
+            foreground: Duration::from_micros(
+                self.counters.foreground_micros.load(Ordering::Relaxed),
+            ),
         }
     }
 
@@ -207,7 +224,7 @@ fn writer_loop(
     mut rx: mpsc::Receiver<Msg>,
     checkpointer: Checkpointer,
     limits: GroupLimits,
-    ingested: &AtomicU64,
+    counters: &Counters,
 ) {
     let mut group: Vec<Box<dyn Job>> = Vec::new();
     while let Some(first) = rx.blocking_recv() {
@@ -231,8 +248,24 @@ fn writer_loop(
             .filter(|j| j.class() == Class::Ingest)
             .map(|j| j.weight())
             .sum();
-        ingested.fetch_add(ingest as u64, Ordering::Relaxed);
-        if commit_group(&conn, &mut group) {
+        counters
+            .ingested
+            .fetch_add(ingest as u64, Ordering::Relaxed);
+        // A group of engine steps alone is the engine's own time, commit
+        // included; in a mixed group the shared commit counts as others'.
+        let others = group.iter().any(|j| j.class() != Class::Engine);
+        let started = Instant::now();
+        let (committed, engine) = commit_group(&conn, &mut group);
+        let foreground = if others {
+            started.elapsed().saturating_sub(engine)
+        } else {
+            Duration::ZERO
+        };
+        counters.foreground_micros.fetch_add(
+            u64::try_from(foreground.as_micros()).unwrap_or(u64::MAX),
+            Ordering::Relaxed,
+        );
+        if committed {
             checkpointer.nudge();
         }
         if closing {
@@ -247,12 +280,13 @@ fn writer_loop(
 }
 
 /// Runs `group` in one transaction and answers every job; returns whether
-/// it committed.
-fn commit_group(conn: &Connection, group: &mut Vec<Box<dyn Job>>) -> bool {
+/// it committed, and the time the profile engine's jobs took in it.
+fn commit_group(conn: &Connection, group: &mut Vec<Box<dyn Job>>) -> (bool, Duration) {
     if group.is_empty() {
-        return false;
+        return (false, Duration::ZERO);
     }
-    let committed = run_group(conn, group).map_err(|e| {
+    let mut engine = Duration::ZERO;
+    let committed = run_group(conn, group, &mut engine).map_err(|e| {
         tracing::error!(error = %e, jobs = group.len(), "sqlite group commit failed");
         // Ignored: fails only when no transaction is open, which is the goal.
         let _ = conn.execute_batch("ROLLBACK");
@@ -261,14 +295,25 @@ fn commit_group(conn: &Connection, group: &mut Vec<Box<dyn Job>>) -> bool {
     for job in group.drain(..) {
         job.finish(committed.as_ref().map(|_| ()).map_err(String::as_str));
     }
-    committed.is_ok()
+    (committed.is_ok(), engine)
 }
 
-fn run_group(conn: &Connection, group: &mut [Box<dyn Job>]) -> rusqlite::Result<()> {
+/// `engine` adds up the run time of the profile engine's jobs (the commit
+/// they share is counted as everyone's).
+fn run_group(
+    conn: &Connection,
+    group: &mut [Box<dyn Job>],
+    engine: &mut Duration,
+) -> rusqlite::Result<()> {
     exec(conn, "BEGIN IMMEDIATE")?;
     for job in group.iter_mut() {
         exec(conn, "SAVEPOINT job")?;
-        if !job.run(conn) {
+        let started = Instant::now();
+        let ok = job.run(conn);
+        if job.class() == Class::Engine {
+            *engine += started.elapsed();
+        }
+        if !ok {
             exec(conn, "ROLLBACK TO job")?;
         }
         exec(conn, "RELEASE job")?;

@@ -149,7 +149,7 @@ impl ProfileStore for PostgresStore {
     /// PostgreSQL takes writes from many connections at once: the engine's
     /// steps do not queue behind ingest, so it has nothing to step aside
     /// from.
-    fn ingest_write_load(&self) -> crate::WriteLoad {
+    fn write_load(&self) -> crate::WriteLoad {
         crate::WriteLoad::default()
     }
 }

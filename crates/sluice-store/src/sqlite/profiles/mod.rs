@@ -87,7 +87,7 @@ impl ProfileStore for SqliteStore {
     ) -> Result<Option<EventCursor>> {
         let owner = owner.to_owned();
         self.writer
-            .run_as(Class::Other, 1, move |c| {
+            .run_as(Class::Engine, 1, move |c| {
                 engine::take_lease(c, &owner, now, ttl)
             })
             .await
@@ -172,7 +172,7 @@ impl ProfileStore for SqliteStore {
         }
         let owner = owner.to_owned();
         self.writer
-            .run_as(Class::Other, limit as usize, move |c| {
+            .run_as(Class::Engine, limit as usize, move |c| {
                 if !engine::holds(c, &owner)? {
                     return Ok(None);
                 }
@@ -195,11 +195,11 @@ impl ProfileStore for SqliteStore {
     async fn commit_profiles(&self, commit: ProfileCommit) -> Result<bool> {
         let weight = commit.messages.len() + commit.profiles.len() + commit.events.len() / 4;
         self.writer
-            .run_as(Class::Other, weight, move |c| engine::commit(c, &commit))
+            .run_as(Class::Engine, weight, move |c| engine::commit(c, &commit))
             .await
     }
 
-    fn ingest_write_load(&self) -> crate::WriteLoad {
-        self.writer.ingest_load()
+    fn write_load(&self) -> crate::WriteLoad {
+        self.writer.load()
     }
 }
