@@ -55,7 +55,7 @@ pub const BUSY_ABOVE: f64 = 0.5;
 /// Without definitions, the most events one step reads while others use
 /// the writer: a step's commit holds the writer, and a short hold keeps the
 /// calls and sends queued behind it fast.
-pub const SMALL_STEP: u32 = 250;
+pub const SMALL_STEP: u32 = 100;
 /// Longest rest between two rounds.
 pub const MAX_REST: Duration = Duration::from_secs(5);
 /// Span the load is measured over.
