@@ -129,8 +129,8 @@ pub struct PersonasConfig {
     pub lease_ttl_secs: u64,
     /// Events read per engine step (2000).
     pub batch_events: u32,
-    /// Defer engine steps while ingest (or, without definitions, delivery)
-    /// saturates SQLite's writer (true);
+    /// Defer engine steps during ingest bursts (both backends) and, without
+    /// definitions, while delivery saturates SQLite's writer (true);
     /// see docs/personas.md, "Pacing".
     pub defer_to_ingest: bool,
     /// How far ahead window changes are prepared, in seconds (60): their

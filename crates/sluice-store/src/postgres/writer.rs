@@ -15,8 +15,12 @@
 //!
 //! Only ingest is grouped: administrative writes, claims and reports take
 //! their own pooled connection and transaction.
+//!
+//! [`Writer::ingested`] counts the events appended, for the profile engine's
+//! pacing (see `sluice_profiles::engine::pace`).
 
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use deadpool_postgres::Pool;
 use tokio::sync::{mpsc, oneshot};
@@ -40,6 +44,8 @@ pub(super) struct GroupLimits {
 pub(super) struct Writer {
     queue: mpsc::Sender<Msg>,
     task: Mutex<Option<JoinHandle<()>>>,
+    /// Events handed to this writer so far (committed or not).
+    ingested: AtomicU64,
 }
 
 struct Job {
@@ -61,11 +67,19 @@ impl Writer {
         Writer {
             queue,
             task: Mutex::new(Some(task)),
+            ingested: AtomicU64::new(0),
         }
+    }
+
+    /// Events appended through this writer so far (monotonic).
+    pub(super) fn ingested(&self) -> u64 {
+        self.ingested.load(Ordering::Relaxed)
     }
 
     /// Appends `request` in the next group and returns once it is committed.
     pub(super) async fn append(&self, request: AppendRequest) -> Result<()> {
+        let events = request.events.len().max(1) as u64;
+        self.ingested.fetch_add(events, Ordering::Relaxed);
         let (reply, answer) = oneshot::channel();
         self.queue
             .send(Msg::Append(Job { request, reply }))
