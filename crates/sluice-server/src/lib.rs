@@ -6,6 +6,7 @@
 //! - [`bootstrap`]: sources and destinations declared in a file.
 //! - [`admin_token`]: the admin token, configured or generated once.
 //! - [`tasks`]: background upkeep (routing refresh, retention).
+//! - [`delivery_metrics`]: the delivery engine's counters on `/metrics`.
 //! - [`serve`]: the HTTP accept loop with its timeouts, connection cap and
 //!   bounded shutdown.
 //! - [`rlimit`]: the open-file limit.
@@ -17,6 +18,7 @@
 pub mod admin_token;
 pub mod bootstrap;
 pub mod config;
+pub mod delivery_metrics;
 pub mod privacy;
 pub mod rlimit;
 pub mod serve;
@@ -225,6 +227,7 @@ pub async fn run(
 
     let mut registry = Registry::default();
     let metrics = Arc::new(Metrics::register(&mut registry));
+    delivery_metrics::register(&mut registry, engine.clone());
     let capped = prometheus_client::metrics::counter::Counter::<u64>::default();
     registry.register(
         "sluice_deliveries_dead_lettered_pending_cap",

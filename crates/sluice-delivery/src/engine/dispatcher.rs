@@ -1,9 +1,9 @@
 //! The dispatcher loop: claim due deliveries, hand each to its own task,
 //! sleep until something is due. It never awaits an HTTP call itself.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
@@ -15,6 +15,7 @@ use super::cache::{DestinationCache, Lookup};
 use super::deliver;
 use super::failure_log::FailureLog;
 use super::health::Health;
+use super::sizing::{self, ClaimSize, LaneRoom};
 use crate::config::DeliveryConfig;
 use crate::policy::RetryPolicy;
 use crate::sender::Sender;
@@ -43,6 +44,9 @@ pub(super) struct Signals {
     pub invalidate: Arc<AtomicBool>,
     /// Becomes true on shutdown.
     pub stop: watch::Receiver<bool>,
+    /// Claimed deliveries handed back unsent because their destination (or
+    /// the engine) had no room: counted for `/metrics`.
+    pub handed_back: Arc<AtomicU64>,
 }
 
 pub(super) struct Dispatcher {
@@ -52,6 +56,12 @@ pub(super) struct Dispatcher {
     sender: Sender,
     cache: DestinationCache,
     lanes: HashMap<String, Lane>,
+    /// Lanes that handed back for want of room since they last emptied.
+    saturated: HashSet<String>,
+    /// The destinations the last claim's rows went to.
+    focus: Vec<String>,
+    /// Since when the loop has waited for a saturated lane to make room.
+    waiting_since: Option<Instant>,
     /// Bounds deliveries held by this engine (`max_in_flight`).
     global: Arc<Semaphore>,
     /// Poked when a task ends, so a loop waiting for room resumes.
@@ -77,6 +87,9 @@ impl Dispatcher {
             config,
             sender,
             lanes: HashMap::new(),
+            saturated: HashSet::new(),
+            focus: Vec::new(),
+            waiting_since: None,
             freed: Arc::new(Notify::new()),
             signals,
             reports,
@@ -103,6 +116,21 @@ impl Dispatcher {
                 }
                 continue;
             }
+            let room = match self.size_claim() {
+                ClaimSize::Normal => room,
+                ClaimSize::UpTo(free) => room.min(free),
+                ClaimSize::Wait => {
+                    let since = *self.waiting_since.get_or_insert_with(Instant::now);
+                    let until = tokio::time::Instant::from_std(since + RELEASE_DELAY);
+                    tokio::select! {
+                        _ = self.freed.notified() => {}
+                        _ = tokio::time::sleep_until(until) => {}
+                        _ = stop.changed() => {}
+                    }
+                    continue;
+                }
+            };
+            self.waiting_since = None;
             let limit = u32::try_from(room).unwrap_or(u32::MAX);
             let claimed = match self
                 .store
@@ -117,6 +145,12 @@ impl Dispatcher {
                 }
             };
             let full = claimed.len() == room;
+            self.focus.clear();
+            for due in &claimed {
+                if !self.focus.contains(&due.destination_id) {
+                    self.focus.push(due.destination_id.clone());
+                }
+            }
             let mut taken = 0;
             for due in claimed {
                 taken += usize::from(self.dispatch(due).await);
@@ -125,6 +159,8 @@ impl Dispatcher {
             // claim still sees it.
             self.lanes
                 .retain(|_, lane| lane.held.load(Ordering::SeqCst) > 0 || lane.health.open());
+            let lanes = &self.lanes;
+            self.saturated.retain(|id| lanes.contains_key(id));
             if full && taken == 0 {
                 // Everything due belongs to saturated destinations and was
                 // handed back: wait for a send to finish rather than spin.
@@ -190,15 +226,12 @@ impl Dispatcher {
         }
         if lane.held.load(Ordering::SeqCst) >= per_dest + self.config.max_queued_per_destination {
             tracing::debug!(destination = %due.destination_id, "destination saturated; delivery handed back");
-            let _ = self
-                .reports
-                .send(deliver::release(due.delivery_id, RELEASE_DELAY));
+            self.saturated.insert(due.destination_id.clone());
+            self.hand_back(due.delivery_id);
             return false;
         }
         let Ok(global) = self.global.clone().try_acquire_owned() else {
-            let _ = self
-                .reports
-                .send(deliver::release(due.delivery_id, RELEASE_DELAY));
+            self.hand_back(due.delivery_id);
             return false;
         };
         lane.held.fetch_add(1, Ordering::SeqCst);
@@ -244,6 +277,36 @@ impl Dispatcher {
             freed.notify_one();
         });
         true
+    }
+
+    /// Hands a claimed delivery back unsent, due again after [`RELEASE_DELAY`].
+    fn hand_back(&self, delivery_id: i64) {
+        self.signals.handed_back.fetch_add(1, Ordering::Relaxed);
+        let _ = self
+            .reports
+            .send(deliver::release(delivery_id, RELEASE_DELAY));
+    }
+
+    /// Sizes the next claim by the lanes the last one reached
+    /// ([`sizing`]): while they are all saturated, claim only what they can
+    /// take.
+    fn size_claim(&self) -> ClaimSize {
+        let cap = self.config.concurrency_per_destination + self.config.max_queued_per_destination;
+        let focus: Vec<LaneRoom> = self
+            .focus
+            .iter()
+            .map(|id| LaneRoom {
+                free: self.lanes.get(id).map_or(cap, |lane| {
+                    cap.saturating_sub(lane.held.load(Ordering::SeqCst))
+                }),
+                saturated: self.saturated.contains(id),
+            })
+            .collect();
+        let want = sizing::want(self.config.claim_batch as usize, cap);
+        let waited_out = self
+            .waiting_since
+            .is_some_and(|since| since.elapsed() >= RELEASE_DELAY);
+        sizing::size_claim(&focus, want, waited_out)
     }
 
     /// How long to sleep: until the next due delivery, at most the poll interval.

@@ -7,6 +7,7 @@
 //! - `failure_log`: failed attempts and dead deliveries in the process log,
 //!   rate-limited per destination.
 //! - `reporter`: grouped `Store::report` calls.
+//! - `sizing`: how much to claim while a destination's queue is full.
 //!
 //! All delivery state lives in the store: a restarted engine picks up the
 //! retries where the last one left them, and a crashed one's leased
@@ -18,10 +19,11 @@ mod dispatcher;
 mod failure_log;
 mod health;
 mod reporter;
+mod sizing;
 
 use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use sluice_store::Store;
 use tokio::sync::{Notify, mpsc, watch};
@@ -40,6 +42,7 @@ pub struct DeliveryEngine;
 pub struct EngineHandle {
     wake: Arc<Notify>,
     invalidate: Arc<AtomicBool>,
+    handed_back: Arc<AtomicU64>,
 }
 
 impl EngineHandle {
@@ -54,6 +57,14 @@ impl EngineHandle {
     pub fn invalidate_destinations(&self) {
         self.invalidate.store(true, Ordering::SeqCst);
         self.wake.notify_one();
+    }
+
+    /// Claimed deliveries handed back unsent so far, because their
+    /// destination already held as many as it may (or the engine did).
+    /// Each costs a store write and delays that delivery by 100 ms; a
+    /// steadily rising count means a destination slower than its traffic.
+    pub fn handed_back(&self) -> u64 {
+        self.handed_back.load(Ordering::Relaxed)
     }
 }
 
@@ -72,6 +83,7 @@ impl DeliveryEngine {
         let handle = EngineHandle {
             wake: Arc::new(Notify::new()),
             invalidate: Arc::new(AtomicBool::new(false)),
+            handed_back: Arc::new(AtomicU64::new(0)),
         };
         let (stop_tx, stop_rx) = watch::channel(false);
         tokio::spawn(async move {
@@ -84,6 +96,7 @@ impl DeliveryEngine {
             wake: handle.wake.clone(),
             invalidate: handle.invalidate.clone(),
             stop: stop_rx,
+            handed_back: handle.handed_back.clone(),
         };
         let dispatcher = Dispatcher::new(store, config, sender, signals, report_tx);
         let task = tokio::spawn(async move {

@@ -127,3 +127,53 @@ async fn failing_endpoint_is_all_dead_within_the_window_while_a_neighbour_delive
     assert_eq!(dead["data"].as_array().map_or(0, Vec::len), 100);
     healthy.wait_for(sent, Duration::from_secs(10)).await;
 }
+
+#[tokio::test]
+async fn a_busy_destinations_backlog_is_claimed_as_it_makes_room_not_handed_back_again_and_again() {
+    const EVENTS: usize = 2_000;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut config = test_config(dir.path());
+    // Two sends at a time, each 2 ms: the destination holds 2 + 448
+    // deliveries (its queue) and the backlog is four times that. (A short
+    // timeout keeps the lease longer than the queue's wait, as required.)
+    config.delivery.concurrency_per_destination = 2;
+    config.delivery.timeout_ms = 200;
+    let s = TestServer::start_with(config).await;
+    let (src, key) = s.source("web").await;
+    let rx = Receiver::start().await;
+    rx.set_default(sluice_testkit::Reply::status(200).delay(Duration::from_millis(2)));
+    s.webhook(&src, json!([rx.url()]), None).await;
+    for chunk in 0..EVENTS / 100 {
+        let batch: Vec<Value> = (0..100)
+            .map(|i| json!({"type": "track", "userId": "u", "event": "E", "messageId": format!("busy-{chunk}-{i}")}))
+            .collect();
+        let body = json!({"batch": batch}).to_string();
+        assert_eq!(s.collect("/v1/batch", Some(&key), body).await.0, 200);
+    }
+    eventually(60, || async {
+        (rx.requests().len() >= EVENTS).then_some(())
+    })
+    .await;
+    let text = s
+        .http
+        .get(s.url("/metrics"))
+        .send()
+        .await
+        .expect("metrics")
+        .text()
+        .await
+        .unwrap_or_default();
+    let handed_back: u64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("sluice_delivery_handed_back_total "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no handed-back counter in {text}"));
+    // The first claim that finds the queue full hands back at most one
+    // claim batch (256); after that claims take only what the queue has
+    // room for. Claiming blindly handed back thousands here.
+    assert!(
+        handed_back <= 256,
+        "{handed_back} deliveries handed back for {EVENTS} sent"
+    );
+    assert_eq!(rx.requests().len(), EVENTS, "each sent once");
+}

@@ -1,0 +1,32 @@
+//! The delivery engine's counters on `/metrics`, read at each scrape.
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::registry::Registry;
+use sluice_delivery::EngineHandle;
+
+/// Registers `sluice_delivery_handed_back_total`.
+pub fn register(registry: &mut Registry, engine: EngineHandle) {
+    registry.register_collector(Box::new(EngineCounters { engine }));
+}
+
+#[derive(Debug)]
+struct EngineCounters {
+    engine: EngineHandle,
+}
+
+impl Collector for EngineCounters {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let handed_back = ConstCounter::new(self.engine.handed_back());
+        let metric = encoder.encode_descriptor(
+            "sluice_delivery_handed_back",
+            "Claimed deliveries handed back unsent because their destination already held \
+             as many as it may (each waits 100 ms more); a steady rise means a destination \
+             slower than its traffic",
+            None,
+            handed_back.metric_type(),
+        )?;
+        handed_back.encode(metric)
+    }
+}
