@@ -5,6 +5,8 @@
 
 use std::path::PathBuf;
 
+mod memory;
+
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use sluice_server::config::LogFormat;
@@ -47,43 +49,6 @@ enum Command {
     Remote(sluice_cli::Command),
 }
 
-/// Ingest allocates many short-lived maps and strings per event; under
-/// glibc's allocator malloc/free were about a quarter of all instructions
-/// (BENCHMARKS.md). mimalloc is markedly cheaper for that pattern.
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-// mimalloc's collection entry point, from the library the `mimalloc` crate
-// links in.
-unsafe extern "C" {
-    fn mi_collect(force: bool);
-}
-
-/// Gives memory freed after a burst back to the operating system. mimalloc
-/// keeps freed pages in the heap of the thread that used them and returns
-/// them only when that thread allocates again; a worker that goes idle after
-/// a burst (1,000 slow clients, say) would hold them for good. So each
-/// runtime worker, when it parks for want of work, collects its heap, at
-/// most every `COLLECT_EVERY` so a busy server pays nothing measurable.
-fn collect_when_idle() {
-    const COLLECT_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
-    thread_local! {
-        static LAST: std::cell::Cell<Option<std::time::Instant>> = const { std::cell::Cell::new(None) };
-    }
-    LAST.with(|last| {
-        let now = std::time::Instant::now();
-        if last
-            .get()
-            .is_none_or(|t| now.duration_since(t) >= COLLECT_EVERY)
-        {
-            last.set(Some(now));
-            // SAFETY: mi_collect takes no pointers and may be called from any
-            // thread at any time.
-            unsafe { mi_collect(true) };
-        }
-    });
-}
-
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
@@ -113,6 +78,7 @@ fn main() -> anyhow::Result<()> {
 fn serve(config_file: Option<PathBuf>) -> anyhow::Result<()> {
     let config = Config::load(config_file.as_deref())?;
     init_tracing(config.log_format);
+    memory::tune();
     for name in Config::ignored_env_vars() {
         tracing::warn!(variable = %name, "ignoring an environment variable that is not a Sluice setting");
     }
@@ -128,7 +94,7 @@ fn serve(config_file: Option<PathBuf>) -> anyhow::Result<()> {
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
-        .on_thread_park(collect_when_idle)
+        .on_thread_park(memory::collect_when_idle)
         .build()
         .context("starting the async runtime")?;
     runtime.block_on(async move {

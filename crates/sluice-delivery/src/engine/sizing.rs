@@ -6,9 +6,9 @@
 //! lane full is handed back (written back with a short delay). With one busy
 //! destination and a backlog, every claim used to find the lane full again:
 //! the dispatcher claimed a batch, handed nearly all of it back, and did so
-//! again each time a send finished. `sluice-bench --only end-to-end` counted
-//! 292,381 hand-backs while draining a 200,000-delivery backlog: more store
-//! writes for nothing than for the deliveries themselves.
+//! again each time a send finished: store writes for nothing, and each
+//! handed-back delivery 100 ms late. A window closing for 100,000 audience
+//! members at once is exactly that backlog (BENCHMARKS.md, session 6).
 //!
 //! The rule: when every row of the last claim went to lanes that have
 //! handed back for want of room ("saturated"), the next claim takes no more

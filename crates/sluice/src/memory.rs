@@ -1,0 +1,118 @@
+//! The process's allocator and how it gives memory back.
+//!
+//! Ingest allocates many short-lived maps and strings per event; under
+//! glibc's allocator malloc/free were about a quarter of all instructions
+//! (BENCHMARKS.md), so Rust allocations go to mimalloc. SQLite keeps
+//! allocating through glibc.
+//!
+//! Left at its defaults, mimalloc holds far more than the live heap: under
+//! heaptrack the whole-population personas phases peak at 54 MB of live
+//! allocations (42 MB of it SQLite's), while resident memory reached
+//! 172–192 MB, 75–106 MB of it mimalloc's arena. Two defaults cause it:
+//!
+//! - mimalloc advises the kernel to back its arena with transparent huge
+//!   pages, so one live block keeps a whole 2 MiB page resident and a purge
+//!   only returns whole huge pages;
+//! - freed pages are purged (returned to the OS) a second after they
+//!   empty, so one phase's pages are still held when the next one starts.
+//!
+//! [`tune`] turns both off at start-up: transparent huge pages for the
+//! process (`PR_SET_THP_DISABLE`, which also covers kernels set to
+//! `always`), and purges 100 ms after a page empties. An immediate purge
+//! (0 ms) saved a few MB more but cost 5–10 % more CPU per single call in
+//! `madvise` calls; 100 ms cost nothing measurable. Measured in
+//! BENCHMARKS.md ("Memory: mimalloc without huge pages"). An operator who
+//! sets `MIMALLOC_ALLOW_THP` or `MIMALLOC_PURGE_DELAY` keeps their choice.
+
+use std::ffi::{c_int, c_long};
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// `mi_option_purge_delay` in mimalloc v3's `mi_option_t` (the index is
+/// checked against the linked library by a test below).
+const MI_OPTION_PURGE_DELAY: c_int = 15;
+/// Milliseconds from a page emptying to its memory going back to the OS.
+const PURGE_DELAY_MS: c_long = 100;
+
+// Entry points of the mimalloc library the `mimalloc` crate links in.
+unsafe extern "C" {
+    fn mi_collect(force: bool);
+    fn mi_option_set(option: c_int, value: c_long);
+    #[cfg(test)]
+    fn mi_option_get(option: c_int) -> c_long;
+}
+
+/// Sets the allocator up for a long-running server (see the module doc).
+/// Call once, first thing in `serve`.
+pub fn tune() {
+    if std::env::var_os("MIMALLOC_ALLOW_THP").is_none() {
+        disable_transparent_huge_pages();
+    }
+    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
+        // SAFETY: plain integer arguments; mimalloc reads the option at each
+        // purge, from any thread.
+        unsafe { mi_option_set(MI_OPTION_PURGE_DELAY, PURGE_DELAY_MS) };
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn disable_transparent_huge_pages() {
+    // SAFETY: PR_SET_THP_DISABLE takes integer arguments only and affects
+    // this process's future page faults.
+    let done = unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0) };
+    if done != 0 {
+        tracing::debug!("could not disable transparent huge pages for this process");
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn disable_transparent_huge_pages() {}
+
+/// Gives memory freed after a burst back to the operating system. mimalloc
+/// keeps freed pages in the heap of the thread that used them and returns
+/// them only when that thread allocates again; a worker that goes idle after
+/// a burst (1,000 slow clients, say) would hold them for good. So each
+/// runtime worker, when it parks for want of work, collects its heap, at
+/// most every `COLLECT_EVERY` so a busy server pays nothing measurable.
+pub fn collect_when_idle() {
+    const COLLECT_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
+    thread_local! {
+        static LAST: std::cell::Cell<Option<std::time::Instant>> = const { std::cell::Cell::new(None) };
+    }
+    LAST.with(|last| {
+        let now = std::time::Instant::now();
+        if last
+            .get()
+            .is_none_or(|t| now.duration_since(t) >= COLLECT_EVERY)
+        {
+            last.set(Some(now));
+            // SAFETY: mi_collect takes no pointers and may be called from any
+            // thread at any time.
+            unsafe { mi_collect(true) };
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn option_indices_match_the_linked_mimalloc() {
+        // Defaults that identify the slots: `purge_delay` (15) is 1000 ms
+        // and `os_tag` (18) is 100, and no neighbour has either value.
+        const MI_OPTION_OS_TAG: c_int = 18;
+        // SAFETY: reads options.
+        let (tag, delay) = unsafe {
+            (
+                mi_option_get(MI_OPTION_OS_TAG),
+                mi_option_get(MI_OPTION_PURGE_DELAY),
+            )
+        };
+        assert_eq!(tag, 100);
+        if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
+            assert_eq!(delay, 1000);
+        }
+    }
+}
