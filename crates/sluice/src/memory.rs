@@ -21,7 +21,7 @@
 //! `always`), and purges 100 ms after a page empties. An immediate purge
 //! (0 ms) saved a few MB more but cost 5–10 % more CPU per single call in
 //! `madvise` calls; 100 ms cost nothing measurable. Measured in
-//! BENCHMARKS.md ("Memory: mimalloc without huge pages"). An operator who
+//! BENCHMARKS.md ("Session 6"). An operator who
 //! sets `MIMALLOC_ALLOW_THP` or `MIMALLOC_PURGE_DELAY` keeps their choice.
 
 use std::ffi::{c_int, c_long};
@@ -44,7 +44,7 @@ unsafe extern "C" {
 }
 
 /// Sets the allocator up for a long-running server (see the module doc).
-/// Call once, first thing in `serve`.
+/// Call once, at the start of `serve`.
 pub fn tune() {
     if std::env::var_os("MIMALLOC_ALLOW_THP").is_none() {
         disable_transparent_huge_pages();
