@@ -3,7 +3,7 @@
 use reqwest::Method;
 use serde_json::json;
 
-use crate::support::{TestServer, basic, test_config};
+use crate::support::{TestServer, basic, metric, test_config};
 
 const BOOTSTRAP: &str = r#"
 [[sources]]
@@ -114,22 +114,8 @@ async fn metrics_count_requests_events_and_commits() {
         200
     );
     assert_eq!(s.collect("/v1/batch", Some(&key), "{oops").await.0, 400);
-    let text = s
-        .http
-        .get(s.url("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let value = |prefix: &str| -> f64 {
-        text.lines()
-            .find(|l| l.starts_with(prefix))
-            .and_then(|l| l.rsplit(' ').next())
-            .and_then(|v| v.parse().ok())
-            .unwrap_or_else(|| panic!("no {prefix} in\n{text}"))
-    };
+    let text = s.metrics().await;
+    let value = |name: &str| metric(&text, name);
     assert_eq!(value("sluice_events_accepted_total"), 2.0);
     assert_eq!(value("sluice_events_rejected_total"), 1.0);
     assert_eq!(value("sluice_commit_duration_seconds_count"), 1.0);

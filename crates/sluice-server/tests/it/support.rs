@@ -103,6 +103,12 @@ impl TestServer {
         format!("{}{}", self.base, path)
     }
 
+    /// One scrape of `/metrics`, as text (read values with [`metric`]).
+    pub async fn metrics(&self) -> String {
+        let resp = self.http.get(self.url("/metrics")).send().await;
+        resp.expect("metrics").text().await.expect("metrics body")
+    }
+
     pub async fn admin(
         &self,
         method: reqwest::Method,
@@ -174,6 +180,16 @@ impl TestServer {
         assert_eq!(status, 200, "{body}");
         body["data"].as_array().cloned().unwrap_or_default()
     }
+}
+
+/// The value of the first sample in `text` (a `/metrics` scrape) whose
+/// line starts with `name`; panics, showing the scrape, when there is none.
+pub fn metric(text: &str, name: &str) -> f64 {
+    text.lines()
+        .find(|l| l.starts_with(name))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in\n{text}"))
 }
 
 pub fn basic(key: &str) -> String {

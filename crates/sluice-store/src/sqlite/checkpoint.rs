@@ -11,7 +11,8 @@
 //! commit or two, so a page rewritten by every commit (the tail of the
 //! events table and of its indexes) was copied and fsynced again and again.
 //! Spaced out, one copy serves all the commits in between. At full batch
-//! ingest (about 170 MB of WAL a second) the interval leaves under 20 MB of
+//! ingest (an estimate: 200,000 events a second at about 870 bytes stored
+//! each, some 170 MB of WAL a second) the interval leaves under 20 MB of
 //! WAL between checkpoints. The writer keeps a large auto-checkpoint
 //! threshold (64 MiB) as a safety net in case this thread falls behind.
 
