@@ -98,7 +98,7 @@ impl SqliteStore {
             max_weight: config.max_group_events.max(1),
             max_jobs: config.max_group_jobs.max(1),
         };
-        let writer = Writer::spawn(conn, Checkpointer::spawn(checkpoint_conn)?, limits)?;
+        let writer = Writer::spawn(conn, Checkpointer::spawn(checkpoint_conn, &config)?, limits)?;
         let readers = Arc::new(ReadPool::new(
             config.path.clone(),
             config.busy_timeout,
