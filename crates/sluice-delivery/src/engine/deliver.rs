@@ -23,8 +23,8 @@ pub(super) async fn attempt(
 ) -> AttemptReport {
     let started = Utc::now();
     let number = due.attempts.saturating_add(1);
-    let message = match payload::build(&due.event_body) {
-        Ok(message) => message,
+    let body = match payload::render_event(&due.event_body) {
+        Ok(body) => Bytes::from(body),
         Err(e) => {
             log.dead(&dest.id, &due.message_id, due.attempts, "invalid_payload");
             return AttemptReport {
@@ -37,7 +37,6 @@ pub(super) async fn attempt(
             };
         }
     };
-    let body = Bytes::from(payload::render(&message));
     let signature = dest
         .settings
         .shared_secret

@@ -2,7 +2,8 @@
 //! webhook request. Calls of arbitrary content go through the real parser
 //! (`sluice_model::parse_request`), and each accepted event through the real
 //! payload builder and renderer: the body must be a JSON object naming the
-//! event, and Sluice's own headers must be valid HTTP. Bounded in cases, so
+//! event, the engine's raw path must send the same bytes, and Sluice's own
+//! headers must be valid HTTP. Bounded in cases, so
 //! it runs in `scripts/test` on stable Rust.
 //!
 //! `messageId` is drawn from printable text here: which ids ingest accepts
@@ -105,6 +106,10 @@ proptest! {
             let message = payload::build(&event.json)
                 .map_err(|e| TestCaseError::fail(format!("accepted but not buildable: {e}")))?;
             let rendered = payload::render(&message);
+            // What the engine sends: the same bytes, mostly without a tree.
+            let sent = payload::render_event(&event.json)
+                .map_err(|e| TestCaseError::fail(format!("accepted but not renderable: {e}")))?;
+            prop_assert_eq!(&sent, &rendered);
             let parsed: Value = serde_json::from_slice(&rendered)
                 .map_err(|e| TestCaseError::fail(format!("rendered body is not JSON: {e}")))?;
             prop_assert_eq!(parsed["type"].as_str(), Some(event.event_type.as_str()));

@@ -18,10 +18,15 @@
 //! a repeated key keeps its first position and takes the last value, which
 //! is what `JSON.parse` does.
 
+mod fixed;
+#[cfg(test)]
+mod fixed_tests;
 mod keys;
 mod string;
 #[cfg(test)]
 mod tests;
+
+pub use fixed::is_fixed_point;
 
 use serde_json::{Map, Number, Value};
 
@@ -41,6 +46,17 @@ pub fn to_js_json(value: &Value) -> String {
 /// of `out` are left untouched.
 pub fn write_js_json(value: &Value, out: &mut Vec<u8>) {
     write_value(value, out);
+}
+
+/// Appends `s` as a quoted string in the `JSON.stringify` form.
+pub fn write_js_string(s: &str, out: &mut Vec<u8>) {
+    string::write_quoted(s, out);
+}
+
+/// Whether JavaScript treats `key` as an "array index" and so lists it
+/// before every other key of its object.
+pub fn is_array_index(key: &str) -> bool {
+    keys::array_index(key).is_some()
 }
 
 /// Where rendered text goes. Both sinks receive only complete UTF-8 `&str`

@@ -9,6 +9,8 @@
 //! `version, type, messageId, userId, anonymousId, <type fields>, <other keys>,
 //! context, integrations, timestamp, originalTimestamp, sentAt, receivedAt`.
 
+mod raw;
+
 use serde_json::{Map, Value};
 
 use crate::error::DeliveryError;
@@ -41,6 +43,16 @@ const NEVER_FORWARDED: &[&str] = &["writeKey"];
 
 /// The page properties Segment documents, placed first in this order.
 const PAGE_KEYS: [&str; 4] = ["path", "referrer", "title", "url"];
+
+/// The exact bytes sent and signed for a stored event body (JSON text):
+/// `render(&build(event_body)?)`, usually without building the message as
+/// a tree (see `raw.rs`).
+pub fn render_event(event_body: &str) -> Result<Vec<u8>, DeliveryError> {
+    match raw::render(event_body) {
+        Some(body) => Ok(body),
+        None => build(event_body).map(|message| render(&message)),
+    }
+}
 
 /// Builds the webhook message for a stored event body (JSON text).
 pub fn build(event_body: &str) -> Result<Value, DeliveryError> {
@@ -77,7 +89,7 @@ pub fn build(event_body: &str) -> Result<Value, DeliveryError> {
         move_as(&mut src, &mut out, "previousId", "Previous ID");
         move_as(&mut src, &mut out, "userId", "User ID");
     } else {
-        let user_id = src.remove("userId").unwrap_or(Value::Null);
+        let user_id = src.shift_remove("userId").unwrap_or(Value::Null);
         out.insert("userId".into(), user_id);
         move_key(&mut src, &mut out, "anonymousId");
     }
@@ -169,7 +181,7 @@ fn page_properties(
     for key in PAGE_KEYS {
         // A `null` the caller sent counts as left out, but is kept when
         // `context.page` has nothing better: values are never invented.
-        let own = props.remove(key);
+        let own = props.shift_remove(key);
         let value = match own {
             Some(v) if !v.is_null() => Some(v),
             own => page
@@ -191,19 +203,18 @@ fn move_key(src: &mut Map<String, Value>, out: &mut Map<String, Value>, key: &st
 }
 
 fn move_as(src: &mut Map<String, Value>, out: &mut Map<String, Value>, from: &str, to: &str) {
-    if let Some(value) = src.remove(from).filter(|v| !v.is_null()) {
+    if let Some(value) = src.shift_remove(from).filter(|v| !v.is_null()) {
         out.insert(to.into(), value);
     }
 }
 
 /// Takes an object-valued key; a missing, null or non-object value becomes `{}`.
 fn take_object(src: &mut Map<String, Value>, key: &str) -> Map<String, Value> {
-    match src.remove(key) {
+    match src.shift_remove(key) {
         Some(Value::Object(map)) => map,
         _ => Map::new(),
     }
 }
 
 #[cfg(test)]
-#[path = "payload_tests.rs"]
 mod tests;
