@@ -6,11 +6,13 @@
 //! - `headers`: the request headers of one URL.
 //! - [`resolver`]: name resolution filtered by the [`NetworkPolicy`].
 //! - `errors`: transport errors → class and a secret-free message.
+//! - `urls`: webhook URLs parsed once, with their logged forms.
 
 mod clients;
 mod errors;
 mod headers;
 pub mod resolver;
+mod urls;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -18,7 +20,6 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use chrono::Utc;
 use reqwest::header::RETRY_AFTER;
-use sluice_outbound::mask::mask_url;
 use sluice_outbound::{Blocked, NetworkPolicy};
 use sluice_store::{Attempt, WebhookUrl};
 
@@ -34,6 +35,7 @@ pub use headers::{
     WEBHOOK_SIGNATURE_HEADER, WEBHOOK_TIMESTAMP_HEADER, build as build_headers,
 };
 use resolver::{GuardedResolver, Lookup, SystemLookup};
+use urls::UrlCache;
 
 /// One delivery attempt's request, the same for every URL of the destination.
 #[derive(Debug, Clone)]
@@ -89,6 +91,7 @@ fn parsed_host(url: Option<&reqwest::Url>) -> String {
 #[derive(Debug, Clone)]
 pub struct Sender {
     clients: Arc<Clients>,
+    urls: Arc<UrlCache>,
     timeout: Duration,
     body_cap: usize,
     policy: NetworkPolicy,
@@ -111,6 +114,7 @@ impl Sender {
         let resolver = GuardedResolver::new(lookup, config.network.clone());
         Ok(Self {
             clients: Arc::new(Clients::new(config, resolver)?),
+            urls: Arc::default(),
             timeout: config.timeout,
             body_cap: config.response_body_cap,
             policy: config.network.clone(),
@@ -151,10 +155,11 @@ impl Sender {
     ) -> UrlResult {
         let at = Utc::now();
         let started = Instant::now();
-        // Parsed once: the guard, the request, the log and the host use it.
-        let parsed = reqwest::Url::parse(&url.url);
+        // Parsed once per URL text: the guard, the request, the log and the
+        // host use it.
+        let parsed = self.urls.get(&url.url);
         let ready = client.and_then(|client| {
-            let target = self.literal_host(parsed.as_ref().ok())?;
+            let target = self.literal_host(parsed.url.as_ref())?;
             Ok((client, target, headers::build(url, job)?))
         });
         let outcome = match ready {
@@ -167,11 +172,7 @@ impl Sender {
             }
             Err(failure) => Err(failure),
         };
-        let shown_url = match &parsed {
-            // Nothing to hide: the URL as configured (what `mask_url` gives).
-            Ok(u) if u.username().is_empty() && u.password().is_none() => url.url.clone(),
-            _ => mask_url(&url.url),
-        };
+        let shown_url = parsed.shown.clone();
         let latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         let mut attempt = Attempt {
             delivery_id: job.delivery_id,
@@ -221,7 +222,7 @@ impl Sender {
         UrlResult {
             attempt,
             verdict,
-            host: parsed_host(parsed.as_ref().ok()),
+            host: parsed.host.clone(),
             error_kind,
         }
     }
