@@ -24,6 +24,8 @@
 //!   id is ever handed out twice.
 //! - **Retention in slices.** `prune` deletes in transactions of a few
 //!   thousand events, so it never holds the writer (and ingest) for long.
+//!   It finds old events by seq, not by an index on `received_at` (events
+//!   are stored in time order; see `deliveries::prune_chunk`).
 //!
 //! # On-disk layout
 //! - `<path>`: the database, mode `0600` on unix (it holds destination
@@ -35,7 +37,8 @@
 //! - `<path>-wal`, `<path>-shm`: SQLite's write-ahead log and its index,
 //!   created by SQLite with the database's permissions. A background thread
 //!   checkpoints the WAL into the database after commits (see
-//!   `checkpoint.rs`), keeping that work and its fsync off the writer.
+//!   `checkpoint.rs`), keeping that work and its fsync off the writer, and
+//!   truncates the WAL file once the store has been idle for half a second.
 //! - The schema version is SQLite's `user_version`; migrations run at open.
 //!
 //! # Recovery
