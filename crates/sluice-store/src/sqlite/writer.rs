@@ -2,11 +2,19 @@
 //!
 //! One OS thread owns the read-write connection. Callers send it jobs (a
 //! closure and a reply channel). The thread takes every job already queued,
-//! up to the configured bounds, runs them in ONE transaction, each inside its
-//! own savepoint, commits, and only then answers each caller. So:
+//! up to the configured bounds, runs them in ONE transaction, commits, and
+//! only then answers each caller. So:
 //! - a group costs one `COMMIT` (one fsync under `synchronous = FULL`),
 //!   shared by every caller in it: the cost per request falls as load rises;
-//! - a job that fails rolls back to its savepoint only; the rest commit;
+//! - a job that fails rolls back to its savepoint; the rest commit. Each
+//!   job has a savepoint of its own, except that consecutive ingest appends
+//!   share one: a savepoint copies every page a job is first to touch into
+//!   its journal, which for appends (the tail pages of the same tables,
+//!   again and again) cost 3-4 % of ingest CPU (BENCHMARKS.md, session 7).
+//!   An append fails only when the database does (I/O error, disk full);
+//!   the appends before it in its run are then rolled back with it and
+//!   answered with an error, so their callers answer 5xx and clients send
+//!   again: nothing acknowledged is lost, nothing half-written commits;
 //! - no caller hears "ok" before its data is committed;
 //! - if the commit itself fails, every job in the group hears the error.
 //!
@@ -170,6 +178,8 @@ trait Job: Send {
     fn class(&self) -> Class;
     /// Runs the work on `conn`; returns whether it succeeded.
     fn run(&mut self, conn: &Connection) -> bool;
+    /// Its writes were rolled back with a job that failed after it.
+    fn roll_back(&mut self);
     /// Answers the caller, given whether the group committed.
     fn finish(self: Box<Self>, committed: Result<(), &str>);
 }
@@ -205,6 +215,12 @@ where
         let ok = outcome.is_ok();
         self.outcome = Some(outcome);
         ok
+    }
+
+    fn roll_back(&mut self) {
+        self.outcome = Some(Err(StoreError::Backend(
+            "rolled back with a failing write of the same group".into(),
+        )));
     }
 
     fn finish(self: Box<Self>, committed: Result<(), &str>) {
@@ -306,21 +322,61 @@ fn run_group(
     engine: &mut Duration,
 ) -> rusqlite::Result<()> {
     exec(conn, "BEGIN IMMEDIATE")?;
-    for job in group.iter_mut() {
-        exec(conn, "SAVEPOINT job")?;
+    let mut at = 0;
+    while at < group.len() {
+        let rest = &mut group[at..];
+        let run = match rest[0].class() {
+            Class::Ingest => rest
+                .iter()
+                .take_while(|j| j.class() == Class::Ingest)
+                .count(),
+            Class::Engine | Class::Other => 1,
+        };
+        at += run_under_savepoint(conn, &mut rest[..run], engine)?;
+    }
+    exec(conn, "COMMIT")
+}
+
+/// Runs `jobs` under one savepoint, up to and including the first that
+/// fails, and returns how many it ran. When one fails, everything since the
+/// savepoint is rolled back and the jobs before it are answered as rolled
+/// back too; the caller runs the ones after it under a new savepoint.
+fn run_under_savepoint(
+    conn: &Connection,
+    jobs: &mut [Box<dyn Job>],
+    engine: &mut Duration,
+) -> rusqlite::Result<usize> {
+    exec(conn, "SAVEPOINT job")?;
+    let mut failed = None;
+    for (n, job) in jobs.iter_mut().enumerate() {
         let started = Instant::now();
         let ok = job.run(conn);
         if job.class() == Class::Engine {
             *engine += started.elapsed();
         }
         if !ok {
-            exec(conn, "ROLLBACK TO job")?;
+            failed = Some(n);
+            break;
         }
-        exec(conn, "RELEASE job")?;
     }
-    exec(conn, "COMMIT")
+    let ran = match failed {
+        Some(n) => {
+            exec(conn, "ROLLBACK TO job")?;
+            for job in &mut jobs[..n] {
+                job.roll_back();
+            }
+            n + 1
+        }
+        None => jobs.len(),
+    };
+    exec(conn, "RELEASE job")?;
+    Ok(ran)
 }
 
 fn exec(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
     conn.prepare_cached(sql)?.execute([]).map(|_| ())
 }
+
+#[cfg(test)]
+#[path = "writer_tests.rs"]
+mod tests;
