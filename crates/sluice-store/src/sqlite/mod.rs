@@ -12,8 +12,11 @@
 //!   counters for that UTC day, in one transaction.
 //! - **Single writer.** One thread owns the only read-write connection; every
 //!   write goes through it (see `writer.rs`). Concurrent calls are folded into
-//!   one transaction (group commit), each in its own savepoint, so a failing
-//!   call never fails the others in its group.
+//!   one transaction (group commit) under savepoints, so a failing call
+//!   never makes another one's writes half-committed: an administrative
+//!   write fails alone; a failing append (only possible when the database
+//!   itself fails) also fails the appends that ran before it in its group,
+//!   which nobody had been told were stored.
 //! - **Snapshot reads.** Reads use a small pool of read-only connections on
 //!   tokio's blocking pool; WAL lets them run beside the writer, each read on
 //!   one consistent snapshot.
