@@ -39,6 +39,16 @@ fn write_megabytes(conn: &Connection, mb: usize) {
     }
 }
 
+/// The checkpoint thread on a connection of its own, with short timings.
+fn checkpointer(path: &Path) -> Checkpointer {
+    Checkpointer::spawn_with(
+        Connection::open(path).expect("open"),
+        wal_path(path),
+        timing(),
+    )
+    .expect("spawn")
+}
+
 fn wal_len(path: &Path) -> u64 {
     std::fs::metadata(wal_path(path)).map_or(0, |m| m.len())
 }
@@ -62,12 +72,7 @@ fn shrinks_the_wal_to_nothing_once_commits_stop() {
     let conn = writer(&path);
     write_megabytes(&conn, 4);
     assert!(wal_len(&path) > 2 << 20, "the WAL holds the writes");
-    let thread = Checkpointer::spawn_with(
-        Connection::open(&path).expect("open"),
-        wal_path(&path),
-        timing(),
-    )
-    .expect("spawn");
+    let thread = checkpointer(&path);
     thread.nudge();
     assert!(
         eventually(|| wal_len(&path) == 0),
@@ -93,12 +98,7 @@ fn keeps_the_wal_while_a_reader_needs_it_and_shrinks_it_after() {
     let _: i64 = reader
         .query_row("SELECT COUNT(*) FROM t", [], |r| r.get(0))
         .expect("read");
-    let thread = Checkpointer::spawn_with(
-        Connection::open(&path).expect("open"),
-        wal_path(&path),
-        timing(),
-    )
-    .expect("spawn");
+    let thread = checkpointer(&path);
     thread.nudge();
     std::thread::sleep(Duration::from_millis(300));
     assert!(wal_len(&path) > 1 << 20, "the reader's WAL was kept");
@@ -122,12 +122,7 @@ fn leaves_a_small_wal_alone() {
         .expect("insert");
     let before = wal_len(&path);
     assert!(before > 0 && before < 64 << 10);
-    let thread = Checkpointer::spawn_with(
-        Connection::open(&path).expect("open"),
-        wal_path(&path),
-        timing(),
-    )
-    .expect("spawn");
+    let thread = checkpointer(&path);
     thread.nudge();
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(
