@@ -2,8 +2,12 @@
 //!
 //! Ingest allocates many short-lived maps and strings per event; under
 //! glibc's allocator malloc/free were about a quarter of all instructions
-//! (BENCHMARKS.md), so Rust allocations go to mimalloc. SQLite keeps
-//! allocating through glibc.
+//! (BENCHMARKS.md), so Rust allocations go to mimalloc. [`tune`] sends
+//! SQLite's allocations there too: through glibc, each of the threads that
+//! touch the database (writer, checkpointer, readers on tokio's blocking
+//! pool) grew an arena of its own, and their fragments stayed resident
+//! (40–47 MB of the whole-population personas peak). One allocator that
+//! purges freed pages keeps the peak lower (BENCHMARKS.md, session 7).
 //!
 //! Left at its defaults, mimalloc holds far more than the live heap: under
 //! heaptrack the whole-population personas phases peak at 54 MB of live
@@ -24,7 +28,10 @@
 //! BENCHMARKS.md ("Session 6"). An operator who
 //! sets `MIMALLOC_ALLOW_THP` or `MIMALLOC_PURGE_DELAY` keeps their choice.
 
-use std::ffi::{c_int, c_long};
+use std::ffi::{c_int, c_long, c_void};
+use std::sync::Once;
+
+use rusqlite::ffi;
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -39,6 +46,12 @@ const PURGE_DELAY_MS: c_long = 100;
 unsafe extern "C" {
     fn mi_collect(force: bool);
     fn mi_option_set(option: c_int, value: c_long);
+    fn mi_malloc(size: usize) -> *mut c_void;
+    fn mi_realloc(p: *mut c_void, size: usize) -> *mut c_void;
+    fn mi_free(p: *mut c_void);
+    fn mi_usable_size(p: *const c_void) -> usize;
+    #[cfg(test)]
+    fn mi_is_in_heap_region(p: *const c_void) -> bool;
     #[cfg(test)]
     fn mi_option_get(option: c_int) -> c_long;
 }
@@ -46,6 +59,7 @@ unsafe extern "C" {
 /// Sets the allocator up for a long-running server (see the module doc).
 /// Call once, at the start of `serve`.
 pub fn tune() {
+    sqlite_through_mimalloc();
     if std::env::var_os("MIMALLOC_ALLOW_THP").is_none() {
         disable_transparent_huge_pages();
     }
@@ -68,6 +82,57 @@ fn disable_transparent_huge_pages() {
 
 #[cfg(not(target_os = "linux"))]
 fn disable_transparent_huge_pages() {}
+
+/// Points SQLite's memory allocator at mimalloc. Must run before SQLite
+/// is first used (it is, at the start of `serve`); later it cannot take
+/// effect, and SQLite keeps glibc. Runs once per process.
+fn sqlite_through_mimalloc() {
+    // SQLite sizes are positive `int`s; a negative one never reaches here,
+    // and would become a zero-size request rather than a huge one.
+    unsafe extern "C" fn x_malloc(n: c_int) -> *mut c_void {
+        // SAFETY: any size is valid for mi_malloc.
+        unsafe { mi_malloc(usize::try_from(n).unwrap_or(0)) }
+    }
+    unsafe extern "C" fn x_free(p: *mut c_void) {
+        // SAFETY: SQLite frees only what x_malloc/x_realloc returned.
+        unsafe { mi_free(p) }
+    }
+    unsafe extern "C" fn x_realloc(p: *mut c_void, n: c_int) -> *mut c_void {
+        // SAFETY: as above, `p` came from this allocator.
+        unsafe { mi_realloc(p, usize::try_from(n).unwrap_or(0)) }
+    }
+    unsafe extern "C" fn x_size(p: *mut c_void) -> c_int {
+        // SAFETY: as above.
+        let size = unsafe { mi_usable_size(p) };
+        c_int::try_from(size).unwrap_or(c_int::MAX)
+    }
+    unsafe extern "C" fn x_roundup(n: c_int) -> c_int {
+        n.saturating_add(7) & !7
+    }
+    unsafe extern "C" fn x_init(_: *mut c_void) -> c_int {
+        ffi::SQLITE_OK
+    }
+    unsafe extern "C" fn x_shutdown(_: *mut c_void) {}
+    let methods = ffi::sqlite3_mem_methods {
+        xMalloc: Some(x_malloc),
+        xFree: Some(x_free),
+        xRealloc: Some(x_realloc),
+        xSize: Some(x_size),
+        xRoundup: Some(x_roundup),
+        xInit: Some(x_init),
+        xShutdown: Some(x_shutdown),
+        pAppData: std::ptr::null_mut(),
+    };
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: SQLITE_CONFIG_MALLOC reads the methods struct and keeps a
+        // copy of it before returning; the functions are plain statics.
+        let rc = unsafe { ffi::sqlite3_config(ffi::SQLITE_CONFIG_MALLOC, &raw const methods) };
+        if rc != ffi::SQLITE_OK {
+            tracing::debug!(rc, "SQLite was already in use; it keeps its own allocator");
+        }
+    });
+}
 
 /// Gives memory freed after a burst back to the operating system. mimalloc
 /// keeps freed pages in the heap of the thread that used them and returns
@@ -97,6 +162,23 @@ pub fn collect_when_idle() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sqlite_allocates_from_mimalloc() {
+        sqlite_through_mimalloc();
+        // SAFETY: a plain allocation through SQLite's allocator, freed by it.
+        let inside = unsafe {
+            let p = ffi::sqlite3_malloc(100);
+            assert!(!p.is_null());
+            let inside = mi_is_in_heap_region(p);
+            ffi::sqlite3_free(p);
+            inside
+        };
+        assert!(inside, "SQLite's block is in mimalloc's heap");
+        let db = rusqlite::Connection::open_in_memory().expect("open");
+        db.execute_batch("CREATE TABLE t (x); INSERT INTO t VALUES (randomblob(100000));")
+            .expect("write");
+    }
 
     #[test]
     fn option_indices_match_the_linked_mimalloc() {
