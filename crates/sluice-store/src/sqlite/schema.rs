@@ -311,11 +311,16 @@ pub(super) fn open_checkpointer(config: &SqliteConfig) -> Result<Connection> {
 }
 
 /// Opens one read-only connection. The writer must have created the database
-/// (and its WAL index) first.
+/// (and its WAL index) first. Its page cache is 512 KiB, not SQLite's 2 MB:
+/// reads are mostly long sequential passes (the profile engine's, exports)
+/// that the OS page cache serves as well, and four readers' full default
+/// caches were 8 MB of the whole-population personas peak (it fell from
+/// 120 to 112 MB; BENCHMARKS.md, session 7).
 pub(super) fn open_reader(path: &std::path::Path, busy_timeout: Duration) -> Result<Connection> {
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let conn = Connection::open_with_flags(path, flags)?;
     conn.busy_timeout(busy_timeout)?;
+    conn.execute_batch("PRAGMA cache_size = -512;")?;
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
     Ok(conn)
 }
