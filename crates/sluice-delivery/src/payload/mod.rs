@@ -93,49 +93,30 @@ pub fn build(event_body: &str) -> Result<Value, DeliveryError> {
         out.insert("userId".into(), user_id);
         move_key(&mut src, &mut out, "anonymousId");
     }
-    match kind.as_str() {
-        "page" => {
-            move_key(&mut src, &mut out, "name");
-            move_key(&mut src, &mut out, "category");
-            let page_context = src
-                .get("context")
-                .and_then(|c| c.get("page"))
-                .and_then(Value::as_object)
-                .cloned();
-            let props = take_object(&mut src, "properties");
-            out.insert(
-                "properties".into(),
-                Value::Object(page_properties(props, page_context.as_ref())),
-            );
-        }
-        "screen" => {
-            move_key(&mut src, &mut out, "name");
-            move_key(&mut src, &mut out, "category");
-            move_key(&mut src, &mut out, "properties");
-        }
-        "identify" => {
-            out.insert(
-                "traits".into(),
-                Value::Object(take_object(&mut src, "traits")),
-            );
-        }
-        "track" => {
-            move_key(&mut src, &mut out, "event");
-            out.insert(
-                "properties".into(),
-                Value::Object(take_object(&mut src, "properties")),
-            );
-        }
-        "group" => {
-            move_key(&mut src, &mut out, "groupId");
-            out.insert(
-                "traits".into(),
-                Value::Object(take_object(&mut src, "traits")),
-            );
-        }
-        "alias" => {}
-        other => {
-            return Err(DeliveryError::Payload(format!("unknown type {other:?}")));
+    if kind == "page" {
+        move_key(&mut src, &mut out, "name");
+        move_key(&mut src, &mut out, "category");
+        let page_context = src
+            .get("context")
+            .and_then(|c| c.get("page"))
+            .and_then(Value::as_object)
+            .cloned();
+        let props = take_object(&mut src, "properties");
+        out.insert(
+            "properties".into(),
+            Value::Object(page_properties(props, page_context.as_ref())),
+        );
+    } else {
+        let Some(fields) = own_fields(&kind) else {
+            return Err(DeliveryError::Payload(format!("unknown type {kind:?}")));
+        };
+        for field in fields {
+            match *field {
+                Own::Moved(key) => move_key(&mut src, &mut out, key),
+                Own::Object(key) => {
+                    out.insert(key.into(), Value::Object(take_object(&mut src, key)));
+                }
+            }
         }
     }
     for (key, value) in &src {
@@ -148,10 +129,40 @@ pub fn build(event_body: &str) -> Result<Value, DeliveryError> {
         Value::Object(take_object(&mut src, "context")),
     );
     move_key(&mut src, &mut out, "integrations");
-    for key in ["timestamp", "originalTimestamp", "sentAt", "receivedAt"] {
+    for key in TIMES {
         move_key(&mut src, &mut out, key);
     }
     Ok(Value::Object(out))
+}
+
+/// The times that close every message, in this order.
+const TIMES: [&str; 4] = ["timestamp", "originalTimestamp", "sentAt", "receivedAt"];
+
+/// How one of a type's own fields reaches the message.
+#[derive(Debug, Clone, Copy)]
+enum Own {
+    /// Moved over when present and not `null`.
+    Moved(&'static str),
+    /// Always present: a missing, null or non-object value becomes `{}`.
+    Object(&'static str),
+}
+
+/// The type's own fields in message order, for every type but `page`
+/// (whose properties merge `context.page`) and `delete`; `None` for those
+/// and unknown types. Both renderers (here and `raw.rs`) follow it.
+fn own_fields(kind: &str) -> Option<&'static [Own]> {
+    Some(match kind {
+        "track" => &[Own::Moved("event"), Own::Object("properties")],
+        "identify" => &[Own::Object("traits")],
+        "group" => &[Own::Moved("groupId"), Own::Object("traits")],
+        "screen" => &[
+            Own::Moved("name"),
+            Own::Moved("category"),
+            Own::Moved("properties"),
+        ],
+        "alias" => &[],
+        _ => return None,
+    })
 }
 
 /// The delete notification: only `type`, `userId` and `timestamp`, no

@@ -26,21 +26,14 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 use sluice_signing::json::{is_array_index, is_fixed_point, write_js_json, write_js_string};
 
-use super::{KNOWN, NEVER_FORWARDED};
+use super::{KNOWN, NEVER_FORWARDED, Own, TIMES, own_fields};
 
 /// Renders the message for `event_body`, or `None` when the full path must.
 pub(super) fn render(event_body: &str) -> Option<Vec<u8>> {
     let Top(top) = serde_json::from_str(event_body).ok()?;
     let get = |key: &str| top.iter().find(|(k, _)| k == key).map(|(_, v)| *v);
-    let kind: Kind = serde_json::from_str(get("type")?.get()).ok()?;
-    let kind = match kind.0.as_ref() {
-        "track" => "track",
-        "identify" => "identify",
-        "group" => "group",
-        "screen" => "screen",
-        "alias" => "alias",
-        _ => return None,
-    };
+    let Text(kind) = serde_json::from_str(get("type")?.get()).ok()?;
+    let fields = own_fields(&kind)?;
     let others = || {
         top.iter()
             .filter(|(k, _)| !KNOWN.contains(&k.as_ref()) && !NEVER_FORWARDED.contains(&k.as_ref()))
@@ -56,7 +49,7 @@ pub(super) fn render(event_body: &str) -> Option<Vec<u8>> {
     w.out.push(b'{');
     w.text("version", "1");
     w.key("type");
-    write_js_string(kind, &mut w.out);
+    write_js_string(&kind, &mut w.out);
     w.moved("messageId", get("messageId"))?;
     if kind == "alias" {
         w.moved("anonymousId", get("anonymousId"))?;
@@ -69,29 +62,18 @@ pub(super) fn render(event_body: &str) -> Option<Vec<u8>> {
         }
         w.moved("anonymousId", get("anonymousId"))?;
     }
-    match kind {
-        "track" => {
-            w.moved("event", get("event"))?;
-            w.object("properties", get("properties"))?;
+    for field in fields {
+        match *field {
+            Own::Moved(key) => w.moved(key, get(key))?,
+            Own::Object(key) => w.object(key, get(key))?,
         }
-        "identify" => w.object("traits", get("traits"))?,
-        "group" => {
-            w.moved("groupId", get("groupId"))?;
-            w.object("traits", get("traits"))?;
-        }
-        "screen" => {
-            w.moved("name", get("name"))?;
-            w.moved("category", get("category"))?;
-            w.moved("properties", get("properties"))?;
-        }
-        _ => {}
     }
     for (key, raw) in others() {
         w.value(key, raw)?;
     }
     w.object("context", get("context"))?;
     w.moved("integrations", get("integrations"))?;
-    for key in ["timestamp", "originalTimestamp", "sentAt", "receivedAt"] {
+    for key in TIMES {
         w.moved(key, get(key))?;
     }
     w.out.push(b'}');
@@ -159,25 +141,25 @@ fn is_null(raw: &RawValue) -> bool {
 
 /// A string value, borrowed unless it had escapes; any other JSON type
 /// fails to deserialize.
-struct Kind<'a>(Cow<'a, str>);
+struct Text<'a>(Cow<'a, str>);
 
 /// The top level: keys in document order, values raw. A repeated key keeps
 /// its first position and takes the last value, as `JSON.parse` does.
 struct Top<'a>(Vec<(Cow<'a, str>, &'a RawValue)>);
 
-impl<'de> Deserialize<'de> for Kind<'de> {
+impl<'de> Deserialize<'de> for Text<'de> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         struct StrVisitor;
         impl<'de> Visitor<'de> for StrVisitor {
-            type Value = Kind<'de>;
+            type Value = Text<'de>;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
                 f.write_str("a string")
             }
             fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
-                Ok(Kind(Cow::Borrowed(v)))
+                Ok(Text(Cow::Borrowed(v)))
             }
             fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(Kind(Cow::Owned(v.to_owned())))
+                Ok(Text(Cow::Owned(v.to_owned())))
             }
         }
         deserializer.deserialize_str(StrVisitor)
@@ -194,7 +176,7 @@ impl<'de> Deserialize<'de> for Top<'de> {
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
                 let mut top: Vec<(Cow<'de, str>, &'de RawValue)> = Vec::with_capacity(16);
-                while let Some(Kind(key)) = map.next_key()? {
+                while let Some(Text(key)) = map.next_key()? {
                     let value: &'de RawValue = map.next_value()?;
                     match top.iter_mut().find(|(k, _)| *k == key) {
                         Some(slot) => slot.1 = value,

@@ -178,15 +178,16 @@ pub(super) fn prune_chunk(conn: &Connection, before: DateTime<Utc>, chunk: u32) 
     let mut first_from = conn.prepare_cached(
         "SELECT seq, received_at FROM events WHERE seq >= ?1 ORDER BY seq LIMIT 1",
     )?;
-    let below = time_boundary(lowest, highest.saturating_add(1), before, |seq| {
+    let old_below = time_boundary(lowest, highest.saturating_add(1), before, |seq| {
         first_from
             .query_row([seq], |r| Ok((r.get(0)?, r.get(1)?)))
             .optional()
     })?;
+    // The newest event is never a candidate.
+    let below = old_below.min(highest);
     let seqs = conn
         .prepare_cached(
             "SELECT e.seq FROM events e WHERE e.seq < ?3 AND e.received_at < ?1
-               AND e.seq < (SELECT max(seq) FROM events)
                AND e.seq IS NOT (SELECT event_seq FROM deliveries ORDER BY id DESC LIMIT 1)
                AND NOT EXISTS (SELECT 1 FROM deliveries d
                                WHERE d.event_seq = e.seq AND d.state = 'pending')
