@@ -385,3 +385,34 @@ pub async fn list_deliveries_filters_and_pages_newest_first(store: Shared) {
         None
     );
 }
+
+/// Thousands of events, so a backend that keeps message ids in blocks (the
+/// SQLite one: a bloom filter per 4,096 seqs) is asked about complete
+/// blocks, the open one above them, and an id found in both.
+pub async fn deliveries_are_found_by_message_id_among_thousands_of_events(store: Shared) {
+    for batch in 0..90 {
+        let events = (0..100)
+            .map(|i| event(&format!("m-{}", batch * 100 + i), &["dst_1"]))
+            .collect();
+        append(&store, "src_a", at(batch), events).await;
+    }
+    append(&store, "src_a", at(90), vec![event("m-7", &["dst_1"])]).await;
+    let by = |message_id: &str| DeliveryFilter {
+        message_id: Some(message_id.into()),
+        ..DeliveryFilter::default()
+    };
+    for id in ["m-4500", "m-8999"] {
+        let found = deliveries(&store, by(id)).await;
+        assert_eq!(found.len(), 1, "{id}");
+        assert_eq!(found[0].message_id, id);
+    }
+    let twice = deliveries(&store, by("m-7")).await;
+    assert_eq!(twice.len(), 2, "the first block and the last");
+    assert!(twice[0].id > twice[1].id && twice.iter().all(|d| d.message_id == "m-7"));
+    assert!(deliveries(&store, by("m-9000")).await.is_empty());
+    let dead_only = DeliveryFilter {
+        state: Some(DeliveryState::Dead),
+        ..by("m-4500")
+    };
+    assert!(deliveries(&store, dead_only).await.is_empty());
+}

@@ -73,6 +73,7 @@ macro_rules! conformance_tests {
             claimed_delivery_carries_its_event_received_time,
             cap_pending_dead_letters_the_oldest_beyond_the_cap,
             list_deliveries_filters_and_pages_newest_first,
+            deliveries_are_found_by_message_id_among_thousands_of_events,
             prune_deletes_finished_old_events_and_keeps_pending_work,
             seqs_and_delivery_ids_are_never_reused_after_prune,
             rules_and_filters_documents_are_replaced_and_listed,

@@ -4,6 +4,7 @@ use chrono::{DateTime, Utc};
 use rusqlite::types::Value;
 use rusqlite::{Connection, OptionalExtension, Row, params, params_from_iter};
 
+use super::message_ids;
 use super::rows::{ms, opt_time, small, sql_limit, time};
 use crate::{Attempt, DeliveryFilter, DeliveryRecord, DeliveryState, Result};
 
@@ -35,8 +36,14 @@ fn record_row(row: &Row<'_>) -> rusqlite::Result<DeliveryRecord> {
 
 /// The `WHERE` clause and parameters selecting `filter`'s deliveries in
 /// `state` (when given), with the cursor. The state is inlined as a literal
-/// (it is one of four fixed words) so SQLite can use the partial indexes.
-fn where_clause(filter: &DeliveryFilter, state: Option<DeliveryState>) -> (String, Vec<Value>) {
+/// (it is one of four fixed words) so SQLite can use the partial indexes. A
+/// message id is first resolved to its events' seqs (`message_ids`: there
+/// is no index on it), passed as one JSON array.
+fn where_clause(
+    conn: &Connection,
+    filter: &DeliveryFilter,
+    state: Option<DeliveryState>,
+) -> Result<(String, Vec<Value>)> {
     let mut clauses = Vec::new();
     let mut values = Vec::new();
     if let Some(state) = state {
@@ -63,9 +70,11 @@ fn where_clause(filter: &DeliveryFilter, state: Option<DeliveryState>) -> (Strin
         clauses.push(format!("{plus}d.destination_id = ?{}", values.len()));
     }
     if let Some(message_id) = &filter.message_id {
-        values.push(Value::Text(message_id.clone()));
+        let seqs = message_ids::seqs(conn, message_id)?;
+        let seqs: Vec<String> = seqs.iter().map(i64::to_string).collect();
+        values.push(Value::Text(format!("[{}]", seqs.join(","))));
         clauses.push(format!(
-            "d.event_seq IN (SELECT seq FROM events WHERE message_id = ?{})",
+            "d.event_seq IN (SELECT value FROM json_each(?{}))",
             values.len()
         ));
     }
@@ -78,7 +87,7 @@ fn where_clause(filter: &DeliveryFilter, state: Option<DeliveryState>) -> (Strin
     } else {
         format!("WHERE {}", clauses.join(" AND "))
     };
-    (sql, values)
+    Ok((sql, values))
 }
 
 /// Newest first; `filter.limit == 0` means no limit.
@@ -86,7 +95,7 @@ pub(super) fn list_deliveries(
     conn: &Connection,
     filter: &DeliveryFilter,
 ) -> Result<Vec<DeliveryRecord>> {
-    let (clause, mut values) = where_clause(filter, filter.state);
+    let (clause, mut values) = where_clause(conn, filter, filter.state)?;
     values.push(Value::Integer(sql_limit(filter.limit)));
     let sql = format!(
         "SELECT {RECORD_COLUMNS} FROM deliveries d JOIN events e ON e.seq = d.event_seq
@@ -134,7 +143,7 @@ pub(super) fn replay(
     filter: &DeliveryFilter,
     now: DateTime<Utc>,
 ) -> Result<u64> {
-    let (clause, mut values) = where_clause(filter, Some(DeliveryState::Dead));
+    let (clause, mut values) = where_clause(conn, filter, Some(DeliveryState::Dead))?;
     values.push(Value::Integer(sql_limit(filter.limit)));
     let limit_param = values.len();
     values.push(Value::Integer(ms(now)));
@@ -207,6 +216,9 @@ pub(super) fn prune_chunk(conn: &Connection, before: DateTime<Utc>, chunk: u32) 
         attempts.execute([seq])?;
         deliveries.execute([seq])?;
         events.execute([seq])?;
+    }
+    if !seqs.is_empty() {
+        message_ids::forget_pruned(conn)?;
     }
     Ok(seqs.len() as u64)
 }

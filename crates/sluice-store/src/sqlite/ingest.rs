@@ -2,6 +2,7 @@
 
 use rusqlite::{Connection, params};
 
+use super::message_ids;
 use super::rows::{count, day, ms, sql_limit, time};
 use crate::{AppendRequest, NewEvent, Result, StoredEvent, UsageDay};
 
@@ -25,8 +26,10 @@ pub(super) fn append(conn: &Connection, request: &AppendRequest) -> Result<()> {
          VALUES (?1, ?2, ?3, 'pending', 0, ?4, ?4, ?5)",
     )?;
     let day = day(request.received_at);
+    let mut first = None;
+    let mut seq = 0;
     for event in &request.events {
-        let seq = insert_event.insert(params![
+        seq = insert_event.insert(params![
             request.source_id,
             event.message_id,
             event.event_type,
@@ -34,6 +37,7 @@ pub(super) fn append(conn: &Connection, request: &AppendRequest) -> Result<()> {
             event.body,
             event.blocked.as_ref().map(|b| b.rule.as_str()),
         ])?;
+        first.get_or_insert(seq);
         for destination_id in &event.destination_ids {
             let body = event
                 .bodies
@@ -59,6 +63,9 @@ pub(super) fn append(conn: &Connection, request: &AppendRequest) -> Result<()> {
          DO UPDATE SET api_calls = api_calls + 1, events = events + excluded.events",
     )?
     .execute(params![request.source_id, day, events])?;
+    if let Some(first) = first {
+        message_ids::after_append(conn, first, seq)?;
+    }
     Ok(())
 }
 

@@ -33,7 +33,8 @@
 //! # On-disk layout
 //! - `<path>`: the database, mode `0600` on unix (it holds destination
 //!   secrets). Tables: `meta`, `sources`, `destinations`,
-//!   `destination_sources`, `events`, `deliveries`, `attempts`, `usage`,
+//!   `destination_sources`, `events`, `event_blooms` (message ids by block
+//!   of seqs, see `message_ids`), `deliveries`, `attempts`, `usage`,
 //!   and the profile engine's `computations`, `profile_jobs`, `profiles`,
 //!   `profile_identities`, `computed_values`, `computation_sends`,
 //!   `profile_engine` (see `schema.rs` and [`crate::profiles`]). Times are integer unix milliseconds, UTC.
@@ -60,6 +61,7 @@ mod deliveries;
 mod delivery;
 mod destinations;
 mod ingest;
+mod message_ids;
 mod pool;
 mod profiles;
 mod regulations;

@@ -242,6 +242,20 @@ const NO_RECEIVED_AT_INDEX: &str = "
 DROP INDEX IF EXISTS events_received_at;
 ";
 
+/// Version 11: no index on `events.message_id` either. Its random keys cost
+/// each append an insert at a random place in a B-tree that grows with the
+/// table (5-10 % of batch ingest; BENCHMARKS.md, sessions 7 and 8). Its
+/// readers, the delivery log's messageId filter and the admin API's, now
+/// find events through a bloom filter per block of seqs (see
+/// `message_ids`); the filters of existing events are built at open.
+const MESSAGE_ID_BLOOMS: &str = "
+DROP INDEX IF EXISTS events_message_id;
+CREATE TABLE event_blooms (
+    block INTEGER PRIMARY KEY,
+    bits  BLOB NOT NULL
+);
+";
+
 /// Every migration, oldest first.
 pub(super) static MIGRATIONS: LazyLock<Migrations<'static>> = LazyLock::new(|| {
     Migrations::new(vec![
@@ -255,6 +269,7 @@ pub(super) static MIGRATIONS: LazyLock<Migrations<'static>> = LazyLock::new(|| {
         M::up(super::profiles::events::SCHEMA_V8),
         M::up(super::profiles::scheduled::SCHEMA_V9),
         M::up(NO_RECEIVED_AT_INDEX),
+        M::up(MESSAGE_ID_BLOOMS),
     ])
 });
 
@@ -294,6 +309,7 @@ pub(super) fn open_writer(config: &SqliteConfig) -> Result<Connection> {
     MIGRATIONS
         .to_latest(&mut conn)
         .map_err(|e| StoreError::Backend(format!("migration: {e}")))?;
+    super::message_ids::catch_up(&mut conn)?;
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
     Ok(conn)
 }
