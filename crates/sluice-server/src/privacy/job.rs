@@ -26,11 +26,21 @@ const COMMIT_EVENTS: usize = 20_000;
 
 /// Takes (or renews) the job lease and returns the oldest unfinished
 /// regulation with up to [`SCAN_SUBJECTS`] pending subjects.
+///
+/// Having nothing to do is the usual case, and it is found out with a read
+/// before the lease is touched: renewing the lease is a commit (an fsync
+/// with SQLite), and made on every poll it had an idle node writing five
+/// times a second, which also kept SQLite's write-ahead log from ever being
+/// truncated. An idle node lets the lease lapse; whichever node first sees
+/// work takes it.
 pub async fn pick(
     store: &dyn Store,
     owner: &str,
     config: JobConfig,
 ) -> Result<Option<(Regulation, Vec<String>)>, StoreError> {
+    if store.next_regulation(1).await?.is_none() {
+        return Ok(None);
+    }
     if !store
         .take_regulation_lease(owner, Utc::now(), config.lease_ttl)
         .await?

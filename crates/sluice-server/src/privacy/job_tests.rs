@@ -112,3 +112,31 @@ async fn an_engine_step_in_flight_during_a_purge_cannot_recreate_the_user() {
         .expect("lease");
     assert_eq!(again, Some(cursor));
 }
+
+/// Polling with nothing to do is the usual case: it must not write (each
+/// lease renewal is a commit, and on SQLite an fsync), so the lease stays
+/// free for any node until a regulation arrives.
+#[tokio::test]
+async fn an_idle_job_neither_takes_nor_renews_the_lease() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store: Arc<dyn Store> = Arc::new(
+        SqliteStore::open(SqliteConfig::new(dir.path().join("sluice.db")))
+            .await
+            .expect("open"),
+    );
+    for _ in 0..3 {
+        assert!(
+            job::pick(store.as_ref(), "job", CONFIG)
+                .await
+                .expect("pick")
+                .is_none()
+        );
+    }
+    assert!(
+        store
+            .take_regulation_lease("other", Utc::now(), CONFIG.lease_ttl)
+            .await
+            .expect("lease"),
+        "an idle poll left the lease taken"
+    );
+}

@@ -132,3 +132,44 @@ fn leaves_a_small_wal_alone() {
     );
     thread.stop();
 }
+
+/// The writer nudges the thread only after a group that changed rows: an
+/// idle store still runs read-only writer jobs (the delivery dispatcher's
+/// claims that find nothing due), and a nudge for each would put off the
+/// shrink forever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn groups_that_change_nothing_do_not_put_off_the_shrink() {
+    use super::super::writer::{GroupLimits, Writer};
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("db");
+    let conn = writer(&path);
+    write_megabytes(&conn, 4);
+    let limits = GroupLimits {
+        max_weight: 100,
+        max_jobs: 100,
+    };
+    let writer = Writer::spawn(conn, checkpointer(&path), limits).expect("writer");
+    writer
+        .run(1, |c| {
+            Ok(c.execute("INSERT INTO t (x) VALUES ('last')", [])?)
+        })
+        .await
+        .expect("write");
+    // Read-only jobs every 10 ms, well inside the 50 ms idle period.
+    let polled = Instant::now();
+    let mut shrunk = false;
+    while polled.elapsed() < Duration::from_secs(1) && !shrunk {
+        let n: i64 = writer
+            .run(1, |c| {
+                Ok(c.query_row("SELECT count(*) FROM t", [], |r| r.get(0))?)
+            })
+            .await
+            .expect("read");
+        assert!(n > 0);
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        shrunk = wal_len(&path) == 0;
+    }
+    assert!(shrunk, "WAL left at {} while idle", wal_len(&path));
+    writer.close().await;
+}
