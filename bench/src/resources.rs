@@ -87,6 +87,21 @@ pub fn dir_bytes(dir: &Path) -> u64 {
         .sum()
 }
 
+/// Bytes of SQLite write-ahead logs (`*-wal`) under `dir`.
+pub fn wal_bytes(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|entry| match entry.metadata() {
+            Ok(m) if m.is_dir() => wal_bytes(&entry.path()),
+            Ok(m) if entry.file_name().to_string_lossy().ends_with("-wal") => m.len(),
+            _ => 0,
+        })
+        .sum()
+}
+
 /// The machine the figures were measured on.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Machine {

@@ -209,6 +209,28 @@ impl Sluice {
         }
     }
 
+    /// Waits, up to `limit`, for the store to come to rest: with SQLite,
+    /// until its write-ahead log has been truncated (the store does that
+    /// once it has had no commit for half a second, so this waits out the
+    /// profile engine's catching up too). Returns the bytes the store then
+    /// takes and whether it came to rest. PostgreSQL's figure needs no wait.
+    pub async fn disk_bytes_at_rest(&self, limit: std::time::Duration) -> (u64, bool) {
+        if matches!(self.backend, Backend::Postgres { .. }) {
+            return (self.disk_bytes(), true);
+        }
+        let started = std::time::Instant::now();
+        loop {
+            let wal = resources::wal_bytes(self.data_dir.path());
+            if wal < 4 << 20 {
+                return (self.disk_bytes(), true);
+            }
+            if started.elapsed() > limit {
+                return (self.disk_bytes(), false);
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+        }
+    }
+
     /// The PostgreSQL URL this node uses, if any.
     pub fn postgres_url(&self) -> Option<&str> {
         match &self.backend {

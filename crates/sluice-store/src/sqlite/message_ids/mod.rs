@@ -101,19 +101,19 @@ fn build_through(conn: &Connection, through: i64) -> Result<u64> {
         conn.prepare_cached("INSERT INTO event_blooms (block, bits) VALUES (?1, ?2)")?;
     for block in next..=through {
         let lo = block << SHIFT;
-        let keys = ids
-            .query_map(params![lo, lo + BLOCK], |r| r.get::<_, String>(0))?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
-        let mut bits = vec![
-            0u8;
-            if keys.is_empty() {
-                0
-            } else {
-                bloom::size_for(keys.len())
-            }
-        ];
-        for key in &keys {
-            bloom::insert(&mut bits, key);
+        // Hashed straight from SQLite's buffer: no string per id. A block
+        // that lost all its events before its filter was written (retention
+        // after a restart) gets an empty filter, which matches nothing.
+        let mut bits = vec![0u8; bloom::size_for(BLOCK as usize)];
+        let mut any = false;
+        let mut rows = ids.query(params![lo, lo + BLOCK])?;
+        while let Some(row) = rows.next()? {
+            let id = row.get_ref(0)?.as_str().map_err(rusqlite::Error::from)?;
+            bloom::insert(&mut bits, id);
+            any = true;
+        }
+        if !any {
+            bits.clear();
         }
         store.execute(params![block, bits])?;
     }
