@@ -10,7 +10,9 @@
 //! - [`body`]: capped, gzip-aware body reading.
 //! - [`budget`]: the memory budget for request bodies.
 //! - [`auth`]: write keys and the admin token from headers.
-//! - [`metrics`]: Prometheus metrics and the request-counting middleware.
+//! - [`metrics`]: Prometheus metrics.
+//! - [`front`]: the service in front of every route: the admin token on the
+//!   admin prefix, and the request counter.
 //! - [`error`]: [`ApiError`], the stable JSON error shape.
 //! - [`openapi`]: the OpenAPI 3.1 document, generated from the same route
 //!   table the router serves.
@@ -20,6 +22,7 @@ pub mod auth;
 pub mod body;
 pub mod budget;
 pub mod error;
+pub mod front;
 pub mod gate;
 pub mod ingest;
 pub mod metrics;
@@ -34,7 +37,6 @@ use std::time::Duration;
 use axum::Router;
 use axum::extract::State;
 use axum::http::{HeaderValue, Method, StatusCode, header};
-use axum::middleware::from_fn_with_state;
 use axum::response::IntoResponse;
 use axum::routing::get;
 use prometheus_client::registry::Registry;
@@ -135,14 +137,10 @@ pub fn router(app: Arc<AppState>) -> Router {
                 "method not allowed on this route",
             )
         })
-        // Outside the routing, so that every path under the admin prefix,
-        // known or not, asks for the token first and the route table stays
-        // private.
-        .layer(from_fn_with_state(app.clone(), admin::guard_prefix))
-        .layer(from_fn_with_state(
-            app.metrics.clone(),
-            metrics::track_requests,
-        ))
+        // Around every route and the fallbacks, so that every path under the
+        // admin prefix, known or not, asks for the token first and the route
+        // table stays private; it also counts every request.
+        .layer(front::FrontLayer::new(app.clone()))
         .with_state(app)
 }
 

@@ -1,11 +1,5 @@
 //! Prometheus metrics of the HTTP surface.
 
-use std::sync::Arc;
-use std::time::Instant;
-
-use axum::extract::{MatchedPath, Request, State};
-use axum::middleware::Next;
-use axum::response::Response;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -61,25 +55,4 @@ impl Metrics {
         );
         m
     }
-}
-
-/// Middleware counting every request by matched route and status.
-pub async fn track_requests(
-    State(metrics): State<Arc<Metrics>>,
-    request: Request,
-    next: Next,
-) -> Response {
-    let path = request
-        .extensions()
-        .get::<MatchedPath>()
-        .map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned());
-    let start = Instant::now();
-    let response = next.run(request).await;
-    let labels = RequestLabels {
-        path,
-        status: response.status().as_u16(),
-    };
-    metrics.requests.get_or_create(&labels).inc();
-    tracing::debug!(status = labels.status, path = %labels.path, elapsed_us = start.elapsed().as_micros() as u64, "request");
-    response
 }

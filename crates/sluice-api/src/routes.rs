@@ -39,7 +39,8 @@ struct Snapshot {
     /// replace one that read it later, or a just-created source would vanish
     /// until the next refresh.
     generation: u64,
-    by_key_hash: HashMap<String, Arc<SourceRoute>>,
+    /// By the SHA-256 digest of the write key (the stored hash's bytes).
+    by_key_hash: HashMap<[u8; 32], Arc<SourceRoute>>,
 }
 
 /// A shared, atomically replaced routing snapshot.
@@ -92,7 +93,15 @@ impl RouteTable {
                 destinations: connected,
                 filters: source_filters,
             };
-            by_key_hash.insert(source.write_key_hash, Arc::new(route));
+            match keys::parse_hash(&source.write_key_hash) {
+                Some(digest) => {
+                    by_key_hash.insert(digest, Arc::new(route));
+                }
+                None => tracing::warn!(
+                    source = %route.source_id,
+                    "stored write key hash is not a SHA-256 digest; the source cannot authenticate"
+                ),
+            }
         }
         let snapshot = Arc::new(Snapshot {
             generation,
@@ -108,16 +117,16 @@ impl RouteTable {
         Ok(())
     }
 
-    /// The route of the source owning `write_key`, if any. The final
-    /// comparison is constant time.
+    /// The route of the source owning `write_key`, if any. The key is
+    /// hashed once; the final comparison of digests is constant time.
     pub fn lookup(&self, write_key: &str) -> Option<Arc<SourceRoute>> {
-        let hash = keys::hash_secret(write_key);
+        let digest = keys::secret_digest(write_key);
         let snapshot = match self.current.read() {
             Ok(guard) => Arc::clone(&guard),
             Err(poisoned) => Arc::clone(&poisoned.into_inner()),
         };
-        let route = snapshot.by_key_hash.get(&hash)?;
-        keys::verify_secret(write_key, &route.write_key_hash).then(|| Arc::clone(route))
+        let (stored, route) = snapshot.by_key_hash.get_key_value(&digest)?;
+        keys::digests_match(stored, &digest).then(|| Arc::clone(route))
     }
 }
 

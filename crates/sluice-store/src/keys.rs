@@ -31,7 +31,25 @@ fn random_alnum(n: usize) -> String {
 
 /// SHA-256 of a secret, lowercase hex: what is stored and looked up.
 pub fn hash_secret(secret: &str) -> String {
-    hex::encode(Sha256::digest(secret.as_bytes()))
+    hex::encode(secret_digest(secret))
+}
+
+/// SHA-256 of a secret: the bytes [`hash_secret`] writes out. The ingest
+/// path looks keys up by these, with no hex string per request.
+pub fn secret_digest(secret: &str) -> [u8; 32] {
+    Sha256::digest(secret.as_bytes()).into()
+}
+
+/// The digest a stored [`hash_secret`] names; `None` if it is not one.
+pub fn parse_hash(hash: &str) -> Option<[u8; 32]> {
+    let mut digest = [0; 32];
+    hex::decode_to_slice(hash, &mut digest).ok()?;
+    Some(digest)
+}
+
+/// Whether two digests are equal, compared in constant time.
+pub fn digests_match(a: &[u8; 32], b: &[u8; 32]) -> bool {
+    a.ct_eq(b).into()
 }
 
 /// The displayable start of a secret: its first 4 characters and an ellipsis.
@@ -51,6 +69,16 @@ pub fn verify_secret(secret: &str, expected_hash: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn digests_are_the_bytes_of_the_stored_hash() {
+        let hash = hash_secret("key");
+        assert_eq!(parse_hash(&hash), Some(secret_digest("key")));
+        assert!(digests_match(&secret_digest("key"), &secret_digest("key")));
+        assert!(!digests_match(&secret_digest("key"), &secret_digest("kez")));
+        assert_eq!(parse_hash("not hex"), None);
+        assert_eq!(parse_hash("abcd"), None, "too short");
+    }
 
     #[test]
     fn write_keys_are_long_and_distinct() {

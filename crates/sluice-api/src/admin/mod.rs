@@ -89,22 +89,21 @@ async fn require_admin(
     Ok(next.run(request).await)
 }
 
-/// Asks for the admin token on every path under [`PREFIX`] before routing,
-/// so that an unknown admin path answers `401` like a known one and does not
-/// reveal which routes exist. Installed around the whole application.
-pub async fn guard_prefix(
-    State(app): State<Arc<AppState>>,
-    request: Request,
-    next: Next,
-) -> Result<Response, ApiError> {
-    let path = request.uri().path();
-    let under = path
+/// Why a request under [`PREFIX`] is refused before routing, if it is: the
+/// admin token is asked for on every path there, so an unknown admin path
+/// answers `401` like a known one and does not reveal which routes exist.
+/// Checked for every request by [`crate::front`].
+pub fn refusal(app: &AppState, request: &Request) -> Option<ApiError> {
+    let under = request
+        .uri()
+        .path()
         .strip_prefix(PREFIX)
         .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'));
     if under {
-        check_token(&app, request.headers())?;
+        check_token(app, request.headers()).err()
+    } else {
+        None
     }
-    Ok(next.run(request).await)
 }
 
 fn check_token(app: &AppState, headers: &axum::http::HeaderMap) -> Result<(), ApiError> {

@@ -1,0 +1,101 @@
+//! What every request passes before its handler: the admin token check on
+//! every path under the admin prefix, then the request counter by matched
+//! route and status (which counts the refusals too).
+//!
+//! One tower service rather than two `from_fn` middlewares: a `from_fn`
+//! layer clones the whole service stack under it for every request (its
+//! `Next` owns one), and in a profile of single `/v1/track` calls those
+//! clones of the router's route, CORS and middleware stack took about 4 %
+//! of the request CPU (BENCHMARKS.md, session 8). This one calls the inner
+//! service in place, as tower-http's layers do; axum's routes are always
+//! ready, and readiness is passed through regardless.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Instant;
+
+use axum::extract::{MatchedPath, Request};
+use axum::response::{IntoResponse, Response};
+use tower::{Layer, Service};
+
+use crate::AppState;
+use crate::admin;
+use crate::metrics::RequestLabels;
+
+/// Wraps every route (and the fallbacks) in a [`Front`].
+#[derive(Clone)]
+pub struct FrontLayer {
+    app: Arc<AppState>,
+}
+
+impl FrontLayer {
+    pub fn new(app: Arc<AppState>) -> Self {
+        FrontLayer { app }
+    }
+}
+
+impl<S> Layer<S> for FrontLayer {
+    type Service = Front<S>;
+
+    fn layer(&self, inner: S) -> Front<S> {
+        Front {
+            inner,
+            app: Arc::clone(&self.app),
+        }
+    }
+}
+
+/// See the module docs.
+#[derive(Clone)]
+pub struct Front<S> {
+    inner: S,
+    app: Arc<AppState>,
+}
+
+impl<S> Service<Request> for Front<S>
+where
+    S: Service<Request, Response = Response, Error = Infallible>,
+    S::Future: Send + 'static,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        let path = request
+            .extensions()
+            .get::<MatchedPath>()
+            .map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned());
+        let start = Instant::now();
+        let app = Arc::clone(&self.app);
+        let answer = match admin::refusal(&app, &request) {
+            Some(refused) => Err(refused),
+            None => Ok(self.inner.call(request)),
+        };
+        Box::pin(async move {
+            let response = match answer {
+                Ok(handled) => handled.await?,
+                Err(refused) => refused.into_response(),
+            };
+            let labels = RequestLabels {
+                path,
+                status: response.status().as_u16(),
+            };
+            app.metrics.requests.get_or_create(&labels).inc();
+            tracing::debug!(
+                status = labels.status,
+                path = %labels.path,
+                elapsed_us = start.elapsed().as_micros() as u64,
+                "request"
+            );
+            Ok(response)
+        })
+    }
+}
