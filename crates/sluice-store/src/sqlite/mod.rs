@@ -70,6 +70,7 @@ mod schema;
 mod source_schema;
 mod sources;
 mod store_impl;
+mod tombstones;
 mod writer;
 
 use std::path::{Path, PathBuf};

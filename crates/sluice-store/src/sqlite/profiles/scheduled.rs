@@ -10,6 +10,7 @@
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::super::rows::{ms, time};
+use super::super::tombstones;
 use crate::{Result, ScheduledChange, StoreError};
 
 pub(in crate::sqlite) const SCHEMA_V9: &str = "
@@ -83,7 +84,8 @@ fn apply(conn: &Connection, computation: &str, profile: &str, value: Option<&str
 }
 
 /// Withdraws the message `seq` of a scheduled change: its untaken
-/// deliveries, its send counts and the event. With `strict`, a delivery
+/// deliveries, its send counts and the event (the newest of each is left as
+/// a tombstone, see `tombstones.rs`). With `strict`, a delivery
 /// already taken by a worker fails the transaction.
 fn withdraw(conn: &Connection, computation: &str, seq: i64, strict: bool) -> Result<()> {
     let untaken = "event_seq = ?1 AND state = 'pending' AND attempts = 0 AND lease_until IS NULL";
@@ -93,8 +95,13 @@ fn withdraw(conn: &Connection, computation: &str, seq: i64, strict: bool) -> Res
         ))?
         .query_map(params![seq], |r| r.get(0))?
         .collect::<rusqlite::Result<_>>()?;
-    conn.prepare_cached(&format!("DELETE FROM deliveries WHERE {untaken}"))?
-        .execute(params![seq])?;
+    let untaken_ids: Vec<i64> = conn
+        .prepare_cached(&format!("SELECT id FROM deliveries WHERE {untaken}"))?
+        .query_map(params![seq], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    for id in untaken_ids {
+        tombstones::delete_delivery(conn, id)?;
+    }
     let taken: i64 = conn
         .prepare_cached("SELECT count(*) FROM deliveries WHERE event_seq = ?1")?
         .query_row(params![seq], |r| r.get(0))?;
@@ -104,8 +111,8 @@ fn withdraw(conn: &Connection, computation: &str, seq: i64, strict: bool) -> Res
         ));
     }
     if taken == 0 {
-        conn.prepare_cached("DELETE FROM events WHERE seq = ?1")?
-            .execute(params![seq])?;
+        // The message is often the newest event: its seq must stay taken.
+        tombstones::delete_event(conn, seq)?;
     }
     for d in &destinations {
         conn.prepare_cached(

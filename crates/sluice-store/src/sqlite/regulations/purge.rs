@@ -8,6 +8,7 @@ use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::super::rows::ms;
+use super::super::tombstones;
 use crate::regulations::{delete_notification, identity_parts, pseudonym, status, subject_index};
 use crate::{PRIVACY_SOURCE, RegulationCommit, Result, SubjectData, SubjectPurge};
 
@@ -189,43 +190,23 @@ fn purge_all(c: &Connection, commit: &RegulationCommit) -> Result<()> {
 }
 
 /// Deletes events with their deliveries and attempts. The newest event and
-/// the newest delivery are emptied instead of deleted: their rowids must
-/// never be handed out again (see `schema.rs`).
+/// the newest delivery are left as tombstones: their rowids must never be
+/// handed out again (see `tombstones.rs`).
 fn purge_events(c: &Connection, seqs: &[i64]) -> Result<()> {
-    if seqs.is_empty() {
-        return Ok(());
-    }
-    let max_event: i64 = c
-        .prepare_cached("SELECT coalesce(max(seq), 0) FROM events")?
-        .query_row([], |r| r.get(0))?;
-    let max_delivery: i64 = c
-        .prepare_cached("SELECT coalesce(max(id), 0) FROM deliveries")?
-        .query_row([], |r| r.get(0))?;
     for &seq in seqs {
         c.prepare_cached(
             "DELETE FROM attempts WHERE delivery_id IN
                (SELECT id FROM deliveries WHERE event_seq = ?1)",
         )?
         .execute([seq])?;
-        c.prepare_cached(
-            "UPDATE deliveries SET event_seq = 0, state = 'discarded', last_error = NULL,
-                    lease_until = NULL
-             WHERE event_seq = ?1 AND id = ?2",
-        )?
-        .execute([seq, max_delivery])?;
-        c.prepare_cached("DELETE FROM deliveries WHERE event_seq = ?1")?
-            .execute([seq])?;
-        if seq == max_event {
-            c.prepare_cached(
-                "UPDATE events SET source_id = ?2, message_id = '', event_type = 'purged',
-                        body = '{\"type\":\"purged\"}'
-                 WHERE seq = ?1",
-            )?
-            .execute(params![seq, PRIVACY_SOURCE])?;
-        } else {
-            c.prepare_cached("DELETE FROM events WHERE seq = ?1")?
-                .execute([seq])?;
+        let deliveries: Vec<i64> = c
+            .prepare_cached("SELECT id FROM deliveries WHERE event_seq = ?1")?
+            .query_map([seq], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        for id in deliveries {
+            tombstones::delete_delivery(c, id)?;
         }
+        tombstones::delete_event(c, seq)?;
     }
     Ok(())
 }
