@@ -23,8 +23,9 @@
 //! - **Leases, not locks.** `claim_due` stamps `lease_until`; a delivery whose
 //!   worker died is handed out again once its lease ends.
 //! - **Ids only grow.** Event seqs and delivery ids are rowids (max + 1);
-//!   retention never deletes the newest event or the newest delivery, so no
-//!   id is ever handed out twice.
+//!   retention never deletes the newest event or the newest delivery, and
+//!   purges and withdrawn messages leave the newest as a tombstone
+//!   (`tombstones.rs`), so no id is ever handed out twice.
 //! - **Retention in slices.** `prune` deletes in transactions of a few
 //!   thousand events, so it never holds the writer (and ingest) for long.
 //!   It finds old events by seq, not by an index on `received_at` (events
