@@ -74,29 +74,24 @@ fn kib_field(text: &str, name: &str) -> Option<u64> {
 
 /// Total size of the regular files under `dir`, recursively.
 pub fn dir_bytes(dir: &Path) -> u64 {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return 0;
-    };
-    entries
-        .flatten()
-        .map(|entry| match entry.metadata() {
-            Ok(m) if m.is_dir() => dir_bytes(&entry.path()),
-            Ok(m) => m.len(),
-            Err(_) => 0,
-        })
-        .sum()
+    files_bytes(dir, &|_| true)
 }
 
 /// Bytes of SQLite write-ahead logs (`*-wal`) under `dir`.
 pub fn wal_bytes(dir: &Path) -> u64 {
+    files_bytes(dir, &|name| name.ends_with("-wal"))
+}
+
+/// Total size of the regular files under `dir` whose name `counts`.
+fn files_bytes(dir: &Path, counts: &dyn Fn(&str) -> bool) -> u64 {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return 0;
     };
     entries
         .flatten()
         .map(|entry| match entry.metadata() {
-            Ok(m) if m.is_dir() => wal_bytes(&entry.path()),
-            Ok(m) if entry.file_name().to_string_lossy().ends_with("-wal") => m.len(),
+            Ok(m) if m.is_dir() => files_bytes(&entry.path(), counts),
+            Ok(m) if counts(&entry.file_name().to_string_lossy()) => m.len(),
             _ => 0,
         })
         .sum()

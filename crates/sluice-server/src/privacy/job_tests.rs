@@ -18,14 +18,18 @@ const CONFIG: JobConfig = JobConfig {
     lease_ttl: Duration::from_secs(15),
 };
 
+/// A new SQLite store in a temporary directory (kept alive by the guard).
+async fn fresh_store() -> (tempfile::TempDir, Arc<dyn Store>) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = SqliteStore::open(SqliteConfig::new(dir.path().join("sluice.db")))
+        .await
+        .expect("open");
+    (dir, Arc::new(store))
+}
+
 #[tokio::test]
 async fn an_engine_step_in_flight_during_a_purge_cannot_recreate_the_user() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let store: Arc<dyn Store> = Arc::new(
-        SqliteStore::open(SqliteConfig::new(dir.path().join("sluice.db")))
-            .await
-            .expect("open"),
-    );
+    let (_dir, store) = fresh_store().await;
     store
         .create_source(NewSource {
             id: "src_a".into(),
@@ -118,12 +122,7 @@ async fn an_engine_step_in_flight_during_a_purge_cannot_recreate_the_user() {
 /// free for any node until a regulation arrives.
 #[tokio::test]
 async fn an_idle_job_neither_takes_nor_renews_the_lease() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let store: Arc<dyn Store> = Arc::new(
-        SqliteStore::open(SqliteConfig::new(dir.path().join("sluice.db")))
-            .await
-            .expect("open"),
-    );
+    let (_dir, store) = fresh_store().await;
     for _ in 0..3 {
         assert!(
             job::pick(store.as_ref(), "job", CONFIG)
