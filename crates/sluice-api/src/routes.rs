@@ -22,7 +22,6 @@ pub const WEBHOOKS: &str = "Webhooks";
 pub struct SourceRoute {
     pub source_id: String,
     pub enabled: bool,
-    write_key_hash: String,
     /// Enabled Webhooks destinations connected to the source.
     pub destinations: Vec<String>,
     /// The source's block rules, when it has any that can act.
@@ -89,7 +88,6 @@ impl RouteTable {
                 rules: rules.remove(&source.id),
                 source_id: source.id,
                 enabled: source.enabled,
-                write_key_hash: source.write_key_hash.clone(),
                 destinations: connected,
                 filters: source_filters,
             };

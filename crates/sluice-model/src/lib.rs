@@ -15,7 +15,8 @@
 //!   filters (type, name, top-level property or trait keys and JSON types),
 //!   taken during the parse when asked.
 //! - [`routing`]: the `integrations` object decides whether a destination gets a call.
-//! - `raw` (internal): a call's top level with values kept as raw JSON text (the ingest fast path).
+//! - `raw` (internal): a call's top level with values kept as raw JSON text
+//!   (the ingest fast path); [`RawTop`] is its read-only public face.
 //! - [`error`]: the validation error type with stable codes.
 
 pub mod enrich;
@@ -34,6 +35,7 @@ pub use error::{ErrorCode, ValidationError};
 pub use kind::{Endpoint, EventType};
 pub use limits::Limits;
 pub use parse::{Envelope, Event, RequestContext, parse_request, parse_request_with_shapes};
+pub use raw::RawTop;
 pub use routing::destination_enabled;
 pub use shape::{JsonType, Shape};
 pub use text::replace_lone_surrogates;

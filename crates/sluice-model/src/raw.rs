@@ -317,6 +317,36 @@ pub(crate) fn needs_full_parse(text: &[u8]) -> bool {
     false
 }
 
+/// A stored or received JSON object's top level, read-only: the keys in
+/// document order with their values as borrowed raw text, under
+/// [`RawObject`]'s key rules (a repeated key keeps its first position and
+/// takes its last value, as `JSON.parse` does). For readers that copy most
+/// values through unchanged, such as the webhook renderer.
+pub struct RawTop<'a>(RawObject<'a>);
+
+impl<'a> RawTop<'a> {
+    /// `None` when `text` is not a JSON object.
+    pub fn parse(text: &'a str) -> Option<RawTop<'a>> {
+        serde_json::from_str(text).ok().map(RawTop)
+    }
+
+    /// The raw value of `key`, if present.
+    pub fn get(&self, key: &str) -> Option<&'a RawValue> {
+        match self.0.get(key) {
+            Some(Slot::Raw(raw)) => Some(raw),
+            _ => None,
+        }
+    }
+
+    /// Every key with its raw value, in document order.
+    pub fn entries(&self) -> impl Iterator<Item = (&str, &'a RawValue)> + '_ {
+        self.0.entries.iter().filter_map(|(k, slot)| match slot {
+            Slot::Raw(raw) => Some((k.as_ref(), *raw)),
+            _ => None,
+        })
+    }
+}
+
 impl<'de> Deserialize<'de> for RawObject<'de> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         struct ObjectVisitor;

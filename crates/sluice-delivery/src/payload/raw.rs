@@ -17,26 +17,26 @@
 //! `type`, and bodies with a top-level key JavaScript would move to the
 //! front (an array index) or that could collide with a key the builder
 //! writes (`Previous ID`, `User ID`).
+//!
+//! The top level is split by [`RawTop`], ingest's own raw reader, so a
+//! repeated key is resolved the same way on both sides.
 
-use std::borrow::Cow;
-use std::fmt;
-
-use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
 use serde_json::Value;
 use serde_json::value::RawValue;
+use sluice_model::RawTop;
 use sluice_signing::json::{is_array_index, is_fixed_point, write_js_json, write_js_string};
 
 use super::{KNOWN, NEVER_FORWARDED, Own, TIMES, own_fields};
 
 /// Renders the message for `event_body`, or `None` when the full path must.
 pub(super) fn render(event_body: &str) -> Option<Vec<u8>> {
-    let Top(top) = serde_json::from_str(event_body).ok()?;
-    let get = |key: &str| top.iter().find(|(k, _)| k == key).map(|(_, v)| *v);
-    let Text(kind) = serde_json::from_str(get("type")?.get()).ok()?;
+    let top = RawTop::parse(event_body)?;
+    let get = |key: &str| top.get(key);
+    let kind: String = serde_json::from_str(get("type")?.get()).ok()?;
     let fields = own_fields(&kind)?;
     let others = || {
-        top.iter()
-            .filter(|(k, _)| !KNOWN.contains(&k.as_ref()) && !NEVER_FORWARDED.contains(&k.as_ref()))
+        top.entries()
+            .filter(|(k, _)| !KNOWN.contains(k) && !NEVER_FORWARDED.contains(k))
     };
     if others().any(|(k, _)| is_array_index(k) || k == "Previous ID" || k == "User ID") {
         return None;
@@ -137,55 +137,4 @@ impl Writer {
 
 fn is_null(raw: &RawValue) -> bool {
     raw.get().trim() == "null"
-}
-
-/// A string value, borrowed unless it had escapes; any other JSON type
-/// fails to deserialize.
-struct Text<'a>(Cow<'a, str>);
-
-/// The top level: keys in document order, values raw. A repeated key keeps
-/// its first position and takes the last value, as `JSON.parse` does.
-struct Top<'a>(Vec<(Cow<'a, str>, &'a RawValue)>);
-
-impl<'de> Deserialize<'de> for Text<'de> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct StrVisitor;
-        impl<'de> Visitor<'de> for StrVisitor {
-            type Value = Text<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a string")
-            }
-            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
-                Ok(Text(Cow::Borrowed(v)))
-            }
-            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(Text(Cow::Owned(v.to_owned())))
-            }
-        }
-        deserializer.deserialize_str(StrVisitor)
-    }
-}
-
-impl<'de> Deserialize<'de> for Top<'de> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct TopVisitor;
-        impl<'de> Visitor<'de> for TopVisitor {
-            type Value = Top<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("an object")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-                let mut top: Vec<(Cow<'de, str>, &'de RawValue)> = Vec::with_capacity(16);
-                while let Some(Text(key)) = map.next_key()? {
-                    let value: &'de RawValue = map.next_value()?;
-                    match top.iter_mut().find(|(k, _)| *k == key) {
-                        Some(slot) => slot.1 = value,
-                        None => top.push((key, value)),
-                    }
-                }
-                Ok(Top(top))
-            }
-        }
-        deserializer.deserialize_map(TopVisitor)
-    }
 }
