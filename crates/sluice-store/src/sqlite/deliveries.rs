@@ -8,7 +8,10 @@ use super::message_ids;
 use super::rows::{ms, opt_time, small, sql_limit, time};
 use crate::{Attempt, DeliveryFilter, DeliveryRecord, DeliveryState, Result};
 
-const RECORD_COLUMNS: &str = "d.id, d.destination_id, d.source_id, d.event_seq, e.message_id,
+/// `d.source_id` is `''` when it is the event's own source (every delivery
+/// ingest writes since version 12); only the privacy job's notices, whose
+/// event belongs to the privacy source, name another.
+const RECORD_COLUMNS: &str = "d.id, d.destination_id, COALESCE(NULLIF(d.source_id, ''), e.source_id), d.event_seq, e.message_id,
     d.state, d.attempts, d.next_attempt_at, d.first_attempt_at, d.last_error, d.updated_at";
 
 fn record_row(row: &Row<'_>) -> rusqlite::Result<DeliveryRecord> {

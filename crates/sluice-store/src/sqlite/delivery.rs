@@ -5,6 +5,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use rusqlite::{Connection, params};
 
+use super::bodies;
 use super::rows::{ms, opt_time, small, time};
 use crate::records::last_error;
 use crate::{Attempt, AttemptReport, DueDelivery, Outcome, Result};
@@ -37,7 +38,7 @@ pub(super) fn claim_due(
                 destination_id: row.get(1)?,
                 event_seq: row.get(2)?,
                 message_id: row.get(3)?,
-                event_body: row.get(4)?,
+                event_body: bodies::read(row, 4)?,
                 attempts: small(row, 5)?,
                 first_attempt_at: opt_time(row, 6)?,
                 received_at: time(row, 7)?,

@@ -3,18 +3,27 @@
 use rusqlite::{Connection, params};
 
 use super::message_ids;
-use super::rows::{count, day, ms, sql_limit, time};
-use crate::{AppendRequest, NewEvent, Result, StoredEvent, UsageDay};
+use super::rows::{count, day, ms};
+
+use crate::{AppendRequest, NewEvent, Result, UsageDay};
 
 /// The writer's measure of a request's size: its events.
 pub(super) fn weight(request: &AppendRequest) -> usize {
     request.events.len().max(1)
 }
 
-/// Writes one request. Runs inside the writer's group transaction, so the
+/// Writes one request. A delivery's `source_id` is written as `''`: "the
+/// event's source" (version 12; see `deliveries::RECORD_COLUMNS`), 20 bytes
+/// less per delivery. Runs inside the writer's group transaction, so the
 /// events, deliveries and counters commit together or not at all. Hot path:
 /// cached statements, no reads.
-pub(super) fn append(conn: &Connection, request: &AppendRequest) -> Result<()> {
+/// `stored` holds, per event, its compressed body or `None` for the text
+/// (see `bodies`; computed by the caller, off the writer thread).
+pub(super) fn append(
+    conn: &Connection,
+    request: &AppendRequest,
+    stored: &[Option<Vec<u8>>],
+) -> Result<()> {
     let received_at = ms(request.received_at);
     let mut insert_event = conn.prepare_cached(
         "INSERT INTO events (source_id, message_id, event_type, received_at, body, blocked)
@@ -23,18 +32,22 @@ pub(super) fn append(conn: &Connection, request: &AppendRequest) -> Result<()> {
     let mut insert_delivery = conn.prepare_cached(
         "INSERT INTO deliveries (event_seq, destination_id, source_id, state, attempts,
                                  next_attempt_at, updated_at, body)
-         VALUES (?1, ?2, ?3, 'pending', 0, ?4, ?4, ?5)",
+         VALUES (?1, ?2, '', 'pending', 0, ?3, ?3, ?4)",
     )?;
     let day = day(request.received_at);
     let mut first = None;
     let mut seq = 0;
-    for event in &request.events {
+    for (i, event) in request.events.iter().enumerate() {
+        let body: &dyn rusqlite::ToSql = match stored.get(i) {
+            Some(Some(blob)) => blob,
+            _ => &event.body,
+        };
         seq = insert_event.insert(params![
             request.source_id,
             event.message_id,
             event.event_type,
             received_at,
-            event.body,
+            body,
             event.blocked.as_ref().map(|b| b.rule.as_str()),
         ])?;
         first.get_or_insert(seq);
@@ -44,13 +57,7 @@ pub(super) fn append(conn: &Connection, request: &AppendRequest) -> Result<()> {
                 .iter()
                 .find(|(d, _)| d == destination_id)
                 .map(|(_, b)| b.as_str());
-            insert_delivery.execute(params![
-                seq,
-                destination_id,
-                request.source_id,
-                received_at,
-                body
-            ])?;
+            insert_delivery.execute(params![seq, destination_id, received_at, body])?;
         }
         if !event.filtered.is_empty() || event.blocked.is_some() {
             outcomes_at_ingest(conn, request, event, seq, &day)?;
@@ -83,16 +90,10 @@ fn outcomes_at_ingest(
     let mut filtered = conn.prepare_cached(
         "INSERT INTO deliveries (event_seq, destination_id, source_id, state, attempts,
                                  last_error, updated_at)
-         VALUES (?1, ?2, ?3, 'filtered', 0, ?4, ?5)",
+         VALUES (?1, ?2, '', 'filtered', 0, ?3, ?4)",
     )?;
     for (destination_id, filter) in &event.filtered {
-        filtered.execute(params![
-            seq,
-            destination_id,
-            request.source_id,
-            filter,
-            received_at
-        ])?;
+        filtered.execute(params![seq, destination_id, filter, received_at])?;
     }
     if let Some(blocked) = &event.blocked {
         conn.prepare_cached(
@@ -102,33 +103,6 @@ fn outcomes_at_ingest(
         .execute(params![request.source_id, day, blocked.event])?;
     }
     Ok(())
-}
-
-pub(super) fn recent_events(
-    conn: &Connection,
-    source_id: &str,
-    before_seq: Option<i64>,
-    limit: u32,
-) -> Result<Vec<StoredEvent>> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT seq, source_id, message_id, event_type, received_at, body, blocked FROM events
-         WHERE source_id = ?1 AND seq < ?2 ORDER BY seq DESC LIMIT ?3",
-    )?;
-    let rows = stmt.query_map(
-        params![source_id, before_seq.unwrap_or(i64::MAX), sql_limit(limit)],
-        |row| {
-            Ok(StoredEvent {
-                seq: row.get(0)?,
-                source_id: row.get(1)?,
-                message_id: row.get(2)?,
-                event_type: row.get(3)?,
-                received_at: time(row, 4)?,
-                body: row.get(5)?,
-                blocked: row.get(6)?,
-            })
-        },
-    )?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
 pub(super) fn usage(

@@ -35,10 +35,14 @@
 //! - `<path>`: the database, mode `0600` on unix (it holds destination
 //!   secrets). Tables: `meta`, `sources`, `destinations`,
 //!   `destination_sources`, `events`, `event_blooms` (message ids by block
-//!   of seqs, see `message_ids`), `deliveries`, `attempts`, `usage`,
+//!   of seqs, see `message_ids`), `event_block_sources` (the sources in each
+//!   block, see `source_blocks`), `deliveries`, `attempts`, `usage`,
 //!   and the profile engine's `computations`, `profile_jobs`, `profiles`,
 //!   `profile_identities`, `computed_values`, `computation_sends`,
 //!   `profile_engine` (see `schema.rs` and [`crate::profiles`]). Times are integer unix milliseconds, UTC.
+//!   Event bodies and the profile engine's copies of call properties are
+//!   JSON text or LZ4 blobs against a built-in dictionary (`bodies`); SQL
+//!   reads them through `body_json(body)`.
 //! - `<path>-wal`, `<path>-shm`: SQLite's write-ahead log and its index,
 //!   created by SQLite with the database's permissions. A background thread
 //!   checkpoints the WAL into the database after commits (see
@@ -56,6 +60,7 @@
 //! drains queued writes before stopping; dropping the store without closing
 //! lets the writer thread finish queued jobs on its own.
 
+mod bodies;
 mod checkpoint;
 mod config;
 mod deliveries;
@@ -68,6 +73,7 @@ mod profiles;
 mod regulations;
 mod rows;
 mod schema;
+mod source_blocks;
 mod source_schema;
 mod sources;
 mod store_impl;
@@ -133,6 +139,13 @@ impl SqliteStore {
         self.writer.close().await;
         self.readers.close();
     }
+}
+
+/// Installs the store's SQL functions on a connection opened outside it (a
+/// test's, or a tool reading a copy of the database): `body_json(body)`
+/// turns a stored event body, text or compressed blob, into its JSON.
+pub fn register_functions(conn: &rusqlite::Connection) -> Result<()> {
+    Ok(bodies::register(conn)?)
 }
 
 /// Creates the parent directory and the database file, private to the owner

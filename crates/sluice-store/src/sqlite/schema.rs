@@ -256,6 +256,24 @@ CREATE TABLE event_blooms (
 );
 ";
 
+/// Version 12: event bodies may be compressed blobs (see `bodies`), and a
+/// delivery's `source_id` may be `''`, meaning its event's source (see
+/// `deliveries::RECORD_COLUMNS`). No row changes: older rows read as
+/// before. The version exists so that a Sluice older than these formats
+/// refuses the database ("too far ahead") instead of misreading it.
+///
+/// Also: no index on `events (source_id, seq)`. A source's recent events are
+/// found through the list of sources kept per block of seqs (see
+/// `source_blocks`), built for existing events at open.
+const COMPRESSED_BODIES: &str = "
+DROP INDEX IF EXISTS events_source_seq;
+CREATE TABLE event_block_sources (
+    block   INTEGER PRIMARY KEY,
+    sources TEXT NOT NULL
+);
+INSERT OR REPLACE INTO meta (key, value) VALUES ('event_body_format', 'lz4-dictionary-v1');
+";
+
 /// Every migration, oldest first.
 pub(super) static MIGRATIONS: LazyLock<Migrations<'static>> = LazyLock::new(|| {
     Migrations::new(vec![
@@ -270,6 +288,7 @@ pub(super) static MIGRATIONS: LazyLock<Migrations<'static>> = LazyLock::new(|| {
         M::up(super::profiles::scheduled::SCHEMA_V9),
         M::up(NO_RECEIVED_AT_INDEX),
         M::up(MESSAGE_ID_BLOOMS),
+        M::up(COMPRESSED_BODIES),
     ])
 });
 
@@ -310,6 +329,7 @@ pub(super) fn open_writer(config: &SqliteConfig) -> Result<Connection> {
         .to_latest(&mut conn)
         .map_err(|e| StoreError::Backend(format!("migration: {e}")))?;
     super::message_ids::catch_up(&mut conn)?;
+    super::bodies::register(&conn)?;
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
     Ok(conn)
 }
@@ -337,6 +357,7 @@ pub(super) fn open_reader(path: &std::path::Path, busy_timeout: Duration) -> Res
     let conn = Connection::open_with_flags(path, flags)?;
     conn.busy_timeout(busy_timeout)?;
     conn.execute_batch("PRAGMA cache_size = -512;")?;
+    super::bodies::register(&conn)?;
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
     Ok(conn)
 }

@@ -7,7 +7,9 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use super::writer::Class;
-use super::{SqliteStore, deliveries, delivery, destinations, ingest, sources};
+use super::{
+    SqliteStore, bodies, deliveries, delivery, destinations, ingest, source_blocks, sources,
+};
 use crate::records::{PRUNE_CHUNK, now};
 use crate::{
     AppendRequest, Attempt, AttemptReport, CatalogStore, DeliveryFilter, DeliveryRecord,
@@ -107,8 +109,15 @@ impl CatalogStore for SqliteStore {
 impl EventStore for SqliteStore {
     async fn append(&self, request: AppendRequest) -> Result<()> {
         let weight = ingest::weight(&request);
+        let stored: Vec<_> = request
+            .events
+            .iter()
+            .map(|e| bodies::encode(&e.body))
+            .collect();
         self.writer
-            .run_as(Class::Ingest, weight, move |c| ingest::append(c, &request))
+            .run_as(Class::Ingest, weight, move |c| {
+                ingest::append(c, &request, &stored)
+            })
             .await
     }
 
@@ -120,7 +129,7 @@ impl EventStore for SqliteStore {
     ) -> Result<Vec<StoredEvent>> {
         let source_id = source_id.to_owned();
         self.readers
-            .run(move |c| ingest::recent_events(c, &source_id, before_seq, limit))
+            .run(move |c| source_blocks::recent_events(c, &source_id, before_seq, limit))
             .await
     }
 

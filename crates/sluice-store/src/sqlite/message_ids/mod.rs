@@ -34,6 +34,9 @@
 //! are picked up by the next append that completes a block, and all of them
 //! at open ([`catch_up`]), which is also how a database migrated from the
 //! index gets its filters.
+//!
+//! The same blocks also record which sources they hold (`source_blocks`),
+//! written at the same moments.
 
 mod bloom;
 
@@ -42,7 +45,7 @@ use rusqlite::{Connection, params};
 use crate::Result;
 
 /// log2 of the seqs per block.
-const SHIFT: u32 = 12;
+pub(super) const SHIFT: u32 = 12;
 
 /// Seqs per block: 4096 events, a 5 KiB filter.
 pub(super) const BLOCK: i64 = 1 << SHIFT;
@@ -56,7 +59,9 @@ pub(super) fn after_append(conn: &Connection, first: i64, last: i64) -> Result<(
     if first >> SHIFT == last >> SHIFT && first & (BLOCK - 1) != 0 {
         return Ok(());
     }
-    build_through(conn, (last >> SHIFT) - 1).map(drop)
+    let through = (last >> SHIFT) - 1;
+    build_through(conn, through)?;
+    super::source_blocks::build_through(conn, through).map(drop)
 }
 
 /// Writes the filters of every complete block that has none. Runs at open,
@@ -67,7 +72,10 @@ pub(super) fn catch_up(conn: &mut Connection) -> Result<()> {
     let tx = conn.transaction()?;
     let highest: Option<i64> = tx.query_row("SELECT max(seq) FROM events", [], |r| r.get(0))?;
     let built = match highest {
-        Some(highest) => build_through(&tx, (highest >> SHIFT) - 1)?,
+        Some(highest) => {
+            let through = (highest >> SHIFT) - 1;
+            build_through(&tx, through)?.max(super::source_blocks::build_through(&tx, through)?)
+        }
         None => 0,
     };
     tx.commit()?;
@@ -75,7 +83,7 @@ pub(super) fn catch_up(conn: &mut Connection) -> Result<()> {
         tracing::info!(
             blocks = built,
             elapsed_ms = started.elapsed().as_millis() as u64,
-            "built message-id filters"
+            "built message-id filters and source lists"
         );
     }
     Ok(())
@@ -164,6 +172,7 @@ pub(super) fn forget_pruned(conn: &Connection) -> Result<()> {
     if let Some(lowest) = lowest {
         conn.prepare_cached("DELETE FROM event_blooms WHERE block < ?1")?
             .execute([lowest >> SHIFT])?;
+        super::source_blocks::forget_below(conn, lowest)?;
     }
     Ok(())
 }

@@ -5,6 +5,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, params};
 
+use super::super::bodies;
 use super::super::rows::{ms, opt_time, sql_limit, time};
 use super::defs::value_row;
 use super::scheduled;
@@ -64,7 +65,7 @@ pub(super) fn events_after(
             message_id: row.get(2)?,
             event_type: row.get(3)?,
             received_at: time(row, 4)?,
-            body: row.get(5)?,
+            body: bodies::read(row, 5)?,
         };
         Ok(CursorEvent {
             cursor: EventCursor {
@@ -174,7 +175,13 @@ pub(super) fn holds(conn: &Connection, owner: &str) -> Result<bool> {
 
 /// Writes one step inside the writer's transaction; refuses (false) when
 /// `owner` lost the lease, before writing anything.
-pub(super) fn commit(conn: &Connection, c: &ProfileCommit) -> Result<bool> {
+/// `stored` holds each of `c.events`' properties compressed, or `None` for
+/// the text (see `bodies`).
+pub(super) fn commit(
+    conn: &Connection,
+    c: &ProfileCommit,
+    stored: &[Option<Vec<u8>>],
+) -> Result<bool> {
     if !holds(conn, &c.owner)? {
         return Ok(false);
     }
@@ -182,7 +189,7 @@ pub(super) fn commit(conn: &Connection, c: &ProfileCommit) -> Result<bool> {
     for id in &c.settle {
         scheduled::settle(conn, id, now)?;
     }
-    super::events::write(conn, c)?;
+    super::events::write(conn, c, stored)?;
     for id in &c.removed_profiles {
         scheduled::remove_profile(conn, id)?;
         conn.prepare_cached("DELETE FROM profiles WHERE id = ?1")?

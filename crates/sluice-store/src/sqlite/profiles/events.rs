@@ -8,11 +8,15 @@
 //! them. `WITHOUT ROWID` keyed by `(profile_id, ts, seq)`: loading a person
 //! is one range scan in the order evaluation wants.
 //!
+//! `properties` is stored like an event body (version 12): text, or a blob
+//! compressed against Segment's vocabulary (see `bodies`).
+//!
 //! The migration moves the events of documents written before it into
 //! rows and drops them from the documents, in the same transaction.
 
 use rusqlite::{Connection, params};
 
+use super::super::bodies;
 use crate::{ProfileCommit, ProfileEventRow, Result};
 
 pub(in crate::sqlite) const SCHEMA_V8: &str = "
@@ -48,22 +52,31 @@ pub(super) fn of(conn: &Connection, profile_id: &str) -> Result<Vec<ProfileEvent
             source_id: r.get(2)?,
             kind: r.get(3)?,
             name: r.get(4)?,
-            properties: r.get(5)?,
+            properties: bodies::read(r, 5)?,
         })
     })?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
 /// Appends, moves and trims a step's events, in that order (inside the
-/// step's transaction).
-pub(super) fn write(conn: &Connection, c: &ProfileCommit) -> Result<()> {
+/// step's transaction). `stored[i]` is `c.events[i]`'s compressed
+/// properties, `None` to keep the text.
+pub(super) fn write(
+    conn: &Connection,
+    c: &ProfileCommit,
+    stored: &[Option<Vec<u8>>],
+) -> Result<()> {
     if !c.events.is_empty() {
         let mut put = conn.prepare_cached(
             "INSERT OR IGNORE INTO profile_events
                  (profile_id, ts, seq, source_id, kind, name, properties)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         )?;
-        for (profile, e) in &c.events {
+        for (i, (profile, e)) in c.events.iter().enumerate() {
+            let properties: &dyn rusqlite::ToSql = match stored.get(i) {
+                Some(Some(blob)) => blob,
+                _ => &e.properties,
+            };
             put.execute(params![
                 profile,
                 e.ts,
@@ -71,7 +84,7 @@ pub(super) fn write(conn: &Connection, c: &ProfileCommit) -> Result<()> {
                 e.source_id,
                 e.kind,
                 e.name,
-                e.properties
+                properties
             ])?;
         }
     }

@@ -194,8 +194,15 @@ impl ProfileStore for SqliteStore {
 
     async fn commit_profiles(&self, commit: ProfileCommit) -> Result<bool> {
         let weight = commit.messages.len() + commit.profiles.len() + commit.events.len() / 4;
+        let stored: Vec<_> = commit
+            .events
+            .iter()
+            .map(|(_, e)| super::bodies::encode(&e.properties))
+            .collect();
         self.writer
-            .run_as(Class::Engine, weight, move |c| engine::commit(c, &commit))
+            .run_as(Class::Engine, weight, move |c| {
+                engine::commit(c, &commit, &stored)
+            })
             .await
     }
 

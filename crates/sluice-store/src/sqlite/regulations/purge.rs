@@ -107,9 +107,9 @@ pub(super) fn find(
     let index = subject_index(&identities);
     let mut stmt = c.prepare_cached(
         "SELECT seq, source_id,
-                CAST(json_extract(body, '$.userId') AS TEXT),
-                CAST(json_extract(body, '$.anonymousId') AS TEXT),
-                CAST(json_extract(body, '$.previousId') AS TEXT)
+                CAST(json_extract(body_json(body), '$.userId') AS TEXT),
+                CAST(json_extract(body_json(body), '$.anonymousId') AS TEXT),
+                CAST(json_extract(body_json(body), '$.previousId') AS TEXT)
          FROM events WHERE source_id != ?1 AND (?2 IS NULL OR source_id = ?2)",
     )?;
     let mut rows = stmt.query(params![PRIVACY_SOURCE, source_id])?;

@@ -81,9 +81,10 @@ fn stored_in_db(data_dir: &Path, source_id: &str) -> HashMap<String, (u32, Strin
         rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
     )
     .unwrap();
+    sluice_store::sqlite::register_functions(&db).unwrap();
     let mut stmt = db
         .prepare(
-            "SELECT message_id, COUNT(*), MIN(json_extract(body, '$.timestamp'))
+            "SELECT message_id, COUNT(*), MIN(json_extract(body_json(body), '$.timestamp'))
              FROM events WHERE source_id = ?1 GROUP BY message_id",
         )
         .unwrap();

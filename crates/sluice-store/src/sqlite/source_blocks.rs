@@ -1,0 +1,160 @@
+//! A source's recent events without an index on `events (source_id, seq)`.
+//!
+//! That index cost every stored event a second B-tree insert and 38 bytes
+//! (a 20-character source id and the seq, per event; BENCHMARKS.md, session
+//! 9), for one reader: the debugger's and the admin API's page of a
+//! source's newest calls. Instead each block of `message_ids::BLOCK`
+//! consecutive seqs records which sources it holds, once the block is
+//! complete, beside its message-id filter. A page walks the blocks newest
+//! first and scans, by seq range, only those that hold the source.
+//!
+//! # Invariants
+//! - **A block's list is final and complete**, for the same reasons as its
+//!   message-id filter (see `message_ids`): it is written only once a higher
+//!   seq exists, from the rows themselves, so every writer's events are in
+//!   it (ingest's, the profile engine's, the privacy job's).
+//! - **Lists are written in block order**, from the lowest stored event's
+//!   block, so every block from the first list to the last has one.
+//!   Retention drops the lists of blocks below the lowest stored event.
+//! - **A page never misses an event.** Everything above the last listed
+//!   block is scanned; a listed block is skipped only when its list lacks the
+//!   source. A list that went stale (a purge deleted the source's events)
+//!   only costs a needless scan.
+//!
+//! # Cost
+//! A source that sends little beside one that sends much: each of its pages
+//! scans at most `limit` blocks of 4,096 rowids, about a millisecond each.
+//!
+//! # Layout
+//! `event_block_sources (block INTEGER PRIMARY KEY, sources TEXT NOT NULL)`:
+//! the block's distinct source ids, sorted, one per line.
+//!
+//! # Recovery
+//! Written in the transaction of the append that completes the block (see
+//! `message_ids::after_append`); blocks completed by other writers, and a
+//! database migrated from the index, get their lists from the next such
+//! append or at open ([`build_through`] from `message_ids::catch_up`).
+
+use std::collections::BTreeSet;
+
+use rusqlite::{Connection, params};
+
+use super::bodies;
+use super::message_ids::{BLOCK, SHIFT};
+use super::rows::{sql_limit, time};
+use crate::{Result, StoredEvent};
+
+/// Writes the lists of the blocks after the last listed one, up to and
+/// including `through`; returns how many.
+pub(super) fn build_through(conn: &Connection, through: i64) -> Result<u64> {
+    let last_listed: Option<i64> = conn
+        .prepare_cached("SELECT max(block) FROM event_block_sources")?
+        .query_row([], |r| r.get(0))?;
+    let next = match last_listed {
+        Some(block) => Some(block + 1),
+        None => conn
+            .prepare_cached("SELECT min(seq) FROM events")?
+            .query_row([], |r| r.get::<_, Option<i64>>(0))?
+            .map(|lowest| lowest >> SHIFT),
+    };
+    let Some(next) = next else { return Ok(0) };
+    let mut sources =
+        conn.prepare_cached("SELECT source_id FROM events WHERE seq >= ?1 AND seq < ?2")?;
+    let mut store =
+        conn.prepare_cached("INSERT INTO event_block_sources (block, sources) VALUES (?1, ?2)")?;
+    for block in next..=through {
+        let lo = block << SHIFT;
+        let mut seen = BTreeSet::new();
+        let mut rows = sources.query(params![lo, lo + BLOCK])?;
+        let mut last: Option<String> = None;
+        while let Some(row) = rows.next()? {
+            let id = row.get_ref(0)?.as_str().map_err(rusqlite::Error::from)?;
+            // Runs of one source are the common case: no set insert for them.
+            if last.as_deref() != Some(id) {
+                seen.insert(id.to_owned());
+                last = Some(id.to_owned());
+            }
+        }
+        let list: Vec<String> = seen.into_iter().collect();
+        store.execute(params![block, list.join("\n")])?;
+    }
+    Ok(u64::try_from(through + 1 - next).unwrap_or(0))
+}
+
+/// The newest `limit` events of `source_id` below `before_seq`, newest
+/// first.
+pub(super) fn recent_events(
+    conn: &Connection,
+    source_id: &str,
+    before_seq: Option<i64>,
+    limit: u32,
+) -> Result<Vec<StoredEvent>> {
+    let before = before_seq.unwrap_or(i64::MAX);
+    let covered_to: i64 = conn
+        .prepare_cached("SELECT max(block) FROM event_block_sources")?
+        .query_row([], |r| r.get::<_, Option<i64>>(0))?
+        .map_or(0, |block| (block + 1) << SHIFT);
+    let mut out = Vec::new();
+    let want = usize::try_from(limit).unwrap_or(usize::MAX);
+    if before > covered_to {
+        scan(conn, source_id, covered_to, before, want, &mut out)?;
+    }
+    let mut blocks = conn.prepare_cached(
+        "SELECT block, sources FROM event_block_sources WHERE block <= ?1 ORDER BY block DESC",
+    )?;
+    let mut rows = blocks.query([(before.min(covered_to) - 1) >> SHIFT])?;
+    while out.len() < want {
+        let Some(row) = rows.next()? else { break };
+        let block: i64 = row.get(0)?;
+        let list = row.get_ref(1)?.as_str().map_err(rusqlite::Error::from)?;
+        if list.split('\n').any(|s| s == source_id) {
+            let lo = block << SHIFT;
+            scan(conn, source_id, lo, before.min(lo + BLOCK), want, &mut out)?;
+        }
+    }
+    Ok(out)
+}
+
+/// Appends the events of `source_id` with `lo <= seq < hi`, newest first,
+/// until `out` holds `want`.
+fn scan(
+    conn: &Connection,
+    source_id: &str,
+    lo: i64,
+    hi: i64,
+    want: usize,
+    out: &mut Vec<StoredEvent>,
+) -> Result<()> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT seq, source_id, message_id, event_type, received_at, body, blocked FROM events
+         WHERE seq >= ?2 AND seq < ?3 AND source_id = ?1 ORDER BY seq DESC LIMIT ?4",
+    )?;
+    let left = u32::try_from(want.saturating_sub(out.len())).unwrap_or(u32::MAX);
+    let rows = stmt.query_map(params![source_id, lo, hi, sql_limit(left)], |row| {
+        Ok(StoredEvent {
+            seq: row.get(0)?,
+            source_id: row.get(1)?,
+            message_id: row.get(2)?,
+            event_type: row.get(3)?,
+            received_at: time(row, 4)?,
+            body: bodies::read(row, 5)?,
+            blocked: row.get(6)?,
+        })
+    })?;
+    for event in rows {
+        out.push(event?);
+    }
+    Ok(())
+}
+
+/// Drops the lists of blocks whose every seq is below `lowest`, the lowest
+/// stored event. Runs after retention deletes.
+pub(super) fn forget_below(conn: &Connection, lowest: i64) -> Result<()> {
+    conn.prepare_cached("DELETE FROM event_block_sources WHERE block < ?1")?
+        .execute([lowest >> SHIFT])?;
+    Ok(())
+}
+
+#[cfg(test)]
+#[path = "source_blocks_tests.rs"]
+mod tests;
