@@ -10,8 +10,14 @@
 //! sending the request to the last byte of the page over loopback. The
 //! delivery backlog is drained first (at most 8 × the delivery limit); the
 //! profile engine may still be catching up while the pages are read.
+//!
+//! A second, quiet source sends one call every 20 ms while the million are
+//! stored, so its calls lie about one per 4,096-seq block: the worst case
+//! for its debugger page, which finds a source's calls through per-block
+//! source lists rather than an index (`sqlite/source_blocks.rs`).
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
@@ -75,6 +81,13 @@ pub async fn run(plan: &Plan, report: &mut Report) -> anyhow::Result<u64> {
         .to_owned();
 
     let stored = if plan.quick { 20_000 } else { STORED };
+    let quiet = sluice.create_source("quiet").await?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let trickle = tokio::spawn(trickle(
+        sluice.addr,
+        quiet.authorization.clone(),
+        stop.clone(),
+    ));
     let started = Instant::now();
     let target = h.target(
         CONNECTIONS,
@@ -86,8 +99,10 @@ pub async fn run(plan: &Plan, report: &mut Report) -> anyhow::Result<u64> {
     if out.failures > 0 || out.acked_events(&w) != stored {
         bail!("storing {stored} events: {} failures", out.failures);
     }
+    stop.store(true, Ordering::Relaxed);
+    let quiet_calls = trickle.await.context("quiet source task")??;
     eprintln!(
-        "  stored {stored} events in {:.0} s",
+        "  stored {stored} events in {:.0} s, and {quiet_calls} of a quiet source among them",
         started.elapsed().as_secs_f64()
     );
     // Let the delivery backlog drain first (bounded), so that the figures are
@@ -115,6 +130,7 @@ pub async fn run(plan: &Plan, report: &mut Report) -> anyhow::Result<u64> {
         format!("/sources/{src}"),
         format!("/sources/{src}/debugger"),
         format!("/sources/{src}/debugger?before={}", stored / 2),
+        format!("/sources/{}/debugger", quiet.id),
         format!("/sources/{src}/schema"),
         format!("/sources/{src}/schema?kind=property&sort=volume_30d"),
         format!("/usage?source={src}"),
@@ -166,7 +182,7 @@ pub async fn run(plan: &Plan, report: &mut Report) -> anyhow::Result<u64> {
             "dashboard",
             format!(
                 "GET {} ({stored} events), median of {SAMPLES}",
-                label(path, src, &dest)
+                label(path, src, &dest).replace(&quiet.id, "{quiet source}")
             ),
             median,
             "ms",
@@ -190,6 +206,30 @@ pub async fn run(plan: &Plan, report: &mut Report) -> anyhow::Result<u64> {
         },
     );
     h.finish()
+}
+
+/// Sends single track calls to a source every 20 ms until `stop`; returns
+/// how many were answered 200.
+async fn trickle(
+    addr: std::net::SocketAddr,
+    authorization: String,
+    stop: Arc<AtomicBool>,
+) -> anyhow::Result<u64> {
+    let client = reqwest::Client::new();
+    let url = format!("http://{addr}/v1/track");
+    let mut ok = 0;
+    while !stop.load(Ordering::Relaxed) {
+        let body = json!({"userId": "quiet-user", "event": "Quiet Ping", "messageId": format!("quiet-{ok}")});
+        let resp = client
+            .post(&url)
+            .header("authorization", &authorization)
+            .json(&body)
+            .send()
+            .await?;
+        ok += u64::from(resp.status() == 200);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    Ok(ok)
 }
 
 /// The path with ids replaced by their role, for the table.

@@ -22,12 +22,17 @@
 //!   only costs a needless scan.
 //!
 //! # Cost
-//! A source that sends little beside one that sends much: each of its pages
-//! scans at most `limit` blocks of 4,096 rowids, about a millisecond each.
+//! A source with more than [`SPARSE`] calls in a block is found by scanning
+//! the block (4,096 rowids, about a millisecond), and a page of 50 needs at
+//! most three such blocks. A source with fewer has their seqs in the list,
+//! read by rowid: a quiet source beside a busy one costs a lookup per call,
+//! not a scan per block (`sluice-bench --only dashboard`, "quiet source").
 //!
 //! # Layout
 //! `event_block_sources (block INTEGER PRIMARY KEY, sources TEXT NOT NULL)`:
-//! the block's distinct source ids, sorted, one per line.
+//! one line per source in the block, sorted by id: the id alone when it has
+//! more than [`SPARSE`] calls there, else the id, a tab and its seqs in
+//! ascending order, comma-separated.
 //!
 //! # Recovery
 //! Written in the transaction of the append that completes the block (see
@@ -35,7 +40,7 @@
 //! database migrated from the index, get their lists from the next such
 //! append or at open ([`build_through`] from `message_ids::catch_up`).
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 
 use rusqlite::{Connection, params};
 
@@ -43,6 +48,9 @@ use super::bodies;
 use super::message_ids::{BLOCK, SHIFT};
 use super::rows::{sql_limit, time};
 use crate::{Result, StoredEvent};
+
+/// Up to this many calls of a source in a block are listed by seq.
+const SPARSE: usize = 16;
 
 /// Writes the lists of the blocks after the last listed one, up to and
 /// including `through`; returns how many.
@@ -59,24 +67,28 @@ pub(super) fn build_through(conn: &Connection, through: i64) -> Result<u64> {
     };
     let Some(next) = next else { return Ok(0) };
     let mut sources =
-        conn.prepare_cached("SELECT source_id FROM events WHERE seq >= ?1 AND seq < ?2")?;
+        conn.prepare_cached("SELECT seq, source_id FROM events WHERE seq >= ?1 AND seq < ?2")?;
     let mut store =
         conn.prepare_cached("INSERT INTO event_block_sources (block, sources) VALUES (?1, ?2)")?;
     for block in next..=through {
         let lo = block << SHIFT;
-        let mut seen = BTreeSet::new();
+        // Per source, its first seqs (ascending) and whether there were more.
+        let mut seen: BTreeMap<String, (Vec<i64>, bool)> = BTreeMap::new();
         let mut rows = sources.query(params![lo, lo + BLOCK])?;
-        let mut last: Option<String> = None;
         while let Some(row) = rows.next()? {
-            let id = row.get_ref(0)?.as_str().map_err(rusqlite::Error::from)?;
-            // Runs of one source are the common case: no set insert for them.
-            if last.as_deref() != Some(id) {
-                seen.insert(id.to_owned());
-                last = Some(id.to_owned());
+            let seq: i64 = row.get(0)?;
+            let id = row.get_ref(1)?.as_str().map_err(rusqlite::Error::from)?;
+            let entry = match seen.get_mut(id) {
+                Some(entry) => entry,
+                None => seen.entry(id.to_owned()).or_default(),
+            };
+            if entry.0.len() < SPARSE {
+                entry.0.push(seq);
+            } else {
+                entry.1 = true;
             }
         }
-        let list: Vec<String> = seen.into_iter().collect();
-        store.execute(params![block, list.join("\n")])?;
+        store.execute(params![block, list_text(&seen)])?;
     }
     Ok(u64::try_from(through + 1 - next).unwrap_or(0))
 }
@@ -107,12 +119,54 @@ pub(super) fn recent_events(
         let Some(row) = rows.next()? else { break };
         let block: i64 = row.get(0)?;
         let list = row.get_ref(1)?.as_str().map_err(rusqlite::Error::from)?;
-        if list.split('\n').any(|s| s == source_id) {
-            let lo = block << SHIFT;
-            scan(conn, source_id, lo, before.min(lo + BLOCK), want, &mut out)?;
+        let lo = block << SHIFT;
+        match find(list, source_id) {
+            None => {}
+            Some(None) => scan(conn, source_id, lo, before.min(lo + BLOCK), want, &mut out)?,
+            Some(Some(seqs)) => {
+                let mut listed: Vec<i64> = seqs
+                    .split(',')
+                    .filter_map(|s| s.parse().ok())
+                    .filter(|&s| s < before)
+                    .collect();
+                listed.reverse();
+                for seq in listed {
+                    if out.len() >= want {
+                        break;
+                    }
+                    scan(conn, source_id, seq, seq + 1, want, &mut out)?;
+                }
+            }
         }
     }
     Ok(out)
+}
+
+/// A block list's text (see the module's layout).
+fn list_text(seen: &BTreeMap<String, (Vec<i64>, bool)>) -> String {
+    let lines: Vec<String> = seen
+        .iter()
+        .map(|(id, (seqs, more))| {
+            if *more {
+                id.clone()
+            } else {
+                let seqs: Vec<String> = seqs.iter().map(i64::to_string).collect();
+                format!("{id}\t{}", seqs.join(","))
+            }
+        })
+        .collect();
+    lines.join("\n")
+}
+
+/// `source_id`'s entry in a block list: `None` when absent, `Some(None)`
+/// when the block must be scanned, `Some(Some(seqs))` when its seqs are
+/// listed.
+fn find<'a>(list: &'a str, source_id: &str) -> Option<Option<&'a str>> {
+    list.split('\n')
+        .find_map(|line| match line.split_once('\t') {
+            Some((id, seqs)) => (id == source_id).then_some(Some(seqs)),
+            None => (line == source_id).then_some(None),
+        })
 }
 
 /// Appends the events of `source_id` with `lo <= seq < hi`, newest first,

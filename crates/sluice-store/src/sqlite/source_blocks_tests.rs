@@ -84,7 +84,17 @@ fn blocks_list_every_writers_sources_once_complete() {
     // then an append that completes the block.
     send(&conn, "internal", 10, false);
     send(&conn, "b", BLOCK, true);
-    assert_eq!(listed(&conn), [(0, "a\nb\ninternal".to_owned())]);
+    let ten = |from: i64| {
+        (from..from + 10)
+            .map(|s| s.to_string())
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    assert_eq!(
+        listed(&conn),
+        [(0, format!("a\t{}\nb\ninternal\t{}", ten(1), ten(11)))],
+        "sources with few calls list their seqs; busy ones only their name"
+    );
     assert_eq!(page(&conn, "internal", None, 100).len(), 10);
 }
 
@@ -119,4 +129,19 @@ fn retention_drops_the_lists_of_emptied_blocks() {
         page(&conn, "a", None, 100_000).len(),
         usize::try_from(BLOCK + 1 - 4).unwrap()
     );
+}
+
+#[test]
+fn a_listed_call_that_was_purged_is_skipped_not_returned() {
+    let conn = store();
+    let quiet = send(&conn, "quiet", 3, true);
+    send(&conn, "busy", BLOCK, true);
+    conn.execute("DELETE FROM events WHERE seq = ?1", [quiet[1]])
+        .unwrap();
+    conn.execute(
+        "UPDATE events SET source_id = 'privacy' WHERE seq = ?1",
+        [quiet[2]],
+    )
+    .unwrap();
+    assert_eq!(page(&conn, "quiet", None, 10), [quiet[0]]);
 }
