@@ -10,6 +10,14 @@ use crate::{Attempt, Destination, DestinationPatch, Source, SourcePatch};
 /// never holds the writer (SQLite) or row locks (PostgreSQL) for long.
 pub(crate) const PRUNE_CHUNK: u32 = 2000;
 
+/// `YYYY-MM-DD` of `t` in UTC: the usage counters' day. Written out by
+/// hand: `format("%Y-%m-%d")` parses its pattern on every call, once per
+/// ingest request on the writer thread.
+pub(crate) fn utc_day(t: DateTime<Utc>) -> String {
+    use chrono::Datelike;
+    format!("{:04}-{:02}-{:02}", t.year(), t.month(), t.day())
+}
+
 /// The current time as every backend keeps it: whole milliseconds, so a
 /// value read back equals the value written.
 pub(crate) fn now() -> DateTime<Utc> {
@@ -70,4 +78,17 @@ pub(crate) fn last_error(attempts: &[Attempt]) -> Option<String> {
             (None, Some(status)) if !(200..300).contains(&status) => Some(format!("HTTP {status}")),
             _ => None,
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::{DateTime, Utc};
+
+    #[test]
+    fn utc_day_is_what_strftime_would_write() {
+        for ms in [0, 1_767_225_599_999, 1_767_225_600_000, 4_102_444_800_000] {
+            let t = DateTime::<Utc>::from_timestamp_millis(ms).unwrap();
+            assert_eq!(super::utc_day(t), t.format("%Y-%m-%d").to_string());
+        }
+    }
 }

@@ -81,7 +81,7 @@ pub(super) fn unsigned<T: TryFrom<i64>>(row: &Row, idx: usize) -> Result<T, Stor
 
 /// `YYYY-MM-DD` of `t` in UTC: the usage counters' day.
 pub(super) fn day(t: DateTime<Utc>) -> String {
-    t.format("%Y-%m-%d").to_string()
+    crate::records::utc_day(t)
 }
 
 /// A caller's limit as a SQL `LIMIT` value: `0` means no limit, and

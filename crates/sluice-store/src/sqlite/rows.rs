@@ -83,7 +83,7 @@ pub(super) fn small(row: &Row<'_>, idx: usize) -> rusqlite::Result<u32> {
 
 /// `YYYY-MM-DD` of `t` in UTC: the usage counters' day.
 pub(super) fn day(t: DateTime<Utc>) -> String {
-    t.format("%Y-%m-%d").to_string()
+    crate::records::utc_day(t)
 }
 
 /// Converts a caller's limit to SQL: `0` means no limit (`-1` in SQLite).
