@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use rusqlite::types::Type;
 use rusqlite::{Row, ffi};
 
-use crate::StoreError;
+use crate::{StoreError, StoredEvent};
 
 impl From<rusqlite::Error> for StoreError {
     fn from(e: rusqlite::Error) -> Self {
@@ -89,4 +89,21 @@ pub(super) fn day(t: DateTime<Utc>) -> String {
 /// Converts a caller's limit to SQL: `0` means no limit (`-1` in SQLite).
 pub(super) fn sql_limit(limit: u32) -> i64 {
     if limit == 0 { -1 } else { i64::from(limit) }
+}
+
+/// The columns [`stored_event`] reads, in its order.
+pub(super) const EVENT_COLUMNS: &str =
+    "seq, source_id, message_id, event_type, received_at, body, blocked";
+
+/// An `events` row selected as [`EVENT_COLUMNS`].
+pub(super) fn stored_event(row: &Row<'_>) -> rusqlite::Result<StoredEvent> {
+    Ok(StoredEvent {
+        seq: row.get(0)?,
+        source_id: row.get(1)?,
+        message_id: row.get(2)?,
+        event_type: row.get(3)?,
+        received_at: time(row, 4)?,
+        body: super::bodies::read(row, 5)?,
+        blocked: row.get(6)?,
+    })
 }

@@ -44,9 +44,8 @@ use std::collections::BTreeMap;
 
 use rusqlite::{Connection, params};
 
-use super::bodies;
-use super::message_ids::{BLOCK, SHIFT};
-use super::rows::{sql_limit, time};
+use super::message_ids::{self, BLOCK, SHIFT};
+use super::rows::{EVENT_COLUMNS, sql_limit, stored_event};
 use crate::{Result, StoredEvent};
 
 /// Up to this many calls of a source in a block are listed by seq.
@@ -55,17 +54,10 @@ const SPARSE: usize = 16;
 /// Writes the lists of the blocks after the last listed one, up to and
 /// including `through`; returns how many.
 pub(super) fn build_through(conn: &Connection, through: i64) -> Result<u64> {
-    let last_listed: Option<i64> = conn
-        .prepare_cached("SELECT max(block) FROM event_block_sources")?
-        .query_row([], |r| r.get(0))?;
-    let next = match last_listed {
-        Some(block) => Some(block + 1),
-        None => conn
-            .prepare_cached("SELECT min(seq) FROM events")?
-            .query_row([], |r| r.get::<_, Option<i64>>(0))?
-            .map(|lowest| lowest >> SHIFT),
+    let last = "SELECT max(block) FROM event_block_sources";
+    let Some(next) = message_ids::first_unbuilt(conn, last)? else {
+        return Ok(0);
     };
-    let Some(next) = next else { return Ok(0) };
     let mut sources =
         conn.prepare_cached("SELECT seq, source_id FROM events WHERE seq >= ?1 AND seq < ?2")?;
     let mut store =
@@ -179,22 +171,12 @@ fn scan(
     want: usize,
     out: &mut Vec<StoredEvent>,
 ) -> Result<()> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT seq, source_id, message_id, event_type, received_at, body, blocked FROM events
-         WHERE seq >= ?2 AND seq < ?3 AND source_id = ?1 ORDER BY seq DESC LIMIT ?4",
-    )?;
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {EVENT_COLUMNS} FROM events
+         WHERE seq >= ?2 AND seq < ?3 AND source_id = ?1 ORDER BY seq DESC LIMIT ?4"
+    ))?;
     let left = u32::try_from(want.saturating_sub(out.len())).unwrap_or(u32::MAX);
-    let rows = stmt.query_map(params![source_id, lo, hi, sql_limit(left)], |row| {
-        Ok(StoredEvent {
-            seq: row.get(0)?,
-            source_id: row.get(1)?,
-            message_id: row.get(2)?,
-            event_type: row.get(3)?,
-            received_at: time(row, 4)?,
-            body: bodies::read(row, 5)?,
-            blocked: row.get(6)?,
-        })
-    })?;
+    let rows = stmt.query_map(params![source_id, lo, hi, sql_limit(left)], stored_event)?;
     for event in rows {
         out.push(event?);
     }

@@ -92,17 +92,9 @@ pub(super) fn catch_up(conn: &mut Connection) -> Result<()> {
 /// Writes the filters of the blocks after the last filtered one, up to and
 /// including `through`; returns how many.
 fn build_through(conn: &Connection, through: i64) -> Result<u64> {
-    let last_filtered: Option<i64> = conn
-        .prepare_cached("SELECT max(block) FROM event_blooms")?
-        .query_row([], |r| r.get(0))?;
-    let next = match last_filtered {
-        Some(block) => Some(block + 1),
-        None => conn
-            .prepare_cached("SELECT min(seq) FROM events")?
-            .query_row([], |r| r.get::<_, Option<i64>>(0))?
-            .map(|lowest| lowest >> SHIFT),
+    let Some(next) = first_unbuilt(conn, "SELECT max(block) FROM event_blooms")? else {
+        return Ok(0);
     };
-    let Some(next) = next else { return Ok(0) };
     let mut ids =
         conn.prepare_cached("SELECT message_id FROM events WHERE seq >= ?1 AND seq < ?2")?;
     let mut store =
@@ -126,6 +118,20 @@ fn build_through(conn: &Connection, through: i64) -> Result<u64> {
         store.execute(params![block, bits])?;
     }
     Ok(u64::try_from(through + 1 - next).unwrap_or(0))
+}
+
+/// The first block a per-block table still lacks: the one after its last
+/// (`last_sql` selects that), or, for an empty table, the lowest stored
+/// event's. `None` when there are no events.
+pub(super) fn first_unbuilt(conn: &Connection, last_sql: &str) -> Result<Option<i64>> {
+    let last: Option<i64> = conn.prepare_cached(last_sql)?.query_row([], |r| r.get(0))?;
+    Ok(match last {
+        Some(block) => Some(block + 1),
+        None => conn
+            .prepare_cached("SELECT min(seq) FROM events")?
+            .query_row([], |r| r.get::<_, Option<i64>>(0))?
+            .map(|lowest| lowest >> SHIFT),
+    })
 }
 
 /// The seqs of the stored events whose message id is `message_id`, in

@@ -5,13 +5,12 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::super::bodies;
-use super::super::rows::{ms, opt_time, sql_limit, time};
+use super::super::rows::{EVENT_COLUMNS, ms, opt_time, sql_limit, stored_event};
 use super::defs::value_row;
 use super::scheduled;
 use crate::{
     ComputedValue, CursorEvent, EventCursor, JobProgress, PERSONAS_SOURCE, ProfileCommit,
-    ProfileJob, ProfileRecord, Result, StoredEvent,
+    ProfileJob, ProfileRecord, Result,
 };
 
 pub(super) fn take_lease(
@@ -53,20 +52,12 @@ pub(super) fn events_after(
     cursor: EventCursor,
     limit: u32,
 ) -> Result<Vec<CursorEvent>> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT seq, source_id, message_id, event_type, received_at, body FROM events
-         WHERE seq > ?1 AND blocked IS NULL ORDER BY seq LIMIT ?2",
-    )?;
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {EVENT_COLUMNS} FROM events
+         WHERE seq > ?1 AND blocked IS NULL ORDER BY seq LIMIT ?2"
+    ))?;
     let rows = stmt.query_map(params![cursor.seq, sql_limit(limit)], |row| {
-        let event = StoredEvent {
-            blocked: None,
-            seq: row.get(0)?,
-            source_id: row.get(1)?,
-            message_id: row.get(2)?,
-            event_type: row.get(3)?,
-            received_at: time(row, 4)?,
-            body: bodies::read(row, 5)?,
-        };
+        let event = stored_event(row)?;
         Ok(CursorEvent {
             cursor: EventCursor {
                 xact: 0,
