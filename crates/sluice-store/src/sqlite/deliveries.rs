@@ -121,7 +121,7 @@ pub(super) fn get_delivery(conn: &Connection, id: i64) -> Result<Option<Delivery
 pub(super) fn list_attempts(conn: &Connection, delivery_id: i64) -> Result<Vec<Attempt>> {
     let mut stmt = conn.prepare_cached(
         "SELECT delivery_id, attempt, at, url, status, error, latency_ms, response
-         FROM attempts WHERE delivery_id = ?1 ORDER BY id",
+         FROM attempts WHERE delivery_id = ?1 ORDER BY n",
     )?;
     let rows = stmt.query_map([delivery_id], |row| {
         Ok(Attempt {

@@ -117,14 +117,24 @@ pub(super) fn report(conn: &Connection, reports: &[AttemptReport]) -> Result<()>
     Ok(())
 }
 
+/// Appends `attempts` after the delivery's last (`n` counts them from 1;
+/// see schema version 13).
 fn insert_attempts(conn: &Connection, delivery_id: i64, attempts: &[Attempt]) -> Result<()> {
+    if attempts.is_empty() {
+        return Ok(());
+    }
+    let last: i64 = conn
+        .prepare_cached("SELECT COALESCE(max(n), 0) FROM attempts WHERE delivery_id = ?1")?
+        .query_row([delivery_id], |r| r.get(0))?;
     let mut insert = conn.prepare_cached(
-        "INSERT INTO attempts (delivery_id, attempt, at, url, status, error, latency_ms, response)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        "INSERT INTO attempts
+             (delivery_id, n, attempt, at, url, status, error, latency_ms, response)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
     )?;
-    for a in attempts {
+    for (n, a) in (last + 1..).zip(attempts) {
         insert.execute(params![
             delivery_id,
+            n,
             a.attempt,
             ms(a.at),
             a.url,

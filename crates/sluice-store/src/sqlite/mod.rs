@@ -36,7 +36,8 @@
 //!   secrets). Tables: `meta`, `sources`, `destinations`,
 //!   `destination_sources`, `events`, `event_blooms` (message ids by block
 //!   of seqs, see `message_ids`), `event_block_sources` (the sources in each
-//!   block, see `source_blocks`), `deliveries`, `attempts`, `usage`,
+//!   block, see `source_blocks`), `deliveries`, `attempts` (keyed by
+//!   delivery), `usage`,
 //!   and the profile engine's `computations`, `profile_jobs`, `profiles`,
 //!   `profile_identities`, `computed_values`, `computation_sends`,
 //!   `profile_engine` (see `schema.rs` and [`crate::profiles`]). Times are integer unix milliseconds, UTC.

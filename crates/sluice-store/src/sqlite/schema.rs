@@ -274,6 +274,35 @@ CREATE TABLE event_block_sources (
 INSERT OR REPLACE INTO meta (key, value) VALUES ('event_body_format', 'lz4-dictionary-v1');
 ";
 
+/// Version 13: attempts keyed by their delivery. The table was a rowid
+/// table plus an index on `(delivery_id, id)`, and its only readers look
+/// attempts up by delivery: every reported attempt cost two B-tree inserts
+/// and about 22 bytes for the index and the rowid (BENCHMARKS.md, session
+/// 9). Now the rows live in one B-tree keyed by `(delivery_id, n)`, `n`
+/// counting a delivery's attempts from 1 in the order they were written;
+/// the migration numbers existing rows in their old `id` order.
+const ATTEMPTS_BY_DELIVERY: &str = "
+CREATE TABLE attempts_by_delivery (
+    delivery_id INTEGER NOT NULL,
+    n           INTEGER NOT NULL,
+    attempt     INTEGER NOT NULL,
+    at          INTEGER NOT NULL,
+    url         TEXT NOT NULL,
+    status      INTEGER,
+    error       TEXT,
+    latency_ms  INTEGER NOT NULL,
+    response    TEXT,
+    PRIMARY KEY (delivery_id, n)
+) WITHOUT ROWID;
+INSERT INTO attempts_by_delivery
+    (delivery_id, n, attempt, at, url, status, error, latency_ms, response)
+SELECT delivery_id, row_number() OVER (PARTITION BY delivery_id ORDER BY id),
+       attempt, at, url, status, error, latency_ms, response
+FROM attempts;
+DROP TABLE attempts;
+ALTER TABLE attempts_by_delivery RENAME TO attempts;
+";
+
 /// Every migration, oldest first.
 pub(super) static MIGRATIONS: LazyLock<Migrations<'static>> = LazyLock::new(|| {
     Migrations::new(vec![
@@ -289,6 +318,7 @@ pub(super) static MIGRATIONS: LazyLock<Migrations<'static>> = LazyLock::new(|| {
         M::up(NO_RECEIVED_AT_INDEX),
         M::up(MESSAGE_ID_BLOOMS),
         M::up(COMPRESSED_BODIES),
+        M::up(ATTEMPTS_BY_DELIVERY),
     ])
 });
 
@@ -365,6 +395,33 @@ pub(super) fn open_reader(path: &std::path::Path, busy_timeout: Duration) -> Res
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn attempts_keep_their_order_per_delivery_across_version_13() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        MIGRATIONS.to_version(&mut conn, 12).unwrap();
+        // Two deliveries' attempts, interleaved as retries write them.
+        for (delivery, attempt) in [(7, 1), (9, 1), (7, 2), (9, 2), (7, 3)] {
+            conn.execute(
+                "INSERT INTO attempts (delivery_id, attempt, at, url, status, latency_ms)
+                 VALUES (?1, ?2, 0, 'https://example.com/', 503, 1)",
+                [delivery, attempt],
+            )
+            .unwrap();
+        }
+        MIGRATIONS.to_latest(&mut conn).unwrap();
+        let rows: Vec<(i64, i64, i64)> = conn
+            .prepare("SELECT delivery_id, n, attempt FROM attempts ORDER BY delivery_id, n")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        assert_eq!(
+            rows,
+            [(7, 1, 1), (7, 2, 2), (7, 3, 3), (9, 1, 1), (9, 2, 2)]
+        );
+    }
 
     #[test]
     fn migrations_are_valid() {
