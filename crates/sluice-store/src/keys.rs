@@ -60,10 +60,8 @@ pub fn hint(secret: &str) -> String {
 
 /// Whether `secret` hashes to `expected_hash`, compared in constant time.
 pub fn verify_secret(secret: &str, expected_hash: &str) -> bool {
-    hash_secret(secret)
-        .as_bytes()
-        .ct_eq(expected_hash.as_bytes())
-        .into()
+    parse_hash(expected_hash)
+        .is_some_and(|expected| digests_match(&secret_digest(secret), &expected))
 }
 
 #[cfg(test)]

@@ -79,10 +79,7 @@ pub(super) fn unsigned<T: TryFrom<i64>>(row: &Row, idx: usize) -> Result<T, Stor
     T::try_from(v).map_err(|_| StoreError::Backend(format!("column {idx}: {v} out of range")))
 }
 
-/// `YYYY-MM-DD` of `t` in UTC: the usage counters' day.
-pub(super) fn day(t: DateTime<Utc>) -> String {
-    crate::records::utc_day(t)
-}
+pub(super) use crate::records::utc_day as day;
 
 /// A caller's limit as a SQL `LIMIT` value: `0` means no limit, and
 /// PostgreSQL reads `LIMIT NULL` as no limit.

@@ -149,6 +149,19 @@ pub fn register_functions(conn: &rusqlite::Connection) -> Result<()> {
     Ok(bodies::register(conn)?)
 }
 
+/// How a stored body keeps `json`: `Some(blob)` (the compressed form
+/// `events.body` holds) when compression saves space, `None` to keep the
+/// text. For tools that measure or write the format; the store calls it
+/// itself.
+pub fn encode_body(json: &str) -> Option<Vec<u8>> {
+    bodies::encode(json)
+}
+
+/// The JSON of a compressed stored body (a blob [`encode_body`] wrote).
+pub fn decode_body(blob: &[u8]) -> Result<String> {
+    bodies::decode(blob).map_err(|e| StoreError::Backend(e.to_string()))
+}
+
 /// Creates the parent directory and the database file, private to the owner
 /// (the file holds destination secrets), before SQLite opens it.
 fn prepare_file(path: &Path) -> Result<()> {

@@ -81,10 +81,7 @@ pub(super) fn small(row: &Row<'_>, idx: usize) -> rusqlite::Result<u32> {
         .map_err(|e| rusqlite::Error::FromSqlConversionFailure(idx, Type::Integer, e.into()))
 }
 
-/// `YYYY-MM-DD` of `t` in UTC: the usage counters' day.
-pub(super) fn day(t: DateTime<Utc>) -> String {
-    crate::records::utc_day(t)
-}
+pub(super) use crate::records::utc_day as day;
 
 /// Converts a caller's limit to SQL: `0` means no limit (`-1` in SQLite).
 pub(super) fn sql_limit(limit: u32) -> i64 {
