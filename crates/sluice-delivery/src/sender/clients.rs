@@ -4,14 +4,32 @@
 //! gets its own client (its own connection pool). Clients are cached by the
 //! bundle's exact text: destinations that share a bundle share a client,
 //! and an edited bundle gets a fresh client. Every client has the same
-//! guarded resolver, timeouts and no-redirect policy as the shared one, so
-//! the network rules apply whatever the bundle. Only CA certificates are
+//! guarded resolver, connect timeout and pool settings as the shared one,
+//! so the network rules apply whatever the bundle. Only CA certificates are
 //! trusted (see `sluice_outbound::ca`): a self-signed leaf never becomes a
 //! root.
+//!
+//! Why hyper's pooled client rather than a higher-level one: a webhook
+//! send needs a pooled keep-alive connection, verified TLS and the guarded
+//! resolver, and nothing else. Redirects are never followed, no proxy is
+//! used and the sender already bounds each exchange with one timeout. A
+//! general-purpose client layers redirect tracking, retries and its own
+//! timers over the same pool, and paid for them on every send: about a
+//! third of the delivery workers' time when draining a backlog
+//! (BENCHMARKS.md, session 10).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::{TokioExecutor, TokioTimer};
+use rustls::pki_types::CertificateDer;
+use rustls::pki_types::pem::PemObject;
 
 use crate::config::DeliveryConfig;
 use crate::error::DeliveryError;
@@ -24,14 +42,20 @@ use super::resolver::GuardedResolver;
 /// costs one TLS config, and keeps a churn of edits from growing memory).
 const MAX_CACHED: usize = 256;
 
+/// Idle keep-alive connections are closed after this long.
+const POOL_IDLE: Duration = Duration::from_secs(90);
+
+/// The pooled client every send goes through.
+pub(super) type HttpClient = Client<HttpsConnector<HttpConnector<GuardedResolver>>, Full<Bytes>>;
+
 pub(super) struct Clients {
-    shared: reqwest::Client,
-    resolver: Arc<GuardedResolver>,
+    shared: HttpClient,
+    resolver: GuardedResolver,
     timeout: Duration,
     pool_per_host: usize,
     /// The operator's process-wide extra roots, trusted by every client.
-    global_roots: Vec<reqwest::Certificate>,
-    by_bundle: Mutex<HashMap<String, reqwest::Client>>,
+    global_roots: Vec<CertificateDer<'static>>,
+    by_bundle: Mutex<HashMap<String, HttpClient>>,
 }
 
 impl std::fmt::Debug for Clients {
@@ -49,22 +73,25 @@ impl Clients {
             Some(path) => read_ca_file(path)?,
             None => Vec::new(),
         };
-        let mut clients = Self {
-            shared: reqwest::Client::new(),
-            resolver: Arc::new(resolver),
+        let shared = build(
+            &resolver,
+            config.timeout,
+            config.concurrency_per_destination,
+            &global_roots,
+        )
+        .map_err(|e| DeliveryError::Client(e.to_string()))?;
+        Ok(Self {
+            shared,
+            resolver,
             timeout: config.timeout,
             pool_per_host: config.concurrency_per_destination,
             global_roots,
             by_bundle: Mutex::new(HashMap::new()),
-        };
-        clients.shared = clients
-            .build(&[])
-            .map_err(|e| DeliveryError::Client(e.to_string()))?;
-        Ok(clients)
+        })
     }
 
     /// The client for a destination with `bundle` (none: the shared one).
-    pub(super) fn get(&self, bundle: Option<&str>) -> Result<reqwest::Client, Failure> {
+    pub(super) fn get(&self, bundle: Option<&str>) -> Result<HttpClient, Failure> {
         let Some(bundle) = bundle.filter(|b| !b.trim().is_empty()) else {
             return Ok(self.shared.clone());
         };
@@ -81,54 +108,69 @@ impl Clients {
         };
         let certs =
             sluice_outbound::ca::parse_bundle(bundle).map_err(|e| invalid(e.to_string()))?;
-        let roots = certs
-            .iter()
-            .map(|der| reqwest::Certificate::from_der(der))
-            .collect::<Result<Vec<_>, _>>()
+        let roots: Vec<_> = self.global_roots.iter().cloned().chain(certs).collect();
+        let client = build(&self.resolver, self.timeout, self.pool_per_host, &roots)
             .map_err(|e| invalid(e.to_string()))?;
-        let client = self.build(&roots).map_err(|e| invalid(e.to_string()))?;
         if cache.len() >= MAX_CACHED {
             cache.clear();
         }
         cache.insert(bundle.to_owned(), client.clone());
         Ok(client)
     }
-
-    /// Standard web PKI roots, the global extra roots and `extra`; a total
-    /// per-request timeout, redirects disabled, no proxies, and the guarded
-    /// resolver.
-    fn build(&self, extra: &[reqwest::Certificate]) -> reqwest::Result<reqwest::Client> {
-        let mut builder = reqwest::Client::builder()
-            .dns_resolver(self.resolver.clone())
-            .redirect(reqwest::redirect::Policy::none())
-            .timeout(self.timeout)
-            .connect_timeout(self.timeout)
-            .pool_idle_timeout(Duration::from_secs(90))
-            .pool_max_idle_per_host(self.pool_per_host)
-            .no_proxy()
-            .use_rustls_tls();
-        for cert in self.global_roots.iter().chain(extra) {
-            builder = builder.add_root_certificate(cert.clone());
-        }
-        builder.build()
-    }
 }
 
-fn read_ca_file(path: &std::path::Path) -> Result<Vec<reqwest::Certificate>, DeliveryError> {
+/// Standard web PKI roots plus `extra`; HTTP/1.1 and HTTP/2 (by ALPN),
+/// a connect timeout, keep-alive pooling, and the guarded resolver.
+fn build(
+    resolver: &GuardedResolver,
+    timeout: Duration,
+    pool_per_host: usize,
+    extra: &[CertificateDer<'static>],
+) -> Result<HttpClient, rustls::Error> {
+    let mut roots = rustls::RootCertStore {
+        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+    };
+    for cert in extra {
+        roots.add(cert.clone())?;
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let tls = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let mut http = HttpConnector::new_with_resolver(resolver.clone());
+    http.enforce_http(false);
+    http.set_nodelay(true);
+    http.set_connect_timeout(Some(timeout));
+    let connector = HttpsConnectorBuilder::new()
+        .with_tls_config(tls)
+        .https_or_http()
+        .enable_http1()
+        .enable_http2()
+        .wrap_connector(http);
+    Ok(Client::builder(TokioExecutor::new())
+        .pool_timer(TokioTimer::new())
+        .timer(TokioTimer::new())
+        .pool_idle_timeout(POOL_IDLE)
+        .pool_max_idle_per_host(pool_per_host)
+        .build(connector))
+}
+
+/// Every certificate in the operator's PEM file (`--extra-ca-file`).
+fn read_ca_file(path: &std::path::Path) -> Result<Vec<CertificateDer<'static>>, DeliveryError> {
     let pem = std::fs::read(path).map_err(|source| DeliveryError::CaFile {
         path: path.to_path_buf(),
         source,
     })?;
-    let certs =
-        reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| DeliveryError::CaBundle {
-            path: path.to_path_buf(),
-            reason: e.to_string(),
-        })?;
+    let bad = |reason: String| DeliveryError::CaBundle {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let certs = CertificateDer::pem_slice_iter(&pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| bad(e.to_string()))?;
     if certs.is_empty() {
-        return Err(DeliveryError::CaBundle {
-            path: path.to_path_buf(),
-            reason: "no certificates found".into(),
-        });
+        return Err(bad("no certificates found".into()));
     }
     Ok(certs)
 }

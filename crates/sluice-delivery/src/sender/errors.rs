@@ -20,9 +20,9 @@ impl Failure {
         }
     }
 
-    /// Classifies a reqwest error. TLS is checked first: a certificate
+    /// Classifies the client's error. TLS is checked first: a certificate
     /// rejection also reports as a connect error, but must not be retried.
-    pub(super) fn from_reqwest(e: &reqwest::Error, timeout: Duration) -> Self {
+    pub(super) fn from_client(e: &hyper_util::client::legacy::Error, timeout: Duration) -> Self {
         if let Some(tls) = tls_cause(e) {
             return Failure {
                 kind: TransportError::Tls,
@@ -32,12 +32,10 @@ impl Failure {
         if let Some(blocked) = blocked_cause(e) {
             return Failure::blocked(blocked);
         }
-        if e.is_timeout() {
+        if timed_out(e) {
             return Failure::timeout(timeout);
         }
-        let (kind, label) = if e.is_builder() {
-            (TransportError::InvalidRequest, "invalid request")
-        } else if e.is_connect() {
+        let (kind, label) = if e.is_connect() {
             (TransportError::Connect, "connection error")
         } else {
             (TransportError::Other, "request error")
@@ -51,7 +49,7 @@ impl Failure {
 
 /// The guard's refusal somewhere in the chain (the resolver found only
 /// blocked addresses), if any.
-fn blocked_cause(e: &reqwest::Error) -> Option<Blocked> {
+fn blocked_cause(e: &(dyn StdError + 'static)) -> Option<Blocked> {
     let mut current: Option<&(dyn StdError + 'static)> = Some(e);
     while let Some(err) = current {
         if let Some(ResolveError::Blocked(blocked)) = err.downcast_ref::<ResolveError>() {
@@ -65,7 +63,7 @@ fn blocked_cause(e: &reqwest::Error) -> Option<Blocked> {
 /// The rustls error somewhere in the chain, if any. rustls errors travel
 /// inside (possibly nested) `io::Error`s, whose `source()` skips the wrapped
 /// error itself, so each `io::Error` is opened with `get_ref`.
-fn tls_cause(e: &reqwest::Error) -> Option<String> {
+fn tls_cause(e: &(dyn StdError + 'static)) -> Option<String> {
     let mut current: Option<&(dyn StdError + 'static)> = Some(e);
     while let Some(err) = current {
         if let Some(tls) = find_rustls(err) {
@@ -86,16 +84,29 @@ fn find_rustls<'a>(mut err: &'a (dyn StdError + 'static)) -> Option<&'a rustls::
     }
 }
 
+/// Whether the connector gave up connecting in time (an `io::Error` of kind
+/// `TimedOut` somewhere in the chain).
+fn timed_out(e: &(dyn StdError + 'static)) -> bool {
+    let mut current: Option<&(dyn StdError + 'static)> = Some(e);
+    while let Some(err) = current {
+        if err
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::TimedOut)
+        {
+            return true;
+        }
+        current = err.source();
+    }
+    false
+}
+
 /// The innermost error's message: the specific one ("Connection refused").
-/// reqwest's outer messages repeat the URL, which may carry credentials.
-fn root_cause(e: &reqwest::Error) -> String {
+/// Outer messages say less, and no layer here ever names the URL, which
+/// may carry credentials.
+fn root_cause(e: &(dyn StdError + 'static)) -> String {
     let mut last: &(dyn StdError + 'static) = e;
     while let Some(next) = last.source() {
         last = next;
-    }
-    if std::ptr::addr_eq(last, e as &dyn StdError) {
-        // No source: fall back to reqwest's own text, without the URL.
-        return "unknown transport failure".to_owned();
     }
     last.to_string()
 }

@@ -2,7 +2,7 @@
 //! which win over static headers of the same name.
 
 use http::HeaderName;
-use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
+use http::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
 use sluice_store::WebhookUrl;
 
 use super::{Failure, Job};
@@ -56,7 +56,7 @@ fn build_inner(url: &WebhookUrl, job: &Job) -> Result<HeaderMap, String> {
         headers.append(name, value);
     }
     headers.insert(
-        reqwest::header::USER_AGENT,
+        http::header::USER_AGENT,
         HeaderValue::from_static(USER_AGENT),
     );
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));

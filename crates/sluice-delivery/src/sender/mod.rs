@@ -19,7 +19,9 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use chrono::Utc;
-use reqwest::header::RETRY_AFTER;
+use http::header::{ACCEPT, AUTHORIZATION, RETRY_AFTER};
+use http::{HeaderMap, HeaderValue, Method, Request, Uri};
+use http_body_util::{BodyExt, Full};
 use sluice_outbound::{Blocked, NetworkPolicy};
 use sluice_store::{Attempt, WebhookUrl};
 
@@ -29,7 +31,7 @@ use crate::policy::{
     Class, TransportError, UrlVerdict, classify_error, classify_status, parse_retry_after,
 };
 
-use clients::Clients;
+use clients::{Clients, HttpClient};
 pub use headers::{
     ATTEMPT_HEADER, MESSAGE_ID_HEADER, SIGNATURE_HEADER, USER_AGENT, WEBHOOK_ID_HEADER,
     WEBHOOK_SIGNATURE_HEADER, WEBHOOK_TIMESTAMP_HEADER, build as build_headers,
@@ -78,12 +80,12 @@ pub struct UrlResult {
 /// The host of `url` alone: no scheme, userinfo, port, path or query
 /// (webhook tokens often live in the path).
 pub fn host_of(url: &str) -> String {
-    parsed_host(reqwest::Url::parse(url).ok().as_ref())
+    parsed_host(url::Url::parse(url).ok().as_ref())
 }
 
 /// [`host_of`] of a URL already parsed (`None`: it did not parse).
-fn parsed_host(url: Option<&reqwest::Url>) -> String {
-    url.and_then(reqwest::Url::host_str)
+fn parsed_host(url: Option<&url::Url>) -> String {
+    url.and_then(url::Url::host_str)
         .map_or_else(|| "(invalid URL)".to_owned(), str::to_owned)
 }
 
@@ -149,7 +151,7 @@ impl Sender {
 
     async fn send_via(
         &self,
-        client: Result<reqwest::Client, Failure>,
+        client: Result<HttpClient, Failure>,
         url: &WebhookUrl,
         job: &Job,
     ) -> UrlResult {
@@ -159,8 +161,14 @@ impl Sender {
         // host use it.
         let parsed = self.urls.get(&url.url);
         let ready = client.and_then(|client| {
-            let target = self.literal_host(parsed.url.as_ref())?;
-            Ok((client, target, headers::build(url, job)?))
+            let target = self.literal_host(&parsed)?;
+            let mut headers = headers::build(url, job)?;
+            if let Some(auth) = &parsed.authorization
+                && !headers.contains_key(AUTHORIZATION)
+            {
+                headers.insert(AUTHORIZATION, auth.clone());
+            }
+            Ok((client, target, headers))
         });
         let outcome = match ready {
             Ok((client, target, headers)) => {
@@ -229,51 +237,64 @@ impl Sender {
 
     /// Refuses a URL whose host is an IP literal in a blocked network:
     /// such hosts never reach the resolver, so they are checked here.
-    /// Returns the URL to request.
-    fn literal_host(&self, parsed: Option<&reqwest::Url>) -> Result<reqwest::Url, Failure> {
-        let parsed = parsed.ok_or_else(|| Failure {
+    /// Returns the request target.
+    fn literal_host(&self, parsed: &urls::ParsedUrl) -> Result<Uri, Failure> {
+        let invalid = || Failure {
             kind: TransportError::InvalidRequest,
             message: "invalid URL".to_owned(),
-        })?;
-        if let Some(host) = parsed.host() {
+        };
+        let url = parsed.url.as_ref().ok_or_else(invalid)?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(Failure {
+                kind: TransportError::InvalidRequest,
+                message: "URL scheme is not http or https".to_owned(),
+            });
+        }
+        if let Some(host) = url.host() {
             self.policy.check_host(&host).map_err(Failure::blocked)?;
         }
-        Ok(parsed.clone())
+        parsed.target.clone().ok_or_else(invalid)
     }
 
     /// The request and a capped read of the response.
     async fn exchange(
         &self,
-        client: &reqwest::Client,
-        url: reqwest::Url,
-        headers: reqwest::header::HeaderMap,
+        client: &HttpClient,
+        target: Uri,
+        mut headers: HeaderMap,
         body: Bytes,
     ) -> Result<Answer, Failure> {
-        let mut response = client
-            .post(url)
-            .headers(headers)
-            .body(body)
-            .send()
+        headers
+            .entry(ACCEPT)
+            .or_insert(HeaderValue::from_static("*/*"));
+        let mut request = Request::new(Full::new(body));
+        *request.method_mut() = Method::POST;
+        *request.uri_mut() = target;
+        *request.headers_mut() = headers;
+        let response = client
+            .request(request)
             .await
-            .map_err(|e| Failure::from_reqwest(&e, self.timeout))?;
+            .map_err(|e| Failure::from_client(&e, self.timeout))?;
         let status = response.status().as_u16();
         let retry_after = response
             .headers()
             .get(RETRY_AFTER)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| parse_retry_after(v, Utc::now()));
+        let mut body = response.into_body();
         let mut kept: Vec<u8> = Vec::new();
+        // The caller's timeout bounds this read too: a late body is a timeout.
         while kept.len() < self.body_cap {
-            match response.chunk().await {
-                Ok(Some(chunk)) => {
-                    let room = self.body_cap - kept.len();
-                    kept.extend_from_slice(&chunk[..chunk.len().min(room)]);
+            match body.frame().await {
+                Some(Ok(frame)) => {
+                    if let Some(chunk) = frame.data_ref() {
+                        let room = self.body_cap - kept.len();
+                        kept.extend_from_slice(&chunk[..chunk.len().min(room)]);
+                    }
                 }
-                Ok(None) => break,
-                // The answer must be complete in time; a late body is a timeout.
-                Err(e) if e.is_timeout() => return Err(Failure::timeout(self.timeout)),
+                None => break,
                 // The status arrived; a broken body does not change its meaning.
-                Err(_) => break,
+                Some(Err(_)) => break,
             }
         }
         let body = (!kept.is_empty()).then(|| String::from_utf8_lossy(&kept).into_owned());

@@ -2,7 +2,13 @@
 //!
 //! A destination's URLs change only through the admin API, yet every
 //! attempt needs the URL parsed (WHATWG parsing, with IDNA for the host),
-//! its host for the process log and its masked form for the attempt log.
+//! the request target, its host for the process log and its masked form for
+//! the attempt log.
+//!
+//! Credentials in a URL (`https://user:pass@host/…`) are sent the way HTTP
+//! clients send them: as `Authorization: Basic`, percent-decoded, and never
+//! in the request target. A static `Authorization` header on the URL entry
+//! wins over them.
 //! That parse was about 4 % of the CPU time of draining a backlog. The
 //! cache is keyed by the URL text, so an edited URL is simply a new entry;
 //! it is emptied when it reaches [`CAPACITY`] entries, which bounds the
@@ -11,6 +17,10 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use http::{HeaderValue, Uri};
+use percent_encoding::percent_decode_str;
 use sluice_outbound::mask::mask_url;
 
 /// Entries kept before the cache starts over.
@@ -20,7 +30,12 @@ const CAPACITY: usize = 1024;
 #[derive(Debug)]
 pub(super) struct ParsedUrl {
     /// `None`: the text is not a valid URL.
-    pub url: Option<reqwest::Url>,
+    pub url: Option<url::Url>,
+    /// What the request goes to: the URL without credentials or fragment
+    /// (`None`: not a valid URL, or not one HTTP can carry).
+    pub target: Option<Uri>,
+    /// `Authorization: Basic …` from the URL's credentials, if it has any.
+    pub authorization: Option<HeaderValue>,
     /// The URL as the attempt log shows it: as configured, or masked when
     /// it carries credentials (or does not parse).
     pub shown: String,
@@ -30,14 +45,51 @@ pub(super) struct ParsedUrl {
 
 impl ParsedUrl {
     fn parse(text: &str) -> ParsedUrl {
-        let url = reqwest::Url::parse(text).ok();
+        let url = url::Url::parse(text).ok();
         let shown = match &url {
             Some(u) if u.username().is_empty() && u.password().is_none() => text.to_owned(),
             _ => mask_url(text),
         };
         let host = super::parsed_host(url.as_ref());
-        ParsedUrl { url, shown, host }
+        let (target, authorization) = match &url {
+            Some(u) => (request_target(u), basic_auth(u)),
+            None => (None, None),
+        };
+        ParsedUrl {
+            url,
+            target,
+            authorization,
+            shown,
+            host,
+        }
     }
+}
+
+/// `url` without its credentials and fragment, as an HTTP request URI.
+fn request_target(url: &url::Url) -> Option<Uri> {
+    let mut bare = url.clone();
+    bare.set_fragment(None);
+    // Fails only for URLs that cannot have credentials, which have none.
+    let _ = bare.set_username("");
+    let _ = bare.set_password(None);
+    bare.as_str().parse().ok()
+}
+
+/// The URL's credentials as a `Basic` authorization value (marked
+/// sensitive, so HTTP tooling does not print it).
+fn basic_auth(url: &url::Url) -> Option<HeaderValue> {
+    if url.username().is_empty() && url.password().is_none() {
+        return None;
+    }
+    let user = percent_decode_str(url.username()).decode_utf8().ok()?;
+    let password = match url.password() {
+        Some(p) => percent_decode_str(p).decode_utf8().ok()?,
+        None => "".into(),
+    };
+    let token = STANDARD.encode(format!("{user}:{password}"));
+    let mut value = HeaderValue::from_str(&format!("Basic {token}")).ok()?;
+    value.set_sensitive(true);
+    Some(value)
 }
 
 /// Parsed URLs by their text.
@@ -81,10 +133,29 @@ mod tests {
     }
 
     #[test]
+    fn credentials_move_from_the_target_to_a_basic_authorization() {
+        let cache = UrlCache::default();
+        let a = cache.get("https://us%40er:p%3Ass@hooks.example.com:8443/in?t=1#frag");
+        let target = a.target.as_ref().expect("an HTTP target");
+        assert_eq!(target.to_string(), "https://hooks.example.com:8443/in?t=1");
+        let auth = a.authorization.as_ref().expect("credentials");
+        // base64("us@er:p:ss")
+        assert_eq!(auth, "Basic dXNAZXI6cDpzcw==");
+        assert!(auth.is_sensitive());
+        let plain = cache.get("http://127.0.0.1:9/hook");
+        assert!(plain.authorization.is_none());
+        assert_eq!(
+            plain.target.as_ref().map(ToString::to_string).as_deref(),
+            Some("http://127.0.0.1:9/hook")
+        );
+    }
+
+    #[test]
     fn an_invalid_url_is_remembered_as_invalid() {
         let cache = UrlCache::default();
         let bad = cache.get("not a url");
         assert!(bad.url.is_none());
+        assert!(bad.target.is_none());
         assert_eq!(bad.host, "(invalid URL)");
     }
 

@@ -15,7 +15,7 @@ use sluice_delivery::sender::resolver::{
 };
 use sluice_delivery::sender::{Job, Sender};
 use sluice_outbound::NetworkPolicy;
-use sluice_store::DeliveryState;
+use sluice_store::{DeliveryState, WebhookUrl};
 use sluice_testkit::Receiver;
 
 use crate::support::*;
@@ -172,9 +172,30 @@ async fn attempt_log_masks_url_credentials() {
     assert!(!attempts[0].url.contains("pa55word"));
     let got = receiver.requests();
     assert_eq!(got.len(), 1, "credentials still reach the receiver");
-    assert!(
-        got[0]
-            .header("authorization")
-            .is_some_and(|h| h.starts_with("Basic "))
+    // base64("user:pa55word"), sent as HTTP clients send URL credentials.
+    assert_eq!(
+        got[0].header("authorization"),
+        Some("Basic dXNlcjpwYTU1d29yZA==")
     );
+    assert!(!got[0].path.contains("pa55word"), "{}", got[0].path);
+}
+
+#[tokio::test]
+async fn a_static_authorization_header_wins_over_url_credentials() {
+    let (_dir, store) = new_store().await;
+    let receiver = Receiver::start().await;
+    let entry = WebhookUrl {
+        url: receiver.url().replace("http://", "http://user:pa55word@"),
+        headers: vec![("Authorization".into(), "Bearer tok-1".into())],
+    };
+    let dest = destination(&store, "creds", vec![entry], None, true).await;
+    let engine = Running::start(store.clone(), fast_config());
+    append(&store, &[track("m-auth")], &[&dest]).await;
+    engine.handle.notify();
+    wait_state(&store, "m-auth", DeliveryState::Succeeded).await;
+    engine.stop().await;
+    let got = receiver.requests();
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].header("authorization"), Some("Bearer tok-1"));
+    assert_eq!(got[0].headers.get_all("authorization").iter().count(), 1);
 }
