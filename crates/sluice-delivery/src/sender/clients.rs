@@ -49,13 +49,13 @@ const POOL_IDLE: Duration = Duration::from_secs(90);
 pub(super) type HttpClient = Client<HttpsConnector<HttpConnector<GuardedResolver>>, Full<Bytes>>;
 
 pub(super) struct Clients {
-    shared: HttpClient,
+    shared: Arc<HttpClient>,
     resolver: GuardedResolver,
     timeout: Duration,
     pool_per_host: usize,
     /// The operator's process-wide extra roots, trusted by every client.
     global_roots: Vec<CertificateDer<'static>>,
-    by_bundle: Mutex<HashMap<String, HttpClient>>,
+    by_bundle: Mutex<HashMap<String, Arc<HttpClient>>>,
 }
 
 impl std::fmt::Debug for Clients {
@@ -81,7 +81,7 @@ impl Clients {
         )
         .map_err(|e| DeliveryError::Client(e.to_string()))?;
         Ok(Self {
-            shared,
+            shared: Arc::new(shared),
             resolver,
             timeout: config.timeout,
             pool_per_host: config.concurrency_per_destination,
@@ -91,7 +91,7 @@ impl Clients {
     }
 
     /// The client for a destination with `bundle` (none: the shared one).
-    pub(super) fn get(&self, bundle: Option<&str>) -> Result<HttpClient, Failure> {
+    pub(super) fn get(&self, bundle: Option<&str>) -> Result<Arc<HttpClient>, Failure> {
         let Some(bundle) = bundle.filter(|b| !b.trim().is_empty()) else {
             return Ok(self.shared.clone());
         };
@@ -110,6 +110,7 @@ impl Clients {
             sluice_outbound::ca::parse_bundle(bundle).map_err(|e| invalid(e.to_string()))?;
         let roots: Vec<_> = self.global_roots.iter().cloned().chain(certs).collect();
         let client = build(&self.resolver, self.timeout, self.pool_per_host, &roots)
+            .map(Arc::new)
             .map_err(|e| invalid(e.to_string()))?;
         if cache.len() >= MAX_CACHED {
             cache.clear();

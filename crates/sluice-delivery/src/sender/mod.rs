@@ -96,7 +96,7 @@ pub struct Sender {
     urls: Arc<UrlCache>,
     timeout: Duration,
     body_cap: usize,
-    policy: NetworkPolicy,
+    policy: Arc<NetworkPolicy>,
 }
 
 impl Sender {
@@ -119,7 +119,7 @@ impl Sender {
             urls: Arc::default(),
             timeout: config.timeout,
             body_cap: config.response_body_cap,
-            policy: config.network.clone(),
+            policy: Arc::new(config.network.clone()),
         })
     }
 
@@ -137,6 +137,10 @@ impl Sender {
         job: &Job,
     ) -> Vec<UrlResult> {
         let client = self.clients.get(ca_bundle);
+        if let [url] = urls {
+            // The common case, without the join's bookkeeping.
+            return vec![self.send_via(client, url, job).await];
+        }
         futures::future::join_all(
             urls.iter()
                 .map(|url| self.send_via(client.clone(), url, job)),
@@ -151,7 +155,7 @@ impl Sender {
 
     async fn send_via(
         &self,
-        client: Result<HttpClient, Failure>,
+        client: Result<Arc<HttpClient>, Failure>,
         url: &WebhookUrl,
         job: &Job,
     ) -> UrlResult {
@@ -198,6 +202,17 @@ impl Sender {
                 attempt.status = Some(answer.status);
                 attempt.response = answer.body;
                 let class = classify_status(answer.status);
+                // Read only when no URL succeeded (the dead reason).
+                let summary = if class == Class::Success {
+                    String::new()
+                } else {
+                    let note = if (300..400).contains(&answer.status) {
+                        " (redirects are not followed)"
+                    } else {
+                        ""
+                    };
+                    format!("{shown_url}: HTTP {}{note}", answer.status)
+                };
                 if class != Class::Success {
                     error_kind = Some(match answer.status {
                         500.. => "http_5xx",
@@ -205,15 +220,10 @@ impl Sender {
                         _ => "http_other",
                     });
                 }
-                let note = if (300..400).contains(&answer.status) {
-                    " (redirects are not followed)"
-                } else {
-                    ""
-                };
                 UrlVerdict {
                     class,
                     retry_after: answer.retry_after.filter(|_| class == Class::Retryable),
-                    summary: format!("{shown_url}: HTTP {}{note}", answer.status),
+                    summary,
                 }
             }
             Err(failure) => {

@@ -45,12 +45,16 @@ impl Lookup for SystemLookup {
 #[derive(Clone)]
 pub struct GuardedResolver {
     lookup: Arc<dyn Lookup>,
-    policy: NetworkPolicy,
+    /// Shared, not copied: the connector clones its resolver per client.
+    policy: Arc<NetworkPolicy>,
 }
 
 impl GuardedResolver {
     pub fn new(lookup: Arc<dyn Lookup>, policy: NetworkPolicy) -> Self {
-        Self { lookup, policy }
+        Self {
+            lookup,
+            policy: Arc::new(policy),
+        }
     }
 
     /// Resolves `host` and keeps the allowed addresses; fails with
