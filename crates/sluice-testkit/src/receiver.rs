@@ -11,9 +11,9 @@ use bytes::Bytes;
 use http::{HeaderMap, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
-use hyper::server::conn::http1;
+use hyper::server::conn::{http1, http2};
 use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -30,6 +30,9 @@ pub struct RecordedRequest {
     /// Path and query.
     pub path: String,
     pub headers: HeaderMap,
+    /// `HTTP/1.1`, or `HTTP/2` when the client took the offer of a
+    /// [`Receiver::start_tls_h2`] receiver.
+    pub version: http::Version,
     /// The raw body bytes, exactly as received.
     pub body: Bytes,
     pub arrived: Instant,
@@ -79,6 +82,12 @@ impl Receiver {
     /// private CA issued; [`Receiver::cert_pem`] is that CA's certificate.
     pub async fn start_tls_private_ca() -> Receiver {
         Self::spawn(Some(tls::private_ca())).await
+    }
+
+    /// [`Receiver::start_tls_private_ca`] offering HTTP/2 by ALPN; it
+    /// serves HTTP/2 to clients that accept, HTTP/1.1 to the others.
+    pub async fn start_tls_h2() -> Receiver {
+        Self::spawn(Some(tls::private_ca_offering_h2())).await
     }
 
     async fn spawn(tls: Option<tls::SelfSigned>) -> Receiver {
@@ -191,6 +200,9 @@ async fn accept_loop(listener: TcpListener, tls: Option<TlsAcceptor>, shared: Ar
             match tls {
                 None => serve(stream, shared).await,
                 Some(acceptor) => match acceptor.accept(stream).await {
+                    Ok(stream) if stream.get_ref().1.alpn_protocol() == Some(b"h2") => {
+                        serve_h2(stream, shared).await;
+                    }
                     Ok(stream) => serve(stream, shared).await,
                     Err(_) => {
                         shared.tls_failures.fetch_add(1, Ordering::SeqCst);
@@ -207,6 +219,16 @@ where
 {
     let service = service_fn(move |req| handle(req, shared.clone()));
     let _ = http1::Builder::new()
+        .serve_connection(TokioIo::new(stream), service)
+        .await;
+}
+
+async fn serve_h2<S>(stream: S, shared: Arc<Shared>)
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let service = service_fn(move |req| handle(req, shared.clone()));
+    let _ = http2::Builder::new(TokioExecutor::new())
         .serve_connection(TokioIo::new(stream), service)
         .await;
 }
@@ -229,6 +251,7 @@ async fn handle(
             .map(|p| p.as_str().to_owned())
             .unwrap_or_default(),
         headers: parts.headers,
+        version: parts.version,
         body,
         arrived: Instant::now(),
     };

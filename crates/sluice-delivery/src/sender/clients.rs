@@ -45,6 +45,9 @@ const MAX_CACHED: usize = 256;
 /// Idle keep-alive connections are closed after this long.
 const POOL_IDLE: Duration = Duration::from_secs(90);
 
+/// Idle time before the first TCP keepalive probe, and between probes.
+const TCP_KEEPALIVE: Duration = Duration::from_secs(15);
+
 /// The pooled client every send goes through.
 pub(super) type HttpClient = Client<HttpsConnector<HttpConnector<GuardedResolver>>, Full<Bytes>>;
 
@@ -143,6 +146,11 @@ fn build(
     http.enforce_http(false);
     http.set_nodelay(true);
     http.set_connect_timeout(Some(timeout));
+    // TCP keepalive probes find a pooled connection whose peer vanished
+    // without a FIN (a receiver's host rebooted, a NAT forgot the flow).
+    http.set_keepalive(Some(TCP_KEEPALIVE));
+    http.set_keepalive_interval(Some(TCP_KEEPALIVE));
+    http.set_keepalive_retries(Some(3));
     let connector = HttpsConnectorBuilder::new()
         .with_tls_config(tls)
         .https_or_http()

@@ -2,7 +2,7 @@
 //! request, unless its certificate is in the configured extra CA bundle.
 
 use sluice_delivery::{DeliveryConfig, DeliveryEngine, DeliveryError};
-use sluice_store::DeliveryState;
+use sluice_store::{DeliveryState, WebhookSettings};
 use sluice_testkit::Receiver;
 
 use crate::support::*;
@@ -60,4 +60,33 @@ async fn unreadable_ca_bundle_refuses_to_start() {
     };
     let started = DeliveryEngine::start(store, config, std::future::pending());
     assert!(matches!(started, Err(DeliveryError::CaFile { .. })));
+}
+
+#[tokio::test]
+async fn an_endpoint_offering_http2_is_sent_http2_with_the_same_headers_and_body() {
+    let (_dir, store) = new_store().await;
+    let rx = Receiver::start_tls_h2().await;
+    let settings = WebhookSettings {
+        urls: vec![url(&rx.url())],
+        shared_secret: Some("k".into()),
+        ca_bundle: rx.cert_pem().map(str::to_owned),
+        ..WebhookSettings::default()
+    };
+    let dest = destination_with(&store, "d1", settings).await;
+    let engine = Running::start(store.clone(), fast_config());
+    append(&store, &[track("m-h2")], &[&dest]).await;
+    engine.handle.notify();
+    wait_state(&store, "m-h2", DeliveryState::Succeeded).await;
+    engine.stop().await;
+    let got = rx.requests();
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].version, http::Version::HTTP_2);
+    assert_eq!(got[0].method, "POST");
+    assert_eq!(got[0].path, "/hook");
+    assert_eq!(got[0].header("x-sluice-message-id"), Some("m-h2"));
+    let signature = got[0].header("x-signature").unwrap_or_default();
+    assert_eq!(
+        signature,
+        sluice_signing::signature::sign(b"k", &got[0].body)
+    );
 }
