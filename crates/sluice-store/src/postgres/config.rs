@@ -28,12 +28,15 @@ pub struct PostgresConfig {
     /// Upper bound on the event bytes (bodies) of one group: a group is sent
     /// as a few statements, so this caps the size of one statement.
     pub max_group_bytes: usize,
+    /// Deliveries this node settles before a drained backlog earns a
+    /// `VACUUM deliveries` (see `postgres/vacuum.rs`); 0 never vacuums.
+    pub vacuum_after_settled: u64,
 }
 
 impl PostgresConfig {
     /// Defaults for the database at `url`: 16 connections, default schema,
     /// 10 s connect timeout, groups of up to 8192 events, 1024 calls or
-    /// 16 MiB of bodies.
+    /// 16 MiB of bodies; a vacuum after 50,000 settled deliveries.
     pub fn new(url: impl Into<String>) -> Self {
         PostgresConfig {
             url: url.into(),
@@ -43,6 +46,7 @@ impl PostgresConfig {
             max_group_events: 8192,
             max_group_jobs: 1024,
             max_group_bytes: 16 << 20,
+            vacuum_after_settled: 50_000,
         }
     }
 

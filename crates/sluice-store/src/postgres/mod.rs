@@ -59,6 +59,7 @@ mod schema;
 mod source_schema;
 mod sources;
 mod store_impl;
+mod vacuum;
 mod writer;
 
 pub use config::PostgresConfig;
@@ -72,6 +73,7 @@ use writer::{GroupLimits, Writer};
 pub struct PostgresStore {
     pool: Pool,
     writer: Writer,
+    vacuum: vacuum::DrainVacuum,
 }
 
 impl PostgresStore {
@@ -92,7 +94,11 @@ impl PostgresStore {
             pool_size = config.pool_size,
             "postgres store open"
         );
-        Ok(PostgresStore { pool, writer })
+        Ok(PostgresStore {
+            pool,
+            writer,
+            vacuum: vacuum::DrainVacuum::new(config.vacuum_after_settled),
+        })
     }
 
     /// Commits every queued append, stops the writer and closes the pool.

@@ -116,7 +116,9 @@ impl DeliveryStore for PostgresStore {
         limit: u32,
         lease: Duration,
     ) -> Result<Vec<DueDelivery>> {
-        delivery::claim_due(&self.client().await?, now, limit, lease).await
+        let due = delivery::claim_due(&self.client().await?, now, limit, lease).await?;
+        self.vacuum.after_claim(&self.pool, due.len(), limit);
+        Ok(due)
     }
 
     async fn next_due(&self) -> Result<Option<DateTime<Utc>>> {
@@ -124,7 +126,9 @@ impl DeliveryStore for PostgresStore {
     }
 
     async fn report(&self, reports: Vec<AttemptReport>) -> Result<()> {
-        delivery::report(&mut self.client().await?, &reports).await
+        delivery::report(&mut self.client().await?, &reports).await?;
+        self.vacuum.settled(reports.len());
+        Ok(())
     }
 
     async fn list_deliveries(&self, filter: &DeliveryFilter) -> Result<Vec<DeliveryRecord>> {

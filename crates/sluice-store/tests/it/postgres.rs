@@ -328,3 +328,62 @@ async fn two_nodes_pruning_at_once_delete_each_event_once() {
         .expect("events");
     assert!(left.is_empty(), "left: {}", left.len());
 }
+
+/// Manual vacuums of `deliveries` so far (autovacuum counts apart).
+async fn manual_vacuums(sql: &tokio_postgres::Client, schema: &str) -> i64 {
+    sql.query_one(
+        "SELECT vacuum_count FROM pg_stat_user_tables \
+         WHERE schemaname = $1 AND relname = 'deliveries'",
+        &[&schema],
+    )
+    .await
+    .map_or(0, |row| row.get(0))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drained_backlog_is_vacuumed_once_enough_deliveries_were_settled() {
+    use sluice_store::{AttemptReport, DeliveryStore, Outcome};
+    let schema = TestSchema::new();
+    let config = PostgresConfig {
+        vacuum_after_settled: 20,
+        ..schema.config()
+    };
+    let store = PostgresStore::open(config).await.expect("open");
+    let sql = schema.sql().await;
+    store
+        .append(request("src_1", &ids("v", 30), at(0)))
+        .await
+        .expect("append");
+    let lease = Duration::from_secs(60);
+    // A short claim with nothing settled yet earns no vacuum.
+    let due = store.claim_due(at(1), 100, lease).await.expect("claim");
+    assert_eq!(due.len(), 30);
+    let reports = due
+        .iter()
+        .map(|d| AttemptReport {
+            delivery_id: d.delivery_id,
+            at: at(2),
+            attempts: Vec::new(),
+            outcome: Outcome::Succeeded,
+        })
+        .collect();
+    store.report(reports).await.expect("report");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(manual_vacuums(&sql, &schema.name).await, 0);
+    // 30 settled, and the next claim comes back short: one vacuum.
+    let due = store.claim_due(at(3), 100, lease).await.expect("claim");
+    assert!(due.is_empty());
+    let mut vacuums = 0;
+    for _ in 0..100 {
+        vacuums = manual_vacuums(&sql, &schema.name).await;
+        if vacuums > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(vacuums, 1, "the drained backlog was vacuumed once");
+    // The count starts over: further short claims do not vacuum again.
+    store.claim_due(at(4), 100, lease).await.expect("claim");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(manual_vacuums(&sql, &schema.name).await, 1);
+}

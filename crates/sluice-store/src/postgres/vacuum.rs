@@ -1,0 +1,86 @@
+//! One `VACUUM deliveries` when a large backlog has just drained.
+//!
+//! Why: PostgreSQL keeps a row's old versions, and their index entries,
+//! until VACUUM removes them. Each delivery leaves two in the partial index
+//! `deliveries_due` (the claim's lease stamp, then its outcome), all of them
+//! ahead of the live rows in the due order that claims and `next_due` walk.
+//! After a backlog of 200,000 drained, a claim read some 1,650 index pages
+//! to find a few due rows (5–27 ms), until autovacuum came by, which it does
+//! at most once per `autovacuum_naptime` (a minute by default). Meanwhile
+//! every event waited behind those scans (docs/postgres.md, "Latency after
+//! a large backlog drains").
+//!
+//! So each node counts the deliveries it settled; when a claim comes back
+//! short (the backlog is gone) after at least
+//! [`PostgresConfig::vacuum_after_settled`] of them (50,000 by default), the
+//! node vacuums the table once, in the background, on a pooled connection.
+//! It waits for the table's vacuum lock rather than skipping: an autovacuum
+//! already at work (paced by its cost delay) gives way within
+//! `deadlock_timeout`, and a peer node's vacuum leaves little to do. The
+//! lock does not conflict with reads or writes of rows, so no request
+//! waits for it. Failure only logs: autovacuum still comes.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use deadpool_postgres::Pool;
+
+#[cfg(doc)]
+use super::PostgresConfig;
+
+/// Counts settled deliveries and runs the vacuum (see the module docs).
+pub(super) struct DrainVacuum {
+    /// Settled deliveries that earn a vacuum; 0: never.
+    after: u64,
+    settled: AtomicU64,
+    running: Arc<AtomicBool>,
+}
+
+impl DrainVacuum {
+    pub(super) fn new(after: u64) -> DrainVacuum {
+        DrainVacuum {
+            after,
+            settled: AtomicU64::new(0),
+            running: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    /// `n` deliveries left the pending state (or had a round recorded).
+    pub(super) fn settled(&self, n: usize) {
+        self.settled
+            .fetch_add(u64::try_from(n).unwrap_or(u64::MAX), Ordering::Relaxed);
+    }
+
+    /// A claim returned `got` of the `limit` it asked for: when that is
+    /// short and enough was settled since the last vacuum, start one.
+    pub(super) fn after_claim(&self, pool: &Pool, got: usize, limit: u32) {
+        let short = u32::try_from(got).is_ok_and(|got| got < limit);
+        if !short || self.after == 0 || self.settled.load(Ordering::Relaxed) < self.after {
+            return;
+        }
+        if self.running.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        self.settled.store(0, Ordering::Relaxed);
+        let pool = pool.clone();
+        let running = Arc::clone(&self.running);
+        tokio::spawn(async move {
+            let started = std::time::Instant::now();
+            let outcome = match pool.get().await {
+                Ok(client) => client
+                    .batch_execute("VACUUM deliveries")
+                    .await
+                    .map_err(|e| e.to_string()),
+                Err(e) => Err(e.to_string()),
+            };
+            match outcome {
+                Ok(()) => tracing::info!(
+                    elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+                    "vacuumed deliveries after a drained backlog"
+                ),
+                Err(error) => tracing::warn!(%error, "vacuum of deliveries after a drain failed"),
+            }
+            running.store(false, Ordering::Release);
+        });
+    }
+}
