@@ -10,29 +10,42 @@
 //! every event waited behind those scans (docs/postgres.md, "Latency after
 //! a large backlog drains").
 //!
-//! So each node counts the deliveries it settled; when a claim comes back
-//! short (the backlog is gone) after at least
-//! [`PostgresConfig::vacuum_after_settled`] of them (50,000 by default), the
-//! node vacuums the table once, in the background, on a pooled connection.
+//! So each node counts the deliveries it settled. When a claim comes back
+//! short (the backlog is gone) after claims came back full (there was one),
+//! and the node settled at least [`PostgresConfig::vacuum_after_settled`]
+//! deliveries (50,000 by default) since its last vacuum, and that vacuum is
+//! at least [`MIN_INTERVAL`] old, the node vacuums the table once, in the
+//! background, on a pooled connection. A steady trickle never has a
+//! backlog, and a steady flood that keeps draining is vacuumed at most once
+//! a minute per node: a vacuum reads the table's recently changed pages and,
+//! when enough of them hold dead rows, every index of it, so its cost grows
+//! with the table while its use here does not.
 //! It waits for the table's vacuum lock rather than skipping: an autovacuum
 //! already at work (paced by its cost delay) gives way within
 //! `deadlock_timeout`, and a peer node's vacuum leaves little to do. The
 //! lock does not conflict with reads or writes of rows, so no request
 //! waits for it. Failure only logs: autovacuum still comes.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use deadpool_postgres::Pool;
 
 #[cfg(doc)]
 use super::PostgresConfig;
 
+/// The shortest time between two vacuums started by one node.
+pub(super) const MIN_INTERVAL: Duration = Duration::from_secs(60);
+
 /// Counts settled deliveries and runs the vacuum (see the module docs).
 pub(super) struct DrainVacuum {
     /// Settled deliveries that earn a vacuum; 0: never.
     after: u64,
     settled: AtomicU64,
+    /// A claim came back full since the last vacuum: there was a backlog.
+    backlog: AtomicBool,
+    last: Mutex<Option<Instant>>,
     running: Arc<AtomicBool>,
 }
 
@@ -41,6 +54,8 @@ impl DrainVacuum {
         DrainVacuum {
             after,
             settled: AtomicU64::new(0),
+            backlog: AtomicBool::new(false),
+            last: Mutex::new(None),
             running: Arc::new(AtomicBool::new(false)),
         }
     }
@@ -52,16 +67,32 @@ impl DrainVacuum {
     }
 
     /// A claim returned `got` of the `limit` it asked for: when that is
-    /// short and enough was settled since the last vacuum, start one.
+    /// short after a backlog, and enough was settled since the last vacuum,
+    /// start one.
     pub(super) fn after_claim(&self, pool: &Pool, got: usize, limit: u32) {
         let short = u32::try_from(got).is_ok_and(|got| got < limit);
-        if !short || self.after == 0 || self.settled.load(Ordering::Relaxed) < self.after {
+        if !short {
+            self.backlog.store(true, Ordering::Relaxed);
             return;
         }
-        if self.running.swap(true, Ordering::AcqRel) {
+        if self.after == 0
+            || !self.backlog.load(Ordering::Relaxed)
+            || self.settled.load(Ordering::Relaxed) < self.after
+        {
             return;
+        }
+        {
+            let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
+            if last.is_some_and(|at| at.elapsed() < MIN_INTERVAL) {
+                return;
+            }
+            if self.running.swap(true, Ordering::AcqRel) {
+                return;
+            }
+            *last = Some(Instant::now());
         }
         self.settled.store(0, Ordering::Relaxed);
+        self.backlog.store(false, Ordering::Relaxed);
         let pool = pool.clone();
         let running = Arc::clone(&self.running);
         tokio::spawn(async move {

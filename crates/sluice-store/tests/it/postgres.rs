@@ -355,8 +355,8 @@ async fn a_drained_backlog_is_vacuumed_once_enough_deliveries_were_settled() {
         .await
         .expect("append");
     let lease = Duration::from_secs(60);
-    // A short claim with nothing settled yet earns no vacuum.
-    let due = store.claim_due(at(1), 100, lease).await.expect("claim");
+    // A full claim (30 due, 30 asked) is what a backlog looks like.
+    let due = store.claim_due(at(1), 30, lease).await.expect("claim");
     assert_eq!(due.len(), 30);
     let reports = due
         .iter()
@@ -369,7 +369,11 @@ async fn a_drained_backlog_is_vacuumed_once_enough_deliveries_were_settled() {
         .collect();
     store.report(reports).await.expect("report");
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(manual_vacuums(&sql, &schema.name).await, 0);
+    assert_eq!(
+        manual_vacuums(&sql, &schema.name).await,
+        0,
+        "not while full"
+    );
     // 30 settled, and the next claim comes back short: one vacuum.
     let due = store.claim_due(at(3), 100, lease).await.expect("claim");
     assert!(due.is_empty());
@@ -386,4 +390,43 @@ async fn a_drained_backlog_is_vacuumed_once_enough_deliveries_were_settled() {
     store.claim_due(at(4), 100, lease).await.expect("claim");
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(manual_vacuums(&sql, &schema.name).await, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trickle_that_never_backs_up_is_never_vacuumed() {
+    use sluice_store::{AttemptReport, DeliveryStore, Outcome};
+    let schema = TestSchema::new();
+    let config = PostgresConfig {
+        vacuum_after_settled: 20,
+        ..schema.config()
+    };
+    let store = PostgresStore::open(config).await.expect("open");
+    let sql = schema.sql().await;
+    let lease = Duration::from_secs(60);
+    for round in 0..6 {
+        let prefix = format!("t{round}-");
+        store
+            .append(request("src_1", &ids(&prefix, 5), at(round)))
+            .await
+            .expect("append");
+        let due = store
+            .claim_due(at(round + 1), 100, lease)
+            .await
+            .expect("claim");
+        assert_eq!(due.len(), 5, "every claim is short");
+        let reports = due
+            .iter()
+            .map(|d| AttemptReport {
+                delivery_id: d.delivery_id,
+                at: at(round + 1),
+                attempts: Vec::new(),
+                outcome: Outcome::Succeeded,
+            })
+            .collect();
+        store.report(reports).await.expect("report");
+    }
+    // 30 settled, more than the 20 that earn a vacuum after a backlog.
+    store.claim_due(at(10), 100, lease).await.expect("claim");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(manual_vacuums(&sql, &schema.name).await, 0);
 }
