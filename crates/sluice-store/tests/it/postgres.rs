@@ -340,9 +340,8 @@ async fn manual_vacuums(sql: &tokio_postgres::Client, schema: &str) -> i64 {
     .map_or(0, |row| row.get(0))
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_drained_backlog_is_vacuumed_once_enough_deliveries_were_settled() {
-    use sluice_store::{AttemptReport, DeliveryStore, Outcome};
+/// A store that vacuums after 20 settled deliveries, and a plain connection.
+async fn vacuuming_store() -> (TestSchema, PostgresStore, tokio_postgres::Client) {
     let schema = TestSchema::new();
     let config = PostgresConfig {
         vacuum_after_settled: 20,
@@ -350,6 +349,28 @@ async fn a_drained_backlog_is_vacuumed_once_enough_deliveries_were_settled() {
     };
     let store = PostgresStore::open(config).await.expect("open");
     let sql = schema.sql().await;
+    (schema, store, sql)
+}
+
+/// Reports every delivery of `due` as delivered.
+async fn settle(store: &PostgresStore, due: &[sluice_store::DueDelivery], when: DateTime<Utc>) {
+    use sluice_store::{AttemptReport, DeliveryStore, Outcome};
+    let reports = due
+        .iter()
+        .map(|d| AttemptReport {
+            delivery_id: d.delivery_id,
+            at: when,
+            attempts: Vec::new(),
+            outcome: Outcome::Succeeded,
+        })
+        .collect();
+    store.report(reports).await.expect("report");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drained_backlog_is_vacuumed_once_enough_deliveries_were_settled() {
+    use sluice_store::DeliveryStore;
+    let (schema, store, sql) = vacuuming_store().await;
     store
         .append(request("src_1", &ids("v", 30), at(0)))
         .await
@@ -358,16 +379,7 @@ async fn a_drained_backlog_is_vacuumed_once_enough_deliveries_were_settled() {
     // A full claim (30 due, 30 asked) is what a backlog looks like.
     let due = store.claim_due(at(1), 30, lease).await.expect("claim");
     assert_eq!(due.len(), 30);
-    let reports = due
-        .iter()
-        .map(|d| AttemptReport {
-            delivery_id: d.delivery_id,
-            at: at(2),
-            attempts: Vec::new(),
-            outcome: Outcome::Succeeded,
-        })
-        .collect();
-    store.report(reports).await.expect("report");
+    settle(&store, &due, at(2)).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(
         manual_vacuums(&sql, &schema.name).await,
@@ -394,14 +406,8 @@ async fn a_drained_backlog_is_vacuumed_once_enough_deliveries_were_settled() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_trickle_that_never_backs_up_is_never_vacuumed() {
-    use sluice_store::{AttemptReport, DeliveryStore, Outcome};
-    let schema = TestSchema::new();
-    let config = PostgresConfig {
-        vacuum_after_settled: 20,
-        ..schema.config()
-    };
-    let store = PostgresStore::open(config).await.expect("open");
-    let sql = schema.sql().await;
+    use sluice_store::DeliveryStore;
+    let (schema, store, sql) = vacuuming_store().await;
     let lease = Duration::from_secs(60);
     for round in 0..6 {
         let prefix = format!("t{round}-");
@@ -414,16 +420,7 @@ async fn a_trickle_that_never_backs_up_is_never_vacuumed() {
             .await
             .expect("claim");
         assert_eq!(due.len(), 5, "every claim is short");
-        let reports = due
-            .iter()
-            .map(|d| AttemptReport {
-                delivery_id: d.delivery_id,
-                at: at(round + 1),
-                attempts: Vec::new(),
-                outcome: Outcome::Succeeded,
-            })
-            .collect();
-        store.report(reports).await.expect("report");
+        settle(&store, &due, at(round + 1)).await;
     }
     // 30 settled, more than the 20 that earn a vacuum after a backlog.
     store.claim_due(at(10), 100, lease).await.expect("claim");
