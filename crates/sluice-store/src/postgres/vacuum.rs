@@ -20,6 +20,7 @@
 //! a minute per node: a vacuum reads the table's recently changed pages and,
 //! when enough of them hold dead rows, every index of it, so its cost grows
 //! with the table while its use here does not.
+//!
 //! It waits for the table's vacuum lock rather than skipping: an autovacuum
 //! already at work (paced by its cost delay) gives way within
 //! `deadlock_timeout`, and a peer node's vacuum leaves little to do. The
