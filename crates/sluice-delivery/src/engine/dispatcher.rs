@@ -27,13 +27,12 @@ const MIN_IDLE: Duration = Duration::from_millis(5);
 const RELEASE_DELAY: Duration = Duration::from_millis(100);
 
 /// One destination's share: its send slots and how many deliveries it holds
-/// (sending or waiting for a slot).
-#[derive(Clone)]
+/// (sending or waiting for a slot). Shared by its tasks behind one `Arc`.
 struct Lane {
-    slots: Arc<Semaphore>,
-    held: Arc<AtomicUsize>,
-    health: Arc<Health>,
-    log: Arc<FailureLog>,
+    slots: Semaphore,
+    held: AtomicUsize,
+    health: Health,
+    log: FailureLog,
 }
 
 /// Signals shared between the engine handle, the tasks and the loop.
@@ -53,9 +52,10 @@ pub(super) struct Dispatcher {
     store: Arc<dyn Store>,
     config: DeliveryConfig,
     policy: RetryPolicy,
-    sender: Sender,
+    /// One `Arc` to clone per delivery, not the sender's parts.
+    sender: Arc<Sender>,
     cache: DestinationCache,
-    lanes: HashMap<String, Lane>,
+    lanes: HashMap<String, Arc<Lane>>,
     /// Lanes that handed back for want of room since they last emptied.
     saturated: HashSet<String>,
     /// The destinations the last claim's rows went to.
@@ -85,7 +85,7 @@ impl Dispatcher {
             global: Arc::new(Semaphore::new(config.max_in_flight)),
             store,
             config,
-            sender,
+            sender: Arc::new(sender),
             lanes: HashMap::new(),
             saturated: HashSet::new(),
             focus: Vec::new(),
@@ -202,16 +202,22 @@ impl Dispatcher {
             return true;
         }
         let per_dest = self.config.concurrency_per_destination;
-        let lane = self
-            .lanes
-            .entry(due.destination_id.clone())
-            .or_insert_with(|| Lane {
-                slots: Arc::new(Semaphore::new(per_dest)),
-                held: Arc::new(AtomicUsize::new(0)),
-                health: Arc::new(Health::default()),
-                log: Arc::new(FailureLog::default()),
-            })
-            .clone();
+        // Looked up before inserting: the entry API would copy the id for
+        // every delivery.
+        let lane = match self.lanes.get(&due.destination_id) {
+            Some(lane) => Arc::clone(lane),
+            None => {
+                let lane = Arc::new(Lane {
+                    slots: Semaphore::new(per_dest),
+                    held: AtomicUsize::new(0),
+                    health: Health::default(),
+                    log: FailureLog::default(),
+                });
+                self.lanes
+                    .insert(due.destination_id.clone(), Arc::clone(&lane));
+                lane
+            }
+        };
         let window = self.config.retry_window;
         if lane.health.open() {
             let wait = lane
@@ -237,7 +243,7 @@ impl Dispatcher {
         lane.held.fetch_add(1, Ordering::SeqCst);
         let claimed_at = Instant::now();
         let max_wait = self.config.lease.saturating_sub(self.config.timeout * 2);
-        let sender = self.sender.clone();
+        let sender = Arc::clone(&self.sender);
         let policy = self.policy;
         let reports = self.reports.clone();
         let freed = self.freed.clone();
@@ -245,9 +251,14 @@ impl Dispatcher {
         let (base, cap) = (self.config.backoff_base, self.config.backoff_cap);
         self.tasks.spawn(async move {
             let _global = global;
-            let slot = tokio::select! {
-                slot = lane.slots.clone().acquire_owned() => slot.ok(),
-                _ = stop.wait_for(|s| *s) => None,
+            // A free slot is taken at once; only a full lane waits (and
+            // then gives up its wait on shutdown).
+            let slot = match lane.slots.try_acquire() {
+                Ok(slot) => Some(slot),
+                Err(_) => tokio::select! {
+                    slot = lane.slots.acquire() => slot.ok(),
+                    _ = stop.wait_for(|s| *s) => None,
+                },
             };
             let id = due.delivery_id;
             // Queued before the breaker opened: only one send goes out as the
