@@ -319,7 +319,7 @@ pub(crate) fn needs_full_parse(text: &[u8]) -> bool {
 
 /// A stored or received JSON object's top level, read-only: the keys in
 /// document order with their values as borrowed raw text, under
-/// [`RawObject`]'s key rules (a repeated key keeps its first position and
+/// `RawObject`'s key rules (a repeated key keeps its first position and
 /// takes its last value, as `JSON.parse` does). For readers that copy most
 /// values through unchanged, such as the webhook renderer.
 pub struct RawTop<'a>(RawObject<'a>);

@@ -22,7 +22,7 @@ pub trait CatalogStore: Send + Sync {
     async fn create_source(&self, new: NewSource) -> Result<Source>;
     async fn list_sources(&self) -> Result<Vec<Source>>;
     async fn get_source(&self, id: &str) -> Result<Option<Source>>;
-    /// The source whose write key hashes to `hash` (see [`keys::hash_secret`]).
+    /// The source whose write key hashes to `hash` (see [`crate::keys::hash_secret`]).
     async fn get_source_by_key_hash(&self, hash: &str) -> Result<Option<Source>>;
     async fn update_source(&self, id: &str, patch: SourcePatch) -> Result<Option<Source>>;
     /// Deletes a source, its connections and its usage; events and deliveries
@@ -30,7 +30,7 @@ pub trait CatalogStore: Send + Sync {
     async fn delete_source(&self, id: &str) -> Result<bool>;
 
     // --- destinations -------------------------------------------------------
-    /// Fails with [`StoreError::NotFound`] when a connected source is missing.
+    /// Fails with [`crate::StoreError::NotFound`] when a connected source is missing.
     async fn create_destination(&self, new: NewDestination) -> Result<Destination>;
     async fn list_destinations(&self) -> Result<Vec<Destination>>;
     async fn get_destination(&self, id: &str) -> Result<Option<Destination>>;

@@ -17,7 +17,7 @@ pub struct Source {
     pub updated_at: DateTime<Utc>,
 }
 
-/// Input to [`crate::Store::create_source`]; the caller generates id and key.
+/// Input to [`crate::CatalogStore::create_source`]; the caller generates id and key.
 #[derive(Debug, Clone)]
 pub struct NewSource {
     pub id: String,
@@ -85,7 +85,7 @@ pub struct Destination {
     pub updated_at: DateTime<Utc>,
 }
 
-/// Input to [`crate::Store::create_destination`].
+/// Input to [`crate::CatalogStore::create_destination`].
 #[derive(Debug, Clone)]
 pub struct NewDestination {
     pub id: String,

@@ -69,7 +69,7 @@ pub fn routes() -> OpenApiRouter<Arc<AppState>> {
         .routes(routes!(crate::openapi::serve))
 }
 
-/// The admin API as served: [`routes`] behind the admin token, with JSON 405s.
+/// The admin API as served: [`routes()`] behind the admin token, with JSON 405s.
 pub fn router(app: Arc<AppState>) -> Router<Arc<AppState>> {
     let (routes, _) = routes().split_for_parts();
     routes

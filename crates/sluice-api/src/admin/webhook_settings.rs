@@ -11,7 +11,7 @@
 //! back unchanged keeps the stored one.
 //!
 //! Opt-ins beside those (`standardWebhooks`, `caBundle`) live in [`extras`];
-//! the shown and accepted shapes (serde and OpenAPI types) in [`view`].
+//! the shown and accepted shapes (serde and OpenAPI types) in [`mod@view`].
 
 pub mod extras;
 pub mod view;

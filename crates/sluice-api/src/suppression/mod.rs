@@ -8,7 +8,7 @@
 //! counted in memory and flushed to the store's `usage_suppressed` counters
 //! by the same timer.
 //!
-//! - [`set`]: the ids' compact representation (an arena and a table of
+//! - `set`: the ids' compact representation (an arena and a table of
 //!   offsets, about 30 bytes per id).
 //!
 //! Cost at ingest: a request takes the read lock once (never per event)

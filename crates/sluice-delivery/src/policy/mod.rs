@@ -3,7 +3,7 @@
 //! caller passes `now` and the jitter draw, so every branch is unit-tested.
 //!
 //! - [`classify`]: status codes and transport errors → [`Class`].
-//! - [`backoff`]: exponential backoff with jitter, `Retry-After` parsing.
+//! - [`mod@backoff`]: exponential backoff with jitter, `Retry-After` parsing.
 //! - [`log_budget`]: per-destination rate limit of process-log lines.
 
 pub mod backoff;

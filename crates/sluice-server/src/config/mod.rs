@@ -1,4 +1,4 @@
-//! Configuration, in layers: the commented defaults (here and in [`sections`]), then an optional
+//! Configuration, in layers: the commented defaults (here and in `sections`), then an optional
 //! TOML file, then `SLUICE_*` environment variables (nested keys joined with
 //! `__`, e.g. `SLUICE_DELIVERY__TIMEOUT_MS=2000`), then [`Config::validate`].
 //! `docs/configuration.md` is the reference for every key.

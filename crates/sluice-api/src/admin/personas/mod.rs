@@ -6,7 +6,7 @@
 //! - [`computations`]: create (with `preview`), list, get, update, delete,
 //!   connect/disconnect destinations, audience members.
 //! - [`profiles`]: one person's identities, traits, values and events.
-//! - [`routes`]: the routes of both classes, one named handler each.
+//! - [`routes()`]: the routes of both classes, one named handler each.
 
 pub mod computations;
 pub mod profiles;
