@@ -6,6 +6,7 @@ mod fuzz;
 mod guard;
 mod headers;
 mod isolation;
+mod keepalive;
 mod outcomes;
 mod private_ca;
 mod restart;
