@@ -47,31 +47,27 @@ impl Failure {
     }
 }
 
+/// `e` and every error under it, outermost first.
+fn chain<'a>(
+    e: &'a (dyn StdError + 'static),
+) -> impl Iterator<Item = &'a (dyn StdError + 'static)> {
+    std::iter::successors(Some(e), |&err| err.source())
+}
+
 /// The guard's refusal somewhere in the chain (the resolver found only
 /// blocked addresses), if any.
 fn blocked_cause(e: &(dyn StdError + 'static)) -> Option<Blocked> {
-    let mut current: Option<&(dyn StdError + 'static)> = Some(e);
-    while let Some(err) = current {
-        if let Some(ResolveError::Blocked(blocked)) = err.downcast_ref::<ResolveError>() {
-            return Some(blocked.clone());
-        }
-        current = err.source();
-    }
-    None
+    chain(e).find_map(|err| match err.downcast_ref::<ResolveError>() {
+        Some(ResolveError::Blocked(blocked)) => Some(blocked.clone()),
+        _ => None,
+    })
 }
 
 /// The rustls error somewhere in the chain, if any. rustls errors travel
 /// inside (possibly nested) `io::Error`s, whose `source()` skips the wrapped
 /// error itself, so each `io::Error` is opened with `get_ref`.
 fn tls_cause(e: &(dyn StdError + 'static)) -> Option<String> {
-    let mut current: Option<&(dyn StdError + 'static)> = Some(e);
-    while let Some(err) = current {
-        if let Some(tls) = find_rustls(err) {
-            return Some(tls.to_string());
-        }
-        current = err.source();
-    }
-    None
+    chain(e).find_map(find_rustls).map(ToString::to_string)
 }
 
 fn find_rustls<'a>(mut err: &'a (dyn StdError + 'static)) -> Option<&'a rustls::Error> {
@@ -87,26 +83,17 @@ fn find_rustls<'a>(mut err: &'a (dyn StdError + 'static)) -> Option<&'a rustls::
 /// Whether the connector gave up connecting in time (an `io::Error` of kind
 /// `TimedOut` somewhere in the chain).
 fn timed_out(e: &(dyn StdError + 'static)) -> bool {
-    let mut current: Option<&(dyn StdError + 'static)> = Some(e);
-    while let Some(err) = current {
-        if err
-            .downcast_ref::<std::io::Error>()
+    chain(e).any(|err| {
+        err.downcast_ref::<std::io::Error>()
             .is_some_and(|io| io.kind() == std::io::ErrorKind::TimedOut)
-        {
-            return true;
-        }
-        current = err.source();
-    }
-    false
+    })
 }
 
 /// The innermost error's message: the specific one ("Connection refused").
 /// Outer messages say less, and no layer here ever names the URL, which
 /// may carry credentials.
 fn root_cause(e: &(dyn StdError + 'static)) -> String {
-    let mut last: &(dyn StdError + 'static) = e;
-    while let Some(next) = last.source() {
-        last = next;
-    }
-    last.to_string()
+    chain(e)
+        .last()
+        .map_or_else(String::new, ToString::to_string)
 }

@@ -89,14 +89,15 @@ fn parsed_host(url: Option<&url::Url>) -> String {
         .map_or_else(|| "(invalid URL)".to_owned(), str::to_owned)
 }
 
-/// Sends webhook requests. Cheap to share: the client pools connections.
-#[derive(Debug, Clone)]
+/// Sends webhook requests. One per engine, shared behind an `Arc`: its
+/// clients pool connections, and its URL cache is filled once.
+#[derive(Debug)]
 pub struct Sender {
-    clients: Arc<Clients>,
-    urls: Arc<UrlCache>,
+    clients: Clients,
+    urls: UrlCache,
     timeout: Duration,
     body_cap: usize,
-    policy: Arc<NetworkPolicy>,
+    policy: NetworkPolicy,
 }
 
 impl Sender {
@@ -115,11 +116,11 @@ impl Sender {
     ) -> Result<Self, DeliveryError> {
         let resolver = GuardedResolver::new(lookup, config.network.clone());
         Ok(Self {
-            clients: Arc::new(Clients::new(config, resolver)?),
-            urls: Arc::default(),
+            clients: Clients::new(config, resolver)?,
+            urls: UrlCache::default(),
             timeout: config.timeout,
             body_cap: config.response_body_cap,
-            policy: Arc::new(config.network.clone()),
+            policy: config.network.clone(),
         })
     }
 

@@ -61,7 +61,8 @@ impl DrainVacuum {
         }
     }
 
-    /// `n` deliveries left the pending state (or had a round recorded).
+    /// `n` reports were written: each left a dead version of its delivery's
+    /// row behind (a hand-back too, though it stays pending).
     pub(super) fn settled(&self, n: usize) {
         self.settled
             .fetch_add(u64::try_from(n).unwrap_or(u64::MAX), Ordering::Relaxed);
