@@ -84,18 +84,21 @@ where
                 Ok(handled) => handled.await?,
                 Err(refused) => refused.into_response(),
             };
-            let labels = RequestLabels {
-                path,
-                status: response.status().as_u16(),
-            };
-            app.metrics.requests.get_or_create(&labels).inc();
-            tracing::debug!(
-                status = labels.status,
-                path = %labels.path,
-                elapsed_us = start.elapsed().as_micros() as u64,
-                "request"
-            );
+            count(&app, path, response.status().as_u16(), start);
             Ok(response)
         })
     }
+}
+
+/// Counts one answered request by route pattern and status, and logs it at
+/// debug level.
+pub(crate) fn count(app: &AppState, path: String, status: u16, start: Instant) {
+    let labels = RequestLabels { path, status };
+    app.metrics.requests.get_or_create(&labels).inc();
+    tracing::debug!(
+        status,
+        path = %labels.path,
+        elapsed_us = start.elapsed().as_micros() as u64,
+        "request"
+    );
 }

@@ -131,14 +131,25 @@ pub async fn collect(
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     request: Request,
 ) -> ApiResult<Response> {
+    let endpoint = Endpoint::from_path_segment(&kind)
+        .ok_or_else(|| ApiError::not_found(&format!("collection endpoint '/v1/{kind}'")))?;
+    handle(&app, endpoint, peer, request).await
+}
+
+/// [`collect`] once the endpoint is known: what the router's handler and
+/// [`crate::app::App`]'s direct lane for collection calls both run.
+pub(crate) async fn handle(
+    app: &AppState,
+    endpoint: Endpoint,
+    peer: SocketAddr,
+    request: Request,
+) -> ApiResult<Response> {
     // The request taken whole, not a copy of its headers beside its body.
     let (parts, body) = request.into_parts();
     let headers = &parts.headers;
-    let endpoint = Endpoint::from_path_segment(&kind)
-        .ok_or_else(|| ApiError::not_found(&format!("collection endpoint '/v1/{kind}'")))?;
     // A key in the header is checked before anything is spent on the body.
     let header_route = basic_write_key(headers)
-        .map(|key| authorize(&app, &key))
+        .map(|key| authorize(app, &key))
         .transpose()?;
     // Without a key in the header the body is all we have to go on: such
     // requests draw on the small anonymous share of the body budget.
@@ -174,7 +185,7 @@ pub async fn collect(
             let key = envelope.write_key.as_deref().ok_or_else(|| {
                 ApiError::unauthorized("missing write key: use HTTP Basic auth or 'writeKey'")
             })?;
-            authorize(&app, key)?
+            authorize(app, key)?
         }
     };
     app.suppressions

@@ -1,6 +1,8 @@
 //! Sluice's HTTP surface.
 //!
 //! Modules:
+//! - [`app`]: [`App`], the application as the server calls it: the router,
+//!   plus a direct lane for collection calls.
 //! - [`ingest`]: the Segment-compatible collection API (`/v1/...`).
 //! - [`admin`]: the admin API (`/api/v1/...`).
 //! - [`routes`]: the in-memory write key → source → destinations table,
@@ -18,6 +20,7 @@
 //!   table the router serves.
 
 pub mod admin;
+pub mod app;
 pub mod auth;
 pub mod body;
 pub mod budget;
@@ -44,6 +47,7 @@ use sluice_model::Limits;
 use sluice_store::Store;
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
+pub use app::App;
 pub use budget::BodyBudget;
 pub use error::{ApiError, ApiResult};
 pub use metrics::Metrics;
@@ -103,18 +107,7 @@ impl AppState {
 
 /// The whole HTTP application.
 pub fn router(app: Arc<AppState>) -> Router {
-    // Browser clients post cross-origin with text/plain (no preflight) or
-    // application/json (preflight); either way any origin may send.
-    let cors = CorsLayer::new()
-        .allow_origin(AllowOrigin::mirror_request())
-        .allow_methods([Method::GET, Method::POST, Method::OPTIONS])
-        .allow_headers([
-            header::CONTENT_TYPE,
-            header::AUTHORIZATION,
-            header::CONTENT_ENCODING,
-        ])
-        .allow_credentials(true)
-        .max_age(Duration::from_secs(24 * 3600));
+    let cors = cors_layer();
     // The 405 fallback sits inside the CORS layer, so that preflight
     // `OPTIONS` requests still reach CORS.
     let (collection, _) = ingest::routes().split_for_parts();
@@ -142,6 +135,23 @@ pub fn router(app: Arc<AppState>) -> Router {
         // table stays private; it also counts every request.
         .layer(front::FrontLayer::new(app.clone()))
         .with_state(app)
+}
+
+/// CORS on the collection routes. Browser clients post cross-origin with
+/// text/plain (no preflight) or application/json (preflight); either way
+/// any origin may send. [`app::cors_headers`] writes the same headers for
+/// the direct lane.
+pub fn cors_layer() -> CorsLayer {
+    CorsLayer::new()
+        .allow_origin(AllowOrigin::mirror_request())
+        .allow_methods([Method::GET, Method::POST, Method::OPTIONS])
+        .allow_headers([
+            header::CONTENT_TYPE,
+            header::AUTHORIZATION,
+            header::CONTENT_ENCODING,
+        ])
+        .allow_credentials(true)
+        .max_age(Duration::from_secs(24 * 3600))
 }
 
 /// `/metrics` alone, for a listener of its own (`metrics.listen`).

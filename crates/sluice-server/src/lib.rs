@@ -299,6 +299,7 @@ pub async fn run(
     // The dashboard's pages sit next to the APIs; it adds no fallback, so
     // unknown paths keep the API's JSON 404.
     let router = sluice_api::router(app.clone()).merge(sluice_dashboard::router(app.clone()));
+    let service = sluice_api::App::new(app.clone(), router);
     let opts = serve_options(&config);
     let metrics_side = match config.metrics.listen {
         Some(addr) => {
@@ -306,7 +307,7 @@ pub async fn run(
             tracing::info!(addr = %side.local_addr()?, "metrics listening");
             Some(serve::spawn_side_listener(
                 side,
-                sluice_api::metrics_router(app),
+                sluice_api::App::router_only(sluice_api::metrics_router(app)),
                 opts.clone(),
                 stop_rx.clone(),
             ))
@@ -322,7 +323,7 @@ pub async fn run(
     );
     ready.store(true, Ordering::Release);
     let ready_flag = ready.clone();
-    serve::serve(listener, router, opts, async move {
+    serve::serve(listener, service, opts, async move {
         shutdown.await;
         ready_flag.store(false, Ordering::Release);
     })

@@ -29,9 +29,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use axum::Router;
 use hyper::server::conn::http1;
 use hyper_util::rt::TokioIo;
+use sluice_api::App;
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
@@ -64,11 +64,11 @@ fn refusal() -> Vec<u8> {
     .into_bytes()
 }
 
-/// Serves `router` on `listener` until `shutdown` completes, then drains as
+/// Serves `app` on `listener` until `shutdown` completes, then drains as
 /// described in the module documentation.
 pub async fn serve(
     listener: TcpListener,
-    router: Router,
+    app: App,
     opts: ServeOptions,
     shutdown: impl Future<Output = ()> + Send,
 ) {
@@ -94,7 +94,7 @@ pub async fn serve(
                     match tracker.admit() {
                         Some(reg) => {
                             let conn = Connection {
-                                router: router.clone(),
+                                app: app.clone(),
                                 builder: builder.clone(),
                                 opts: opts.clone(),
                                 draining: draining.clone(),
@@ -144,14 +144,14 @@ pub async fn serve(
     }
 }
 
-/// Serves `router` (metrics) on a listener of its own with the same limits.
+/// Serves `app` (metrics) on a listener of its own with the same limits.
 pub fn spawn_side_listener(
     listener: TcpListener,
-    router: Router,
+    app: App,
     opts: ServeOptions,
     stop: watch::Receiver<bool>,
 ) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(serve(listener, router, opts, crate::wait_for(stop)))
+    tokio::spawn(serve(listener, app, opts, crate::wait_for(stop)))
 }
 
 async fn refuse(mut stream: TcpStream) {
@@ -159,7 +159,7 @@ async fn refuse(mut stream: TcpStream) {
 }
 
 struct Connection {
-    router: Router,
+    app: App,
     builder: Arc<http1::Builder>,
     opts: Arc<ServeOptions>,
     draining: Arc<AtomicBool>,
@@ -171,7 +171,7 @@ impl Connection {
         let state = reg.state.clone();
         let io = TokioIo::new(ShapedIo::new(stream, state.clone()));
         let service = ConnService {
-            router: self.router.clone(),
+            app: self.app.clone(),
             peer,
             state: state.clone(),
             draining: self.draining.clone(),

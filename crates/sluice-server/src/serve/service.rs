@@ -1,7 +1,7 @@
 //! The per-connection service: hands each request to the application and
 //! keeps the connection's bookkeeping.
 //!
-//! It inserts the peer address (`ConnectInfo`), marks the connection busy
+//! It passes the peer address on to the application, marks the connection busy
 //! while the request is handled, and says `Connection: close` on a response
 //! when the request body was not read to its end (an early refusal) or the
 //! server is draining: hyper would otherwise close such a connection after
@@ -16,21 +16,18 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
 
-use axum::Router;
 use axum::body::Body;
-use axum::extract::ConnectInfo;
 use axum::http::header::CONNECTION;
 use axum::http::{HeaderValue, Request, Response};
 use bytes::Bytes;
 use http_body::{Body as HttpBody, Frame, SizeHint};
 use hyper::body::Incoming;
-use tower::ServiceExt;
 
 use super::conns::{ConnState, Phase};
 
 #[derive(Clone)]
 pub struct ConnService {
-    pub router: Router,
+    pub app: sluice_api::App,
     pub peer: SocketAddr,
     pub state: Arc<ConnState>,
     pub draining: Arc<AtomicBool>,
@@ -45,19 +42,19 @@ impl hyper::service::Service<Request<Incoming>> for ConnService {
 
     fn call(&self, req: Request<Incoming>) -> Self::Future {
         self.state.set(Phase::Busy);
-        let (mut parts, body) = req.into_parts();
-        parts.extensions.insert(ConnectInfo(self.peer));
+        let (parts, body) = req.into_parts();
         let finished = Arc::new(AtomicBool::new(body.is_end_stream()));
         let body = Body::new(Tracked {
             inner: body,
             finished: finished.clone(),
         });
         let req = Request::from_parts(parts, body);
-        let router = self.router.clone();
+        let app = self.app.clone();
+        let peer = self.peer;
         let state = self.state.clone();
         let draining = self.draining.clone();
         Box::pin(async move {
-            let Ok(mut res) = router.oneshot(req).await;
+            let mut res = app.handle(req, peer).await;
             if !finished.load(Ordering::Acquire) || draining.load(Ordering::Acquire) {
                 res.headers_mut()
                     .insert(CONNECTION, HeaderValue::from_static("close"));

@@ -7,6 +7,7 @@ mod dashboard;
 mod filters;
 mod hostile;
 mod ingest;
+mod lanes;
 mod limits;
 mod openapi;
 mod operations;
