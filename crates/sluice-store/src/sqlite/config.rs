@@ -11,8 +11,11 @@ use std::time::Duration;
 /// or a kernel crash.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Synchronous {
-    /// fsync the WAL on every commit: acknowledged events survive power loss.
-    /// One fsync per group commit, so the cost is shared by all grouped calls.
+    /// Sync the WAL on every commit: acknowledged events survive power loss.
+    /// One sync per group commit, so the cost is shared by all grouped calls.
+    /// The sync is `fdatasync(2)`, as in SQLite's own Linux builds: the
+    /// bundled library is compiled with `HAVE_FDATASYNC` (the workspace's
+    /// `.cargo/config.toml`), which a test below checks.
     #[default]
     Full,
     /// fsync only at checkpoints: survives process crashes, but the last
@@ -60,5 +63,20 @@ impl SqliteConfig {
             max_group_events: 8192,
             max_group_jobs: 1024,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The variable reaches every build script of the same cargo run, the
+    /// bundled SQLite's among them, and libsqlite3-sys rebuilds when it
+    /// changes.
+    #[test]
+    fn the_bundled_sqlite_is_built_to_sync_with_fdatasync() {
+        let flags = option_env!("LIBSQLITE3_FLAGS").unwrap_or_default();
+        assert!(
+            flags.split_whitespace().any(|f| f == "-DHAVE_FDATASYNC=1"),
+            "LIBSQLITE3_FLAGS = {flags:?}"
+        );
     }
 }
