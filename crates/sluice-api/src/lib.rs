@@ -105,7 +105,9 @@ impl AppState {
     }
 }
 
-/// The whole HTTP application.
+/// Every route of the HTTP API: collection, admin, health, readiness and
+/// (unless it has a listener of its own) metrics. The server serves it
+/// through [`App`], which takes collection calls past it.
 pub fn router(app: Arc<AppState>) -> Router {
     let cors = cors_layer();
     // The 405 fallback sits inside the CORS layer, so that preflight
