@@ -64,7 +64,7 @@ impl Encoder {
         let mut buf = Vec::with_capacity(base + input.len());
         buf.extend_from_slice(self.dictionary);
         buf.extend_from_slice(input);
-        let mut table = self.table.clone();
+        let mut table: [u16; 1 << HASH_LOG] = *self.table;
         let end = buf.len();
         if input.len() <= MATCH_START_LIMIT {
             last_literals(out, input);
@@ -80,8 +80,10 @@ impl Encoder {
                 if at > start_limit {
                     break 'blocks;
                 }
-                let bytes = read_u32(&buf, at);
-                let slot = &mut table[slot_at(&buf, at)];
+                let word = read_u64(&buf, at);
+                // The low four bytes: what a match must agree on.
+                let bytes = word as u32;
+                let slot = &mut table[slot_of(word)];
                 let candidate = usize::from(*slot);
                 // In range: every position is below 65,535 (checked above).
                 *slot = at as u16;
@@ -131,7 +133,12 @@ fn read_u64(bytes: &[u8], at: usize) -> u64 {
 /// keyed on one byte more than a match needs, candidates agree more often
 /// past their first four bytes.
 fn slot_at(bytes: &[u8], at: usize) -> usize {
-    ((read_u64(bytes, at) << 24).wrapping_mul(889_523_592_379) >> (64 - HASH_LOG)) as usize
+    slot_of(read_u64(bytes, at))
+}
+
+/// [`slot_at`] of the 8 bytes read there.
+fn slot_of(word: u64) -> usize {
+    ((word << 24).wrapping_mul(889_523_592_379) >> (64 - HASH_LOG)) as usize
 }
 
 /// How many bytes before `at` (not reaching back past `anchor`) equal those
@@ -144,8 +151,22 @@ fn backwards(buf: &[u8], anchor: usize, at: usize, candidate: usize) -> usize {
     n
 }
 
+/// How many leading bytes `a` and `b` share, compared 8 at a time.
 fn common_prefix(a: &[u8], b: &[u8]) -> usize {
-    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+    let n = a.len().min(b.len());
+    let mut at = 0;
+    while at + 8 <= n {
+        let differ = read_u64(a, at) ^ read_u64(b, at);
+        if differ != 0 {
+            return at + (differ.trailing_zeros() / 8) as usize;
+        }
+        at += 8;
+    }
+    at + a[at..n]
+        .iter()
+        .zip(&b[at..n])
+        .take_while(|(x, y)| x == y)
+        .count()
 }
 
 /// One sequence: `literals`, then `length` bytes copied from `offset` back.
