@@ -114,18 +114,11 @@ impl EventStore for SqliteStore {
             .iter()
             .map(|e| bodies::encode(&e.body))
             .collect();
-        let written = self
-            .writer
+        self.writer
             .run_as(Class::Ingest, weight, move |c| {
-                ingest::append(c, &request, &stored)?;
-                // Handed back to be freed here: freeing on the writer what a
-                // worker allocated is the allocator's slow cross-thread
-                // path, on the thread every call waits for.
-                Ok((request, stored))
+                ingest::append(c, &request, &stored)
             })
-            .await?;
-        drop(written);
-        Ok(())
+            .await
     }
 
     async fn recent_events(
