@@ -274,7 +274,10 @@ impl Dispatcher {
             // A send that would outlive the lease is handed back instead.
             match slot {
                 Some(_slot) if claimed_at.elapsed() < max_wait => {
-                    let report = deliver::attempt(&sender, &policy, due, &dest, &lane.log).await;
+                    // Boxed: the send's future is a few KB, and only sends
+                    // need it, not the deliveries queued for a slot.
+                    let attempt = deliver::attempt(&sender, &policy, due, &dest, &lane.log);
+                    let report = Box::pin(attempt).await;
                     lane.health.record(&report.outcome);
                     let _ = reports.send(report);
                 }

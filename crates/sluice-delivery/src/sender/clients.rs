@@ -9,25 +9,22 @@
 //! trusted (see `sluice_outbound::ca`): a self-signed leaf never becomes a
 //! root.
 //!
-//! Why hyper's pooled client rather than a higher-level one: a webhook
-//! send needs a pooled keep-alive connection, verified TLS and the guarded
-//! resolver, and nothing else. Redirects are never followed, no proxy is
-//! used and the sender already bounds each exchange with one timeout. A
-//! general-purpose client layers redirect tracking, retries and its own
-//! timers over the same pool, and paid for them on every send: about a
-//! third of the delivery workers' time when draining a backlog
-//! (BENCHMARKS.md, session 10).
+//! Why hyper's connections under a pool of Sluice's own rather than a
+//! higher-level client: a webhook send needs a kept-alive connection,
+//! verified TLS and the guarded resolver, and nothing else. Redirects are
+//! never followed, no proxy is used and the sender already bounds each
+//! exchange with one timeout. A general-purpose client layers redirect
+//! tracking, retries and its own timers over its pool, and paid for them on
+//! every send: about a third of the delivery workers' time when draining a
+//! backlog (BENCHMARKS.md, session 10). Why not hyper-util's pool either:
+//! see `pool`.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use bytes::Bytes;
-use http_body_util::Full;
-use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
-use hyper_util::client::legacy::Client;
+use hyper_rustls::HttpsConnectorBuilder;
 use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::{TokioExecutor, TokioTimer};
 use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
 
@@ -36,6 +33,7 @@ use crate::error::DeliveryError;
 use crate::policy::TransportError;
 
 use super::Failure;
+use super::pool::{Connector, Pool};
 use super::resolver::GuardedResolver;
 
 /// Bundles cached at most; beyond it the cache starts over (a rebuild
@@ -49,7 +47,7 @@ const POOL_IDLE: Duration = Duration::from_secs(90);
 const TCP_KEEPALIVE: Duration = Duration::from_secs(15);
 
 /// The pooled client every send goes through.
-pub(super) type HttpClient = Client<HttpsConnector<HttpConnector<GuardedResolver>>, Full<Bytes>>;
+pub(super) type HttpClient = Pool;
 
 pub(super) struct Clients {
     shared: Arc<HttpClient>,
@@ -131,6 +129,18 @@ fn build(
     pool_per_host: usize,
     extra: &[CertificateDer<'static>],
 ) -> Result<HttpClient, rustls::Error> {
+    let connector = connector(resolver, timeout, extra)?;
+    Ok(Pool::new(connector, pool_per_host, POOL_IDLE))
+}
+
+/// How every connection is made: the guarded resolver, a connect timeout,
+/// TCP keepalive, and TLS with the web PKI roots plus `extra`, offering
+/// HTTP/2 and HTTP/1.1 by ALPN.
+pub(super) fn connector(
+    resolver: &GuardedResolver,
+    timeout: Duration,
+    extra: &[CertificateDer<'static>],
+) -> Result<Connector, rustls::Error> {
     let mut roots = rustls::RootCertStore {
         roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
     };
@@ -151,18 +161,12 @@ fn build(
     http.set_keepalive(Some(TCP_KEEPALIVE));
     http.set_keepalive_interval(Some(TCP_KEEPALIVE));
     http.set_keepalive_retries(Some(3));
-    let connector = HttpsConnectorBuilder::new()
+    Ok(HttpsConnectorBuilder::new()
         .with_tls_config(tls)
         .https_or_http()
         .enable_http1()
         .enable_http2()
-        .wrap_connector(http);
-    Ok(Client::builder(TokioExecutor::new())
-        .pool_timer(TokioTimer::new())
-        .timer(TokioTimer::new())
-        .pool_idle_timeout(POOL_IDLE)
-        .pool_max_idle_per_host(pool_per_host)
-        .build(connector))
+        .wrap_connector(http))
 }
 
 /// Every certificate in the operator's PEM file (`--extra-ca-file`).

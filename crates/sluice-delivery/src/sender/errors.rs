@@ -6,6 +6,7 @@ use std::time::Duration;
 use sluice_outbound::Blocked;
 
 use super::Failure;
+use super::pool::PoolError;
 use super::resolver::ResolveError;
 use crate::policy::TransportError;
 
@@ -20,9 +21,21 @@ impl Failure {
         }
     }
 
-    /// Classifies the client's error. TLS is checked first: a certificate
+    /// Classifies the pool's error. TLS is checked first: a certificate
     /// rejection also reports as a connect error, but must not be retried.
-    pub(super) fn from_client(e: &hyper_util::client::legacy::Error, timeout: Duration) -> Self {
+    pub(super) fn from_pool(e: &PoolError, timeout: Duration) -> Self {
+        match e {
+            PoolError::Connect(e) => Self::from_transport(e.as_ref(), true, timeout),
+            PoolError::Http(e) => Self::from_transport(e, false, timeout),
+            PoolError::Target => Failure {
+                kind: TransportError::InvalidRequest,
+                message: "invalid URL".to_owned(),
+            },
+        }
+    }
+
+    /// Classifies a transport error; `connect`: no connection was made.
+    fn from_transport(e: &(dyn StdError + 'static), connect: bool, timeout: Duration) -> Self {
         if let Some(tls) = tls_cause(e) {
             return Failure {
                 kind: TransportError::Tls,
@@ -35,7 +48,7 @@ impl Failure {
         if timed_out(e) {
             return Failure::timeout(timeout);
         }
-        let (kind, label) = if e.is_connect() {
+        let (kind, label) = if connect {
             (TransportError::Connect, "connection error")
         } else {
             (TransportError::Other, "request error")

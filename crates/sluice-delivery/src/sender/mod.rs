@@ -6,11 +6,13 @@
 //! - `headers`: the request headers of one URL.
 //! - [`resolver`]: name resolution filtered by the [`NetworkPolicy`].
 //! - `errors`: transport errors → class and a secret-free message.
+//! - `pool`: kept-alive connections, polled by the send that holds them.
 //! - `urls`: webhook URLs parsed once, with their logged forms.
 
 mod clients;
 mod errors;
 mod headers;
+mod pool;
 pub mod resolver;
 mod urls;
 
@@ -21,7 +23,7 @@ use bytes::Bytes;
 use chrono::Utc;
 use http::header::{ACCEPT, AUTHORIZATION, RETRY_AFTER};
 use http::{HeaderMap, HeaderValue, Method, Request, Uri};
-use http_body_util::{BodyExt, Full};
+use http_body_util::Full;
 use sluice_outbound::{Blocked, NetworkPolicy};
 use sluice_store::{Attempt, WebhookUrl};
 
@@ -282,32 +284,17 @@ impl Sender {
         *request.method_mut() = Method::POST;
         *request.uri_mut() = target;
         *request.headers_mut() = headers;
-        let response = client
-            .request(request)
+        let reply = client
+            .exchange(request, self.body_cap)
             .await
-            .map_err(|e| Failure::from_client(&e, self.timeout))?;
-        let status = response.status().as_u16();
-        let retry_after = response
-            .headers()
+            .map_err(|e| Failure::from_pool(&e, self.timeout))?;
+        let status = reply.status;
+        let retry_after = reply
+            .headers
             .get(RETRY_AFTER)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| parse_retry_after(v, Utc::now()));
-        let mut body = response.into_body();
-        let mut kept: Vec<u8> = Vec::new();
-        // The caller's timeout bounds this read too: a late body is a timeout.
-        while kept.len() < self.body_cap {
-            match body.frame().await {
-                Some(Ok(frame)) => {
-                    if let Some(chunk) = frame.data_ref() {
-                        let room = self.body_cap - kept.len();
-                        kept.extend_from_slice(&chunk[..chunk.len().min(room)]);
-                    }
-                }
-                None => break,
-                // The status arrived; a broken body does not change its meaning.
-                Some(Err(_)) => break,
-            }
-        }
+        let kept = reply.body;
         let body = (!kept.is_empty()).then(|| String::from_utf8_lossy(&kept).into_owned());
         Ok(Answer {
             status,
