@@ -106,6 +106,10 @@ impl<'a> Scan<'a> {
             if index_key || self.keys.len() - base >= MAX_KEYS || self.keys[base..].contains(&key) {
                 return false;
             }
+            if self.keys.capacity() == 0 {
+                // One allocation for the usual object, not one per doubling.
+                self.keys.reserve(16);
+            }
             self.keys.push(key);
             if !self.eat(b':') || !self.value(depth + 1) {
                 return false;
