@@ -23,6 +23,9 @@
 //!   checkout and by a sweep every third of it).
 //! - **HTTP/2 when the receiver picks it by ALPN**: one connection per
 //!   host, shared by all sends, driven by its own task as hyper requires.
+//!   Sends that reach a new host together may each open one before the
+//!   first is shared (hyper-util made them wait for a single connect); the
+//!   extras close when their sends end.
 //! - The connector is the caller's: the guarded resolver, the connect
 //!   timeout and TLS are exactly those of every other send.
 //!
