@@ -23,7 +23,7 @@ BEGIN {
     pat[++np] = "sluice_api::ingest|sluice_api::auth";      cls[np] = "ingest handler"
     pat[++np] = "sluice_api::front|axum::|tower_http::cors"; cls[np] = "routing, CORS, front"
     pat[++np] = "hyper::proto";                             cls[np] = "hyper HTTP/1"
-    pat[++np] = "reqwest::|hyper_util::client|tower_http::follow_redirect|tower::retry"; cls[np] = "HTTP client around hyper"
+    pat[++np] = "reqwest::|hyper_util::client|tower_http::follow_redirect|tower::retry|sender::pool"; cls[np] = "HTTP client around hyper"
     pat[++np] = "send_via";                                 cls[np] = "sender, rest"
     pat[++np] = "reporter";                                 cls[np] = "reporter"
     pat[++np] = "dispatcher";                               cls[np] = "dispatcher"
