@@ -61,9 +61,20 @@ fn a_host_header_the_request_names_is_kept() {
 }
 
 /// A receiver that keeps connections open and answers every request on
-/// them with 200; it counts connections, and each connection's task sends
-/// on `closed` when our side closes it.
+/// them with 200 and `ok`; it counts connections, and each connection's
+/// task sends on `closed` when our side closes it.
 async fn kept_alive_receiver() -> (
+    String,
+    Arc<AtomicUsize>,
+    tokio::sync::mpsc::UnboundedReceiver<()>,
+) {
+    receiver_answering(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok".to_vec()).await
+}
+
+/// [`kept_alive_receiver`] with another answer.
+async fn receiver_answering(
+    answer: Vec<u8>,
+) -> (
     String,
     Arc<AtomicUsize>,
     tokio::sync::mpsc::UnboundedReceiver<()>,
@@ -73,10 +84,12 @@ async fn kept_alive_receiver() -> (
     let connections = Arc::new(AtomicUsize::new(0));
     let (closed_tx, closed) = tokio::sync::mpsc::unbounded_channel();
     let counted = connections.clone();
+    let answer: Arc<[u8]> = answer.into();
     tokio::spawn(async move {
         while let Ok((mut stream, _)) = listener.accept().await {
             counted.fetch_add(1, Ordering::SeqCst);
             let closed_tx = closed_tx.clone();
+            let answer = answer.clone();
             tokio::spawn(async move {
                 let mut seen = Vec::new();
                 let mut buf = [0u8; 4096];
@@ -88,8 +101,7 @@ async fn kept_alive_receiver() -> (
                     // Each request here is a head with an empty body.
                     while let Some(end) = seen.windows(4).position(|w| w == b"\r\n\r\n") {
                         seen.drain(..end + 4);
-                        let answer = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
-                        if stream.write_all(answer).await.is_err() {
+                        if stream.write_all(&answer).await.is_err() {
                             return;
                         }
                     }
@@ -137,5 +149,24 @@ async fn idle_connections_are_closed_after_the_idle_timeout() {
         .await
         .expect("closed by the sweep");
     assert_eq!(post(&pool, &url).await, 200);
+    assert_eq!(connections.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
+async fn a_connection_whose_answer_was_cut_at_the_cap_is_not_kept() {
+    let body = "x".repeat(64 * 1024);
+    let answer = format!(
+        "HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let (url, connections, _closed) = receiver_answering(answer.into_bytes()).await;
+    let pool = pool(Duration::from_secs(90));
+    for _ in 0..2 {
+        let reply = pool.exchange(request(&url), 1024).await.expect("answer");
+        assert_eq!(reply.status, 200);
+        assert_eq!(reply.body.len(), 1024);
+    }
+    // The rest of each body was never read, so neither connection could
+    // carry another request.
     assert_eq!(connections.load(Ordering::SeqCst), 2);
 }
