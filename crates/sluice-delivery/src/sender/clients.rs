@@ -46,17 +46,14 @@ const POOL_IDLE: Duration = Duration::from_secs(90);
 /// Idle time before the first TCP keepalive probe, and between probes.
 const TCP_KEEPALIVE: Duration = Duration::from_secs(15);
 
-/// The pooled client every send goes through.
-pub(super) type HttpClient = Pool;
-
 pub(super) struct Clients {
-    shared: Arc<HttpClient>,
+    shared: Arc<Pool>,
     resolver: GuardedResolver,
     timeout: Duration,
     pool_per_host: usize,
     /// The operator's process-wide extra roots, trusted by every client.
     global_roots: Vec<CertificateDer<'static>>,
-    by_bundle: Mutex<HashMap<String, Arc<HttpClient>>>,
+    by_bundle: Mutex<HashMap<String, Arc<Pool>>>,
 }
 
 impl std::fmt::Debug for Clients {
@@ -92,7 +89,7 @@ impl Clients {
     }
 
     /// The client for a destination with `bundle` (none: the shared one).
-    pub(super) fn get(&self, bundle: Option<&str>) -> Result<Arc<HttpClient>, Failure> {
+    pub(super) fn get(&self, bundle: Option<&str>) -> Result<Arc<Pool>, Failure> {
         let Some(bundle) = bundle.filter(|b| !b.trim().is_empty()) else {
             return Ok(self.shared.clone());
         };
@@ -128,7 +125,7 @@ fn build(
     timeout: Duration,
     pool_per_host: usize,
     extra: &[CertificateDer<'static>],
-) -> Result<HttpClient, rustls::Error> {
+) -> Result<Pool, rustls::Error> {
     let connector = connector(resolver, timeout, extra)?;
     Ok(Pool::new(connector, pool_per_host, POOL_IDLE))
 }

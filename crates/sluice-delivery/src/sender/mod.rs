@@ -33,11 +33,12 @@ use crate::policy::{
     Class, TransportError, UrlVerdict, classify_error, classify_status, parse_retry_after,
 };
 
-use clients::{Clients, HttpClient};
+use clients::Clients;
 pub use headers::{
     ATTEMPT_HEADER, MESSAGE_ID_HEADER, SIGNATURE_HEADER, USER_AGENT, WEBHOOK_ID_HEADER,
     WEBHOOK_SIGNATURE_HEADER, WEBHOOK_TIMESTAMP_HEADER, build as build_headers,
 };
+use pool::Pool;
 use resolver::{GuardedResolver, Lookup, SystemLookup};
 use urls::UrlCache;
 
@@ -158,7 +159,7 @@ impl Sender {
 
     async fn send_via(
         &self,
-        client: Result<Arc<HttpClient>, Failure>,
+        client: Result<Arc<Pool>, Failure>,
         url: &WebhookUrl,
         job: &Job,
     ) -> UrlResult {
@@ -272,7 +273,7 @@ impl Sender {
     /// The request and a capped read of the response.
     async fn exchange(
         &self,
-        client: &HttpClient,
+        client: &Pool,
         target: Uri,
         mut headers: HeaderMap,
         body: Bytes,

@@ -37,7 +37,7 @@ pub(super) async fn connect(
             .timer(TokioTimer::new())
             .handshake(io)
             .await
-            .map_err(PoolError::Http)?;
+            .map_err(|e| PoolError::Connect(Box::new(e)))?;
         tokio::spawn(async move {
             if let Err(e) = conn.await {
                 tracing::debug!(error = %e, "HTTP/2 connection ended");
@@ -45,7 +45,10 @@ pub(super) async fn connect(
         });
         return Ok(Fresh::H2(H2 { send }));
     }
-    let (send, conn) = http1::handshake(io).await.map_err(PoolError::Http)?;
+    // A failed handshake sent no request: it counts as a connect error.
+    let (send, conn) = http1::handshake(io)
+        .await
+        .map_err(|e| PoolError::Connect(Box::new(e)))?;
     Ok(Fresh::H1(H1 {
         send,
         conn: Box::pin(conn),
@@ -72,10 +75,6 @@ pub(super) struct H1 {
 impl H1 {
     pub(super) fn host(&self) -> Option<&HeaderValue> {
         self.host.as_ref()
-    }
-
-    pub(super) fn idle_for(&self) -> Duration {
-        self.idle_since.elapsed()
     }
 
     pub(super) fn idle_at(&self, now: Instant) -> Duration {

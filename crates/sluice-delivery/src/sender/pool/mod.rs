@@ -67,9 +67,10 @@ pub(super) struct Reply {
 /// Why an exchange produced no answer.
 #[derive(Debug)]
 pub(super) enum PoolError {
-    /// No connection: resolving (and the network guard), connecting, TLS.
+    /// No connection: resolving (and the network guard), connecting, TLS,
+    /// the HTTP handshake.
     Connect(Box<dyn std::error::Error + Send + Sync>),
-    /// The connection failed during the exchange, or its handshake did.
+    /// The connection failed during the exchange.
     Http(hyper::Error),
     /// The target has no scheme or host.
     Target,
@@ -219,7 +220,7 @@ impl Shared {
     async fn checkout(&self, key: &Key) -> Option<H1> {
         loop {
             let mut h1 = self.lock().idle.get_mut(key)?.pop()?;
-            if h1.idle_for() < self.idle_timeout && h1.usable().await {
+            if h1.idle_at(Instant::now()) < self.idle_timeout && h1.usable().await {
                 return Some(h1);
             }
         }

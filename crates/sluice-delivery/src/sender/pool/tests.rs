@@ -170,3 +170,14 @@ async fn a_connection_whose_answer_was_cut_at_the_cap_is_not_kept() {
     // carry another request.
     assert_eq!(connections.load(Ordering::SeqCst), 2);
 }
+
+/// Every send's future embeds the exchange's: the rare paths (connecting,
+/// HTTP/2) are boxed so that it stays small. Inlined, they made it 8,128
+/// bytes and raised peak RSS by about 7 MB (BENCHMARKS.md, session 13).
+#[test]
+fn an_exchange_future_stays_small() {
+    let pool = pool(Duration::from_secs(1));
+    let exchange = pool.exchange(request("http://127.0.0.1:1/"), 16);
+    let size = std::mem::size_of_val(&exchange);
+    assert!(size < 4096, "the exchange future is {size} bytes");
+}
