@@ -13,7 +13,9 @@ use std::time::Instant;
 
 use sluice_store::sqlite::{decode_body, encode_body};
 
-const SAMPLE: &str = r#"{"type":"track","messageId":"e2e-000003000","userId":"user-003000","event":"Order Completed","properties":{"orderId":"ord-0000003000","revenue":129.95,"currency":"USD","coupon":"SPRING24","products":[{"sku":"sku-48213","name":"Trail Running Shoe","price":129.95,"quantity":1}]},"context":{"library":{"name":"analytics-go","version":"3.3.0"},"ip":"203.0.113.42","locale":"en-US"},"timestamp":"2026-11-24T22:36:46.517Z","receivedAt":"2026-11-24T22:36:46.517Z","originalTimestamp":"2026-11-24T22:36:46.391Z","sentAt":"2026-11-24T22:36:46.391Z"}"#;
+/// A call shaped like `sluice-bench`'s, as ingest stores it (shared with
+/// `sluice-delivery`'s `render_cost` example).
+const SAMPLE: &str = include_str!("../../../bench/samples/stored-track-call.json");
 
 const ROUNDS: u32 = 200_000;
 
