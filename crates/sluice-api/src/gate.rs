@@ -9,7 +9,9 @@
 //!    with no deliveries; identify and group calls lose blocked trait keys;
 //! 3. `integrations` routing (`Webhooks` on or off), as before;
 //! 4. each routed destination's filters: dropped → a `filtered` delivery
-//!    with the filter's name; fields dropped → a per-destination body.
+//!    with the filter's name; fields dropped → a per-destination body. The
+//!    values they test are read through the event's outline (where the parse
+//!    wrote each top-level value), unless a rule rewrote the body.
 
 use sluice_model::{Event, destination_enabled};
 use sluice_schema::{FilterOutcome, Shape, Verdict};
@@ -27,6 +29,8 @@ pub fn screen(route: &SourceRoute, event: Event, track_schema: bool) -> (NewEven
         ..NewEvent::default()
     };
     let mut body = event.json;
+    // Where each top-level value sits in `body`, while `body` is unchanged.
+    let mut outline = event.outline;
     let needs_shape =
         track_schema || route.rules.is_some() || (routed && !route.filters.is_empty());
     if !needs_shape {
@@ -51,6 +55,7 @@ pub fn screen(route: &SourceRoute, event: Event, track_schema: bool) -> (NewEven
         }
         if let Some(stripped) = rules.strip_traits(&shape, &body) {
             body = stripped;
+            outline = None;
         }
     }
     if routed {
@@ -58,7 +63,7 @@ pub fn screen(route: &SourceRoute, event: Event, track_schema: bool) -> (NewEven
             let filters = route.filters.iter().find(|(d, _)| d == destination);
             let outcome = match filters {
                 None => FilterOutcome::Send,
-                Some((_, set)) => set.apply(&shape, &body),
+                Some((_, set)) => set.apply(&shape, &body, outline.as_ref()),
             };
             match outcome {
                 FilterOutcome::Send => stored.destination_ids.push(destination.clone()),

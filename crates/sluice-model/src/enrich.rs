@@ -97,6 +97,12 @@ pub(crate) fn enrich<'a>(
         .shapes
         .then(|| crate::shape::of_call(&call, event_type));
 
+    // The outline serves the same readers as the shape (filters).
+    let (json, outline) = if received.shapes {
+        call.to_json_outlined(raw_len)
+    } else {
+        (call.to_json(raw_len), None)
+    };
     Ok(Event {
         message_id,
         event_type,
@@ -104,9 +110,10 @@ pub(crate) fn enrich<'a>(
         anonymous_id: identity.anonymous_id,
         received_at,
         timestamp,
-        json: call.to_json(raw_len),
+        json,
         integrations,
         shape,
+        outline,
     })
 }
 

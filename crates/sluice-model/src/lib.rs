@@ -14,6 +14,9 @@
 //! - [`shape`]: what an event looks like to the source schema, its rules and
 //!   filters (type, name, top-level property or trait keys and JSON types),
 //!   taken during the parse when asked.
+//! - [`outline`]: where each top-level member sits in a stored message's
+//!   text, noted while writing it (with the shape), so filters read a
+//!   value without scanning the rest.
 //! - [`routing`]: the `integrations` object decides whether a destination gets a call.
 //! - `raw` (internal): a call's top level with values kept as raw JSON text
 //!   (the ingest fast path); [`RawTop`] is its read-only public face.
@@ -23,6 +26,7 @@ pub mod enrich;
 pub mod error;
 pub mod kind;
 pub mod limits;
+pub mod outline;
 pub mod parse;
 pub(crate) mod raw;
 pub mod routing;
@@ -34,6 +38,7 @@ mod validate;
 pub use error::{ErrorCode, ValidationError};
 pub use kind::{Endpoint, EventType};
 pub use limits::Limits;
+pub use outline::Outline;
 pub use parse::{Envelope, Event, RequestContext, parse_request, parse_request_with_shapes};
 pub use raw::RawTop;
 pub use routing::destination_enabled;

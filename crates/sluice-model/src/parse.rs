@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 
 use crate::enrich::{BatchDefaults, Received, enrich, not_an_object, time_field};
 use crate::raw::{self, Field, RawObject, value_field};
-use crate::{Endpoint, ErrorCode, EventType, Limits, Shape, ValidationError, text};
+use crate::{Endpoint, ErrorCode, EventType, Limits, Outline, Shape, ValidationError, text};
 
 /// Facts about the HTTP request that enrichment needs.
 #[derive(Debug, Clone)]
@@ -54,6 +54,9 @@ pub struct Event {
     /// The call's shape, when the request was parsed with
     /// [`parse_request_with_shapes`].
     pub shape: Option<Shape>,
+    /// Where each top-level member sits in [`Event::json`], taken with the
+    /// shape.
+    pub outline: Option<Outline>,
 }
 
 impl Event {

@@ -24,6 +24,8 @@ use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::{Map, Number, Value};
 
+use crate::outline::Outline;
+
 /// One top-level value: client text, a value the server set, or a nested
 /// object opened one level (`context`).
 #[derive(Debug, Clone)]
@@ -129,23 +131,38 @@ impl<'a> RawObject<'a> {
     /// The object as compact JSON text; `size_hint` is the raw length.
     pub fn to_json(&self, size_hint: usize) -> String {
         let mut out = Vec::with_capacity(size_hint + 192);
-        self.write(&mut out);
-        // Every piece is either text of a `&str` or serde_json output.
-        String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into())
+        self.write(&mut out, None);
+        text(out)
     }
 
-    fn write(&self, out: &mut Vec<u8>) {
+    /// [`Self::to_json`], and where each top-level member went in it.
+    pub fn to_json_outlined(&self, size_hint: usize) -> (String, Option<Outline>) {
+        let mut out = Vec::with_capacity(size_hint + 192);
+        let mut outline = Outline::with_capacity(self.entries.len());
+        self.write(&mut out, Some(&mut outline));
+        match String::from_utf8(out) {
+            Ok(json) => (json, Some(outline)),
+            Err(e) => (text(e.into_bytes()), None),
+        }
+    }
+
+    fn write(&self, out: &mut Vec<u8>, mut outline: Option<&mut Outline>) {
         out.push(b'{');
         for (i, (key, slot)) in self.entries.iter().enumerate() {
             if i > 0 {
                 out.push(b',');
             }
+            let key_at = out.len();
             write_key(key, out);
+            let key_end = out.len();
             out.push(b':');
             match slot {
                 Slot::Raw(raw) => out.extend_from_slice(raw.get().as_bytes()),
                 Slot::Owned(value) => write_value(value, out),
-                Slot::Object(object) => object.write(out),
+                Slot::Object(object) => object.write(out, None),
+            }
+            if let Some(outline) = outline.as_deref_mut() {
+                outline.push(out, key_at..key_end, key_end + 1..out.len());
             }
         }
         out.push(b'}');
@@ -256,6 +273,12 @@ pub(crate) fn slot_map(slot: &Slot<'_>) -> Option<Map<String, Value>> {
         Slot::Owned(_) => None,
         Slot::Object(object) => serde_json::from_str(&object.to_json(0)).ok(),
     }
+}
+
+/// Written JSON as a `String`: every piece is either text of a `&str` or
+/// serde_json output, so the lossy path is a guard only.
+fn text(out: Vec<u8>) -> String {
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into())
 }
 
 fn write_key(key: &str, out: &mut Vec<u8>) {

@@ -18,11 +18,12 @@
 //! this destination is sent.
 
 use serde_json::{Map, Value};
+use sluice_model::Outline;
 
 use crate::RuleError;
 use crate::condition::Condition;
 use crate::path::PropertyPath;
-use crate::read::read_paths;
+use crate::read::{read_paths, read_paths_outlined};
 use crate::shape::Shape;
 
 /// Most filters one destination may have.
@@ -145,7 +146,9 @@ impl FilterSet {
     /// removals). The body is read only for paths the shape cannot rule out,
     /// once for all of them (conditions and fields to remove alike), and
     /// parsed whole only when a `drop_fields` filter has something to remove.
-    pub fn apply(&self, shape: &Shape, body: &str) -> FilterOutcome {
+    /// With the body's `outline` (ingest has it), only the top-level values
+    /// the paths start at are read.
+    pub fn apply(&self, shape: &Shape, body: &str, outline: Option<&Outline>) -> FilterOutcome {
         if self.filters.is_empty() {
             return FilterOutcome::Send;
         }
@@ -153,6 +156,7 @@ impl FilterSet {
             set: self,
             shape,
             body,
+            outline,
             read: None,
         };
         let matches = |i: usize, f: &Filter, values: &mut Values<'_>| match &f.when {
@@ -202,6 +206,7 @@ struct Values<'a> {
     set: &'a FilterSet,
     shape: &'a Shape,
     body: &'a str,
+    outline: Option<&'a Outline>,
     read: Option<Vec<Option<Value>>>,
 }
 
@@ -225,7 +230,11 @@ impl Values<'_> {
         if live.is_empty() {
             return Vec::new();
         }
-        let mut got = read_paths(self.body, &live).into_iter();
+        let got = match self.outline {
+            Some(outline) => read_paths_outlined(self.body, outline, &live),
+            None => read_paths(self.body, &live),
+        };
+        let mut got = got.into_iter();
         self.set
             .paths
             .iter()
@@ -334,7 +343,42 @@ mod tests {
 
     fn apply(doc: Value, body: &str) -> FilterOutcome {
         let set = FilterSet::parse(&doc).unwrap();
-        set.apply(&Shape::of(body, "track"), body)
+        set.apply(&Shape::of(body, "track"), body, None)
+    }
+
+    #[test]
+    fn reading_through_the_outline_decides_as_reading_the_text() {
+        let doc = json!({"filters": [
+            {"name": "internal", "action": "drop",
+             "when": {"field": "properties.coupon", "op": "eq", "value": "INTERNAL"}},
+            {"name": "huge", "action": "drop",
+             "when": {"field": "properties.total", "op": "gt", "value": 1000}},
+            {"name": "ssn", "action": "drop",
+             "when": {"field": "traits.ssn", "op": "exists"}},
+            {"name": "pii", "action": "drop_fields",
+             "fields": ["properties.email", "context.ip", "properties.plan.tier"]}
+        ]});
+        let set = FilterSet::parse(&doc).unwrap();
+        let calls = [
+            r#"{"userId":"u","event":"E","properties":{"coupon":"INTERNAL"}}"#,
+            r#"{"userId":"u","event":"E","properties":{"total":5000}}"#,
+            r#"{"userId":"u","event":"E","properties":{"total":5},"traits":{"ssn":"1"}}"#,
+            r#"{"userId":"u","event":"E","properties":{"email":"a@b","plan":{"tier":"x"}}}"#,
+            r#"{"userId":"u","event":"E","properties":{"total":5},"context":{"ip":"1.2.3.4"}}"#,
+        ];
+        let mut outcomes = Vec::new();
+        for call in calls {
+            let (body, outline) = crate::read::tests::stored(call);
+            let shape = Shape::of(&body, "track");
+            let outcome = set.apply(&shape, &body, Some(&outline));
+            assert_eq!(outcome, set.apply(&shape, &body, None), "{body}");
+            outcomes.push(outcome);
+        }
+        assert_eq!(outcomes[0], FilterOutcome::Drop("internal".into()));
+        assert_eq!(outcomes[1], FilterOutcome::Drop("huge".into()));
+        assert_eq!(outcomes[2], FilterOutcome::Drop("ssn".into()));
+        assert!(matches!(&outcomes[3], FilterOutcome::SendBody(b) if !b.contains("a@b")));
+        assert!(matches!(&outcomes[4], FilterOutcome::SendBody(b) if !b.contains("\"ip\"")));
     }
 
     #[test]
@@ -374,12 +418,12 @@ mod tests {
         let set = FilterSet::parse(&doc).unwrap();
         let vip = r#"{"type":"identify","traits":{"vip":true}}"#;
         assert_eq!(
-            set.apply(&Shape::of(vip, "identify"), vip),
+            set.apply(&Shape::of(vip, "identify"), vip, None),
             FilterOutcome::Drop("vip".into())
         );
         let other = r#"{"type":"identify","traits":{"vip":false}}"#;
         assert_eq!(
-            set.apply(&Shape::of(other, "identify"), other),
+            set.apply(&Shape::of(other, "identify"), other, None),
             FilterOutcome::Send
         );
     }

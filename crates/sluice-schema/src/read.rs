@@ -2,19 +2,20 @@
 //!
 //! Why: a filter condition on `properties.total` needs one value, yet
 //! parsing the whole message into a `Map` to get it allocates every key and
-//! string of the event. [`read_paths`] walks the text once, builds only the
-//! values at the paths asked for, and skips everything else without
-//! building it.
+//! string of the event. [`read_paths`] steps through the text once with
+//! `scan`, parses only the values at the paths asked for, and skips the rest
+//! without tokenizing it. [`read_paths_outlined`] does not even step through
+//! the rest: the message's [`Outline`] says where each top-level value is.
+//! The text is a stored message, so valid JSON (see `scan` for what is and
+//! is not checked).
 //!
 //! Duplicate keys behave as in a parsed `Map`: the last value wins.
 
-use std::borrow::Cow;
-use std::fmt;
-
-use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
+use sluice_model::Outline;
 
 use crate::path::PropertyPath;
+use crate::scan::{Malformed, members};
 
 /// The value at each of `paths` in `body` (`None` where a path is missing,
 /// passes through a non-object, or the text does not parse), in order.
@@ -23,135 +24,108 @@ pub fn read_paths(body: &str, paths: &[&PropertyPath]) -> Vec<Option<Value>> {
     if paths.is_empty() {
         return out;
     }
-    let segments: Vec<&[String]> = paths.iter().map(|p| p.segments()).collect();
-    let walker = Walker {
-        paths: &segments,
-        depth: 0,
-        active: (0..paths.len()).collect(),
-        out: &mut out,
-    };
-    let mut de = serde_json::Deserializer::from_str(body);
-    if walker.deserialize(&mut de).is_err() {
+    let active: Vec<usize> = (0..paths.len()).collect();
+    if walk(body, 0, paths, &active, &mut out).is_err() {
         return vec![None; paths.len()];
     }
     out
 }
 
-/// Walks one value at `depth`, for the paths in `active` that lead through it.
-struct Walker<'s> {
-    paths: &'s [&'s [String]],
+/// [`read_paths`] for a stored message whose [`Outline`] is known: each
+/// path's first key is looked up in the outline and only that member's value
+/// is read, so the rest of the message is not scanned at all (a path whose
+/// first key the message lacks costs no read).
+pub fn read_paths_outlined(
+    body: &str,
+    outline: &Outline,
+    paths: &[&PropertyPath],
+) -> Vec<Option<Value>> {
+    let mut out = vec![None; paths.len()];
+    let top = |i: usize| paths[i].segments()[0].as_str();
+    let mut active: Vec<usize> = Vec::with_capacity(paths.len());
+    for first in 0..paths.len() {
+        if (0..first).any(|i| top(i) == top(first)) {
+            continue; // read with the first path under this key
+        }
+        let Some(text) = outline.value(body, top(first)) else {
+            continue;
+        };
+        active.clear();
+        active.extend((first..paths.len()).filter(|&i| top(i) == top(first)));
+        if read_member(text, 1, paths, &active, &mut out).is_err() {
+            return vec![None; paths.len()];
+        }
+    }
+    out
+}
+
+/// Reads, from the object `text`, the paths in `active` that lead through
+/// it; its keys are their segment `depth`. A value that is not an object
+/// holds none of them.
+fn walk(
+    text: &str,
     depth: usize,
-    active: Vec<usize>,
-    out: &'s mut Vec<Option<Value>>,
-}
-
-impl<'de> DeserializeSeed<'de> for Walker<'_> {
-    type Value = ();
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Walker<'_> {
-    type Value = ();
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("any JSON value")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let mut matched: Vec<usize> = Vec::new();
-        while let Some(Key(key)) = map.next_key()? {
-            matched.clear();
-            matched.extend(
-                self.active
-                    .iter()
-                    .copied()
-                    .filter(|&i| self.paths[i][self.depth] == key.as_ref()),
-            );
-            if matched.is_empty() {
-                map.next_value::<IgnoredAny>()?;
-                continue;
-            }
-            // A repeated key replaces what an earlier one gave.
-            for &i in &matched {
-                self.out[i] = None;
-            }
-            let ends_here = matched
+    paths: &[&PropertyPath],
+    active: &[usize],
+    out: &mut [Option<Value>],
+) -> Result<(), Malformed> {
+    let Some(object) = members(text) else {
+        return Ok(());
+    };
+    let mut matched: Vec<usize> = Vec::new();
+    for member in object {
+        let (key, value) = member?;
+        matched.clear();
+        matched.extend(
+            active
                 .iter()
-                .any(|&i| self.paths[i].len() == self.depth + 1);
-            if ends_here {
-                // Some path ends at this key: build the value and read the
-                // longer paths, if any, from it.
-                let value: Value = map.next_value()?;
-                for &i in &matched {
-                    let rest = &self.paths[i][self.depth + 1..];
-                    self.out[i] = rest
-                        .iter()
-                        .try_fold(&value, |at, k| at.as_object()?.get(k))
-                        .cloned();
-                }
-            } else {
-                map.next_value_seed(Walker {
-                    paths: self.paths,
-                    depth: self.depth + 1,
-                    active: matched.clone(),
-                    out: &mut *self.out,
-                })?;
-            }
+                .copied()
+                .filter(|&i| paths[i].segments()[depth] == key.as_ref()),
+        );
+        if !matched.is_empty() {
+            read_member(value, depth + 1, paths, &matched, out)?;
         }
-        Ok(())
     }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(())
-    }
-    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_str<E: de::Error>(self, _: &str) -> Result<(), E> {
-        Ok(())
-    }
+    Ok(())
 }
 
-/// A key, borrowed from the text unless it had escapes.
-struct Key<'de>(Cow<'de, str>);
-
-impl<'de> de::Deserialize<'de> for Key<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Key<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a string key")
+/// Reads the paths in `active`, whose first `depth` segments lead to the
+/// value `text`: those that end there take it (parsed once), the longer ones
+/// are read from inside it. Whatever an earlier member of the same key
+/// gave them is replaced.
+fn read_member(
+    text: &str,
+    depth: usize,
+    paths: &[&PropertyPath],
+    active: &[usize],
+    out: &mut [Option<Value>],
+) -> Result<(), Malformed> {
+    let mut value: Option<Value> = None;
+    let mut longer = false;
+    for &i in active {
+        out[i] = None;
+        if paths[i].segments().len() == depth {
+            if value.is_none() {
+                value = Some(serde_json::from_str(text).map_err(|_| Malformed)?);
             }
-            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Key<'de>, E> {
-                Ok(Key(Cow::Borrowed(v)))
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Key<'de>, E> {
-                Ok(Key(Cow::Owned(v.to_owned())))
-            }
+            out[i] = value.clone();
+        } else {
+            longer = true;
         }
-        d.deserialize_str(V)
     }
+    if longer {
+        let deeper: Vec<usize> = active
+            .iter()
+            .copied()
+            .filter(|&i| paths[i].segments().len() > depth)
+            .collect();
+        walk(text, depth, paths, &deeper, out)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use serde_json::json;
 
@@ -201,5 +175,62 @@ mod tests {
     fn unparseable_text_reads_nothing() {
         let p = path("properties.a");
         assert_eq!(read_paths("{\"properties\":{\"a\":1", &[&p]), [None]);
+    }
+
+    /// A track call as ingest stores it, with its outline.
+    pub(crate) fn stored(call: &str) -> (String, Outline) {
+        let ctx = sluice_model::RequestContext {
+            received_at: chrono::Utc::now(),
+            client_ip: None,
+        };
+        let envelope = sluice_model::parse_request_with_shapes(
+            sluice_model::Endpoint::Single(sluice_model::EventType::Track),
+            call.as_bytes(),
+            &ctx,
+            &sluice_model::Limits::default(),
+        )
+        .unwrap();
+        let event = envelope.events.into_iter().next().unwrap();
+        (event.json, event.outline.unwrap())
+    }
+
+    #[test]
+    fn reading_through_the_outline_agrees_with_reading_the_text() {
+        let calls = [
+            r#"{"userId":"u","event":"E","properties":{"a":1,"a":{"b":2},"s":"x\"y","n":null},"context":{"ip":"1.2.3.4","traits":{"t":1}}}"#,
+            r#"{"userId":"u","event":"E","properties":[1,2],"traits":{"ssn":"x"}}"#,
+            r#"{"userId":"u","event":"E","properties":{"plan":{"tier":"pro","seats":3}},"properties":{"plan":{"tier":"team"}}}"#,
+            r#"{"userId":"u","event":"E"}"#,
+        ];
+        let paths = [
+            "properties.a.b",
+            "properties.a",
+            "properties.s",
+            "properties.n",
+            "properties.plan.tier",
+            "properties.plan",
+            "properties",
+            "traits.ssn",
+            "context.traits.t",
+            "context.ip.x",
+            "event",
+            "nothing.here",
+        ]
+        .map(path);
+        let refs: Vec<&PropertyPath> = paths.iter().collect();
+        for call in calls {
+            let (body, outline) = stored(call);
+            let plain = read_paths(&body, &refs);
+            assert_eq!(read_paths_outlined(&body, &outline, &refs), plain, "{body}");
+            assert!(plain.iter().any(Option::is_some), "{body}");
+            // One path at a time, in another order, agrees too.
+            for p in refs.iter().rev() {
+                assert_eq!(
+                    read_paths_outlined(&body, &outline, &[p]),
+                    read_paths(&body, &[p]),
+                    "{p} in {body}"
+                );
+            }
+        }
     }
 }

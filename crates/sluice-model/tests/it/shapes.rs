@@ -2,8 +2,9 @@
 //! read from the stored body afterwards, and the parse is otherwise the same.
 
 use proptest::prelude::*;
+use serde_json::{Map, Value};
 use sluice_model::{
-    Endpoint, EventType, JsonType, Limits, Shape, parse_request, parse_request_with_shapes,
+    Endpoint, Event, EventType, JsonType, Limits, Shape, parse_request, parse_request_with_shapes,
 };
 
 use crate::fuzz::{body, call};
@@ -49,6 +50,49 @@ fn without_shapes_the_parse_takes_none() {
     assert_eq!(envelope.events[0].shape, None);
 }
 
+/// Every top-level member of the stored body is where the event's outline
+/// says, and the outline names nothing else.
+fn outline_agrees_with_the_parsed_body(event: &Event) -> bool {
+    let Some(outline) = &event.outline else {
+        return false;
+    };
+    let parsed: Map<String, Value> = match serde_json::from_str(&event.json) {
+        Ok(map) => map,
+        Err(_) => return false,
+    };
+    outline.len() == parsed.len()
+        && parsed.iter().all(|(key, value)| {
+            outline
+                .value(&event.json, key)
+                .and_then(|text| serde_json::from_str::<Value>(text).ok())
+                .as_ref()
+                == Some(value)
+        })
+        && outline.value(&event.json, "no such key").is_none()
+}
+
+#[test]
+fn the_outline_finds_each_top_level_value_of_the_stored_text() {
+    // A repeated key (last value kept), an escaped key, a nested object.
+    let body = br#"{"userId":"u","event":"E","properties":{"a":1},"properties":{"b":[2,"}"]},"we\"ird":"x","context":{"ip":"1.2.3.4","library":{"name":"n"}}}"#;
+    let envelope = parse_request_with_shapes(
+        Endpoint::Single(EventType::Track),
+        body,
+        &ctx(),
+        &Limits::default(),
+    )
+    .expect("accepted");
+    let event = &envelope.events[0];
+    let outline = event.outline.as_ref().expect("outline taken");
+    assert_eq!(
+        outline.value(&event.json, "properties"),
+        Some(r#"{"b":[2,"}"]}"#)
+    );
+    assert_eq!(outline.value(&event.json, "we\"ird"), Some(r#""x""#));
+    assert_eq!(outline.value(&event.json, "traits"), None);
+    assert!(outline_agrees_with_the_parsed_body(event));
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, failure_persistence: None, ..ProptestConfig::default() })]
 
@@ -71,6 +115,8 @@ proptest! {
                 prop_assert_eq!(p.json.len(), s.json.len());
                 let read = Shape::of(&s.json, s.event_type.as_str());
                 prop_assert_eq!(s.shape.as_ref(), Some(&read));
+                prop_assert_eq!(&p.outline, &None);
+                prop_assert!(outline_agrees_with_the_parsed_body(s));
             }
         }
     }
