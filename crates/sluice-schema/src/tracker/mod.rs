@@ -155,55 +155,20 @@ impl Tracker {
             return;
         };
         let mut key = String::with_capacity(64);
+        // The entries the previous call went to. A batch often repeats one
+        // event with the same keys; its entries are then bumped in place,
+        // without building their keys or hashing them again.
+        let mut last: Option<(&Shape, Vec<usize>)> = None;
         for shape in shapes {
-            let name = shape.name.as_deref();
-            match (shape.kind, name) {
-                ("track", Some(event)) => {
-                    pending.add(
-                        &mut key,
-                        EntryKind::Track,
-                        event,
-                        "",
-                        0,
-                        at_ms,
-                        self.max_entries,
-                    );
-                    for (prop, t) in &shape.fields {
-                        pending.add(
-                            &mut key,
-                            EntryKind::Property,
-                            event,
-                            prop,
-                            t.bit(),
-                            at_ms,
-                            self.max_entries,
-                        );
-                    }
-                }
-                ("page", Some(n)) => {
-                    pending.add(&mut key, EntryKind::Page, n, "", 0, at_ms, self.max_entries)
-                }
-                ("screen", Some(n)) => pending.add(
-                    &mut key,
-                    EntryKind::Screen,
-                    n,
-                    "",
-                    0,
-                    at_ms,
-                    self.max_entries,
-                ),
-                ("identify" | "group", _) => {
-                    let kind = if shape.kind == "identify" {
-                        EntryKind::IdentifyTrait
-                    } else {
-                        EntryKind::GroupTrait
-                    };
-                    for (k, t) in &shape.fields {
-                        pending.add(&mut key, kind, k, "", t.bit(), at_ms, self.max_entries);
-                    }
-                }
-                _ => {}
+            if let Some((prev, entries)) = &last
+                && same_entries(prev, shape)
+            {
+                pending.bump(entries, shape, at_ms);
+                continue;
             }
+            last = pending
+                .record(&mut key, shape, at_ms, self.max_entries)
+                .map(|entries| (shape, entries));
         }
     }
 
@@ -273,7 +238,74 @@ fn entry_key(key: &mut String, kind: EntryKind, name: &str, property: &str) {
     key.push_str(property);
 }
 
+/// Each observation one call makes, in a fixed order: (kind, name,
+/// property, JSON type bits).
+fn observations(shape: &Shape, mut f: impl FnMut(EntryKind, &str, &str, u8)) {
+    match (shape.kind, shape.name.as_deref()) {
+        ("track", Some(event)) => {
+            f(EntryKind::Track, event, "", 0);
+            for (prop, t) in &shape.fields {
+                f(EntryKind::Property, event, prop, t.bit());
+            }
+        }
+        ("page", Some(name)) => f(EntryKind::Page, name, "", 0),
+        ("screen", Some(name)) => f(EntryKind::Screen, name, "", 0),
+        ("identify" | "group", _) => {
+            let kind = if shape.kind == "identify" {
+                EntryKind::IdentifyTrait
+            } else {
+                EntryKind::GroupTrait
+            };
+            for (k, t) in &shape.fields {
+                f(kind, k, "", t.bit());
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Whether two calls make observations of the same entries (types aside).
+fn same_entries(a: &Shape, b: &Shape) -> bool {
+    a.kind == b.kind
+        && a.name == b.name
+        && a.fields.len() == b.fields.len()
+        && a.fields.iter().zip(&b.fields).all(|(x, y)| x.0 == y.0)
+}
+
 impl Pending {
+    /// Records one call's observations; the entries they went to, in
+    /// [`observations`] order, or `None` when the cap turned one away.
+    fn record(
+        &mut self,
+        key: &mut String,
+        shape: &Shape,
+        at_ms: i64,
+        cap: usize,
+    ) -> Option<Vec<usize>> {
+        let mut entries = Vec::with_capacity(shape.fields.len() + 1);
+        let mut all = true;
+        observations(shape, |kind, name, property, types| {
+            match self.add(key, kind, name, property, types, at_ms, cap) {
+                Some(i) => entries.push(i),
+                None => all = false,
+            }
+        });
+        all.then_some(entries)
+    }
+
+    /// Records a call whose observations go to `entries` (a previous call's
+    /// [`Self::record`], with the same entries).
+    fn bump(&mut self, entries: &[usize], shape: &Shape, at_ms: i64) {
+        let mut next = entries.iter();
+        observations(shape, |_, _, _, types| {
+            if let Some(e) = next.next().and_then(|&i| self.delta.entries.get_mut(i)) {
+                e.seen(types, 1, at_ms, at_ms);
+            }
+        });
+    }
+
+    /// Records one observation; the entry it went to, or `None` when the
+    /// source is at its cap (counted as overflow).
     #[allow(clippy::too_many_arguments)]
     fn add(
         &mut self,
@@ -284,21 +316,18 @@ impl Pending {
         types: u8,
         at_ms: i64,
         cap: usize,
-    ) {
+    ) -> Option<usize> {
         entry_key(key, kind, name, property);
         if let Some(&i) = self.index.get(key.as_str()) {
-            let e = &mut self.delta.entries[i];
-            e.types |= types;
-            e.count += 1;
-            e.first_ms = e.first_ms.min(at_ms);
-            e.last_ms = e.last_ms.max(at_ms);
-            return;
+            self.delta.entries[i].seen(types, 1, at_ms, at_ms);
+            return Some(i);
         }
         if self.delta.entries.len() >= cap {
             self.delta.overflow += 1;
-            return;
+            return None;
         }
-        self.index.insert(key.clone(), self.delta.entries.len());
+        let i = self.delta.entries.len();
+        self.index.insert(key.clone(), i);
         self.delta.entries.push(EntryDelta {
             kind,
             name: name.to_owned(),
@@ -308,6 +337,16 @@ impl Pending {
             first_ms: at_ms,
             last_ms: at_ms,
         });
+        Some(i)
+    }
+}
+
+impl EntryDelta {
+    fn seen(&mut self, types: u8, count: u64, first_ms: i64, last_ms: i64) {
+        self.types |= types;
+        self.count += count;
+        self.first_ms = self.first_ms.min(first_ms);
+        self.last_ms = self.last_ms.max(last_ms);
     }
 }
 
@@ -319,11 +358,7 @@ impl Pending {
         for e in other.delta.entries {
             entry_key(&mut key, e.kind, &e.name, &e.property);
             if let Some(&i) = self.index.get(key.as_str()) {
-                let mine = &mut self.delta.entries[i];
-                mine.types |= e.types;
-                mine.count += e.count;
-                mine.first_ms = mine.first_ms.min(e.first_ms);
-                mine.last_ms = mine.last_ms.max(e.last_ms);
+                self.delta.entries[i].seen(e.types, e.count, e.first_ms, e.last_ms);
             } else if self.delta.entries.len() >= cap {
                 self.delta.overflow += e.count;
             } else {
@@ -335,105 +370,4 @@ impl Pending {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn shape(body: &str) -> Shape {
-        Shape::of(body, "track")
-    }
-
-    #[test]
-    fn aggregates_names_properties_and_traits() {
-        let t = Tracker::new(100);
-        let shapes = [
-            shape(r#"{"type":"track","event":"Buy","properties":{"total":1}}"#),
-            shape(r#"{"type":"track","event":"Buy","properties":{"total":"1"}}"#),
-            shape(r#"{"type":"page","name":"Home"}"#),
-            shape(r#"{"type":"identify","traits":{"email":"x"}}"#),
-            shape(r#"{"type":"group","traits":{"plan":"p"}}"#),
-        ];
-        t.observe("s1", &shapes, 10);
-        t.observe("s1", &shapes[..1], 5);
-        let taken = t.take();
-        assert_eq!(taken.len(), 1);
-        let delta = &taken[0].1;
-        let find = |k: EntryKind, n: &str| {
-            delta
-                .entries
-                .iter()
-                .find(|e| e.kind == k && e.name == n)
-                .cloned()
-        };
-        let buy = find(EntryKind::Track, "Buy").unwrap();
-        assert_eq!((buy.count, buy.first_ms, buy.last_ms), (3, 5, 10));
-        let total = find(EntryKind::Property, "Buy").unwrap();
-        assert_eq!(total.property, "total");
-        assert_eq!(crate::JsonType::names(total.types), ["number", "string"]);
-        assert!(find(EntryKind::Page, "Home").is_some());
-        assert!(find(EntryKind::IdentifyTrait, "email").is_some());
-        assert!(find(EntryKind::GroupTrait, "plan").is_some());
-        assert!(t.take().is_empty());
-    }
-
-    #[test]
-    fn cap_counts_overflow_instead_of_growing() {
-        let t = Tracker::new(3);
-        let shapes: Vec<Shape> = (0..10)
-            .map(|i| shape(&format!(r#"{{"type":"track","event":"E{i}"}}"#)))
-            .collect();
-        t.observe("s", &shapes, 1);
-        t.observe("s", &shapes[..1], 2);
-        let taken = t.take();
-        assert_eq!(taken[0].1.entries.len(), 3);
-        assert_eq!(taken[0].1.overflow, 7);
-        assert_eq!(taken[0].1.entries[0].count, 2);
-    }
-
-    #[test]
-    fn memory_estimate_grows_with_entries_and_stops_at_the_cap() {
-        let t = Tracker::new(50);
-        let empty = t.approx_bytes();
-        let shapes: Vec<Shape> = (0..200)
-            .map(|i| shape(&format!(r#"{{"type":"track","event":"Event number {i}"}}"#)))
-            .collect();
-        t.observe("s", &shapes[..50], 1);
-        let at_cap = t.approx_bytes();
-        assert!(at_cap > empty);
-        t.observe("s", &shapes, 1);
-        assert_eq!(t.approx_bytes(), at_cap);
-    }
-
-    #[test]
-    fn shards_written_by_several_threads_merge_under_the_cap() {
-        let t = Tracker::new(4);
-        let shapes: Vec<Shape> = (0..6)
-            .map(|i| shape(&format!(r#"{{"type":"track","event":"E{i}"}}"#)))
-            .collect();
-        // Hold every shard but one at a time, so each observation lands in
-        // a different shard.
-        for held in 0..SHARDS {
-            let _guards: Vec<_> = (0..SHARDS)
-                .filter(|&i| i != held)
-                .map(|i| t.shards[i].lock().unwrap())
-                .collect();
-            std::thread::scope(|s| {
-                s.spawn(|| t.observe("s", &shapes[held..held + 3], held as i64));
-            });
-        }
-        let taken = t.take();
-        let delta = &taken[0].1;
-        let total: u64 = delta.entries.iter().map(|e| e.count).sum();
-        assert_eq!(delta.entries.len(), 4);
-        assert_eq!(total + delta.overflow, 3 * SHARDS as u64);
-        let e0 = delta.entries.iter().find(|e| e.name == "E1").unwrap();
-        assert_eq!((e0.count, e0.first_ms, e0.last_ms), (2, 0, 1));
-        assert!(t.take().is_empty());
-    }
-
-    #[test]
-    fn kinds_round_trip() {
-        for k in EntryKind::ALL {
-            assert_eq!(EntryKind::parse(k.as_str()), Some(k));
-        }
-    }
-}
+mod tests;
