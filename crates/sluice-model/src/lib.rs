@@ -17,6 +17,8 @@
 //! - [`outline`]: where each top-level member sits in a stored message's
 //!   text, noted while writing it (with the shape), so filters read a
 //!   value without scanning the rest.
+//! - [`scan`]: stepping through validated JSON text member by member,
+//!   values as text (the shape's keys, filters' values).
 //! - [`routing`]: the `integrations` object decides whether a destination gets a call.
 //! - `raw` (internal): a call's top level with values kept as raw JSON text
 //!   (the ingest fast path); [`RawTop`] is its read-only public face.
@@ -30,6 +32,7 @@ pub mod outline;
 pub mod parse;
 pub(crate) mod raw;
 pub mod routing;
+pub mod scan;
 pub mod shape;
 pub mod text;
 pub mod time;

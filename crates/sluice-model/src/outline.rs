@@ -37,12 +37,11 @@ impl Outline {
         }
     }
 
-    /// Notes a member whose quoted key is `text[key]`.
-    pub(crate) fn push(&mut self, text: &[u8], key: Range<usize>, value: Range<usize>) {
-        let inner = key.start + 1..key.end.saturating_sub(1);
-        let escaped = text.get(inner.clone()).is_none_or(|k| k.contains(&b'\\'));
+    /// Notes a member whose quoted key (`escaped`: written with escapes)
+    /// and value are at these ranges of the text.
+    pub(crate) fn push(&mut self, key: Range<usize>, escaped: bool, value: Range<usize>) {
         self.members.push(Member {
-            key: inner,
+            key: key.start + 1..key.end.saturating_sub(1),
             escaped,
             value,
         });

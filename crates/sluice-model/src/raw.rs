@@ -153,7 +153,7 @@ impl<'a> RawObject<'a> {
                 out.push(b',');
             }
             let key_at = out.len();
-            write_key(key, out);
+            let escaped = write_key(key, out);
             let key_end = out.len();
             out.push(b':');
             match slot {
@@ -162,7 +162,7 @@ impl<'a> RawObject<'a> {
                 Slot::Object(object) => object.write(out, None),
             }
             if let Some(outline) = outline.as_deref_mut() {
-                outline.push(out, key_at..key_end, key_end + 1..out.len());
+                outline.push(key_at..key_end, escaped, key_end + 1..out.len());
             }
         }
         out.push(b'}');
@@ -281,13 +281,16 @@ fn text(out: Vec<u8>) -> String {
     String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into())
 }
 
-fn write_key(key: &str, out: &mut Vec<u8>) {
+/// Writes `key` quoted; whether it needed escapes.
+fn write_key(key: &str, out: &mut Vec<u8>) -> bool {
     if key.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
         out.push(b'"');
         out.extend_from_slice(key.as_bytes());
         out.push(b'"');
+        false
     } else {
         write_value(&Value::String(key.to_owned()), out);
+        true
     }
 }
 

@@ -171,39 +171,22 @@ fn slot_fields(slot: &Slot<'_>) -> Vec<(String, JsonType)> {
     }
 }
 
-/// Top-level keys of a raw object with their types; empty for any other value.
+/// Top-level keys of a raw object with their types; empty for any other
+/// value. The text was validated by the parse, so it is stepped through
+/// with [`crate::scan`]: values are skipped, types come from their first
+/// character.
 fn raw_fields(raw: &RawValue) -> Vec<(String, JsonType)> {
-    if !raw.get().trim_start().starts_with('{') {
+    let Some(members) = crate::scan::members(raw.get()) else {
         return Vec::new();
-    }
-    match serde_json::from_str::<RawKeys>(raw.get()) {
-        Ok(keys) => keys.0,
-        Err(_) => Vec::new(),
-    }
-}
-
-/// Keys of an object, each value kept as raw text only to type it.
-struct RawKeys(Vec<(String, JsonType)>);
-
-impl<'de> Deserialize<'de> for RawKeys {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = RawKeys;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("an object")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawKeys, A::Error> {
-                let mut keys: Vec<(String, JsonType)> = Vec::with_capacity(8);
-                while let Some(key) = map.next_key::<String>()? {
-                    let value: &'de RawValue = map.next_value()?;
-                    keys.push((key, JsonType::of_raw(value.get())));
-                }
-                Ok(RawKeys(keys))
-            }
+    };
+    let mut fields = Vec::with_capacity(8);
+    for member in members {
+        match member {
+            Ok((key, value)) => fields.push((key.into_owned(), JsonType::of_raw(value))),
+            Err(_) => return Vec::new(),
         }
-        d.deserialize_map(V)
     }
+    fields
 }
 
 /// The `&'static` name of a call type; empty for an unknown one.

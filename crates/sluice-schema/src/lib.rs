@@ -10,7 +10,6 @@
 //!   JSON types, which the schema, rules and filters all need.
 //! - [`read`]: the values at a few property paths, read from JSON text in one
 //!   pass, or through the message's outline.
-//! - `scan`: stepping through trusted JSON text member by member, for `read`.
 //! - [`rules`]: a source's block rules and tracking plan, and their verdicts.
 //! - [`filters`]: a destination's filters (drop an event, drop fields).
 //! - [`condition`]: the conditions filters test.
@@ -23,7 +22,6 @@ pub mod filters;
 pub mod path;
 pub mod read;
 pub mod rules;
-mod scan;
 pub use sluice_model::shape;
 pub mod tracker;
 

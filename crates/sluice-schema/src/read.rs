@@ -3,11 +3,11 @@
 //! Why: a filter condition on `properties.total` needs one value, yet
 //! parsing the whole message into a `Map` to get it allocates every key and
 //! string of the event. [`read_paths`] steps through the text once with
-//! `scan`, parses only the values at the paths asked for, and skips the rest
+//! [`sluice_model::scan`], parses only the values at the paths asked for, and skips the rest
 //! without tokenizing it. [`read_paths_outlined`] does not even step through
 //! the rest: the message's [`Outline`] says where each top-level value is.
-//! The text is a stored message, so valid JSON (see `scan` for what is and
-//! is not checked).
+//! The text is a stored message, so valid JSON (see [`sluice_model::scan`] for
+//! what is and is not checked).
 //!
 //! Duplicate keys behave as in a parsed `Map`: the last value wins.
 
@@ -15,7 +15,7 @@ use serde_json::Value;
 use sluice_model::Outline;
 
 use crate::path::PropertyPath;
-use crate::scan::{Malformed, members};
+use sluice_model::scan::{Malformed, members};
 
 /// The value at each of `paths` in `body` (`None` where a path is missing,
 /// passes through a non-object, or the text does not parse), in order.

@@ -1,11 +1,12 @@
 //! Stepping through JSON text without building it: the members of an object,
 //! each value as its text.
 //!
-//! Why: a filter needs a value or two from each stored event, and every
-//! stored event is compact JSON that ingest has already validated. Skipping
-//! the rest byte by byte (strings to their closing quote, objects and arrays
-//! by bracket depth) costs a fraction of a tokenizing parser, which
-//! dispatches on every token it throws away.
+//! Why: the shape needs the keys of `properties` and the types of their
+//! values, and a filter needs a value or two from each stored event; the
+//! text is JSON that ingest has already validated (or wrote). Skipping the
+//! rest byte by byte (strings to their closing quote, objects and arrays by
+//! bracket depth) costs a fraction of a tokenizing parser, which dispatches
+//! on every token it throws away.
 //!
 //! The text is trusted to be valid JSON. What the scan does check is enough
 //! to never read past the end or split a character: text that ends early, or
@@ -17,11 +18,11 @@ use std::borrow::Cow;
 
 /// The text is not the JSON the scan expected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Malformed;
+pub struct Malformed;
 
 /// The members of the object `text` holds (surrounding whitespace allowed),
 /// in text order, or `None` when `text` is not an object.
-pub(crate) fn members(text: &str) -> Option<Members<'_>> {
+pub fn members(text: &str) -> Option<Members<'_>> {
     let start = skip_ws(text.as_bytes(), 0);
     (text.as_bytes().get(start) == Some(&b'{')).then_some(Members {
         text,
@@ -33,7 +34,7 @@ pub(crate) fn members(text: &str) -> Option<Members<'_>> {
 
 /// Iterator over an object's members: each key (unescaped) and the text of
 /// its value. Stops after the first [`Malformed`].
-pub(crate) struct Members<'a> {
+pub struct Members<'a> {
     text: &'a str,
     /// Just past the `{` or the previous value.
     at: usize,
@@ -119,6 +120,7 @@ fn string_end(b: &[u8], i: usize) -> Result<(usize, bool), Malformed> {
     let mut j = i + 1;
     let mut escaped = false;
     loop {
+        j = plain_run_end(b, j);
         match b.get(j) {
             Some(b'"') => return Ok((j + 1, escaped)),
             // The escaped character is never the closing quote; `\uXXXX`'s
@@ -131,6 +133,27 @@ fn string_end(b: &[u8], i: usize) -> Result<(usize, bool), Malformed> {
             None => return Err(Malformed),
         }
     }
+}
+
+/// From `j`, skips eight bytes at a time while none is a quote or a
+/// backslash; the rest is left to the byte-by-byte loop.
+fn plain_run_end(b: &[u8], mut j: usize) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    // A high bit set where a byte of `x` is zero (exact for the lowest).
+    let zero_bytes = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
+    while let Some(chunk) = b.get(j..j + 8) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let w = u64::from_le_bytes(word);
+        let hits =
+            zero_bytes(w ^ (ONES * u64::from(b'"'))) | zero_bytes(w ^ (ONES * u64::from(b'\\')));
+        if hits != 0 {
+            return j + (hits.trailing_zeros() / 8) as usize;
+        }
+        j += 8;
+    }
+    j
 }
 
 /// With a value starting at `b[i]`: the index just past it.
@@ -242,6 +265,31 @@ mod tests {
             "{\"a\":\"\\",
         ] {
             assert_eq!(all(text), None, "{text}");
+        }
+    }
+
+    #[test]
+    fn strings_end_at_their_closing_quote_wherever_it_falls() {
+        // Escapes and quotes at every offset, across the eight-byte steps.
+        for len in 0..40 {
+            for at in 0..=len {
+                let plain: Vec<char> = "abécdefgh".chars().cycle().take(len).collect();
+                let value: String = plain[..at]
+                    .iter()
+                    .chain(r#"\"\\"#.chars().collect::<Vec<_>>().iter())
+                    .chain(&plain[at..])
+                    .collect();
+                let text = format!(r#"{{"k{len}":"{value}","next":[{{"x":"{value}"}}]}}"#);
+                let parsed: serde_json::Map<String, serde_json::Value> =
+                    serde_json::from_str(&text).unwrap();
+                let got = all(&text).unwrap();
+                assert_eq!(got.len(), 2, "{text}");
+                for (key, value) in got {
+                    let expected = parsed.get(&key).unwrap();
+                    let read: serde_json::Value = serde_json::from_str(&value).unwrap();
+                    assert_eq!(&read, expected, "{text}");
+                }
+            }
         }
     }
 
