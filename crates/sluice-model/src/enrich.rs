@@ -9,6 +9,9 @@
 //! then `context` when the call still has none. Every delivered call carries
 //! a `context` object (seed.md), so one is created when absent.
 
+use std::cell::OnceCell;
+use std::net::IpAddr;
+
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
@@ -32,11 +35,15 @@ pub(crate) struct BatchDefaults {
 }
 
 /// `receivedAt` is one instant per request: rendered once, not per event.
-/// It also carries whether the request's events get their [`crate::Shape`].
+/// So is the client's address, when a call lacks `context.ip` (most clients
+/// set none; some set their own, and then it is never rendered). It also
+/// carries whether the request's events get their [`crate::Shape`].
 pub(crate) struct Received {
     pub at: DateTime<Utc>,
     pub text: String,
     pub shapes: bool,
+    client_ip: Option<IpAddr>,
+    ip_text: OnceCell<Option<String>>,
 }
 
 impl Received {
@@ -45,7 +52,17 @@ impl Received {
             at: ctx.received_at,
             text: time::format(&ctx.received_at),
             shapes,
+            client_ip: ctx.client_ip,
+            ip_text: OnceCell::new(),
         }
+    }
+
+    /// The client's address as `context.ip` takes it.
+    fn ip(&self) -> Option<Value> {
+        self.ip_text
+            .get_or_init(|| self.client_ip.map(|ip| ip.to_string()))
+            .clone()
+            .map(Value::String)
     }
 }
 
@@ -58,7 +75,6 @@ pub(crate) fn enrich<'a>(
     event_type: EventType,
     defaults: &'a BatchDefaults,
     received: &Received,
-    ctx: &RequestContext,
 ) -> Result<Event, ValidationError> {
     merge_context(&mut call, defaults.context.as_ref())?;
     let integrations = merge_integrations(&mut call, defaults.integrations.as_ref())?;
@@ -92,7 +108,7 @@ pub(crate) fn enrich<'a>(
     if let Some(sent_at) = sent_at {
         put_time(&mut call, "sentAt", sent_at);
     }
-    fill_context_ip(&mut call, ctx);
+    fill_context_ip(&mut call, received);
     let shape = received
         .shapes
         .then(|| crate::shape::of_call(&call, event_type));
@@ -258,8 +274,7 @@ fn put_time(call: &mut RawObject<'_>, key: &'static str, t: DateTime<Utc>) {
 /// Ensures `context` exists and fills `context.ip` from the request when the
 /// client did not set one. `merge_context` already rejected a non-object and
 /// opened the call's own one.
-fn fill_context_ip(call: &mut RawObject<'_>, ctx: &RequestContext) {
-    let ip = ctx.client_ip.map(|ip| Value::String(ip.to_string()));
+fn fill_context_ip(call: &mut RawObject<'_>, received: &Received) {
     let with_ip = |ip: Option<Value>| {
         let mut context = RawObject::default();
         if let Some(ip) = ip {
@@ -268,18 +283,22 @@ fn fill_context_ip(call: &mut RawObject<'_>, ctx: &RequestContext) {
         Slot::Object(context)
     };
     let Some(slot) = call.slot_mut("context") else {
-        call.insert("context", with_ip(ip));
+        call.insert("context", with_ip(received.ip()));
         return;
     };
     match slot {
-        Slot::Owned(Value::Null) => *slot = with_ip(ip),
+        Slot::Owned(Value::Null) => *slot = with_ip(received.ip()),
         Slot::Object(context) => {
-            if let (true, Some(ip)) = (matches!(context.field("ip"), Field::Null), ip) {
+            if matches!(context.field("ip"), Field::Null)
+                && let Some(ip) = received.ip()
+            {
                 context.insert_value("ip", ip);
             }
         }
         Slot::Owned(Value::Object(context)) => {
-            if let (true, Some(ip)) = (context.get("ip").is_none_or(Value::is_null), ip) {
+            if context.get("ip").is_none_or(Value::is_null)
+                && let Some(ip) = received.ip()
+            {
                 context.insert("ip".into(), ip);
             }
         }

@@ -137,7 +137,7 @@ fn parse_single(
     let write_key = take_write_key(&mut call);
     let received = Received::new(ctx, shapes);
     let defaults = BatchDefaults::default();
-    let event = enrich(call, body.len(), event_type, &defaults, &received, ctx)?;
+    let event = enrich(call, body.len(), event_type, &defaults, &received)?;
     Ok(Envelope {
         write_key,
         events: vec![event],
@@ -172,8 +172,7 @@ fn parse_batch(
         write_key = write_key.or(item_key);
         let size = raw.get().len();
         events.push(
-            enrich(call, size, event_type, &defaults, &received, ctx)
-                .map_err(|e| at_index(index, e))?,
+            enrich(call, size, event_type, &defaults, &received).map_err(|e| at_index(index, e))?,
         );
     }
     Ok(Envelope { write_key, events })
