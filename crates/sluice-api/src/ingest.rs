@@ -23,7 +23,7 @@ use axum::http::{HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use chrono::Utc;
 use serde_json::{Value, json};
-use sluice_model::{Endpoint, Envelope, RequestContext, parse_request, parse_request_with_shapes};
+use sluice_model::{Endpoint, Envelope, Extras, RequestContext, parse_request_with};
 use sluice_schema::Shape;
 use sluice_store::AppendRequest;
 
@@ -166,19 +166,17 @@ pub(crate) async fn handle(
         client_ip: Some(client_ip(headers, peer, app.trust_forwarded_for)),
     };
     // Shapes come from the parse when the schema, rules or filters may need
-    // them (not knowing the source yet counts as "may").
-    let shapes = app.schema.is_some()
-        || header_route
-            .as_ref()
-            .is_none_or(|r| r.rules.is_some() || !r.filters.is_empty());
-    let parse = if shapes {
-        parse_request_with_shapes
-    } else {
-        parse_request
+    // them, outlines when filters may (not knowing the source yet counts as
+    // "may").
+    let maybe = |need: fn(&SourceRoute) -> bool| header_route.as_deref().is_none_or(need);
+    let extras = Extras {
+        shapes: app.schema.is_some() || maybe(|r| r.rules.is_some() || !r.filters.is_empty()),
+        outlines: maybe(|r| !r.filters.is_empty()),
     };
-    let mut envelope = parse(endpoint, &bytes, &ctx, &app.limits).inspect_err(|_| {
-        app.metrics.events_rejected.inc();
-    })?;
+    let mut envelope = parse_request_with(endpoint, &bytes, &ctx, &app.limits, extras)
+        .inspect_err(|_| {
+            app.metrics.events_rejected.inc();
+        })?;
     let route = match header_route {
         Some(route) => route,
         None => {

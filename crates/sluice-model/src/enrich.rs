@@ -17,7 +17,7 @@ use serde_json::{Map, Value};
 
 use crate::raw::{self, Field, RawObject, Slot};
 use crate::validate::check_required;
-use crate::{ErrorCode, Event, EventType, RequestContext, ValidationError, time};
+use crate::{ErrorCode, Event, EventType, Extras, RequestContext, ValidationError, time};
 
 /// Longest accepted `messageId`, in characters: receivers and stores use it
 /// as a dedup key.
@@ -37,21 +37,24 @@ pub(crate) struct BatchDefaults {
 /// `receivedAt` is one instant per request: rendered once, not per event.
 /// So is the client's address, when a call lacks `context.ip` (most clients
 /// set none; some set their own, and then it is never rendered). It also
-/// carries whether the request's events get their [`crate::Shape`].
+/// carries whether the request's events get their [`crate::Shape`] and
+/// [`crate::Outline`].
 pub(crate) struct Received {
     pub at: DateTime<Utc>,
     pub text: String,
     pub shapes: bool,
+    pub outlines: bool,
     client_ip: Option<IpAddr>,
     ip_text: OnceCell<Option<String>>,
 }
 
 impl Received {
-    pub fn new(ctx: &RequestContext, shapes: bool) -> Self {
+    pub fn new(ctx: &RequestContext, extras: Extras) -> Self {
         Received {
             at: ctx.received_at,
             text: time::format(&ctx.received_at),
-            shapes,
+            shapes: extras.shapes,
+            outlines: extras.outlines,
             client_ip: ctx.client_ip,
             ip_text: OnceCell::new(),
         }
@@ -113,8 +116,7 @@ pub(crate) fn enrich<'a>(
         .shapes
         .then(|| crate::shape::of_call(&call, event_type));
 
-    // The outline serves the same readers as the shape (filters).
-    let (json, outline) = if received.shapes {
+    let (json, outline) = if received.outlines {
         call.to_json_outlined(raw_len)
     } else {
         (call.to_json(raw_len), None)

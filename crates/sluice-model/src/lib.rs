@@ -42,7 +42,10 @@ pub use error::{ErrorCode, ValidationError};
 pub use kind::{Endpoint, EventType};
 pub use limits::Limits;
 pub use outline::Outline;
-pub use parse::{Envelope, Event, RequestContext, parse_request, parse_request_with_shapes};
+pub use parse::{
+    Envelope, Event, Extras, RequestContext, parse_request, parse_request_with,
+    parse_request_with_shapes,
+};
 pub use raw::RawTop;
 pub use routing::destination_enabled;
 pub use shape::{JsonType, Shape};

@@ -54,8 +54,8 @@ pub struct Event {
     /// The call's shape, when the request was parsed with
     /// [`parse_request_with_shapes`].
     pub shape: Option<Shape>,
-    /// Where each top-level member sits in [`Event::json`], taken with the
-    /// shape.
+    /// Where each top-level member sits in [`Event::json`], when the parse
+    /// was asked for it ([`Extras::outlines`]).
     pub outline: Option<Outline>,
 }
 
@@ -81,19 +81,44 @@ pub fn parse_request(
     ctx: &RequestContext,
     limits: &Limits,
 ) -> Result<Envelope, ValidationError> {
-    parse(endpoint, body, ctx, limits, false)
+    parse(endpoint, body, ctx, limits, Extras::default())
 }
 
 /// [`parse_request`], also taking each event's [`Shape`] ([`Event::shape`])
-/// from the parse, for the source schema, rules and filters: cheaper than
-/// reading it from the stored body afterwards.
+/// and [`Outline`] ([`Event::outline`]) from the parse, for the source
+/// schema, rules and filters: cheaper than reading them from the stored body
+/// afterwards.
 pub fn parse_request_with_shapes(
     endpoint: Endpoint,
     body: &[u8],
     ctx: &RequestContext,
     limits: &Limits,
 ) -> Result<Envelope, ValidationError> {
-    parse(endpoint, body, ctx, limits, true)
+    let extras = Extras {
+        shapes: true,
+        outlines: true,
+    };
+    parse(endpoint, body, ctx, limits, extras)
+}
+
+/// What a parse takes beside each event, for the readers that need it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Extras {
+    /// Each event's [`Shape`] (the schema, rules and filters).
+    pub shapes: bool,
+    /// Each event's [`Outline`] (filters reading property values).
+    pub outlines: bool,
+}
+
+/// [`parse_request`], taking what `extras` asks for beside each event.
+pub fn parse_request_with(
+    endpoint: Endpoint,
+    body: &[u8],
+    ctx: &RequestContext,
+    limits: &Limits,
+    extras: Extras,
+) -> Result<Envelope, ValidationError> {
+    parse(endpoint, body, ctx, limits, extras)
 }
 
 fn parse(
@@ -101,7 +126,7 @@ fn parse(
     body: &[u8],
     ctx: &RequestContext,
     limits: &Limits,
-    shapes: bool,
+    extras: Extras,
 ) -> Result<Envelope, ValidationError> {
     let max = limits.max_body_bytes(endpoint);
     if body.len() > max {
@@ -115,8 +140,8 @@ fn parse(
     }
     let body = text::replace_lone_surrogates(body);
     match endpoint {
-        Endpoint::Single(event_type) => parse_single(event_type, &body, ctx, shapes),
-        Endpoint::Batch => parse_batch(&body, ctx, limits, shapes),
+        Endpoint::Single(event_type) => parse_single(event_type, &body, ctx, extras),
+        Endpoint::Batch => parse_batch(&body, ctx, limits, extras),
     }
 }
 
@@ -124,7 +149,7 @@ fn parse_single(
     event_type: EventType,
     body: &[u8],
     ctx: &RequestContext,
-    shapes: bool,
+    extras: Extras,
 ) -> Result<Envelope, ValidationError> {
     let full_parse = || serde_json::from_slice::<Map<String, Value>>(body).map(drop);
     let mut call: RawObject<'_> = match serde_json::from_slice(body) {
@@ -135,7 +160,7 @@ fn parse_single(
         full_parse().map_err(body_json_error)?;
     }
     let write_key = take_write_key(&mut call);
-    let received = Received::new(ctx, shapes);
+    let received = Received::new(ctx, extras);
     let defaults = BatchDefaults::default();
     let event = enrich(call, body.len(), event_type, &defaults, &received)?;
     Ok(Envelope {
@@ -148,7 +173,7 @@ fn parse_batch(
     body: &[u8],
     ctx: &RequestContext,
     limits: &Limits,
-    shapes: bool,
+    extras: Extras,
 ) -> Result<Envelope, ValidationError> {
     let mut top = read_envelope(body)?;
     let raw_items = top.batch.take().ok_or_else(not_an_array)?.0;
@@ -164,7 +189,7 @@ fn parse_batch(
     }
     let defaults = batch_defaults(&top)?;
     let mut write_key = top.write_key.and_then(string_of);
-    let received = Received::new(ctx, shapes);
+    let received = Received::new(ctx, extras);
     let mut events = Vec::with_capacity(raw_items.len());
     for (index, raw) in raw_items.into_iter().enumerate() {
         let (mut call, event_type) = batch_item(raw, limits).map_err(|e| at_index(index, e))?;

@@ -4,7 +4,8 @@
 use proptest::prelude::*;
 use serde_json::{Map, Value};
 use sluice_model::{
-    Endpoint, Event, EventType, JsonType, Limits, Shape, parse_request, parse_request_with_shapes,
+    Endpoint, Event, EventType, Extras, JsonType, Limits, Shape, parse_request, parse_request_with,
+    parse_request_with_shapes,
 };
 
 use crate::fuzz::{body, call};
@@ -35,6 +36,21 @@ fn track_shape_lists_event_name_and_property_types() {
             ("coupon", JsonType::Null),
         ]
     );
+}
+
+#[test]
+fn the_parse_takes_outlines_only_when_asked() {
+    let body = br#"{"userId":"u","event":"E","properties":{"a":1}}"#;
+    let parse = |shapes, outlines| {
+        let extras = Extras { shapes, outlines };
+        let endpoint = Endpoint::Single(EventType::Track);
+        let envelope = parse_request_with(endpoint, body, &ctx(), &Limits::default(), extras);
+        let event = envelope.expect("accepted").events.remove(0);
+        (event.shape.is_some(), event.outline.is_some())
+    };
+    assert_eq!(parse(true, false), (true, false));
+    assert_eq!(parse(true, true), (true, true));
+    assert_eq!(parse(false, false), (false, false));
 }
 
 #[test]
