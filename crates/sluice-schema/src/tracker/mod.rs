@@ -23,7 +23,7 @@
 
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
-use std::hash::{BuildHasher, RandomState};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use crate::shape::Shape;
@@ -110,8 +110,14 @@ type Shard = HashMap<String, Pending>;
 pub struct Tracker {
     max_entries: usize,
     shards: [Mutex<Shard>; SHARDS],
-    /// Picks a thread's home shard.
-    spread: RandomState,
+}
+
+/// Threads take home shards in turn, so the runtime's few workers each
+/// start at a different one.
+static NEXT_HOME: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    static HOME: usize = NEXT_HOME.fetch_add(1, Ordering::Relaxed) % SHARDS;
 }
 
 impl Tracker {
@@ -120,14 +126,13 @@ impl Tracker {
         Tracker {
             max_entries,
             shards: Default::default(),
-            spread: RandomState::new(),
         }
     }
 
     /// The calling thread's shard, or the next one not in use, or (all
     /// busy) the thread's own once it is free.
     fn shard(&self) -> MutexGuard<'_, Shard> {
-        let home = self.spread.hash_one(std::thread::current().id()) as usize % SHARDS;
+        let home = HOME.with(|home| *home);
         for k in 0..SHARDS {
             if let Ok(guard) = self.shards[(home + k) % SHARDS].try_lock() {
                 return guard;
