@@ -33,6 +33,10 @@ use crate::scenarios::ingest::acknowledged;
 use crate::scenarios::{CONNECTIONS, Harness, Plan, mb};
 use crate::sink::Mode;
 
+/// The filters arm's five filters (shared with `sluice-schema`'s
+/// `filter_cost` example).
+const FILTERS: &str = include_str!("../../samples/schema-filters.json");
+
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Arm {
     Before,
@@ -123,18 +127,7 @@ async fn one(
     let endpoint = h.sink.endpoint(Mode::Ok);
     let dst = h.webhook("filtered", &[&endpoint]).await?;
     if arm == Arm::Filters {
-        let filters = json!({"filters": [
-            {"name": "no identify", "action": "drop",
-             "when": {"field": "type", "op": "in", "values": ["identify", "group", "alias"]}},
-            {"name": "no debug", "action": "drop",
-             "when": {"field": "event", "op": "in", "values": ["Debug", "Heartbeat", "Test Event"]}},
-            {"name": "no internal coupons", "action": "drop",
-             "when": {"field": "properties.coupon", "op": "eq", "value": "INTERNAL"}},
-            {"name": "no huge orders", "action": "drop",
-             "when": {"field": "properties.revenue", "op": "gt", "value": 1000000}},
-            {"name": "no pii", "action": "drop_fields",
-             "fields": ["properties.email", "properties.phone", "traits.ssn"]}
-        ]});
+        let filters: serde_json::Value = serde_json::from_str(FILTERS)?;
         h.sluice
             .admin(
                 reqwest::Method::PUT,

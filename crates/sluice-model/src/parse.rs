@@ -81,7 +81,7 @@ pub fn parse_request(
     ctx: &RequestContext,
     limits: &Limits,
 ) -> Result<Envelope, ValidationError> {
-    parse(endpoint, body, ctx, limits, Extras::default())
+    parse_request_with(endpoint, body, ctx, limits, Extras::default())
 }
 
 /// [`parse_request`], also taking each event's [`Shape`] ([`Event::shape`])
@@ -98,7 +98,7 @@ pub fn parse_request_with_shapes(
         shapes: true,
         outlines: true,
     };
-    parse(endpoint, body, ctx, limits, extras)
+    parse_request_with(endpoint, body, ctx, limits, extras)
 }
 
 /// What a parse takes beside each event, for the readers that need it.
@@ -112,16 +112,6 @@ pub struct Extras {
 
 /// [`parse_request`], taking what `extras` asks for beside each event.
 pub fn parse_request_with(
-    endpoint: Endpoint,
-    body: &[u8],
-    ctx: &RequestContext,
-    limits: &Limits,
-    extras: Extras,
-) -> Result<Envelope, ValidationError> {
-    parse(endpoint, body, ctx, limits, extras)
-}
-
-fn parse(
     endpoint: Endpoint,
     body: &[u8],
     ctx: &RequestContext,

@@ -12,13 +12,15 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use serde_json::json;
 use sluice_model::{Endpoint, EventType, Limits, RequestContext, parse_request_with_shapes};
 use sluice_schema::read::{read_paths, read_paths_outlined};
 use sluice_schema::{FilterOutcome, FilterSet, PropertyPath};
 
 /// A call shaped like `sluice-bench`'s, as ingest stores it.
 const SAMPLE: &str = include_str!("../../../bench/samples/stored-track-call.json");
+
+/// The filters of `sluice-bench --only schema`'s filters arm.
+const FILTERS: &str = include_str!("../../../bench/samples/schema-filters.json");
 
 const ROUNDS: u32 = 200_000;
 
@@ -31,18 +33,7 @@ fn per_call(f: impl Fn()) -> f64 {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let set = FilterSet::parse(&json!({"filters": [
-        {"name": "no identify", "action": "drop",
-         "when": {"field": "type", "op": "in", "values": ["identify", "group", "alias"]}},
-        {"name": "no debug", "action": "drop",
-         "when": {"field": "event", "op": "in", "values": ["Debug", "Heartbeat", "Test Event"]}},
-        {"name": "no internal coupons", "action": "drop",
-         "when": {"field": "properties.coupon", "op": "eq", "value": "INTERNAL"}},
-        {"name": "no huge orders", "action": "drop",
-         "when": {"field": "properties.revenue", "op": "gt", "value": 1000000}},
-        {"name": "no pii", "action": "drop_fields",
-         "fields": ["properties.email", "properties.phone", "traits.ssn"]}
-    ]}))?;
+    let set = FilterSet::parse(&serde_json::from_str(FILTERS)?)?;
     let ctx = RequestContext {
         received_at: chrono::Utc::now(),
         client_ip: None,
