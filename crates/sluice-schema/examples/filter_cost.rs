@@ -13,7 +13,7 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use sluice_model::{Endpoint, EventType, Limits, RequestContext, parse_request_with_shapes};
-use sluice_schema::read::{read_paths, read_paths_outlined};
+use sluice_schema::read::read_paths;
 use sluice_schema::{FilterOutcome, FilterSet, PropertyPath};
 
 /// A call shaped like `sluice-bench`'s, as ingest stores it.
@@ -59,10 +59,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .collect::<Result<Vec<_>, _>>()?;
     let paths: Vec<&PropertyPath> = paths.iter().collect();
     let read_text = per_call(|| {
-        black_box(read_paths(black_box(body), &paths));
+        black_box(read_paths(black_box(body), None, &paths));
     });
     let read_outlined = per_call(|| {
-        black_box(read_paths_outlined(black_box(body), outline, &paths));
+        black_box(read_paths(black_box(body), Some(outline), &paths));
     });
     println!("stored body: {} bytes", body.len());
     println!(

@@ -23,7 +23,7 @@ use sluice_model::Outline;
 use crate::RuleError;
 use crate::condition::Condition;
 use crate::path::PropertyPath;
-use crate::read::{read_paths, read_paths_outlined};
+use crate::read::read_paths;
 use crate::shape::Shape;
 
 /// Most filters one destination may have.
@@ -230,11 +230,7 @@ impl Values<'_> {
         if live.is_empty() {
             return Vec::new();
         }
-        let got = match self.outline {
-            Some(outline) => read_paths_outlined(self.body, outline, &live),
-            None => read_paths(self.body, &live),
-        };
-        let mut got = got.into_iter();
+        let mut got = read_paths(self.body, self.outline, &live).into_iter();
         self.set
             .paths
             .iter()

@@ -3,44 +3,55 @@
 //! Why: a filter condition on `properties.total` needs one value, yet
 //! parsing the whole message into a `Map` to get it allocates every key and
 //! string of the event. [`read_paths`] steps through the text once with
-//! [`sluice_model::scan`], parses only the values at the paths asked for, and skips the rest
-//! without tokenizing it. [`read_paths_outlined`] does not even step through
-//! the rest: the message's [`Outline`] says where each top-level value is.
-//! The text is a stored message, so valid JSON (see [`sluice_model::scan`] for
-//! what is and is not checked).
+//! [`sluice_model::scan`], parses only the values at the paths asked for,
+//! and skips the rest without tokenizing it. Given the message's
+//! [`Outline`], it does not even step through the rest: the outline says
+//! where each top-level value is. The text is a stored message, so valid
+//! JSON (see [`sluice_model::scan`] for what is and is not checked).
 //!
 //! Duplicate keys behave as in a parsed `Map`: the last value wins.
 
 use serde_json::Value;
 use sluice_model::Outline;
+use sluice_model::scan::{Malformed, members};
 
 use crate::path::PropertyPath;
-use sluice_model::scan::{Malformed, members};
 
 /// The value at each of `paths` in `body` (`None` where a path is missing,
 /// passes through a non-object, or the text does not parse), in order.
-pub fn read_paths(body: &str, paths: &[&PropertyPath]) -> Vec<Option<Value>> {
+///
+/// With the body's `outline`, each path's first key is looked up there and
+/// only that member's value is read: the rest of the message is not scanned
+/// at all, and a path whose first key the message lacks costs no read.
+pub fn read_paths(
+    body: &str,
+    outline: Option<&Outline>,
+    paths: &[&PropertyPath],
+) -> Vec<Option<Value>> {
     let mut out = vec![None; paths.len()];
     if paths.is_empty() {
         return out;
     }
-    let active: Vec<usize> = (0..paths.len()).collect();
-    if walk(body, 0, paths, &active, &mut out).is_err() {
+    let read = match outline {
+        Some(outline) => read_outlined(body, outline, paths, &mut out),
+        None => {
+            let active: Vec<usize> = (0..paths.len()).collect();
+            walk(body, 0, paths, &active, &mut out)
+        }
+    };
+    if read.is_err() {
         return vec![None; paths.len()];
     }
     out
 }
 
-/// [`read_paths`] for a stored message whose [`Outline`] is known: each
-/// path's first key is looked up in the outline and only that member's value
-/// is read, so the rest of the message is not scanned at all (a path whose
-/// first key the message lacks costs no read).
-pub fn read_paths_outlined(
+/// Reads the paths under each top-level key from that key's value alone.
+fn read_outlined(
     body: &str,
     outline: &Outline,
     paths: &[&PropertyPath],
-) -> Vec<Option<Value>> {
-    let mut out = vec![None; paths.len()];
+    out: &mut [Option<Value>],
+) -> Result<(), Malformed> {
     let top = |i: usize| paths[i].segments()[0].as_str();
     let mut active: Vec<usize> = Vec::with_capacity(paths.len());
     for first in 0..paths.len() {
@@ -52,11 +63,9 @@ pub fn read_paths_outlined(
         };
         active.clear();
         active.extend((first..paths.len()).filter(|&i| top(i) == top(first)));
-        if read_member(text, 1, paths, &active, &mut out).is_err() {
-            return vec![None; paths.len()];
-        }
+        read_member(text, 1, paths, &active, out)?;
     }
-    out
+    Ok(())
 }
 
 /// Reads, from the object `text`, the paths in `active` that lead through
@@ -143,7 +152,7 @@ pub(crate) mod tests {
             path("context.ip.x"),
             path("properties.none"),
         );
-        let got = read_paths(body, &[&a, &b, &c, &d, &e]);
+        let got = read_paths(body, None, &[&a, &b, &c, &d, &e]);
         assert_eq!(
             got,
             [
@@ -167,14 +176,18 @@ pub(crate) mod tests {
             "properties.c",
         ] {
             let p = path(p);
-            assert_eq!(read_paths(body, &[&p])[0].as_ref(), p.get(&map), "{p}");
+            assert_eq!(
+                read_paths(body, None, &[&p])[0].as_ref(),
+                p.get(&map),
+                "{p}"
+            );
         }
     }
 
     #[test]
     fn unparseable_text_reads_nothing() {
         let p = path("properties.a");
-        assert_eq!(read_paths("{\"properties\":{\"a\":1", &[&p]), [None]);
+        assert_eq!(read_paths("{\"properties\":{\"a\":1", None, &[&p]), [None]);
     }
 
     /// A track call as ingest stores it, with its outline.
@@ -220,14 +233,14 @@ pub(crate) mod tests {
         let refs: Vec<&PropertyPath> = paths.iter().collect();
         for call in calls {
             let (body, outline) = stored(call);
-            let plain = read_paths(&body, &refs);
-            assert_eq!(read_paths_outlined(&body, &outline, &refs), plain, "{body}");
+            let plain = read_paths(&body, None, &refs);
+            assert_eq!(read_paths(&body, Some(&outline), &refs), plain, "{body}");
             assert!(plain.iter().any(Option::is_some), "{body}");
             // One path at a time, in another order, agrees too.
             for p in refs.iter().rev() {
                 assert_eq!(
-                    read_paths_outlined(&body, &outline, &[p]),
-                    read_paths(&body, &[p]),
+                    read_paths(&body, Some(&outline), &[p]),
+                    read_paths(&body, None, &[p]),
                     "{p} in {body}"
                 );
             }

@@ -11,17 +11,17 @@ use sluice_model::{
 use crate::fuzz::{body, call};
 use crate::support::ctx;
 
+/// A single track call parsed as ingest parses it for the schema and filters.
+fn shaped_track(body: &[u8]) -> Event {
+    let endpoint = Endpoint::Single(EventType::Track);
+    let envelope = parse_request_with_shapes(endpoint, body, &ctx(), &Limits::default());
+    envelope.expect("accepted").events.remove(0)
+}
+
 #[test]
 fn track_shape_lists_event_name_and_property_types() {
     let body = br#"{"type":"track","userId":"u","event":"Order Completed","properties":{"total":9.5,"sku":"a","items":[1],"meta":{"x":1},"gift":false,"coupon":null},"context":{"ip":"1.2.3.4"}}"#;
-    let envelope = parse_request_with_shapes(
-        Endpoint::Single(EventType::Track),
-        body,
-        &ctx(),
-        &Limits::default(),
-    )
-    .expect("accepted");
-    let shape = envelope.events[0].shape.clone().expect("shape taken");
+    let shape = shaped_track(body).shape.expect("shape taken");
     assert_eq!(shape.kind, "track");
     assert_eq!(shape.name.as_deref(), Some("Order Completed"));
     let types: Vec<(&str, JsonType)> = shape.fields.iter().map(|(k, t)| (k.as_str(), *t)).collect();
@@ -91,14 +91,7 @@ fn outline_agrees_with_the_parsed_body(event: &Event) -> bool {
 fn the_outline_finds_each_top_level_value_of_the_stored_text() {
     // A repeated key (last value kept), an escaped key, a nested object.
     let body = br#"{"userId":"u","event":"E","properties":{"a":1},"properties":{"b":[2,"}"]},"we\"ird":"x","context":{"ip":"1.2.3.4","library":{"name":"n"}}}"#;
-    let envelope = parse_request_with_shapes(
-        Endpoint::Single(EventType::Track),
-        body,
-        &ctx(),
-        &Limits::default(),
-    )
-    .expect("accepted");
-    let event = &envelope.events[0];
+    let event = &shaped_track(body);
     let outline = event.outline.as_ref().expect("outline taken");
     assert_eq!(
         outline.value(&event.json, "properties"),

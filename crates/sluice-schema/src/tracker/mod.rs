@@ -160,20 +160,23 @@ impl Tracker {
             return;
         };
         let mut key = String::with_capacity(64);
-        // The entries the previous call went to. A batch often repeats one
-        // event with the same keys; its entries are then bumped in place,
-        // without building their keys or hashing them again.
-        let mut last: Option<(&Shape, Vec<usize>)> = None;
-        for shape in shapes {
-            if let Some((prev, entries)) = &last
-                && same_entries(prev, shape)
-            {
-                pending.bump(entries, shape, at_ms);
+        // The previous call and the entries it went to. A batch often
+        // repeats one event with the same keys; its entries are then bumped
+        // in place, without building their keys or hashing them again. Noted
+        // only when another call follows (a single call allocates nothing).
+        let mut last: Option<&Shape> = None;
+        let mut entries: Vec<usize> = Vec::new();
+        let mut shapes = shapes.into_iter().peekable();
+        while let Some(shape) = shapes.next() {
+            if last.is_some_and(|prev| same_entries(prev, shape)) {
+                pending.bump(&entries, shape, at_ms);
                 continue;
             }
-            last = pending
-                .record(&mut key, shape, at_ms, self.max_entries)
-                .map(|entries| (shape, entries));
+            entries.clear();
+            let note = shapes.peek().is_some().then_some(&mut entries);
+            let noted = note.is_some();
+            let all = pending.record(&mut key, shape, at_ms, self.max_entries, note);
+            last = (noted && all).then_some(shape);
         }
     }
 
@@ -278,24 +281,29 @@ fn same_entries(a: &Shape, b: &Shape) -> bool {
 }
 
 impl Pending {
-    /// Records one call's observations; the entries they went to, in
-    /// [`observations`] order, or `None` when the cap turned one away.
+    /// Records one call's observations, noting in `entries` (when given)
+    /// the entries they went to, in [`observations`] order; whether every
+    /// one found an entry (the cap turns new ones away).
     fn record(
         &mut self,
         key: &mut String,
         shape: &Shape,
         at_ms: i64,
         cap: usize,
-    ) -> Option<Vec<usize>> {
-        let mut entries = Vec::with_capacity(shape.fields.len() + 1);
+        mut entries: Option<&mut Vec<usize>>,
+    ) -> bool {
         let mut all = true;
         observations(shape, |kind, name, property, types| {
             match self.add(key, kind, name, property, types, at_ms, cap) {
-                Some(i) => entries.push(i),
+                Some(i) => {
+                    if let Some(entries) = entries.as_deref_mut() {
+                        entries.push(i);
+                    }
+                }
                 None => all = false,
             }
         });
-        all.then_some(entries)
+        all
     }
 
     /// Records a call whose observations go to `entries` (a previous call's
