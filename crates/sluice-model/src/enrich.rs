@@ -223,7 +223,8 @@ pub(crate) fn not_an_object(key: &str) -> ValidationError {
 /// a UUID v4 when it is absent or `null`, and rejects anything else. The id
 /// is sent in the `X-Sluice-Message-Id` header of every delivery, so a
 /// control character (`\n`, `\r`, `\0`, DEL…) would make an accepted event
-/// undeliverable: it is refused at ingest instead.
+/// undeliverable, and a space at either end would not survive the trip
+/// (HTTP strips it from a header value): both are refused at ingest instead.
 fn message_id(call: &mut RawObject<'_>) -> Result<String, ValidationError> {
     match call.field("messageId") {
         Field::Null => {}
@@ -233,7 +234,7 @@ fn message_id(call: &mut RawObject<'_>) -> Result<String, ValidationError> {
                 ErrorCode::InvalidField,
                 format!(
                     "'messageId' must be a string of 1 to {MAX_MESSAGE_ID_CHARS} printable \
-                     characters (no control characters)"
+                     characters (no control characters, no space at either end)"
                 ),
             ));
         }
@@ -243,9 +244,13 @@ fn message_id(call: &mut RawObject<'_>) -> Result<String, ValidationError> {
     Ok(id)
 }
 
-/// 1 to 100 characters, none of them a control character.
+/// 1 to 100 characters, none of them a control character, and no space at
+/// either end.
 pub fn is_header_safe_id(id: &str) -> bool {
-    (1..=MAX_MESSAGE_ID_CHARS).contains(&id.chars().count()) && !id.chars().any(char::is_control)
+    (1..=MAX_MESSAGE_ID_CHARS).contains(&id.chars().count())
+        && !id.chars().any(char::is_control)
+        && !id.starts_with(' ')
+        && !id.ends_with(' ')
 }
 
 /// Reads an optional timestamp field: absent or `null` is `None`; a string

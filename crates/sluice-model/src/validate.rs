@@ -72,9 +72,22 @@ fn identifier(
             ));
         }
     };
-    let text = Value::Number(number).to_string();
+    let text = number_id(&number);
     call.insert_value(key, Value::String(text.clone()));
     Ok(Some(text))
+}
+
+/// A numeric identifier as text: an integer keeps its exact digits (64-bit
+/// ids are common and must not be rounded), any other number is written as
+/// JavaScript's `String(n)` writes it, as a Segment client in JavaScript
+/// would have sent it (`4242.0` → `"4242"`, `1E2` → `"100"`, `-0` → `"0"`).
+fn number_id(n: &serde_json::Number) -> String {
+    match n.as_f64() {
+        Some(f) if !n.is_u64() && !n.is_i64() && f.is_finite() => {
+            ryu_js::Buffer::new().format_finite(f).to_owned()
+        }
+        _ => n.to_string(),
+    }
 }
 
 fn require_identifier(

@@ -12,7 +12,7 @@ use sluice_store::{Attempt, DeliveryFilter, DeliveryRecord, DeliveryState};
 use utoipa::{IntoParams, ToSchema};
 
 use super::destinations::find as find_destination;
-use super::extract::{OptionalJsonObject, Params, opt_field};
+use super::extract::{OptionalJsonObject, Params, known_fields, opt_field};
 use crate::AppState;
 use crate::error::{ApiError, ApiResult};
 use crate::openapi::schemas::{ErrorBody, Page, PageQuery, Replayed};
@@ -65,8 +65,9 @@ pub struct DestinationQuery {
     pub destination_id: Option<String>,
 }
 
-/// The optional body of a bulk replay.
+/// The optional body of a bulk replay; other fields are refused.
 #[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct ReplayBody {
     /// Only this message's dead deliveries.
     pub message_id: Option<String>,
@@ -221,6 +222,8 @@ pub async fn replay_bulk(
     OptionalJsonObject(body): OptionalJsonObject,
 ) -> ApiResult<Json<Replayed>> {
     find_destination(&app, &id).await?;
+    // A misspelt `message_id` must not widen the replay to every dead delivery.
+    known_fields(&body, &["message_id"])?;
     let f = DeliveryFilter {
         destination_id: Some(id),
         message_id: opt_field(&body, "message_id", Value::as_str, "a string")?.map(str::to_owned),

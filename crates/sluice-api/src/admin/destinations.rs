@@ -12,7 +12,7 @@ use serde_json::{Map, Value};
 use sluice_store::{Destination, DestinationPatch, NewDestination, StoreError, keys};
 use utoipa::ToSchema;
 
-use super::extract::{JsonObject, opt_field, required_name};
+use super::extract::{JsonObject, known_fields, opt_field, required_name};
 use super::webhook_settings::{self, SettingsInput, SettingsView};
 use crate::AppState;
 use crate::error::{ApiError, ApiResult};
@@ -70,13 +70,6 @@ pub fn view(d: &Destination, masker: &sluice_outbound::Masker) -> DestinationVie
     }
 }
 
-fn check_fields(body: &Map<String, Value>) -> ApiResult<()> {
-    match body.keys().find(|k| !FIELDS.contains(&k.as_str())) {
-        Some(k) => Err(ApiError::invalid(k, "is not a known field")),
-        None => Ok(()),
-    }
-}
-
 fn source_ids(body: &Map<String, Value>) -> ApiResult<Option<Vec<String>>> {
     let Some(v) = body.get("source_ids") else {
         return Ok(None);
@@ -108,7 +101,7 @@ pub async fn create(
     State(app): State<Arc<AppState>>,
     JsonObject(body): JsonObject,
 ) -> ApiResult<(StatusCode, Json<DestinationView>)> {
-    check_fields(&body)?;
+    known_fields(&body, FIELDS)?;
     let name = required_name(&body, "name")?;
     let kind = opt_field(&body, "type", Value::as_str, "a string")?.unwrap_or(WEBHOOKS);
     if kind != WEBHOOKS {
@@ -174,7 +167,7 @@ pub async fn update(
     Path(id): Path<String>,
     JsonObject(body): JsonObject,
 ) -> ApiResult<Json<DestinationView>> {
-    check_fields(&body)?;
+    known_fields(&body, FIELDS)?;
     if body
         .get("type")
         .is_some_and(|t| t.as_str() != Some(WEBHOOKS))

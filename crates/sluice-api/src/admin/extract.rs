@@ -122,6 +122,19 @@ pub fn opt_field<'a, T>(
     }
 }
 
+/// Refuses a body with a field outside `fields`, naming it (and the fields
+/// there are): a misspelt optional field must not be silently ignored, as
+/// `{"enabeld": false}` creating an enabled source would be.
+pub fn known_fields(body: &Map<String, Value>, fields: &[&str]) -> Result<(), ApiError> {
+    match body.keys().find(|k| !fields.contains(&k.as_str())) {
+        Some(k) => Err(ApiError::invalid(
+            k,
+            format!("is not a known field (fields: {})", fields.join(", ")),
+        )),
+        None => Ok(()),
+    }
+}
+
 /// A required, non-empty string field.
 pub fn required_name(body: &Map<String, Value>, name: &str) -> Result<String, ApiError> {
     let v = opt_field(body, name, Value::as_str, "a string")?

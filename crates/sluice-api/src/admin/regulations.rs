@@ -14,7 +14,7 @@ use serde_json::{Map, Value, json};
 use sluice_store::{NewRegulation, Regulation, RegulationDetail, SuppressedCount, UsageDay, keys};
 
 use crate::AppState;
-use crate::admin::extract::Params;
+use crate::admin::extract::{Params, known_fields};
 use crate::error::{ApiError, ApiResult};
 use crate::openapi::schemas::ErrorBody;
 
@@ -66,6 +66,8 @@ pub fn regulation_kind(name: &str) -> Option<(Option<bool>, bool, bool)> {
 
 /// Checks a request body; every error names its field.
 fn parse(body: &Map<String, Value>) -> Result<(String, Vec<String>, Option<String>), ApiError> {
+    // A misspelt `source_id` must not widen a deletion to every source.
+    known_fields(body, FIELDS)?;
     let kind = match body.get("regulationType") {
         Some(Value::String(s)) if regulation_kind(s).is_some() => s.clone(),
         Some(Value::String(s)) => {
@@ -124,8 +126,19 @@ fn parse(body: &Map<String, Value>) -> Result<(String, Vec<String>, Option<Strin
     Ok((kind, ids, source))
 }
 
-/// The body of `POST /regulations` (Segment's Regulations API).
+/// The fields of `POST /regulations` (`sourceId` spells `source_id` too).
+const FIELDS: &[&str] = &[
+    "regulationType",
+    "subjectType",
+    "subjectIds",
+    "source_id",
+    "sourceId",
+];
+
+/// The body of `POST /regulations` (Segment's Regulations API); other
+/// fields are refused.
 #[derive(Debug, serde::Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
 #[allow(non_snake_case)]
 pub struct RegulationInput {
     /// `DELETE_ONLY`, `SUPPRESS_WITH_DELETE`, `SUPPRESS_ONLY`, `UNSUPPRESS`,

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use sluice_store::{NewSource, Source, SourcePatch, keys};
 use utoipa::{IntoParams, ToSchema};
 
-use super::extract::{JsonObject, Params, opt_field, required_name};
+use super::extract::{JsonObject, Params, known_fields, opt_field, required_name};
 use crate::AppState;
 use crate::error::{ApiError, ApiResult};
 use crate::openapi::schemas::{ErrorBody, List, Page, PageQuery};
@@ -48,8 +48,9 @@ fn view(source: &Source, write_key: Option<&str>) -> SourceView {
     }
 }
 
-/// The body of `POST /sources`.
+/// The body of `POST /sources`: these fields; others are refused.
 #[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct CreateSource {
     /// 1 to 200 characters, trimmed.
     pub name: String,
@@ -65,6 +66,9 @@ pub struct UpdateSource {
     pub enabled: Option<bool>,
 }
 
+/// The fields `POST /sources` accepts.
+pub const CREATE_FIELDS: &[&str] = &["name", "enabled"];
+
 /// The fields `PATCH /sources/{id}` accepts.
 pub const UPDATE_FIELDS: &[&str] = &["name", "enabled"];
 
@@ -77,6 +81,7 @@ pub async fn create(
     State(app): State<Arc<AppState>>,
     JsonObject(body): JsonObject,
 ) -> ApiResult<(StatusCode, Json<SourceView>)> {
+    known_fields(&body, CREATE_FIELDS)?;
     let name = required_name(&body, "name")?;
     let enabled = opt_field(&body, "enabled", Value::as_bool, "a boolean")?.unwrap_or(true);
     let key = keys::new_write_key();

@@ -83,7 +83,10 @@ pub fn parse(
     };
     let shared_secret = match obj.get("sharedSecret") {
         None => previous.and_then(|p| p.shared_secret.clone()),
-        Some(v) => parse_secret(v)?,
+        Some(v) => keep_stored_secret(
+            parse_secret(v)?,
+            previous.and_then(|p| p.shared_secret.as_deref()),
+        )?,
     };
     let standard_webhooks = match obj.get("standardWebhooks") {
         None => previous.and_then(|p| p.standard_webhooks.clone()),
@@ -153,6 +156,35 @@ pub fn parse_secret(value: &Value) -> Result<Option<String>, ApiError> {
             "must be a string",
         )),
     }
+}
+
+/// The shown form of a `sharedSecret`: the header rule
+/// ([`mask::mask_value`]), so a short secret shows no character of itself.
+pub fn mask_secret(secret: &str) -> String {
+    mask::mask_value(secret)
+}
+
+/// A `sharedSecret` sent back as a read showed it keeps the stored secret;
+/// a masked-looking one that is not the stored secret's shown form is
+/// refused, never saved as the new secret (every signature would then be
+/// keyed with the mask).
+fn keep_stored_secret(
+    sent: Option<String>,
+    stored: Option<&str>,
+) -> Result<Option<String>, ApiError> {
+    let Some(sent) = sent else {
+        return Ok(None);
+    };
+    if let Some(stored) = stored.filter(|s| *s != sent && mask_secret(s) == sent) {
+        return Ok(Some(stored.to_owned()));
+    }
+    if looks_masked(&sent) {
+        return Err(ApiError::invalid(
+            "settings.sharedSecret",
+            "is a masked value that matches no stored secret; send the full secret",
+        ));
+    }
+    Ok(Some(sent))
 }
 
 /// Puts stored credentials back where a client sent their masked form: a

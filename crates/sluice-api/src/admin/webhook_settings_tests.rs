@@ -47,17 +47,66 @@ fn omitted_secret_is_kept_and_null_removes_it() {
     assert_eq!(removed.shared_secret, None);
 }
 
-#[test]
-fn view_masks_the_secret() {
-    let s = WebhookSettings {
+fn with_secret(secret: &str) -> WebhookSettings {
+    WebhookSettings {
         urls: vec![],
-        shared_secret: Some("s3cretvalue".into()),
+        shared_secret: Some(secret.into()),
         ..WebhookSettings::default()
-    };
-    assert_eq!(
-        serde_json::to_value(view(&s, &Masker::default())).unwrap()["sharedSecret"],
-        json!("s3cr…")
-    );
+    }
+}
+
+fn shown_secret(settings: &WebhookSettings) -> Value {
+    serde_json::to_value(view(settings, &Masker::default())).unwrap()["sharedSecret"].clone()
+}
+
+#[test]
+fn view_masks_the_secret_and_shows_nothing_of_a_short_one() {
+    assert_eq!(shown_secret(&with_secret("s3cret-value")), json!("s3cr…"));
+    assert_eq!(shown_secret(&with_secret("s3cretvalue")), json!("…"));
+    assert_eq!(shown_secret(&with_secret("abc")), json!("…"));
+}
+
+#[test]
+fn a_secret_sent_back_as_shown_keeps_the_stored_one() {
+    for secret in ["my-long-secret-123", "abc"] {
+        let stored = with_secret(secret);
+        let shown = serde_json::to_value(view(&stored, &Masker::default())).unwrap();
+        let back =
+            parse(&shown, Some(&stored), &Rules::default()).expect("a read is accepted back");
+        assert_eq!(back.shared_secret.as_deref(), Some(secret));
+    }
+}
+
+#[test]
+fn a_masked_secret_that_is_not_the_stored_ones_is_refused() {
+    let stored = with_secret("my-long-secret-123");
+    for sent in ["wxyz…", "my-l……", "…"] {
+        let e = parse(
+            &json!({"sharedSecret": sent}),
+            Some(&stored),
+            &Rules::default(),
+        )
+        .unwrap_err()
+        .message;
+        assert!(
+            e.starts_with("settings.sharedSecret: is a masked value"),
+            "{sent}: {e}"
+        );
+    }
+    let e = err(json!({"sharedSecret": "my-l…"}));
+    assert!(e.contains("matches no stored secret"), "{e}");
+}
+
+#[test]
+fn a_new_secret_replaces_the_stored_one() {
+    let stored = with_secret("my-long-secret-123");
+    let back = parse(
+        &json!({"sharedSecret": "another-secret"}),
+        Some(&stored),
+        &Rules::default(),
+    )
+    .unwrap();
+    assert_eq!(back.shared_secret.as_deref(), Some("another-secret"));
 }
 
 #[test]

@@ -19,8 +19,8 @@ pub struct DeliveriesArgs {
     /// Only this destination's deliveries.
     #[arg(long, value_name = "ID")]
     pub destination: Option<String>,
-    /// pending, succeeded, dead or discarded.
-    #[arg(long, value_parser = ["pending", "succeeded", "dead", "discarded"])]
+    /// pending, succeeded, dead, discarded or filtered (the API's states).
+    #[arg(long, value_parser = ["pending", "succeeded", "dead", "discarded", "filtered"])]
     pub state: Option<String>,
     /// Only deliveries of this messageId.
     #[arg(long, value_name = "M")]

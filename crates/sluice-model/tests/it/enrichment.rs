@@ -29,7 +29,7 @@ fn message_id_of_101_characters_is_rejected() {
     assert_eq!(
         error.message,
         "batch[0]: 'messageId' must be a string of 1 to 100 printable characters \
-         (no control characters)"
+         (no control characters, no space at either end)"
     );
 }
 
@@ -43,6 +43,9 @@ fn message_id_with_control_characters_is_rejected() {
         r"a\u007fb",
         r"a\tb",
         r"\u0085",
+        " lead",
+        "trail ",
+        " ",
     ] {
         let body = identify(&format!(r#","messageId":"{bad}""#));
         let error = rejected(single(EventType::Identify, &body));

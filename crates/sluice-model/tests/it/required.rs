@@ -53,6 +53,28 @@ fn numeric_ids_become_strings_in_event_and_body() {
 }
 
 #[test]
+fn numeric_ids_read_as_javascript_writes_them_and_integers_keep_every_digit() {
+    for (sent, id) in [
+        ("4242.0", "4242"),
+        ("1E2", "100"),
+        ("-0", "0"),
+        ("-0.0", "0"),
+        ("0.1", "0.1"),
+        ("1e21", "1e+21"),
+        ("-7", "-7"),
+        ("12345678901234567890", "12345678901234567890"),
+        ("-9223372036854775808", "-9223372036854775808"),
+    ] {
+        let event = one(single(
+            EventType::Identify,
+            &format!(r#"{{"userId":{sent}}}"#),
+        ));
+        assert_eq!(event.user_id.as_deref(), Some(id), "{sent}");
+        assert_eq!(field(&event, "userId"), json!(id), "{sent}");
+    }
+}
+
+#[test]
 fn id_of_another_json_type_is_invalid() {
     let (code, message) = batch_error(r#"{"type":"identify","userId":{"id":1}}"#);
     assert_eq!(code, ErrorCode::InvalidField);
@@ -285,4 +307,44 @@ fn nesting_beyond_the_parser_limit_is_invalid_json_without_overflow() {
         &limits,
     ));
     assert_eq!(error.code, ErrorCode::InvalidJson);
+}
+
+/// A call nested `levels` deep, counting the call's own object as the first.
+fn nested_call(levels: usize) -> String {
+    let inner = levels - 1;
+    format!(
+        r#"{{"userId":"u","event":"e","properties":{}{}}}"#,
+        "[".repeat(inner),
+        "]".repeat(inner)
+    )
+}
+
+#[test]
+fn calls_nest_up_to_the_documented_depth() {
+    let deepest = 127;
+    one(single(EventType::Track, &nested_call(deepest)));
+    let error = rejected(single(EventType::Track, &nested_call(deepest + 1)));
+    assert_eq!(error.code, ErrorCode::InvalidJson);
+    assert!(
+        error.message.contains("recursion limit exceeded"),
+        "{}",
+        error.message
+    );
+}
+
+#[test]
+fn batch_items_nest_as_deep_as_single_calls() {
+    let item = |levels| nested_call(levels).replacen('{', r#"{"type":"track","#, 1);
+    let deepest = 127;
+    let body = format!(r#"{{"batch":[{}]}}"#, item(deepest));
+    assert_eq!(
+        crate::support::batch(&body).map(|e| e.events.len()).ok(),
+        Some(1)
+    );
+    let error = rejected(batch(&format!(r#"{{"batch":[{}]}}"#, item(deepest + 1))));
+    assert!(
+        error.message.contains("recursion limit exceeded"),
+        "{}",
+        error.message
+    );
 }

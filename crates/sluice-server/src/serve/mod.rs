@@ -175,6 +175,7 @@ impl Connection {
             peer,
             state: state.clone(),
             draining: self.draining.clone(),
+            max_head: self.opts.max_head_bytes,
         };
         let conn = self.builder.serve_connection(io, service);
         let mut conn = std::pin::pin!(conn);

@@ -283,3 +283,77 @@ async fn browser_settings_point_back_at_sluice() {
         .unwrap();
     assert_eq!(r.status(), 401);
 }
+
+/// A misspelt optional field is a 400 naming it, never silently ignored:
+/// ignored, `enabeld` would create an enabled source, `destinaton_ids` an
+/// unconnected trait, and a misspelt scope would widen a replay or a
+/// deletion to everything.
+#[tokio::test]
+async fn misspelt_fields_are_refused_not_ignored() {
+    let s = TestServer::start().await;
+    let (src, _) = s.source("web").await;
+    let dst = s
+        .webhook(&src, json!(["https://hooks.example/a"]), None)
+        .await;
+    let (_, ct) = s
+        .admin(
+            Method::POST,
+            "/computed-traits",
+            Some(json!({"name": "Orders", "definition": {"kind": "counter", "event": "Order Completed"}})),
+        )
+        .await;
+    let ct = ct["id"].as_str().unwrap().to_owned();
+    let definition = json!({"condition": {"performed": {"event": "Signed Up"}}});
+    for (method, path, body, field) in [
+        (
+            Method::POST,
+            "/sources".to_owned(),
+            json!({"name": "typo", "enabeld": false}),
+            "enabeld",
+        ),
+        (
+            Method::POST,
+            "/computed-traits".to_owned(),
+            json!({"name": "Orders 2", "destinaton_ids": [dst],
+                   "definition": {"kind": "counter", "event": "Order Completed"}}),
+            "destinaton_ids",
+        ),
+        (
+            Method::POST,
+            "/audiences".to_owned(),
+            json!({"name": "Signed up", "destinaton_ids": [dst], "definition": definition}),
+            "destinaton_ids",
+        ),
+        (
+            Method::PATCH,
+            format!("/computed-traits/{ct}"),
+            json!({"nmae": "x"}),
+            "nmae",
+        ),
+        (
+            Method::POST,
+            format!("/destinations/{dst}/replay"),
+            json!({"messageId": "m-1"}),
+            "messageId",
+        ),
+        (
+            Method::POST,
+            "/regulations".to_owned(),
+            json!({"regulationType": "DELETE_ONLY", "subjectIds": ["u1"], "sourceID": src}),
+            "sourceID",
+        ),
+    ] {
+        let (status, resp) = s.admin(method.clone(), &path, Some(body.clone())).await;
+        assert_eq!(status, 400, "{method} {path} {body} → {resp}");
+        assert_eq!(resp["code"], json!("invalid_field"), "{resp}");
+        let message = resp["message"].as_str().unwrap_or("");
+        assert!(
+            message.starts_with(&format!("{field}: is not a known field")),
+            "{message}"
+        );
+    }
+    let (_, sources) = s.admin(Method::GET, "/sources", None).await;
+    assert_eq!(sources["data"].as_array().unwrap().len(), 1, "{sources}");
+    let (_, regulations) = s.admin(Method::GET, "/regulations", None).await;
+    assert_eq!(regulations["data"], json!([]), "{regulations}");
+}

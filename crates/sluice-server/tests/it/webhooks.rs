@@ -217,3 +217,99 @@ async fn client_errors_are_not_retried() {
     .await;
     assert_eq!(rx.requests().len(), 1);
 }
+
+#[tokio::test]
+async fn settings_sent_back_as_read_keep_signing_with_the_stored_secrets() {
+    let s = TestServer::start().await;
+    let (src, key) = s.source("web").await;
+    let rx = Receiver::start().await;
+    let dst = s
+        .webhook(
+            &src,
+            json!([{"url": rx.url(), "headers": {"Authorization": "Bearer s3cr3t-t0ken-value"}}]),
+            Some(SECRET),
+        )
+        .await;
+    let path = format!("/destinations/{dst}");
+    let (status, body) = s
+        .admin(
+            Method::PATCH,
+            &path,
+            Some(json!({"settings": {"standardWebhooks": {"secret": "generate"}}})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let generated = body["settings"]["standardWebhooks"]["secret"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // Rotate once, so the read shows a rotation in progress too.
+    let (status, body) = s
+        .admin(
+            Method::PATCH,
+            &path,
+            Some(json!({"settings": {"standardWebhooks": {"secret": "generate"}}})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let current = body["settings"]["standardWebhooks"]["secret"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_ne!(current, generated);
+
+    // Read, then send the settings back exactly as read.
+    let (_, read) = s.admin(Method::GET, &path, None).await;
+    let settings = read["settings"].clone();
+    assert_eq!(settings["sharedSecret"], json!("whse…"));
+    assert!(settings["standardWebhooks"]["previousSecretValidUntil"].is_string());
+    let (status, body) = s
+        .admin(
+            Method::PATCH,
+            &path,
+            Some(json!({"name": "renamed", "settings": settings})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["settings"], read["settings"]);
+
+    let call = json!({"userId": "u1", "event": "Round Trip", "messageId": "m-round-trip"});
+    assert_eq!(
+        s.collect("/v1/track", Some(&key), call.to_string()).await.0,
+        200
+    );
+    let got = rx.wait_for(1, Duration::from_secs(10)).await;
+    let req = &got[0];
+    assert_eq!(
+        req.header("x-signature"),
+        Some(sluice_signing::sign(SECRET.as_bytes(), &req.body).as_str()),
+        "signed with the stored shared secret, not its mask"
+    );
+    assert_eq!(
+        req.header("authorization"),
+        Some("Bearer s3cr3t-t0ken-value")
+    );
+    let signatures = req.header("webhook-signature").unwrap_or_default();
+    assert_eq!(
+        signatures.split(' ').count(),
+        2,
+        "both secrets sign during the rotation: {signatures}"
+    );
+
+    // A made-up mask is refused, and the stored secret still signs.
+    let (status, body) = s
+        .admin(
+            Method::PATCH,
+            &path,
+            Some(json!({"settings": {"sharedSecret": "wxyz…"}})),
+        )
+        .await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["code"], json!("invalid_field"));
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("settings.sharedSecret")
+    );
+}

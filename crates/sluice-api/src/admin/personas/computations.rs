@@ -13,7 +13,7 @@ use sluice_store::{Computation, ComputationPatch, NewComputation, keys};
 
 use super::validate;
 use crate::AppState;
-use crate::admin::extract::{JsonObject, Params, opt_field};
+use crate::admin::extract::{JsonObject, Params, known_fields, opt_field};
 use crate::error::{ApiError, ApiResult};
 
 fn what(class: &str) -> &'static str {
@@ -53,6 +53,11 @@ async fn view(app: &AppState, c: &Computation) -> ApiResult<Value> {
     }))
 }
 
+/// The fields a create accepts (`preview` asks for a dry run).
+const CREATE_FIELDS: &[&str] = &["name", "key", "definition", "destination_ids", "preview"];
+/// The fields an update accepts (`key` only to be told it is permanent).
+const UPDATE_FIELDS: &[&str] = &["name", "key", "definition", "destination_ids"];
+
 async fn live(app: &AppState, class: &str, id: &str) -> ApiResult<Computation> {
     app.store
         .get_computation(id)
@@ -66,6 +71,7 @@ pub async fn create(
     class: &'static str,
     JsonObject(body): JsonObject,
 ) -> ApiResult<Response> {
+    known_fields(&body, CREATE_FIELDS)?;
     let name = validate::name(&body)?;
     let key = validate::key(&body, &name)?;
     let destination_ids = validate::destinations(app.store.as_ref(), &body).await?;
@@ -128,6 +134,7 @@ pub async fn update(
     JsonObject(body): JsonObject,
 ) -> ApiResult<Json<Value>> {
     let current = live(&app, class, &id).await?;
+    known_fields(&body, UPDATE_FIELDS)?;
     let mut patch = ComputationPatch::default();
     if body.contains_key("name") {
         patch.name = Some(validate::name(&body)?);

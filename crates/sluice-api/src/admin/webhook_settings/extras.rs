@@ -24,7 +24,13 @@ pub const DEFAULT_ROTATION_OVERLAP_SECS: i64 = 24 * 60 * 60;
 /// The longest overlap accepted: 30 days.
 pub const MAX_ROTATION_OVERLAP_SECS: i64 = 30 * 24 * 60 * 60;
 /// The keys of `standardWebhooks` ([`StandardInput`] documents them).
-pub const STANDARD_KEYS: &[&str] = &["secret", "rotationOverlapSeconds"];
+/// `previousSecretValidUntil` is read-only: it is accepted and ignored, so
+/// that settings can be sent back exactly as a read showed them.
+pub const STANDARD_KEYS: &[&str] = &[
+    "secret",
+    "rotationOverlapSeconds",
+    "previousSecretValidUntil",
+];
 /// The `secret` value that asks Sluice to generate one.
 pub const GENERATE: &str = "generate";
 
@@ -131,6 +137,10 @@ pub struct StandardInput {
     #[serde(rename = "rotationOverlapSeconds")]
     #[schema(minimum = 0, maximum = 2592000)]
     pub rotation_overlap_seconds: Option<i64>,
+    /// Read-only (see [`StandardView`]): accepted and ignored, so that a
+    /// read can be sent back unchanged.
+    #[serde(rename = "previousSecretValidUntil")]
+    pub previous_secret_valid_until: Option<String>,
 }
 
 /// The admin API's view of `standardWebhooks` at `now`: masked secret and

@@ -94,6 +94,11 @@ fn a_new_secret_rotates_and_keeps_the_old_one_for_the_overlap() {
     );
     let kept = parse_standard(&json!({"secret": masked}), Some(&rotated), now()).unwrap();
     assert_eq!(kept.as_ref(), Some(&rotated));
+    // So does the whole view, its read-only end of the rotation included.
+    let read = serde_json::to_value(&shown).unwrap();
+    assert!(read["previousSecretValidUntil"].is_string(), "{read}");
+    let kept = parse_standard(&read, Some(&rotated), now()).unwrap();
+    assert_eq!(kept.as_ref(), Some(&rotated));
     // Zero overlap: the old secret stops at once.
     let abrupt = parse_standard(
         &json!({"secret": SECRET, "rotationOverlapSeconds": 0}),

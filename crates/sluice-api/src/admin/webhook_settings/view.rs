@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sluice_outbound::Masker;
 use sluice_outbound::mask::mask_url;
-use sluice_store::{WebhookSettings, keys};
+use sluice_store::WebhookSettings;
 use utoipa::ToSchema;
 
 use super::extras;
@@ -16,7 +16,9 @@ use super::extras;
 pub struct SettingsView {
     /// Up to 5 entries.
     pub urls: Vec<UrlView>,
-    /// Masked: first 4 characters and `…`; `null` when unset.
+    /// Masked: the first 4 characters and `…` for a secret of 12 or more
+    /// characters, `…` alone for a shorter one; `null` when unset. Sent back
+    /// unchanged, it keeps the stored secret.
     #[serde(rename = "sharedSecret")]
     pub shared_secret: Option<String>,
     /// `null` when Standard Webhooks signing is off.
@@ -85,7 +87,7 @@ pub fn view(settings: &WebhookSettings, masker: &Masker) -> SettingsView {
         .collect();
     SettingsView {
         urls,
-        shared_secret: settings.shared_secret.as_deref().map(keys::hint),
+        shared_secret: settings.shared_secret.as_deref().map(super::mask_secret),
         standard_webhooks: extras::view_standard(
             settings.standard_webhooks.as_ref(),
             chrono::Utc::now(),

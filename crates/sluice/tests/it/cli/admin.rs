@@ -51,6 +51,11 @@ async fn sources_and_destinations_print_json_or_a_table_and_errors_carry_the_api
     let id = dst["id"].as_str().unwrap();
     let got = run_json(base, &["destinations", "get", id]).await;
     assert_eq!(got["source_ids"], json!([src]));
+    // Every state the API lists by, `filtered` included (docs/schema.md).
+    for state in ["pending", "succeeded", "dead", "discarded", "filtered"] {
+        let rows = run_json(base, &["deliveries", "--destination", id, "--state", state]).await;
+        assert_eq!(rows, json!([]), "{state}");
+    }
 
     let (code, _, stderr) = run(base, &["sources", "get", "src_missing"]).await;
     assert_eq!(code, 1);
