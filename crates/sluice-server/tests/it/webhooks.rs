@@ -231,32 +231,19 @@ async fn settings_sent_back_as_read_keep_signing_with_the_stored_secrets() {
         )
         .await;
     let path = format!("/destinations/{dst}");
-    let (status, body) = s
-        .admin(
-            Method::PATCH,
-            &path,
-            Some(json!({"settings": {"standardWebhooks": {"secret": "generate"}}})),
-        )
-        .await;
-    assert_eq!(status, 200, "{body}");
-    let generated = body["settings"]["standardWebhooks"]["secret"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    // Rotate once, so the read shows a rotation in progress too.
-    let (status, body) = s
-        .admin(
-            Method::PATCH,
-            &path,
-            Some(json!({"settings": {"standardWebhooks": {"secret": "generate"}}})),
-        )
-        .await;
-    assert_eq!(status, 200, "{body}");
-    let current = body["settings"]["standardWebhooks"]["secret"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    assert_ne!(current, generated);
+    let generate = || async {
+        let (status, body) = s
+            .admin(
+                Method::PATCH,
+                &path,
+                Some(json!({"settings": {"standardWebhooks": {"secret": "generate"}}})),
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+        body["settings"]["standardWebhooks"]["secret"].clone()
+    };
+    // Generate, then rotate once, so the read shows a rotation in progress.
+    assert_ne!(generate().await, generate().await);
 
     // Read, then send the settings back exactly as read.
     let (_, read) = s.admin(Method::GET, &path, None).await;
