@@ -25,6 +25,11 @@ pub struct Entered {
     pub urls: Vec<(String, String)>,
     /// Editing: the current secret's first characters, if it has one.
     pub secret_hint: Option<String>,
+    /// The secret as typed, given back when the form is shown again with
+    /// errors: left out, it would be lost without a word, and the
+    /// destination saved unsigned on the next submit. Only ever the value
+    /// this same request carried; a stored secret is never written here.
+    pub secret: String,
     /// Field id → message.
     pub errors: BTreeMap<String, String>,
 }
@@ -77,14 +82,36 @@ fn header_lines(field: &str, text: &str) -> Result<Map<String, Value>, String> {
     Ok(out)
 }
 
+/// Where a field's error goes in the summary: the order of the form.
+fn position(field: &str) -> (u8, usize) {
+    let row = |prefix: &str| {
+        field
+            .strip_prefix(prefix)
+            .and_then(|i| i.parse::<usize>().ok())
+    };
+    match field {
+        "name" => (0, 0),
+        "sources" => (1, 0),
+        "urls" => (2, usize::MAX),
+        "secret" => (3, 0),
+        _ => match (row("url"), row("headers")) {
+            (Some(i), _) => (2, 2 * i),
+            (_, Some(i)) => (2, 2 * i + 1),
+            _ => (4, 0),
+        },
+    }
+}
+
 pub fn render(s: &Session, sources: &[Source], e: &Entered, mode: &Mode) -> Markup {
     let err = |k: &str| e.errors.get(k).map(String::as_str);
+    let mut summary: Vec<_> = e.errors.iter().collect();
+    summary.sort_by_key(|(k, _)| position(k));
     let invalid = |k: &str| e.errors.contains_key(k).then_some("true");
     html! {
         @if !e.errors.is_empty() {
             div.error #errors role="alert" tabindex="-1" {
                 p { "The destination was not saved. Please fix:" }
-                ul { @for (k, m) in &e.errors { li { a href={ "#" (k) } { (m) } } } }
+                ul { @for (k, m) in &summary { li { a href={ "#" (k) } { (m) } } } }
             }
         }
         form.card.setup method="post" action=(mode.action) novalidate {
@@ -145,7 +172,7 @@ pub fn render(s: &Session, sources: &[Source], e: &Entered, mode: &Mode) -> Mark
                 }
                 div.field {
                     label for="secret" { "Shared secret" }
-                    input #secret name="secret" type="password" autocomplete="new-password" aria-invalid=[invalid("secret")] aria-describedby=(if invalid("secret").is_some() { "secret-help secret-error" } else { "secret-help" });
+                    input #secret name="secret" type="password" autocomplete="new-password" value=(e.secret) aria-invalid=[invalid("secret")] aria-describedby=(if invalid("secret").is_some() { "secret-help secret-error" } else { "secret-help" });
                     p #secret-help .help { "When set, every request carries X-Signature: the hex HMAC-SHA1 of the body keyed with it. Afterwards only its first characters are shown." }
                     @if let Some(m) = err("secret") { p #secret-error .field-error { (m) } }
                 }
@@ -200,7 +227,13 @@ pub fn validate(form: &Form, editing: bool, rules: &Rules) -> (Entered, Vec<Valu
             }
         }
     }
-    if urls.is_empty() && e.errors.is_empty() {
+    // Said beside any other error, unless a URL row already has one (the
+    // URL it names may be the one meant).
+    let row_error = e
+        .errors
+        .keys()
+        .any(|k| k.starts_with("url") || k.starts_with("headers"));
+    if urls.is_empty() && !row_error {
         e.errors.insert(
             "url0".into(),
             "settings.urls: enter at least one webhook URL".into(),
@@ -208,6 +241,7 @@ pub fn validate(form: &Form, editing: bool, rules: &Rules) -> (Entered, Vec<Valu
     }
     // The secret is taken as typed: spaces are part of it.
     let typed = form.raw("secret");
+    e.secret = typed.to_owned();
     let secret = if editing && form.checked("remove_secret") {
         Some(Value::Null)
     } else if editing && typed.is_empty() {
@@ -245,6 +279,20 @@ mod tests {
             "sources"
         );
         assert_eq!(field_of("something else"), "form");
+    }
+
+    #[test]
+    fn the_error_summary_follows_the_form() {
+        let mut keys = vec![
+            "secret", "headers1", "url1", "urls", "name", "url0", "form", "sources", "url10",
+        ];
+        keys.sort_by_key(|k| position(k));
+        assert_eq!(
+            keys,
+            [
+                "name", "sources", "url0", "url1", "headers1", "url10", "urls", "secret", "form"
+            ]
+        );
     }
 
     #[test]

@@ -66,6 +66,7 @@ pub async fn show(
         .map(|src| (src.id.as_str(), src.name.as_str()))
         .collect();
     let secret = view.settings.shared_secret.as_deref();
+    let standard = view.settings.standard_webhooks;
     let masker = &dash.app.outbound.masker;
     let filters = sluice_api::admin::schema::get_filters(State(dash.app.clone()), Path(id.clone()))
         .await?
@@ -117,7 +118,20 @@ pub async fn show(
         p.actions { a.button.secondary href={ "/destinations/" (id) "/edit" } { "Edit settings" } }
         dl.facts {
             dt { "Shared secret" }
-            dd { @match secret { Some(h) => { code #secret-hint { (h) } " (only the first characters are shown); requests carry X-Signature." } None => { "None: requests are not signed." } } }
+            dd { @match secret {
+                Some(h) => { code #secret-hint { (h) } " (only the first characters are shown); requests carry X-Signature." }
+                None if standard.is_some() => { "None: requests carry no X-Signature." }
+                None => { "None: requests are not signed." }
+            } }
+            @if let Some(sw) = &standard {
+                dt { "Standard Webhooks" }
+                dd #standard-webhooks {
+                    "On: requests carry webhook-id, webhook-timestamp and webhook-signature, signed with "
+                    code { (sw.secret) }
+                    @if let Some(until) = &sw.previous_secret_valid_until { " (the previous secret also signs until " (until) ")" }
+                    ". Set through the admin API (" code { "settings.standardWebhooks" } ")."
+                }
+            }
             dt { "Connected sources" }
             dd {
                 @if d.source_ids.is_empty() { "None." }

@@ -1,11 +1,15 @@
 //! `/sources`: the list, creation, a source's page and key rotation. The
 //! write key appears once, in the answer to creation or rotation, with a
 //! copy button; afterwards only its first characters.
+//!
+//! The rotation form names the key it rotates (its shown start): sent
+//! again, as a page reload sends it, it finds another key and changes
+//! nothing, so the key just shown stays the one that works.
 
 use std::sync::Arc;
 
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::IntoResponse;
 use maud::{Markup, html};
 use serde_json::{Map, Value};
@@ -16,7 +20,7 @@ use sluice_store::Source;
 use crate::Dash;
 use crate::form::Form;
 use crate::layout::{PageResult, SignedIn, check_csrf, csrf_field, page, when};
-use crate::session::Session;
+use crate::session::{Session, is_https};
 
 fn list_body(s: &Session, sources: &[Source], name: &str, error: Option<&str>) -> Markup {
     html! {
@@ -69,13 +73,17 @@ pub async fn list(State(dash): State<Arc<Dash>>, SignedIn(s): SignedIn) -> PageR
 pub async fn create(
     State(dash): State<Arc<Dash>>,
     SignedIn(s): SignedIn,
+    headers: HeaderMap,
     form: Form,
 ) -> PageResult {
     check_csrf(&s, &form)?;
     let mut body = Map::new();
     body.insert("name".into(), Value::String(form.get("name").to_owned()));
     match api::create(State(dash.app.clone()), JsonObject(body)).await {
-        Ok((_, json)) => Ok(key_once(&s, &json.0, "Source created").into_response()),
+        Ok((_, json)) => {
+            let base = base_url(&headers, dash.app.trust_forwarded_for);
+            Ok(key_once(&s, &json.0, "Source created", &base).into_response())
+        }
         Err(e) if e.status == StatusCode::BAD_REQUEST => {
             let sources = dash.app.store.list_sources().await?;
             let markup = list_body(&s, &sources, form.get("name"), Some(&e.message));
@@ -85,8 +93,28 @@ pub async fn create(
     }
 }
 
+/// This server's address as the browser reached it, for a command to paste.
+fn base_url(headers: &HeaderMap, trust_proxy: bool) -> String {
+    let host = headers
+        .get("host")
+        .and_then(|h| h.to_str().ok())
+        .filter(|h| !h.is_empty() && !h.contains(['/', ' ', '\'', '"']))
+        .unwrap_or("127.0.0.1:8088");
+    let scheme = if is_https(headers, trust_proxy) {
+        "https"
+    } else {
+        "http"
+    };
+    format!("{scheme}://{host}")
+}
+
 /// The one page that shows a write key in full.
-fn key_once(s: &Session, source: &SourceView, title: &str) -> impl IntoResponse + use<> {
+fn key_once(
+    s: &Session,
+    source: &SourceView,
+    title: &str,
+    base: &str,
+) -> impl IntoResponse + use<> {
     let id = source.id.as_str();
     let key = source.write_key.as_deref().unwrap_or("");
     let body = html! {
@@ -103,7 +131,7 @@ fn key_once(s: &Session, source: &SourceView, title: &str) -> impl IntoResponse 
         }
         h2 { "Try it" }
         div.copyable {
-            pre #curl-example { code { "curl -u '" (key) ":' -H 'Content-Type: application/json' \\\n  -d '{\"userId\":\"u1\",\"event\":\"Signed Up\"}' \\\n  <this server>/v1/track" } }
+            pre #curl-example { code { "curl -u '" (key) ":' -H 'Content-Type: application/json' \\\n  -d '{\"userId\":\"u1\",\"event\":\"Signed Up\"}' \\\n  " (base) "/v1/track" } }
             button.copy type="button" data-copy="curl-example" hidden { "Copy command" }
         }
         p { a href={ "/sources/" (id) "/debugger" } { "Open the live debugger" } " to watch the calls arrive." }
@@ -142,6 +170,7 @@ pub async fn show(
         h2 { "Rotate the write key" }
         form.card method="post" action={ "/sources/" (id) "/rotate-key" } data-confirm="Rotate the write key? The current key stops working at once." {
             (csrf_field(&s))
+            input type="hidden" name="key" value=(src.write_key_hint);
             p { "A new key is generated and shown once; the current key stops working at once." }
             button.danger type="submit" { "Rotate key" }
         }
@@ -154,9 +183,26 @@ pub async fn rotate(
     State(dash): State<Arc<Dash>>,
     SignedIn(s): SignedIn,
     Path(id): Path<String>,
+    headers: HeaderMap,
     form: Form,
 ) -> PageResult {
     check_csrf(&s, &form)?;
+    let current = api::get(State(dash.app.clone()), Path(id.clone())).await?.0;
+    if current.write_key_hint != form.get("key") {
+        let body = html! {
+            div.error role="alert" {
+                p { strong { "The write key was not rotated again." } " It changed after this form was shown: the form was sent twice (reloading the page that showed the new key sends it again), or someone else rotated it." }
+                p { "The key shown when it was rotated is the one that works; it starts with " code { (current.write_key_hint) } "." }
+            }
+            p { a href={ "/sources/" (id) } { "Back to the source" } }
+        };
+        return Ok((
+            StatusCode::CONFLICT,
+            page(Some(&s), "Write key not rotated", "sources", body),
+        )
+            .into_response());
+    }
     let json = api::rotate_key(State(dash.app.clone()), Path(id)).await?.0;
-    Ok(key_once(&s, &json, "Write key rotated").into_response())
+    let base = base_url(&headers, dash.app.trust_forwarded_for);
+    Ok(key_once(&s, &json, "Write key rotated", &base).into_response())
 }

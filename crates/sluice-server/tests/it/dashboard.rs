@@ -8,7 +8,7 @@ use reqwest::{Client, Response, redirect};
 
 use crate::support::{ADMIN_TOKEN, TestServer, test_config};
 
-fn client() -> Client {
+pub(crate) fn client() -> Client {
     Client::builder()
         .redirect(redirect::Policy::none())
         .build()
@@ -36,7 +36,7 @@ fn pair(set_cookie: &str) -> String {
     set_cookie.split(';').next().unwrap_or("").to_owned()
 }
 
-fn hidden_csrf(html: &str) -> String {
+pub(crate) fn hidden_csrf(html: &str) -> String {
     let at = html.find("name=\"csrf\" value=\"").expect("csrf field") + 19;
     html[at..].split('"').next().unwrap_or("").to_owned()
 }
@@ -65,7 +65,7 @@ async fn sign_in(server: &TestServer, token: &str, proto: Option<&str>) -> Respo
     post.send().await.expect("signin")
 }
 
-async fn session_cookie(server: &TestServer) -> String {
+pub(crate) async fn session_cookie(server: &TestServer) -> String {
     let res = sign_in(server, ADMIN_TOKEN, None).await;
     assert_eq!(res.status(), 303);
     pair(&cookie_named(&set_cookies(&res), "sluice_session"))

@@ -4,6 +4,7 @@ mod admin;
 mod backlog;
 mod blocking;
 mod dashboard;
+mod dashboard_forms;
 mod filters;
 mod hostile;
 mod ingest;
