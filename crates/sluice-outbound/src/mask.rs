@@ -66,8 +66,15 @@ impl Masker {
     /// Whether `sent` is what [`Masker::header_value`] shows for `stored`
     /// under a sensitive `name`: a client sending it back keeps `stored`.
     pub fn is_mask_of(&self, name: &str, sent: &str, stored: &str) -> bool {
-        self.is_sensitive(name) && sent != stored && mask_value(stored) == sent
+        self.is_sensitive(name) && is_mask_of(sent, stored)
     }
+}
+
+/// Whether `sent` is [`mask_value`]'s form of `stored` (and not `stored`
+/// itself): a secret sent back as shown, which keeps the stored one. Used
+/// for sensitive header values and for a destination's shared secret.
+pub fn is_mask_of(sent: &str, stored: &str) -> bool {
+    sent != stored && mask_value(stored) == sent
 }
 
 /// A secret's masked form: the first four characters of a value of twelve

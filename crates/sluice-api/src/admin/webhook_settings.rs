@@ -158,13 +158,9 @@ pub fn parse_secret(value: &Value) -> Result<Option<String>, ApiError> {
     }
 }
 
-/// The shown form of a `sharedSecret`: the header rule
-/// ([`mask::mask_value`]), so a short secret shows no character of itself.
-pub fn mask_secret(secret: &str) -> String {
-    mask::mask_value(secret)
-}
-
-/// A `sharedSecret` sent back as a read showed it keeps the stored secret;
+/// A `sharedSecret` is shown as a sensitive header value is
+/// ([`mask::mask_value`]: a short secret shows no character of itself).
+/// Sent back as a read showed it, it keeps the stored secret;
 /// a masked-looking one that is not the stored secret's shown form is
 /// refused, never saved as the new secret (every signature would then be
 /// keyed with the mask).
@@ -175,7 +171,7 @@ fn keep_stored_secret(
     let Some(sent) = sent else {
         return Ok(None);
     };
-    if let Some(stored) = stored.filter(|s| *s != sent && mask_secret(s) == sent) {
+    if let Some(stored) = stored.filter(|s| mask::is_mask_of(&sent, s)) {
         return Ok(Some(stored.to_owned()));
     }
     if looks_masked(&sent) {

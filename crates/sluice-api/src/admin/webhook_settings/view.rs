@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sluice_outbound::Masker;
-use sluice_outbound::mask::mask_url;
+use sluice_outbound::mask::{mask_url, mask_value};
 use sluice_store::WebhookSettings;
 use utoipa::ToSchema;
 
@@ -87,7 +87,7 @@ pub fn view(settings: &WebhookSettings, masker: &Masker) -> SettingsView {
         .collect();
     SettingsView {
         urls,
-        shared_secret: settings.shared_secret.as_deref().map(super::mask_secret),
+        shared_secret: settings.shared_secret.as_deref().map(mask_value),
         standard_webhooks: extras::view_standard(
             settings.standard_webhooks.as_ref(),
             chrono::Utc::now(),
