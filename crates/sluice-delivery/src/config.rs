@@ -11,6 +11,10 @@ use sluice_outbound::{Masker, NetworkPolicy};
 use crate::error::DeliveryError;
 use crate::policy::RetryPolicy;
 
+/// Rounds of sends a destination's queue holds beyond the ones in flight
+/// ([`DeliveryConfig::sized_for_timeout_and_concurrency`]).
+pub const QUEUED_ROUNDS: usize = 7;
+
 /// How the delivery engine sends, retries and schedules.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DeliveryConfig {
@@ -116,6 +120,21 @@ impl DeliveryConfig {
         Ok(())
     }
 
+    /// These settings with the per-destination queue and the lease sized to
+    /// the answer timeout and concurrency an operator chose, so that every
+    /// positive `timeout` and `concurrency_per_destination` is valid: the
+    /// queue holds [`QUEUED_ROUNDS`] rounds of sends (448 at the default 64),
+    /// and the lease is at least its default and outlasts
+    /// [`Self::longest_hold`] by one more timeout. A longer lease only delays
+    /// the pick-up of a dead node's deliveries.
+    pub fn sized_for_timeout_and_concurrency(mut self) -> Self {
+        let concurrency = self.concurrency_per_destination.max(1);
+        self.max_queued_per_destination = concurrency.saturating_mul(QUEUED_ROUNDS);
+        let needed = self.longest_hold().saturating_add(self.timeout);
+        self.lease = self.lease.max(needed);
+        self
+    }
+
     /// The longest a claimed delivery may be held before its send ends: the
     /// sends queued ahead of it in its destination, then its own, plus one
     /// timeout of margin.
@@ -146,6 +165,29 @@ mod tests {
         assert_eq!(c.timeout, Duration::from_secs(5));
         assert_eq!(c.retry_window, Duration::from_secs(4 * 3600));
         assert!(c.validate().is_ok());
+    }
+
+    #[test]
+    fn any_timeout_and_concurrency_an_operator_sets_is_valid_once_sized() {
+        for timeout_s in [1, 5, 6, 7, 30, 300] {
+            for concurrency in [1, 8, 32, 64, 1000] {
+                let c = DeliveryConfig {
+                    timeout: Duration::from_secs(timeout_s),
+                    concurrency_per_destination: concurrency,
+                    ..DeliveryConfig::default()
+                }
+                .sized_for_timeout_and_concurrency();
+                assert!(c.validate().is_ok(), "{timeout_s} s, {concurrency}: {c:?}");
+                assert!(c.lease >= Duration::from_secs(60));
+                assert_eq!(c.max_queued_per_destination, concurrency * QUEUED_ROUNDS);
+            }
+        }
+    }
+
+    #[test]
+    fn sizing_keeps_the_defaults_as_they_are() {
+        let c = DeliveryConfig::default();
+        assert_eq!(c.clone().sized_for_timeout_and_concurrency(), c);
     }
 
     #[test]

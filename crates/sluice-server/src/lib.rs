@@ -145,7 +145,8 @@ fn delivery_config(config: &Config) -> Result<DeliveryConfig, ServerError> {
         network: outbound_rules(config)?.network,
         masker: config.masker(),
         ..DeliveryConfig::default()
-    })
+    }
+    .sized_for_timeout_and_concurrency())
 }
 
 /// The network guard and credential masking, from `delivery.*`.

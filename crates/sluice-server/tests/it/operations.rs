@@ -128,3 +128,68 @@ async fn metrics_count_requests_events_and_commits() {
         1.0
     );
 }
+
+/// The "Example file" block of docs/configuration.md, as written there.
+fn documented_example_config() -> String {
+    let doc = include_str!("../../../../docs/configuration.md");
+    let after = doc
+        .split("## Example file")
+        .nth(1)
+        .expect("configuration.md has an example file");
+    let block = after.split("```toml\n").nth(1).expect("a toml block");
+    block
+        .split("```")
+        .next()
+        .expect("a closed block")
+        .to_owned()
+}
+
+#[tokio::test]
+async fn the_documented_example_file_and_long_timeouts_start_and_deliver() {
+    let receiver = sluice_testkit::Receiver::start().await;
+    let example = documented_example_config();
+    assert!(
+        example.contains("concurrency_per_destination = 32"),
+        "{example}"
+    );
+    let variants = [
+        example.clone(),
+        example.replace("timeout_ms = 5000", "timeout_ms = 30000"),
+        example.replace(
+            "concurrency_per_destination = 32",
+            "concurrency_per_destination = 1",
+        ),
+    ];
+    for (i, toml) in variants.iter().enumerate() {
+        let dir = tempfile::tempdir().unwrap();
+        // Only what names this machine changes: the data dir and the
+        // bootstrap file the example points at.
+        let toml: String = toml
+            .lines()
+            .filter(|l| !l.starts_with("bootstrap") && !l.starts_with("data_dir"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let file = dir.path().join("sluice.toml");
+        std::fs::write(&file, toml).unwrap();
+        let env = figment::providers::Env::prefixed("SLUICE_EXAMPLE_TEST_UNSET_");
+        let mut config = sluice_server::config::Config::load_from(Some(&file), env)
+            .unwrap_or_else(|e| panic!("variant {i}: {e}"));
+        config.data_dir = dir.path().join("data");
+        config.admin_token = test_config(dir.path()).admin_token;
+        config.delivery.allow_networks = vec!["127.0.0.0/8".into()];
+        let s = TestServer::start_with(config).await;
+        let (src, key) = s.source("web").await;
+        s.webhook(&src, json!([receiver.url()]), None).await;
+        let body = json!({"userId": "u", "event": format!("variant {i}")}).to_string();
+        assert_eq!(s.collect("/v1/track", Some(&key), body).await.0, 200);
+        let got = receiver
+            .wait_for(i + 1, std::time::Duration::from_secs(10))
+            .await;
+        assert!(
+            got[i].text().contains(&format!("\"variant {i}\"")),
+            "{}",
+            got[i].text()
+        );
+        s.stop().await;
+    }
+}
