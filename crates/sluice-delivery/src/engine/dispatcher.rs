@@ -276,9 +276,10 @@ impl Dispatcher {
                 Some(_slot) if claimed_at.elapsed() < max_wait => {
                     // Boxed: the send's future is a few KB, and only sends
                     // need it, not the deliveries queued for a slot.
+                    let probe = lane.health.open();
                     let attempt = deliver::attempt(&sender, &policy, due, &dest, &lane.log);
                     let report = Box::pin(attempt).await;
-                    lane.health.record(&report.outcome);
+                    lane.health.record(&report.outcome, probe);
                     let _ = reports.send(report);
                 }
                 Some(_) => {

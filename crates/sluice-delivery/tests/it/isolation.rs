@@ -124,3 +124,46 @@ async fn failing_destination_is_probed_one_request_at_a_time() {
     );
     engine.stop().await;
 }
+
+/// An endpoint that goes down fails every send in flight at once. That opens
+/// the breaker, but it is one failure seen many times, not a long run: once
+/// the endpoint answers again, the backlog follows the first successful
+/// probe instead of waiting out `backoff_cap`.
+#[tokio::test]
+async fn backlog_follows_the_first_successful_probe_after_a_short_outage() {
+    let (_dir, store) = new_store().await;
+    let flaky = Receiver::start().await;
+    let concurrency = 32;
+    for _ in 0..concurrency {
+        flaky.push(sluice_testkit::Reply::status(503));
+    }
+    let dest = destination(&store, "flaky", vec![url(&flaky.url())], None, true).await;
+    let config = DeliveryConfig {
+        concurrency_per_destination: concurrency,
+        max_queued_per_destination: 7 * concurrency,
+        backoff_base: Duration::from_millis(30),
+        // Longer than the test: a backlog held until the cap fails it.
+        backoff_cap: Duration::from_secs(60),
+        retry_window: Duration::from_secs(600),
+        lease: Duration::from_secs(60),
+        ..fast_config()
+    };
+    let engine = Running::start(store.clone(), config);
+    let events: Vec<_> = (0..100).map(|i| track(&format!("o-{i}"))).collect();
+    append(&store, &events, &[&dest]).await;
+    engine.handle.notify();
+
+    for i in 0..100 {
+        wait_state(&store, &format!("o-{i}"), DeliveryState::Succeeded).await;
+    }
+    let oks = flaky
+        .requests()
+        .iter()
+        .filter(|r| r.text().contains("\"o-"))
+        .count();
+    assert!(
+        oks >= 100,
+        "every event reached the endpoint ({oks} requests)"
+    );
+    engine.stop().await;
+}
