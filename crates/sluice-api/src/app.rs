@@ -45,8 +45,10 @@ use tower::ServiceExt;
 
 use crate::{AppState, front, ingest};
 
-/// The route pattern collection calls are counted under.
+/// The route patterns collection calls are counted under, as the router
+/// names them: without and with the trailing slash.
 const COLLECTION_ROUTE: &str = "/v1/{kind}";
+const COLLECTION_ROUTE_SLASH: &str = "/v1/{kind}/";
 
 /// The router, plus the direct lane for collection calls. Cheap to clone
 /// (two reference counts).
@@ -75,9 +77,9 @@ impl App {
     /// Answers one request from `peer`.
     pub async fn handle(self, mut request: Request, peer: SocketAddr) -> Response {
         if let Some(state) = &self.lane
-            && let Some(endpoint) = collection_call(&request)
+            && let Some((endpoint, route)) = collection_call(&request)
         {
-            return collect(state, endpoint, peer, request).await;
+            return collect(state, endpoint, route, peer, request).await;
         }
         request.extensions_mut().insert(ConnectInfo(peer));
         let answer: Result<Response, Infallible> = self.router.oneshot(request).await;
@@ -89,13 +91,18 @@ impl App {
 }
 
 /// The endpoint of a request the direct lane takes: `POST /v1/<kind>` with
-/// the kind spelled as Segment's libraries send it.
-fn collection_call(request: &Request) -> Option<Endpoint> {
+/// the kind spelled as Segment's libraries send it, with or without one
+/// trailing slash (analytics-java posts to `/v1/import/`).
+/// Also returns the route it is counted under.
+fn collection_call(request: &Request) -> Option<(Endpoint, &'static str)> {
     if request.method() != Method::POST {
         return None;
     }
     let kind = request.uri().path().strip_prefix("/v1/")?;
-    Endpoint::from_path_segment(kind)
+    match kind.strip_suffix('/') {
+        Some(kind) => Some((Endpoint::from_path_segment(kind)?, COLLECTION_ROUTE_SLASH)),
+        None => Some((Endpoint::from_path_segment(kind)?, COLLECTION_ROUTE)),
+    }
 }
 
 /// The collection handler, with the CORS headers and the count that the
@@ -103,6 +110,7 @@ fn collection_call(request: &Request) -> Option<Endpoint> {
 async fn collect(
     state: &AppState,
     endpoint: Endpoint,
+    route: &'static str,
     peer: SocketAddr,
     request: Request,
 ) -> Response {
@@ -113,12 +121,7 @@ async fn collect(
         Err(refused) => refused.into_response(),
     };
     cors_headers(response.headers_mut(), origin);
-    front::count(
-        state,
-        COLLECTION_ROUTE.to_owned(),
-        response.status().as_u16(),
-        start,
-    );
+    front::count(state, route.to_owned(), response.status().as_u16(), start);
     response
 }
 
@@ -216,9 +219,10 @@ mod tests {
         assert!(collection_call(&post("/v1/track")).is_some());
         assert!(collection_call(&post("/v1/batch?x=1")).is_some());
         assert!(collection_call(&post("/v1/t")).is_some());
+        assert!(collection_call(&post("/v1/import/")).is_some());
         for other in [
             "/v1/%74rack",
-            "/v1/track/",
+            "/v1/track//",
             "/v1/projects",
             "/api/v1/sources",
             "/v1/",

@@ -93,6 +93,14 @@ async fn collection_calls_answer_alike_down_the_direct_lane_and_the_router() {
         .bodies(call("b1"), call("b2")),
         Case::new("a batch", "/v1/batch", "/v1/b%61tch", vec![signed])
             .bodies(batch("c1"), batch("c2")),
+        // Segment's Java library posts its batches here.
+        Case::new(
+            "analytics-java's path",
+            "/v1/import/",
+            "/v1/imp%6frt/",
+            vec![signed],
+        )
+        .bodies(batch("f1"), batch("f2")),
         Case::new(
             "invalid JSON",
             "/v1/track",
@@ -128,7 +136,7 @@ async fn collection_calls_answer_alike_down_the_direct_lane_and_the_router() {
         assert_eq!(mirrored, headers.contains(&origin), "{what}: {:?}", a.1);
     }
     let stored = s.events(&src).await;
-    assert_eq!(stored.len(), 6, "both lanes store: {stored:?}");
+    assert_eq!(stored.len(), 8, "both lanes store: {stored:?}");
     let text = s.metrics().await;
     let counted = |status: &str| {
         metric(
@@ -137,6 +145,12 @@ async fn collection_calls_answer_alike_down_the_direct_lane_and_the_router() {
         )
     };
     assert_eq!(counted("200"), 6.0);
+    let slash = format!("sluice_http_requests_total{{path=\"/v1/{{kind}}/\",status=\"200\"}}");
+    assert_eq!(
+        metric(&text, &slash),
+        2.0,
+        "both lanes count the trailing slash alike"
+    );
     assert_eq!(counted("400"), 2.0);
     assert_eq!(counted("401"), 4.0);
 }
