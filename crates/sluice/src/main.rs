@@ -10,7 +10,7 @@ mod memory;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use sluice_server::config::LogFormat;
-use sluice_server::{Config, StderrAnnounce};
+use sluice_server::{Config, JsonStderrAnnounce, StderrAnnounce};
 use tracing_subscriber::EnvFilter;
 
 #[derive(Parser)]
@@ -102,7 +102,14 @@ fn serve(config_file: Option<PathBuf>) -> anyhow::Result<()> {
         let listener = tokio::net::TcpListener::bind(config.listen)
             .await
             .with_context(|| format!("binding {}", config.listen))?;
-        sluice_server::run(config, listener, shutdown, &StderrAnnounce).await?;
+        match config.log_format {
+            LogFormat::Json => {
+                sluice_server::run(config, listener, shutdown, &JsonStderrAnnounce).await?
+            }
+            LogFormat::Text => {
+                sluice_server::run(config, listener, shutdown, &StderrAnnounce).await?
+            }
+        }
         Ok(())
     })
 }

@@ -121,7 +121,8 @@ pub struct StandardView {
     /// that generated it.
     #[schema(example = "whsec_MfKQ…")]
     pub secret: String,
-    /// While a rotation runs, when the old secret stops signing (RFC 3339).
+    /// While a rotation runs, when the old secret stops signing (ISO 8601 UTC
+    /// with milliseconds).
     #[serde(rename = "previousSecretValidUntil")]
     pub previous_secret_valid_until: Option<String>,
 }
@@ -152,7 +153,9 @@ pub fn view_standard(s: Option<&StandardWebhooks>, now: DateTime<Utc>) -> Option
         .filter(|until| *until > now && s.previous_secret.is_some());
     Some(StandardView {
         secret: mask(&s.secret),
-        previous_secret_valid_until: until.map(|t| t.to_rfc3339()),
+        // ISO 8601 UTC with milliseconds, as every time in the admin API.
+        previous_secret_valid_until: until
+            .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)),
     })
 }
 

@@ -82,7 +82,13 @@ fn a_new_secret_rotates_and_keeps_the_old_one_for_the_overlap() {
         Some(now() + chrono::Duration::seconds(60))
     );
     let shown = view_standard(Some(&rotated), now()).unwrap();
-    assert!(shown.previous_secret_valid_until.is_some());
+    let until = shown.previous_secret_valid_until.clone().expect("a rotation runs");
+    let parsed = chrono::DateTime::parse_from_rfc3339(&until).expect("RFC 3339");
+    assert_eq!(
+        until,
+        parsed.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string(),
+        "ISO 8601 UTC with milliseconds, as the API's other times"
+    );
     let later = view_standard(Some(&rotated), now() + chrono::Duration::seconds(61)).unwrap();
     assert!(later.previous_secret_valid_until.is_none());
 
