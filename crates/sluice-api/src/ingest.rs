@@ -39,6 +39,7 @@ pub fn routes() -> utoipa_axum::router::OpenApiRouter<Arc<AppState>> {
     use utoipa_axum::routes;
     utoipa_axum::router::OpenApiRouter::new()
         .routes(routes!(collect))
+        .routes(routes!(collect_with_slash))
         .routes(routes!(project_settings))
 }
 
@@ -134,6 +135,26 @@ pub async fn collect(
     let endpoint = Endpoint::from_path_segment(&kind)
         .ok_or_else(|| ApiError::not_found(&format!("collection endpoint '/v1/{kind}'")))?;
     handle(&app, endpoint, peer, request).await
+}
+
+/// [`collect`] with one trailing slash: Segment's Java library
+/// (analytics-java) posts its batches to `/v1/import/`.
+#[utoipa::path(post, path = "/v1/{kind}/", tag = "collection",
+    params(("kind" = inline(Kind), Path, description = "The call type, `batch` or `import`")),
+    request_body(content = Call, description = "As `POST /v1/{kind}`"),
+    security(("writeKey" = []), ()),
+    responses(
+        (status = 200, description = "As `POST /v1/{kind}`", body = Accepted),
+        (status = 400, description = "As `POST /v1/{kind}`", body = crate::openapi::ErrorBody),
+        (status = 404, description = "`not_found`: not a collection endpoint", body = crate::openapi::ErrorBody),
+    ))]
+pub async fn collect_with_slash(
+    state: State<Arc<AppState>>,
+    kind: Path<String>,
+    peer: ConnectInfo<SocketAddr>,
+    request: Request,
+) -> ApiResult<Response> {
+    collect(state, kind, peer, request).await
 }
 
 /// [`collect`] once the endpoint is known: what the router's handler and

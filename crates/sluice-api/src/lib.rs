@@ -113,10 +113,7 @@ pub fn router(app: Arc<AppState>) -> Router {
     // The 405 fallback sits inside the CORS layer, so that preflight
     // `OPTIONS` requests still reach CORS.
     let (collection, _) = ingest::routes().split_for_parts();
-    // Segment's Java library posts to `/v1/import/`: one trailing slash is
-    // the same endpoint (not in the OpenAPI document, which names each once).
     let collection = collection
-        .route("/v1/{kind}/", axum::routing::post(ingest::collect))
         .method_not_allowed_fallback(method_not_allowed)
         .layer(cors);
     let mut main = Router::new()

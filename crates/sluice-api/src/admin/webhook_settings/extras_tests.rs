@@ -82,7 +82,10 @@ fn a_new_secret_rotates_and_keeps_the_old_one_for_the_overlap() {
         Some(now() + chrono::Duration::seconds(60))
     );
     let shown = view_standard(Some(&rotated), now()).unwrap();
-    let until = shown.previous_secret_valid_until.clone().expect("a rotation runs");
+    let until = shown
+        .previous_secret_valid_until
+        .clone()
+        .expect("a rotation runs");
     let parsed = chrono::DateTime::parse_from_rfc3339(&until).expect("RFC 3339");
     assert_eq!(
         until,
