@@ -88,8 +88,31 @@ fn object(v: Option<Value>) -> Map<String, Value> {
     }
 }
 
-/// The fields the engine reads from a stored body; the rest (`context`,
-/// `integrations`, …) is skipped without being built.
+/// An identify call's traits: its `traits` object, or, when that is absent
+/// or empty, `context.traits`. RudderStack's SDKs (Python, browser) send an
+/// identify's traits only in `context.traits`, and RudderStack reads them
+/// from either place; Segment's libraries send `traits`, which wins.
+fn identify_traits(
+    kind: &str,
+    traits: Option<Value>,
+    context_traits: Option<Value>,
+) -> Map<String, Value> {
+    let own = object(traits);
+    if kind != "identify" || !own.is_empty() {
+        return own;
+    }
+    object(context_traits)
+}
+
+/// `context`, of which the engine reads only `traits`.
+#[derive(Deserialize)]
+struct Context {
+    #[serde(default)]
+    traits: Option<Value>,
+}
+
+/// The fields the engine reads from a stored body; the rest (`integrations`,
+/// `context` but its `traits`, …) is skipped without being built.
 #[derive(Deserialize)]
 struct Fields<'a> {
     #[serde(rename = "type", borrow)]
@@ -110,6 +133,8 @@ struct Fields<'a> {
     properties: Option<Props<'a>>,
     #[serde(default)]
     traits: Option<Value>,
+    #[serde(default)]
+    context: Option<Context>,
 }
 
 /// `properties` as read: borrowed text in the usual case, or a value taken
@@ -172,7 +197,7 @@ impl Call {
             properties: f
                 .properties
                 .map_or_else(|| "{}".to_owned(), Props::object_text),
-            traits: object(f.traits),
+            traits: identify_traits(&f.kind, f.traits, f.context.and_then(|c| c.traits)),
             kind: f.kind.into_owned(),
         })
     }
@@ -200,6 +225,12 @@ impl Fields<'static> {
             previous_id: take("previousId"),
             properties: take("properties").map(Props::Value),
             traits: take("traits"),
+            context: take("context").and_then(|c| match c {
+                Value::Object(mut c) => Some(Context {
+                    traits: c.remove("traits"),
+                }),
+                _ => None,
+            }),
         })
     }
 }
@@ -380,6 +411,32 @@ mod tests {
 
     fn traits(v: Value) -> Map<String, Value> {
         v.as_object().cloned().unwrap_or_default()
+    }
+
+    #[test]
+    fn identify_traits_come_from_context_traits_when_the_call_has_none() {
+        let read = |body: Value| {
+            Call::parse(1, "s", &body.to_string(), 0)
+                .map(|c| c.traits)
+                .unwrap_or_default()
+        };
+        // RudderStack's Python SDK: traits only in `context.traits`.
+        let rudder = json!({"type": "identify", "userId": "u", "traits": {},
+                            "context": {"traits": {"plan": "pro"}, "library": {"name": "x"}}});
+        assert_eq!(read(rudder), traits(json!({"plan": "pro"})));
+        // The same, as a document the fast reader refuses (a repeated key).
+        let loose = r#"{"type":"identify","userId":"u","userId":"u",
+                        "context":{"traits":{"plan":"pro"}}}"#;
+        let call = Call::parse(1, "s", loose, 0).map(|c| c.traits);
+        assert_eq!(call, Some(traits(json!({"plan": "pro"}))));
+        // Segment's libraries: `traits` wins over `context.traits`.
+        let segment = json!({"type": "identify", "userId": "u", "traits": {"plan": "team"},
+                             "context": {"traits": {"plan": "pro"}}});
+        assert_eq!(read(segment), traits(json!({"plan": "team"})));
+        // Only identify calls take them.
+        let track = json!({"type": "track", "userId": "u", "event": "E",
+                           "context": {"traits": {"plan": "pro"}}});
+        assert!(read(track).is_empty());
     }
 
     #[test]
