@@ -17,6 +17,12 @@
 //! next free one when that is busy, so concurrent requests rarely wait on
 //! each other. [`Tracker::take`] merges the shards.
 //!
+//! **Cost per call.** A call's shape is usually one seen before; the
+//! shard remembers shapes recorded whole by a fingerprint and bumps their
+//! entries without building or hashing an entry key (module `pending`), and at
+//! most one entry index is remembered per entry, so this at most doubles a
+//! source's pending state.
+//!
 //! **What a crash loses.** Only the pending deltas: at most one flush
 //! interval of schema counts. Events are committed before they are
 //! observed, so none is ever lost to the schema.
@@ -27,6 +33,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use crate::shape::Shape;
+use pending::{Pending, fingerprint, same_entries};
+
+mod pending;
 
 /// What a schema entry describes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -95,21 +104,18 @@ pub struct SourceDelta {
     pub overflow: u64,
 }
 
-#[derive(Default)]
-struct Pending {
-    index: HashMap<String, usize>,
-    delta: SourceDelta,
-}
-
 /// How many independently locked parts the aggregate has.
 pub const SHARDS: usize = 4;
 
-type Shard = HashMap<String, Pending>;
+/// Keyed by source id; foldhash, as the ids are ours, not the clients'.
+type Shard = hashbrown::HashMap<String, Pending>;
 
 /// The aggregate, shared by every ingest request.
 pub struct Tracker {
     max_entries: usize,
     shards: [Mutex<Shard>; SHARDS],
+    /// Seeds the shapes' fingerprints (one seed per tracker).
+    prints: hashbrown::DefaultHashBuilder,
 }
 
 /// Threads take home shards in turn, so the runtime's few workers each
@@ -126,6 +132,7 @@ impl Tracker {
         Tracker {
             max_entries,
             shards: Default::default(),
+            prints: hashbrown::DefaultHashBuilder::default(),
         }
     }
 
@@ -153,17 +160,13 @@ impl Tracker {
         at_ms: i64,
     ) {
         let mut sources = self.shard();
-        if !sources.contains_key(source_id) {
-            sources.insert(source_id.to_owned(), Pending::default());
-        }
-        let Some(pending) = sources.get_mut(source_id) else {
-            return;
-        };
-        let mut key = String::with_capacity(64);
+        let pending = sources.entry_ref(source_id).or_default();
+        // Built only for shapes not remembered, so most calls allocate none.
+        let mut key = String::new();
         // The previous call and the entries it went to. A batch often
         // repeats one event with the same keys; its entries are then bumped
-        // in place, without building their keys or hashing them again. Noted
-        // only when another call follows (a single call allocates nothing).
+        // in place, without even a fingerprint. Noted only when another call
+        // follows (a single call with a known shape allocates nothing).
         let mut last: Option<&Shape> = None;
         let mut entries: Vec<usize> = Vec::new();
         let mut shapes = shapes.into_iter().peekable();
@@ -172,11 +175,19 @@ impl Tracker {
                 pending.bump(&entries, shape, at_ms);
                 continue;
             }
+            let print = fingerprint(&self.prints, shape);
+            let followed = shapes.peek().is_some();
+            let note = followed.then_some(&mut entries);
+            if pending.bump_known(print, shape, at_ms, note) {
+                last = followed.then_some(shape);
+                continue;
+            }
             entries.clear();
-            let note = shapes.peek().is_some().then_some(&mut entries);
-            let noted = note.is_some();
-            let all = pending.record(&mut key, shape, at_ms, self.max_entries, note);
-            last = (noted && all).then_some(shape);
+            let all = pending.record(&mut key, shape, at_ms, self.max_entries, Some(&mut entries));
+            if all {
+                pending.remember(print, &entries);
+            }
+            last = (followed && all).then_some(shape);
         }
     }
 
@@ -230,156 +241,9 @@ fn shard_bytes(sources: &Shard, per_slot: usize) -> usize {
                     .iter()
                     .map(|e| e.name.capacity() + e.property.capacity())
                     .sum::<usize>()
+                + p.known_bytes()
         })
         .sum()
-}
-
-/// The index key of an entry: kind, name and property, separated by a
-/// character that names and keys do not hold in practice (a collision only
-/// merges two entries' counts; it never loses an event).
-fn entry_key(key: &mut String, kind: EntryKind, name: &str, property: &str) {
-    key.clear();
-    key.push(char::from(b'0' + kind as u8));
-    key.push('\u{1f}');
-    key.push_str(name);
-    key.push('\u{1f}');
-    key.push_str(property);
-}
-
-/// Each observation one call makes, in a fixed order: (kind, name,
-/// property, JSON type bits).
-fn observations(shape: &Shape, mut f: impl FnMut(EntryKind, &str, &str, u8)) {
-    match (shape.kind, shape.name.as_deref()) {
-        ("track", Some(event)) => {
-            f(EntryKind::Track, event, "", 0);
-            for (prop, t) in &shape.fields {
-                f(EntryKind::Property, event, prop, t.bit());
-            }
-        }
-        ("page", Some(name)) => f(EntryKind::Page, name, "", 0),
-        ("screen", Some(name)) => f(EntryKind::Screen, name, "", 0),
-        ("identify" | "group", _) => {
-            let kind = if shape.kind == "identify" {
-                EntryKind::IdentifyTrait
-            } else {
-                EntryKind::GroupTrait
-            };
-            for (k, t) in &shape.fields {
-                f(kind, k, "", t.bit());
-            }
-        }
-        _ => {}
-    }
-}
-
-/// Whether two calls make observations of the same entries (types aside).
-fn same_entries(a: &Shape, b: &Shape) -> bool {
-    a.kind == b.kind
-        && a.name == b.name
-        && a.fields.len() == b.fields.len()
-        && a.fields.iter().zip(&b.fields).all(|(x, y)| x.0 == y.0)
-}
-
-impl Pending {
-    /// Records one call's observations, noting in `entries` (when given)
-    /// the entries they went to, in [`observations`] order; whether every
-    /// one found an entry (the cap turns new ones away).
-    fn record(
-        &mut self,
-        key: &mut String,
-        shape: &Shape,
-        at_ms: i64,
-        cap: usize,
-        mut entries: Option<&mut Vec<usize>>,
-    ) -> bool {
-        let mut all = true;
-        observations(shape, |kind, name, property, types| {
-            match self.add(key, kind, name, property, types, at_ms, cap) {
-                Some(i) => {
-                    if let Some(entries) = entries.as_deref_mut() {
-                        entries.push(i);
-                    }
-                }
-                None => all = false,
-            }
-        });
-        all
-    }
-
-    /// Records a call whose observations go to `entries` (a previous call's
-    /// [`Self::record`], with the same entries).
-    fn bump(&mut self, entries: &[usize], shape: &Shape, at_ms: i64) {
-        let mut next = entries.iter();
-        observations(shape, |_, _, _, types| {
-            if let Some(e) = next.next().and_then(|&i| self.delta.entries.get_mut(i)) {
-                e.seen(types, 1, at_ms, at_ms);
-            }
-        });
-    }
-
-    /// Records one observation; the entry it went to, or `None` when the
-    /// source is at its cap (counted as overflow).
-    #[allow(clippy::too_many_arguments)]
-    fn add(
-        &mut self,
-        key: &mut String,
-        kind: EntryKind,
-        name: &str,
-        property: &str,
-        types: u8,
-        at_ms: i64,
-        cap: usize,
-    ) -> Option<usize> {
-        entry_key(key, kind, name, property);
-        if let Some(&i) = self.index.get(key.as_str()) {
-            self.delta.entries[i].seen(types, 1, at_ms, at_ms);
-            return Some(i);
-        }
-        if self.delta.entries.len() >= cap {
-            self.delta.overflow += 1;
-            return None;
-        }
-        let i = self.delta.entries.len();
-        self.index.insert(key.clone(), i);
-        self.delta.entries.push(EntryDelta {
-            kind,
-            name: name.to_owned(),
-            property: property.to_owned(),
-            types,
-            count: 1,
-            first_ms: at_ms,
-            last_ms: at_ms,
-        });
-        Some(i)
-    }
-}
-
-impl EntryDelta {
-    fn seen(&mut self, types: u8, count: u64, first_ms: i64, last_ms: i64) {
-        self.types |= types;
-        self.count += count;
-        self.first_ms = self.first_ms.min(first_ms);
-        self.last_ms = self.last_ms.max(last_ms);
-    }
-}
-
-impl Pending {
-    /// Adds another shard's delta of the same source, under `cap`.
-    fn merge(&mut self, other: Pending, cap: usize) {
-        self.delta.overflow += other.delta.overflow;
-        let mut key = String::with_capacity(64);
-        for e in other.delta.entries {
-            entry_key(&mut key, e.kind, &e.name, &e.property);
-            if let Some(&i) = self.index.get(key.as_str()) {
-                self.delta.entries[i].seen(e.types, e.count, e.first_ms, e.last_ms);
-            } else if self.delta.entries.len() >= cap {
-                self.delta.overflow += e.count;
-            } else {
-                self.index.insert(key.clone(), self.delta.entries.len());
-                self.delta.entries.push(e);
-            }
-        }
-    }
 }
 
 #[cfg(test)]

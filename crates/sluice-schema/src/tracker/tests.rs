@@ -1,4 +1,5 @@
 use super::*;
+use std::collections::HashMap;
 
 fn shape(body: &str) -> Shape {
     Shape::of(body, "track")
@@ -143,4 +144,80 @@ fn repeated_calls_in_one_request_count_as_if_observed_one_by_one() {
     let total = taken[0].1.iter().find(|e| e.property == "total").unwrap();
     assert_eq!(total.count, 3);
     assert_eq!(crate::JsonType::names(total.types), ["number", "string"]);
+}
+
+/// (kind, name, property) → (type bits, count, first, last).
+type Naive = HashMap<(u8, String, String), (u8, u64, i64, i64)>;
+
+#[test]
+fn remembered_shapes_count_as_if_every_key_were_looked_up() {
+    let bodies = [
+        r#"{"type":"track","event":"Buy","properties":{"total":1,"sku":"a"}}"#,
+        r#"{"type":"track","event":"Buy","properties":{"total":"1","sku":null}}"#,
+        r#"{"type":"track","event":"Buy","properties":{"sku":"a","total":1}}"#,
+        r#"{"type":"track","event":"View","properties":{"total":1,"sku":"a"}}"#,
+        r#"{"type":"identify","traits":{"email":"x"}}"#,
+        r#"{"type":"group","traits":{"email":"x"}}"#,
+        r#"{"type":"page","name":"Home"}"#,
+    ];
+    let t = Tracker::new(1000);
+    // What each call adds, looked up key by key.
+    let mut expected = Naive::new();
+    for round in 0..5i64 {
+        for (i, body) in bodies.iter().enumerate() {
+            let at = round * 10 + i as i64;
+            let s = shape(body);
+            t.observe("s", [&s], at);
+            super::pending::observations_for_tests(&s, |kind, name, property, types| {
+                let e = expected
+                    .entry((kind as u8, name.to_owned(), property.to_owned()))
+                    .or_insert((0, 0, at, at));
+                e.0 |= types;
+                e.1 += 1;
+                e.2 = e.2.min(at);
+                e.3 = e.3.max(at);
+            });
+        }
+    }
+    let got: Naive = t
+        .take()
+        .remove(0)
+        .1
+        .entries
+        .into_iter()
+        .map(|e| {
+            (
+                (e.kind as u8, e.name, e.property),
+                (e.types, e.count, e.first_ms, e.last_ms),
+            )
+        })
+        .collect();
+    assert_eq!(got, expected);
+}
+
+#[test]
+fn remembering_shapes_holds_at_most_one_index_per_entry() {
+    // Many shapes over the same few entries: each key subset of 8 properties.
+    let t = Tracker::new(10_000);
+    let shapes: Vec<Shape> = (1u32..256)
+        .map(|mask| {
+            let props: Vec<String> = (0..8)
+                .filter(|b| mask & (1 << b) != 0)
+                .map(|b| format!(r#""p{b}":1"#))
+                .collect();
+            shape(&format!(
+                r#"{{"type":"track","event":"E","properties":{{{}}}}}"#,
+                props.join(",")
+            ))
+        })
+        .collect();
+    for s in &shapes {
+        t.observe("s", [s], 1);
+    }
+    let guards: Vec<_> = t.shards.iter().map(|s| s.lock().unwrap()).collect();
+    for shard in &guards {
+        if let Some(p) = shard.get("s") {
+            assert!(p.known_indices() <= p.delta.entries.len());
+        }
+    }
 }
