@@ -113,6 +113,21 @@ pub fn mask_url(url: &str) -> String {
     }
 }
 
+/// Text a client sent as a URL, with whatever stands where a userinfo would
+/// ([`HIDDEN`] in its place), for quoting a URL that did not parse in an
+/// error: `https://alice:pw@[bad/` → `https://****@[bad/`. The userinfo is
+/// what comes before the last `@` of the authority (after `://`, or from
+/// the start without one, up to the first `/`, `?` or `#`).
+pub fn mask_url_text(text: &str) -> String {
+    let start = text.find("://").map_or(0, |i| i + 3);
+    let rest = &text[start..];
+    let authority = rest.find(['/', '?', '#']).map_or(rest, |end| &rest[..end]);
+    match authority.rfind('@') {
+        Some(at) => format!("{}{HIDDEN}{}", &text[..start], &rest[at..]),
+        None => text.to_owned(),
+    }
+}
+
 /// Whether `sent` (a URL as a client sent it back) is the masked form of
 /// `stored`, so the stored URL with its userinfo is kept.
 pub fn is_masked_url_of(sent: &str, stored: &str) -> bool {
@@ -122,6 +137,26 @@ pub fn is_masked_url_of(sent: &str, stored: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn userinfo_is_hidden_in_url_text_that_does_not_parse() {
+        for (text, shown) in [
+            (
+                "https://alice:S3cret@hooks.example.com:99999/in",
+                "https://****@hooks.example.com:99999/in",
+            ),
+            ("http://alice:Boot@[bad/", "http://****@[bad/"),
+            ("bob:0ther@bad host/x@y", "****@bad host/x@y"),
+            ("http://a@b@c/", "http://****@c/"),
+            ("hooks.example/x", "hooks.example/x"),
+            (
+                "https://hooks.example/in?to=a@b",
+                "https://hooks.example/in?to=a@b",
+            ),
+        ] {
+            assert_eq!(mask_url_text(text), shown, "{text}");
+        }
+    }
 
     #[test]
     fn sensitive_names_are_recognised_case_insensitively() {

@@ -51,8 +51,14 @@ const BLOCKED_V6: &[(&str, &str)] = &[
     ("::/128", "unspecified"),
     ("::1/128", "loopback"),
     ("100::/64", "discard-only"),
+    ("64:ff9b:1::/48", "local-use NAT64, RFC 8215"),
+    ("2001::/32", "Teredo"),
+    ("2001:2::/48", "benchmarking"),
+    ("2001:10::/28", "ORCHID"),
+    ("2001:20::/28", "ORCHIDv2"),
     ("2001:db8::/32", "documentation"),
     ("3fff::/20", "documentation"),
+    ("5f00::/16", "SRv6 SIDs, RFC 9602"),
     ("fc00::/7", "unique local, RFC 4193"),
     ("fe80::/10", "link-local"),
     ("fec0::/10", "site-local (deprecated)"),
@@ -151,6 +157,9 @@ fn canonical(ip: IpAddr) -> IpAddr {
     let low32 = Ipv4Addr::from((bits & 0xffff_ffff) as u32);
     let embedded = if bits >> 32 == 0xffff {
         // ::ffff:a.b.c.d, IPv4-mapped.
+        Some(low32)
+    } else if bits >> 32 == 0xffff_0000 {
+        // ::ffff:0:a.b.c.d, IPv4-translated (SIIT, RFC 6052 §2.1).
         Some(low32)
     } else if bits >> 32 == 0 && bits > 1 {
         // ::a.b.c.d, IPv4-compatible (deprecated); :: and ::1 are themselves.

@@ -37,6 +37,11 @@ fn every_blocked_range_is_refused_by_default() {
         ("fe80::1", "link-local"),
         ("ff02::1", "multicast"),
         ("2001:db8::1", "documentation"),
+        ("64:ff9b:1::a9fe:a9fe", "local-use NAT64, RFC 8215"),
+        ("2001::1", "Teredo"),
+        ("2001:2::1", "benchmarking"),
+        ("2001:20::1", "ORCHIDv2"),
+        ("5f00::1", "SRv6 SIDs, RFC 9602"),
     ] {
         let err = strict().check(ip(addr)).expect_err(addr);
         assert_eq!(err.range, range, "{addr}");
@@ -66,10 +71,22 @@ fn ipv6_forms_of_blocked_ipv4_addresses_are_refused() {
         "::127.0.0.1",
         "64:ff9b::a9fe:a9fe",
         "2002:7f00:0001::1",
+        "::ffff:0:169.254.169.254",
+        "::ffff:0:127.0.0.1",
     ] {
         assert!(strict().check(ip(addr)).is_err(), "{addr}");
     }
     assert_eq!(strict().check(ip("::ffff:8.8.8.8")), Ok(()));
+    assert_eq!(strict().check(ip("::ffff:0:8.8.8.8")), Ok(()));
+    // Public IPv6 next to the newly refused ranges still passes.
+    for addr in [
+        "2001:4860:4860::8888",
+        "2001:1::1",
+        "2001:200::1",
+        "5eff::1",
+    ] {
+        assert_eq!(strict().check(ip(addr)), Ok(()), "{addr}");
+    }
 }
 
 #[test]

@@ -259,8 +259,11 @@ pub fn parse_entry(field: &str, item: &Value, rules: &Rules) -> Result<WebhookUr
 }
 
 fn check_url(field: &str, raw: &str, network: &NetworkPolicy) -> Result<String, ApiError> {
-    let parsed = url::Url::parse(raw.trim())
-        .map_err(|e| ApiError::invalid(field, format!("'{raw}' is not a full URL ({e})")))?;
+    let parsed = url::Url::parse(raw.trim()).map_err(|e| {
+        // Quoted with its userinfo hidden: the text may carry a password.
+        let shown = sluice_outbound::mask::mask_url_text(raw);
+        ApiError::invalid(field, format!("'{shown}' is not a full URL ({e})"))
+    })?;
     if parsed.scheme() != "http" && parsed.scheme() != "https" {
         return Err(ApiError::invalid(
             field,

@@ -20,6 +20,22 @@ fn url_without_http_scheme_is_refused() {
 }
 
 #[test]
+fn a_url_that_does_not_parse_is_quoted_without_its_password() {
+    for url in [
+        "https://alice:S3cretPass@hooks.example.com:99999/in",
+        "http://alice:BootPassw0rd@[bad/",
+    ] {
+        let message = err(json!({"urls": [{"url": url}]}));
+        assert!(message.contains("is not a full URL"), "{message}");
+        assert!(message.contains("****@"), "{message}");
+        assert!(
+            !message.contains("Pass") && !message.contains("alice"),
+            "{message}"
+        );
+    }
+}
+
+#[test]
 fn header_with_newline_or_bad_name_is_refused() {
     let e = err(json!({"urls": [{"url": "http://a.example", "headers": {"X-A": "b\r\nX-B: c"}}]}));
     assert!(e.contains("settings.urls[0].headers.X-A"), "{e}");
