@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use axum::Json;
-use axum::extract::{ConnectInfo, Path, Request, State};
+use axum::extract::{ConnectInfo, Request, State};
 use axum::http::header::CONTENT_TYPE;
 use axum::http::{HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
@@ -32,6 +32,7 @@ use crate::auth::basic_write_key;
 use crate::body::read_capped;
 use crate::error::{ApiError, ApiResult};
 use crate::gate;
+use crate::path_param::PathParam;
 use crate::routes::SourceRoute;
 
 /// The collection routes, each from its handler's `#[utoipa::path]`.
@@ -128,7 +129,7 @@ pub struct Accepted {
     ))]
 pub async fn collect(
     State(app): State<Arc<AppState>>,
-    Path(kind): Path<String>,
+    PathParam(kind): PathParam<String>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     request: Request,
 ) -> ApiResult<Response> {
@@ -150,7 +151,7 @@ pub async fn collect(
     ))]
 pub async fn collect_with_slash(
     state: State<Arc<AppState>>,
-    kind: Path<String>,
+    kind: PathParam<String>,
     peer: ConnectInfo<SocketAddr>,
     request: Request,
 ) -> ApiResult<Response> {
@@ -299,7 +300,7 @@ fn client_ip(headers: &HeaderMap, peer: SocketAddr, trust_forwarded_for: bool) -
     ))]
 pub async fn project_settings(
     State(app): State<Arc<AppState>>,
-    Path(key): Path<String>,
+    PathParam(key): PathParam<String>,
     headers: HeaderMap,
 ) -> ApiResult<Json<Value>> {
     authorize(&app, &key)?;

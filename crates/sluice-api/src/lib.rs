@@ -30,6 +30,7 @@ pub mod gate;
 pub mod ingest;
 pub mod metrics;
 pub mod openapi;
+pub mod path_param;
 pub mod routes;
 pub mod suppression;
 

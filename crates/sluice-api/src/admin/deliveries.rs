@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use chrono::Utc;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -16,6 +16,7 @@ use super::extract::{OptionalJsonObject, Params, known_fields, opt_field};
 use crate::AppState;
 use crate::error::{ApiError, ApiResult};
 use crate::openapi::schemas::{ErrorBody, Page, PageQuery, Replayed};
+use crate::path_param::PathParam;
 
 /// A delivery as the API shows it. A `filtered` delivery was never sent: the
 /// store keeps the name of the destination filter that dropped it in
@@ -133,7 +134,7 @@ pub async fn list(
     ))]
 pub async fn list_for_destination(
     State(app): State<Arc<AppState>>,
-    Path(id): Path<String>,
+    PathParam(id): PathParam<String>,
     params: Params,
 ) -> ApiResult<Json<DeliveryPage>> {
     find_destination(&app, &id).await?;
@@ -150,7 +151,7 @@ pub async fn list_for_destination(
     ))]
 pub async fn get(
     State(app): State<Arc<AppState>>,
-    Path(id): Path<String>,
+    PathParam(id): PathParam<String>,
 ) -> ApiResult<Json<DeliveryDetail>> {
     let id = delivery_id(&id)?;
     let delivery = app
@@ -180,7 +181,7 @@ pub async fn get(
     ))]
 pub async fn replay_one(
     State(app): State<Arc<AppState>>,
-    Path(id): Path<i64>,
+    PathParam(id): PathParam<i64>,
 ) -> ApiResult<Json<Replayed>> {
     let delivery = app
         .store
@@ -218,7 +219,7 @@ pub async fn replay_one(
     ))]
 pub async fn replay_bulk(
     State(app): State<Arc<AppState>>,
-    Path(id): Path<String>,
+    PathParam(id): PathParam<String>,
     OptionalJsonObject(body): OptionalJsonObject,
 ) -> ApiResult<Json<Replayed>> {
     find_destination(&app, &id).await?;

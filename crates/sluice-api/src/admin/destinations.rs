@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -17,6 +17,7 @@ use super::webhook_settings::{self, SettingsInput, SettingsView};
 use crate::AppState;
 use crate::error::{ApiError, ApiResult};
 use crate::openapi::schemas::{ErrorBody, List};
+use crate::path_param::PathParam;
 use crate::routes::WEBHOOKS;
 
 /// The fields a create or update body may have ([`DestinationInput`]).
@@ -148,7 +149,7 @@ pub async fn list(State(app): State<Arc<AppState>>) -> ApiResult<Json<List<Desti
     ))]
 pub async fn get(
     State(app): State<Arc<AppState>>,
-    Path(id): Path<String>,
+    PathParam(id): PathParam<String>,
 ) -> ApiResult<Json<DestinationView>> {
     Ok(Json(view(&find(&app, &id).await?, &app.outbound.masker)))
 }
@@ -164,7 +165,7 @@ pub async fn get(
     ))]
 pub async fn update(
     State(app): State<Arc<AppState>>,
-    Path(id): Path<String>,
+    PathParam(id): PathParam<String>,
     JsonObject(body): JsonObject,
 ) -> ApiResult<Json<DestinationView>> {
     known_fields(&body, FIELDS)?;
@@ -227,7 +228,7 @@ fn reveal_generated(shown: &mut DestinationView, body: &Map<String, Value>, dest
     ))]
 pub async fn delete(
     State(app): State<Arc<AppState>>,
-    Path(id): Path<String>,
+    PathParam(id): PathParam<String>,
 ) -> ApiResult<StatusCode> {
     if !app.store.delete_destination(&id).await? {
         return Err(ApiError::not_found("destination"));

@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use chrono::Utc;
 use serde_json::{Map, Value, json};
@@ -17,6 +17,7 @@ use crate::AppState;
 use crate::admin::extract::{Params, known_fields};
 use crate::error::{ApiError, ApiResult};
 use crate::openapi::schemas::ErrorBody;
+use crate::path_param::PathParam;
 
 /// The most subject ids one regulation takes (as Segment).
 pub const MAX_SUBJECTS: usize = 5000;
@@ -118,6 +119,14 @@ fn parse(body: &Map<String, Value>) -> Result<(String, Vec<String>, Option<Strin
             }
         }
     }
+    // Two spellings of one field: both present is ambiguous (a `null` in one
+    // would otherwise widen the regulation to every source), so refused.
+    if body.contains_key("source_id") && body.contains_key("sourceId") {
+        return Err(ApiError::invalid(
+            "source_id",
+            "give one of 'source_id' and 'sourceId', not both",
+        ));
+    }
     let source = match body.get("source_id").or_else(|| body.get("sourceId")) {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) => Some(s.clone()),
@@ -150,6 +159,8 @@ pub struct RegulationInput {
     pub subjectIds: Vec<String>,
     /// Limit the regulation to one source.
     pub source_id: Option<String>,
+    /// `source_id` in Segment's spelling; giving both is refused.
+    pub sourceId: Option<String>,
 }
 
 /// `POST /regulations`: records the regulation and answers at once.
@@ -223,7 +234,7 @@ pub async fn list(State(app): State<Arc<AppState>>, params: Params) -> ApiResult
     ))]
 pub async fn get(
     State(app): State<Arc<AppState>>,
-    Path(id): Path<String>,
+    PathParam(id): PathParam<String>,
 ) -> ApiResult<Json<Value>> {
     let detail = app
         .store

@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use chrono::Utc;
 use serde_json::{Map, Value, json};
 use sluice_schema::{FilterSet, JsonType, RuleError, SourceRules};
@@ -22,6 +22,7 @@ use super::sources::find as find_source;
 use crate::AppState;
 use crate::error::{ApiError, ApiResult};
 use crate::openapi::schemas::ErrorBody;
+use crate::path_param::PathParam;
 
 /// Query of the observed schema.
 #[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
@@ -76,7 +77,7 @@ fn entry_view(e: &SchemaEntry) -> Value {
     ))]
 pub async fn list(
     State(app): State<Arc<AppState>>,
-    Path(id): Path<String>,
+    PathParam(id): PathParam<String>,
     params: Params,
 ) -> ApiResult<Json<Value>> {
     find_source(&app, &id).await?;
@@ -150,7 +151,7 @@ pub async fn list(
     ))]
 pub async fn get_rules(
     State(app): State<Arc<AppState>>,
-    Path(id): Path<String>,
+    PathParam(id): PathParam<String>,
 ) -> ApiResult<Json<Value>> {
     find_source(&app, &id).await?;
     let stored = app.store.list_source_rules().await?;
@@ -173,7 +174,7 @@ pub async fn get_rules(
     ))]
 pub async fn put_rules(
     State(app): State<Arc<AppState>>,
-    Path(id): Path<String>,
+    PathParam(id): PathParam<String>,
     JsonObject(body): JsonObject,
 ) -> ApiResult<Json<Value>> {
     find_source(&app, &id).await?;
@@ -192,7 +193,7 @@ pub async fn put_rules(
     ))]
 pub async fn get_filters(
     State(app): State<Arc<AppState>>,
-    Path(id): Path<String>,
+    PathParam(id): PathParam<String>,
 ) -> ApiResult<Json<Value>> {
     find_destination(&app, &id).await?;
     let stored = app.store.list_destination_filters().await?;
@@ -215,7 +216,7 @@ pub async fn get_filters(
     ))]
 pub async fn put_filters(
     State(app): State<Arc<AppState>>,
-    Path(id): Path<String>,
+    PathParam(id): PathParam<String>,
     JsonObject(body): JsonObject,
 ) -> ApiResult<Json<Value>> {
     if app.store.get_destination(&id).await?.is_none() {

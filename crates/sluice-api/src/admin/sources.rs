@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
@@ -16,6 +16,7 @@ use super::extract::{JsonObject, Params, known_fields, opt_field, required_name}
 use crate::AppState;
 use crate::error::{ApiError, ApiResult};
 use crate::openapi::schemas::{ErrorBody, List, Page, PageQuery};
+use crate::path_param::PathParam;
 
 /// A source as the API shows it. The write key appears in full only in the
 /// answers to create and rotate (`write_key`), never afterwards.
@@ -114,7 +115,7 @@ pub async fn list(State(app): State<Arc<AppState>>) -> ApiResult<Json<List<Sourc
     ))]
 pub async fn get(
     State(app): State<Arc<AppState>>,
-    Path(id): Path<String>,
+    PathParam(id): PathParam<String>,
 ) -> ApiResult<Json<SourceView>> {
     let source = find(&app, &id).await?;
     Ok(Json(view(&source, None)))
@@ -129,7 +130,7 @@ pub async fn get(
     ))]
 pub async fn update(
     State(app): State<Arc<AppState>>,
-    Path(id): Path<String>,
+    PathParam(id): PathParam<String>,
     JsonObject(body): JsonObject,
 ) -> ApiResult<Json<SourceView>> {
     if let Some(k) = body.keys().find(|k| !UPDATE_FIELDS.contains(&k.as_str())) {
@@ -163,7 +164,7 @@ pub async fn update(
     ))]
 pub async fn delete(
     State(app): State<Arc<AppState>>,
-    Path(id): Path<String>,
+    PathParam(id): PathParam<String>,
 ) -> ApiResult<StatusCode> {
     if !app.store.delete_source(&id).await? {
         return Err(ApiError::not_found("source"));
@@ -180,7 +181,7 @@ pub async fn delete(
     ))]
 pub async fn rotate_key(
     State(app): State<Arc<AppState>>,
-    Path(id): Path<String>,
+    PathParam(id): PathParam<String>,
 ) -> ApiResult<Json<SourceView>> {
     let key = keys::new_write_key();
     let patch = SourcePatch {
@@ -207,7 +208,7 @@ pub async fn rotate_key(
     ))]
 pub async fn events(
     State(app): State<Arc<AppState>>,
-    Path(id): Path<String>,
+    PathParam(id): PathParam<String>,
     params: Params,
 ) -> ApiResult<Json<Page<StoredEvent>>> {
     find(&app, &id).await?;
@@ -247,7 +248,7 @@ pub async fn events(
     ))]
 pub async fn usage(
     State(app): State<Arc<AppState>>,
-    Path(id): Path<String>,
+    PathParam(id): PathParam<String>,
     params: Params,
 ) -> ApiResult<Json<List<UsageView>>> {
     find(&app, &id).await?;

@@ -5,6 +5,7 @@
 //! together. The chart covers the attempts of the destination's latest
 //! deliveries.
 
+use sluice_api::path_param::PathParam;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -105,7 +106,8 @@ pub async fn show(
         .collect();
     params.insert("limit".into(), PAGE.to_string());
     let listed =
-        api::list_for_destination(State(app.clone()), Path(id.clone()), Params(params)).await?;
+        api::list_for_destination(State(app.clone()), PathParam(id.clone()), Params(params))
+            .await?;
     // The API shows a filtered delivery's filter as `filter`, not as an error.
     let rows: Vec<DeliveryRecord> = listed
         .0
@@ -206,7 +208,9 @@ pub async fn replay_one(
         .get_delivery(id)
         .await?
         .ok_or_else(|| ApiError::not_found("delivery"))?;
-    let out = api::replay_one(State(dash.app.clone()), Path(id)).await?.0;
+    let out = api::replay_one(State(dash.app.clone()), PathParam(id))
+        .await?
+        .0;
     Ok(see_other(&format!(
         "/destinations/{}/deliveries?replayed={}&message_id={}",
         delivery.destination_id,
@@ -229,7 +233,7 @@ pub async fn replay_all(
     }
     let out = api::replay_bulk(
         State(dash.app.clone()),
-        Path(id.clone()),
+        PathParam(id.clone()),
         OptionalJsonObject(body),
     )
     .await?

@@ -2,6 +2,7 @@
 //! The page shows the settings as the admin API does: URLs and headers in
 //! full, the shared secret only as its first characters.
 
+use sluice_api::path_param::PathParam;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -68,9 +69,10 @@ pub async fn show(
     let secret = view.settings.shared_secret.as_deref();
     let standard = view.settings.standard_webhooks;
     let masker = &dash.app.outbound.masker;
-    let filters = sluice_api::admin::schema::get_filters(State(dash.app.clone()), Path(id.clone()))
-        .await?
-        .0;
+    let filters =
+        sluice_api::admin::schema::get_filters(State(dash.app.clone()), PathParam(id.clone()))
+            .await?
+            .0;
     let body = html! {
         @if q.contains_key("created") {
             div.notice role="status" { p { "Destination saved. It is switched off: check the settings below, then switch it on." } }
@@ -161,6 +163,11 @@ pub async fn switch(
     check_csrf(&s, &form)?;
     let mut body = Map::new();
     body.insert("enabled".into(), Value::Bool(form.get("enabled") == "true"));
-    let _updated = api::update(State(dash.app.clone()), Path(id.clone()), JsonObject(body)).await?;
+    let _updated = api::update(
+        State(dash.app.clone()),
+        PathParam(id.clone()),
+        JsonObject(body),
+    )
+    .await?;
     Ok(see_other(&format!("/destinations/{id}")))
 }

@@ -3,6 +3,7 @@
 //! a checkbox removes it. Saved through the admin API's update handler;
 //! the on/off state is left as it is.
 
+use sluice_api::path_param::PathParam;
 use std::sync::Arc;
 
 use axum::extract::{Path, State};
@@ -108,7 +109,13 @@ pub async fn submit(
         body.insert("name".into(), json!(e.name));
         body.insert("source_ids".into(), json!(e.sources));
         body.insert("settings".into(), Value::Object(settings));
-        match api::update(State(dash.app.clone()), Path(id.clone()), JsonObject(body)).await {
+        match api::update(
+            State(dash.app.clone()),
+            PathParam(id.clone()),
+            JsonObject(body),
+        )
+        .await
+        {
             Ok(_) => return Ok(see_other(&format!("/destinations/{id}?updated=1"))),
             Err(err) if err.status == StatusCode::BAD_REQUEST => {
                 e.errors.insert(field_of(&err.message), err.message);

@@ -3,6 +3,7 @@
 //! through the admin API's handler, so the dashboard refuses what the API
 //! refuses, with its message (e.g. `filters[1].when.op: unknown operator`).
 
+use sluice_api::path_param::PathParam;
 use std::sync::Arc;
 
 use axum::extract::{Path, State};
@@ -188,7 +189,7 @@ fn add_form(s: &Session, id: &str, d: &Draft, error: Option<&ApiError>) -> Marku
 }
 
 async fn current(dash: &Dash, id: &str) -> PageResult<Vec<Value>> {
-    let doc = api::get_filters(State(dash.app.clone()), Path(id.to_owned()))
+    let doc = api::get_filters(State(dash.app.clone()), PathParam(id.to_owned()))
         .await?
         .0;
     Ok(doc["filters"].as_array().cloned().unwrap_or_default())
@@ -199,7 +200,7 @@ async fn save(dash: &Dash, id: &str, filters: Vec<Value>) -> Result<(), ApiError
     body.insert("filters".into(), Value::Array(filters));
     let _saved = api::put_filters(
         State(dash.app.clone()),
-        Path(id.to_owned()),
+        PathParam(id.to_owned()),
         JsonObject(body),
     )
     .await?;

@@ -3,10 +3,11 @@
 //! computed trait values, audiences and their newest events, a page at a
 //! time.
 
+use sluice_api::path_param::PathParam;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use maud::html;
@@ -41,7 +42,14 @@ pub async fn show(
             ("limit".to_owned(), EVENTS_PAGE.to_string()),
             ("before".to_owned(), before.clone()),
         ]);
-        Some(api::get(State(dash.app.clone()), Path(id.clone()), Params(params)).await)
+        Some(
+            api::get(
+                State(dash.app.clone()),
+                PathParam(id.clone()),
+                Params(params),
+            )
+            .await,
+        )
     };
     let mut status = StatusCode::OK;
     let result = match found {

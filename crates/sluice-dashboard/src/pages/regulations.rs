@@ -3,6 +3,7 @@
 //! `/suppressions`: the suppression list, a page at a time. Everything goes
 //! through the admin API's regulation handlers: same checks, same messages.
 
+use sluice_api::path_param::PathParam;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -173,7 +174,9 @@ pub async fn show(
     Path(id): Path<String>,
     Params(q): Params,
 ) -> PageResult {
-    let r = api::get(State(dash.app.clone()), Path(id.clone())).await?.0;
+    let r = api::get(State(dash.app.clone()), PathParam(id.clone()))
+        .await?
+        .0;
     let sources = dash.app.store.list_sources().await?;
     let destinations = dash.app.store.list_destinations().await?;
     let source_name = |sid: &str| {

@@ -4,6 +4,7 @@
 //! change goes through the admin API's rules handler (same checks, same
 //! messages), which reloads ingest's routing at once.
 
+use sluice_api::path_param::PathParam;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -91,7 +92,7 @@ pub async fn show(
     Path(id): Path<String>,
     Params(q): Params,
 ) -> PageResult {
-    let source = sluice_api::admin::sources::get(State(dash.app.clone()), Path(id.clone()))
+    let source = sluice_api::admin::sources::get(State(dash.app.clone()), PathParam(id.clone()))
         .await?
         .0;
     let mut params: HashMap<String, String> = q
@@ -100,10 +101,14 @@ pub async fn show(
         .map(|(k, v)| (k.clone(), v.trim().to_owned()))
         .collect();
     params.insert("limit".into(), PAGE.to_string());
-    let listed = api::list(State(dash.app.clone()), Path(id.clone()), Params(params))
-        .await?
-        .0;
-    let rules = api::get_rules(State(dash.app.clone()), Path(id.clone()))
+    let listed = api::list(
+        State(dash.app.clone()),
+        PathParam(id.clone()),
+        Params(params),
+    )
+    .await?
+    .0;
+    let rules = api::get_rules(State(dash.app.clone()), PathParam(id.clone()))
         .await?
         .0;
     let get = |k: &str| q.get(k).map_or("", |v| v.trim());
@@ -230,7 +235,7 @@ async fn save(dash: &Dash, id: &str, rules: Value) -> PageResult<()> {
     };
     let _saved = api::put_rules(
         State(dash.app.clone()),
-        Path(id.to_owned()),
+        PathParam(id.to_owned()),
         JsonObject(body),
     )
     .await?;
@@ -266,7 +271,7 @@ pub async fn block(
         return Err(sluice_api::ApiError::invalid("list", "is not a block list").into());
     }
     let name = form.raw("name").to_owned();
-    let mut rules = api::get_rules(State(dash.app.clone()), Path(id.clone()))
+    let mut rules = api::get_rules(State(dash.app.clone()), PathParam(id.clone()))
         .await?
         .0;
     let mut current = names(&rules, list);
@@ -287,7 +292,7 @@ pub async fn plan(
     form: Form,
 ) -> PageResult {
     check_csrf(&s, &form)?;
-    let mut rules = api::get_rules(State(dash.app.clone()), Path(id.clone()))
+    let mut rules = api::get_rules(State(dash.app.clone()), PathParam(id.clone()))
         .await?
         .0;
     rules["tracking_plan"] = json!({

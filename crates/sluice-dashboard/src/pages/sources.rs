@@ -6,6 +6,7 @@
 //! again, as a page reload sends it, it finds another key and changes
 //! nothing, so the key just shown stays the one that works.
 
+use sluice_api::path_param::PathParam;
 use std::sync::Arc;
 
 use axum::extract::{Path, State};
@@ -144,7 +145,9 @@ pub async fn show(
     SignedIn(s): SignedIn,
     Path(id): Path<String>,
 ) -> PageResult {
-    let src = api::get(State(dash.app.clone()), Path(id.clone())).await?.0;
+    let src = api::get(State(dash.app.clone()), PathParam(id.clone()))
+        .await?
+        .0;
     let destinations = dash.app.store.list_destinations().await?;
     let connected: Vec<_> = destinations
         .iter()
@@ -187,7 +190,9 @@ pub async fn rotate(
     form: Form,
 ) -> PageResult {
     check_csrf(&s, &form)?;
-    let current = api::get(State(dash.app.clone()), Path(id.clone())).await?.0;
+    let current = api::get(State(dash.app.clone()), PathParam(id.clone()))
+        .await?
+        .0;
     if current.write_key_hint != form.get("key") {
         let body = html! {
             div.error role="alert" {
@@ -202,7 +207,9 @@ pub async fn rotate(
         )
             .into_response());
     }
-    let json = api::rotate_key(State(dash.app.clone()), Path(id)).await?.0;
+    let json = api::rotate_key(State(dash.app.clone()), PathParam(id))
+        .await?
+        .0;
     let base = base_url(&headers, dash.app.trust_forwarded_for);
     Ok(key_once(&s, &json, "Write key rotated", &base).into_response())
 }

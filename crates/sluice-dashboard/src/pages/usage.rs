@@ -4,10 +4,11 @@
 //! events are counted at ingest before any filtering, so blocked calls are
 //! in `events` too; suppressed calls are not stored and not in `events`.
 
+use sluice_api::path_param::PathParam;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{Query, State};
 use axum::response::IntoResponse;
 use chrono::{Duration, Utc};
 use maud::html;
@@ -49,7 +50,7 @@ pub async fn show(
             ]);
             let out = sluice_api::admin::sources::usage(
                 State(dash.app.clone()),
-                Path(src.id.clone()),
+                PathParam(src.id.clone()),
                 Params(params),
             )
             .await?

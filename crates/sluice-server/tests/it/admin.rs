@@ -244,6 +244,39 @@ async fn wrong_methods_and_malformed_ids_answer_in_the_json_error_shape() {
     assert_eq!(body["code"], json!("method_not_allowed"));
     let (status, body) = s.admin(Method::GET, "/deliveries/not-a-number", None).await;
     assert_eq!((status, body["code"].clone()), (404, json!("not_found")));
+    // Path parameters that do not parse (not an integer, not UTF-8 once
+    // decoded) name nothing: JSON 404s, not axum's plain-text 400s.
+    for path in [
+        "/deliveries/abc/replay",
+        "/deliveries/99999999999999999999999/replay",
+        "/sources/%FF",
+        "/computed-traits/%FF",
+    ] {
+        let method = if path.ends_with("replay") {
+            Method::POST
+        } else {
+            Method::GET
+        };
+        let (status, body) = s.admin(method, path, None).await;
+        assert_eq!(
+            (status, body["code"].clone()),
+            (404, json!("not_found")),
+            "{path}: {body}"
+        );
+        assert!(
+            !body.to_string().contains("abc"),
+            "{path}: the parameter is not quoted"
+        );
+    }
+    let r = s
+        .http
+        .get(s.url("/v1/projects/%FF/settings"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["code"], json!("not_found"));
     let (status, body) = s
         .admin(
             Method::POST,

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
@@ -15,6 +15,7 @@ use super::validate;
 use crate::AppState;
 use crate::admin::extract::{JsonObject, Params, known_fields, opt_field};
 use crate::error::{ApiError, ApiResult};
+use crate::path_param::PathParam;
 
 fn what(class: &str) -> &'static str {
     if class == AUDIENCE {
@@ -121,7 +122,7 @@ pub async fn list(State(app): State<Arc<AppState>>, class: &'static str) -> ApiR
 pub async fn get(
     State(app): State<Arc<AppState>>,
     class: &'static str,
-    Path(id): Path<String>,
+    PathParam(id): PathParam<String>,
 ) -> ApiResult<Json<Value>> {
     let c = live(&app, class, &id).await?;
     Ok(Json(view(&app, &c).await?))
@@ -130,7 +131,7 @@ pub async fn get(
 pub async fn update(
     State(app): State<Arc<AppState>>,
     class: &'static str,
-    Path(id): Path<String>,
+    PathParam(id): PathParam<String>,
     JsonObject(body): JsonObject,
 ) -> ApiResult<Json<Value>> {
     let current = live(&app, class, &id).await?;
@@ -164,7 +165,7 @@ pub async fn update(
 pub async fn delete(
     State(app): State<Arc<AppState>>,
     class: &'static str,
-    Path(id): Path<String>,
+    PathParam(id): PathParam<String>,
 ) -> ApiResult<StatusCode> {
     live(&app, class, &id).await?;
     app.store.delete_computation(&id).await?;
@@ -174,7 +175,7 @@ pub async fn delete(
 pub async fn connect(
     State(app): State<Arc<AppState>>,
     class: &'static str,
-    Path((id, destination_id)): Path<(String, String)>,
+    PathParam((id, destination_id)): PathParam<(String, String)>,
     on: bool,
 ) -> ApiResult<Json<Value>> {
     let current = live(&app, class, &id).await?;
@@ -206,7 +207,7 @@ pub async fn connect(
 pub async fn members(
     State(app): State<Arc<AppState>>,
     class: &'static str,
-    Path(id): Path<String>,
+    PathParam(id): PathParam<String>,
     params: Params,
 ) -> ApiResult<Json<Value>> {
     live(&app, class, &id).await?;

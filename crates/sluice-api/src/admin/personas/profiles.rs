@@ -3,13 +3,14 @@
 use std::sync::Arc;
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use serde_json::{Map, Value, json};
 use sluice_profiles::profile::{Profile, ProfileEvent};
 
 use crate::AppState;
 use crate::admin::extract::Params;
 use crate::error::{ApiError, ApiResult};
+use crate::path_param::PathParam;
 
 #[utoipa::path(get, path = "/profiles/{id}", tag = "personas",
     params(
@@ -22,7 +23,7 @@ use crate::error::{ApiError, ApiResult};
     ))]
 pub async fn get(
     State(app): State<Arc<AppState>>,
-    Path(id): Path<String>,
+    PathParam(id): PathParam<String>,
     params: Params,
 ) -> ApiResult<Json<Value>> {
     let found = app

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
 use serde_json::Value;
@@ -19,6 +19,7 @@ use crate::AppState;
 use crate::admin::extract::{JsonObject, Params};
 use crate::error::ApiResult;
 use crate::openapi::schemas::ErrorBody;
+use crate::path_param::PathParam;
 
 /// Both classes' routes.
 pub fn routes() -> OpenApiRouter<Arc<AppState>> {
@@ -55,7 +56,7 @@ pub async fn list_trait(app: State<Arc<AppState>>) -> ApiResult<Json<Value>> {
         (status = 200, description = "The computed trait with its `status`", body = Object),
         (status = 404, description = "`not_found`", body = ErrorBody),
     ))]
-pub async fn get_trait(app: State<Arc<AppState>>, id: Path<String>) -> ApiResult<Json<Value>> {
+pub async fn get_trait(app: State<Arc<AppState>>, id: PathParam<String>) -> ApiResult<Json<Value>> {
     c::get(app, TRAIT, id).await
 }
 
@@ -68,7 +69,7 @@ pub async fn get_trait(app: State<Arc<AppState>>, id: Path<String>) -> ApiResult
     ))]
 pub async fn update_trait(
     app: State<Arc<AppState>>,
-    id: Path<String>,
+    id: PathParam<String>,
     body: JsonObject,
 ) -> ApiResult<Json<Value>> {
     c::update(app, TRAIT, id, body).await
@@ -79,7 +80,10 @@ pub async fn update_trait(
         (status = 204, description = "Deleted"),
         (status = 404, description = "`not_found`", body = ErrorBody),
     ))]
-pub async fn delete_trait(app: State<Arc<AppState>>, id: Path<String>) -> ApiResult<StatusCode> {
+pub async fn delete_trait(
+    app: State<Arc<AppState>>,
+    id: PathParam<String>,
+) -> ApiResult<StatusCode> {
     c::delete(app, TRAIT, id).await
 }
 
@@ -92,7 +96,7 @@ pub async fn delete_trait(app: State<Arc<AppState>>, id: Path<String>) -> ApiRes
     ))]
 pub async fn connect_trait(
     app: State<Arc<AppState>>,
-    ids: Path<(String, String)>,
+    ids: PathParam<(String, String)>,
 ) -> ApiResult<Json<Value>> {
     c::connect(app, TRAIT, ids, true).await
 }
@@ -105,7 +109,7 @@ pub async fn connect_trait(
     ))]
 pub async fn disconnect_trait(
     app: State<Arc<AppState>>,
-    ids: Path<(String, String)>,
+    ids: PathParam<(String, String)>,
 ) -> ApiResult<Json<Value>> {
     c::connect(app, TRAIT, ids, false).await
 }
@@ -123,7 +127,7 @@ pub async fn disconnect_trait(
     ))]
 pub async fn members_trait(
     app: State<Arc<AppState>>,
-    id: Path<String>,
+    id: PathParam<String>,
     params: Params,
 ) -> ApiResult<Json<Value>> {
     c::members(app, TRAIT, id, params).await
@@ -151,7 +155,10 @@ pub async fn list_audience(app: State<Arc<AppState>>) -> ApiResult<Json<Value>> 
         (status = 200, description = "The audience with its `status`", body = Object),
         (status = 404, description = "`not_found`", body = ErrorBody),
     ))]
-pub async fn get_audience(app: State<Arc<AppState>>, id: Path<String>) -> ApiResult<Json<Value>> {
+pub async fn get_audience(
+    app: State<Arc<AppState>>,
+    id: PathParam<String>,
+) -> ApiResult<Json<Value>> {
     c::get(app, AUDIENCE, id).await
 }
 
@@ -164,7 +171,7 @@ pub async fn get_audience(app: State<Arc<AppState>>, id: Path<String>) -> ApiRes
     ))]
 pub async fn update_audience(
     app: State<Arc<AppState>>,
-    id: Path<String>,
+    id: PathParam<String>,
     body: JsonObject,
 ) -> ApiResult<Json<Value>> {
     c::update(app, AUDIENCE, id, body).await
@@ -175,7 +182,10 @@ pub async fn update_audience(
         (status = 204, description = "Deleted"),
         (status = 404, description = "`not_found`", body = ErrorBody),
     ))]
-pub async fn delete_audience(app: State<Arc<AppState>>, id: Path<String>) -> ApiResult<StatusCode> {
+pub async fn delete_audience(
+    app: State<Arc<AppState>>,
+    id: PathParam<String>,
+) -> ApiResult<StatusCode> {
     c::delete(app, AUDIENCE, id).await
 }
 
@@ -188,7 +198,7 @@ pub async fn delete_audience(app: State<Arc<AppState>>, id: Path<String>) -> Api
     ))]
 pub async fn connect_audience(
     app: State<Arc<AppState>>,
-    ids: Path<(String, String)>,
+    ids: PathParam<(String, String)>,
 ) -> ApiResult<Json<Value>> {
     c::connect(app, AUDIENCE, ids, true).await
 }
@@ -201,7 +211,7 @@ pub async fn connect_audience(
     ))]
 pub async fn disconnect_audience(
     app: State<Arc<AppState>>,
-    ids: Path<(String, String)>,
+    ids: PathParam<(String, String)>,
 ) -> ApiResult<Json<Value>> {
     c::connect(app, AUDIENCE, ids, false).await
 }
@@ -219,7 +229,7 @@ pub async fn disconnect_audience(
     ))]
 pub async fn members_audience(
     app: State<Arc<AppState>>,
-    id: Path<String>,
+    id: PathParam<String>,
     params: Params,
 ) -> ApiResult<Json<Value>> {
     c::members(app, AUDIENCE, id, params).await

@@ -9,6 +9,7 @@
 pub mod builder;
 pub mod draft;
 
+use sluice_api::path_param::PathParam;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -201,7 +202,7 @@ pub async fn show(
     Path(id): Path<String>,
     Params(q): Params,
 ) -> PageResult {
-    let c = api::get(State(dash.app.clone()), class.name(), Path(id.clone()))
+    let c = api::get(State(dash.app.clone()), class.name(), PathParam(id.clone()))
         .await?
         .0;
     let after = q.get("after").cloned().unwrap_or_default();
@@ -212,7 +213,7 @@ pub async fn show(
     let members = api::members(
         State(dash.app.clone()),
         class.name(),
-        Path(id.clone()),
+        PathParam(id.clone()),
         Params(params),
     )
     .await?
@@ -286,7 +287,7 @@ pub async fn connect(
     let _view = api::connect(
         State(dash.app.clone()),
         class.name(),
-        Path((id.clone(), destination_id)),
+        PathParam((id.clone(), destination_id)),
         on,
     )
     .await?;
@@ -305,6 +306,6 @@ pub async fn delete(
     form: Form,
 ) -> PageResult {
     check_csrf(&s, &form)?;
-    api::delete(State(dash.app.clone()), class.name(), Path(id)).await?;
+    api::delete(State(dash.app.clone()), class.name(), PathParam(id)).await?;
     Ok(see_other(class.path()))
 }

@@ -200,6 +200,12 @@ async fn bad_regulation_requests_are_400s_naming_the_field() {
             json!({"regulationType": "DELETE_ONLY", "subjectType": "EMAIL", "subjectIds": ["u"]}),
             "subjectType",
         ),
+        // A null in one spelling must not widen the other to every source.
+        (
+            json!({"regulationType": "DELETE_ONLY", "subjectIds": ["u"],
+                   "source_id": null, "sourceId": "src_any"}),
+            "source_id",
+        ),
     ];
     for (body, field) in cases {
         let (status, answer) = s.admin(Method::POST, "/regulations", Some(body)).await;
