@@ -16,6 +16,8 @@
 //! - [`front`]: the service in front of every route: the admin token on the
 //!   admin prefix, and the request counter.
 //! - [`error`]: [`ApiError`], the stable JSON error shape.
+//! - [`path_param`]: path parameters, refused in that shape (`404`) when
+//!   they do not parse.
 //! - [`openapi`]: the OpenAPI 3.1 document, generated from the same route
 //!   table the router serves.
 
