@@ -94,11 +94,17 @@ pub fn looks_masked(value: &str) -> bool {
 }
 
 /// `url` with its userinfo replaced by [`HIDDEN`]; other URLs unchanged.
-/// Text that is not a URL is returned as is (it carries no userinfo that
-/// `url` could find, and callers only pass stored, validated URLs).
+/// Text that does not parse as a URL with an authority (a client's typo,
+/// quoted in an error) is masked by where a userinfo would stand: `https://alice:pw@[bad/` →
+/// `https://****@[bad/`.
 pub fn mask_url(url: &str) -> String {
-    let Ok(mut parsed) = url::Url::parse(url) else {
-        return url.to_owned();
+    // `alice:pw@host/x` parses too, as an opaque URL of scheme `alice`:
+    // judged by the text as well.
+    let Ok(mut parsed) = url::Url::parse(url)
+        .map_err(|_| ())
+        .and_then(|u| if u.cannot_be_a_base() { Err(()) } else { Ok(u) })
+    else {
+        return mask_url_text(url);
     };
     if parsed.username().is_empty() && parsed.password().is_none() {
         return url.to_owned();
@@ -113,12 +119,10 @@ pub fn mask_url(url: &str) -> String {
     }
 }
 
-/// Text a client sent as a URL, with whatever stands where a userinfo would
-/// ([`HIDDEN`] in its place), for quoting a URL that did not parse in an
-/// error: `https://alice:pw@[bad/` → `https://****@[bad/`. The userinfo is
-/// what comes before the last `@` of the authority (after `://`, or from
-/// the start without one, up to the first `/`, `?` or `#`).
-pub fn mask_url_text(text: &str) -> String {
+/// [`mask_url`] for text that did not parse: the userinfo is what comes
+/// before the last `@` of the authority (after `://`, or from the start
+/// without one, up to the first `/`, `?` or `#`).
+fn mask_url_text(text: &str) -> String {
     let start = text.find("://").map_or(0, |i| i + 3);
     let rest = &text[start..];
     let authority = rest.find(['/', '?', '#']).map_or(rest, |end| &rest[..end]);
@@ -154,7 +158,7 @@ mod tests {
                 "https://hooks.example/in?to=a@b",
             ),
         ] {
-            assert_eq!(mask_url_text(text), shown, "{text}");
+            assert_eq!(mask_url(text), shown, "{text}");
         }
     }
 

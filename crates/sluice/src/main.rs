@@ -102,14 +102,11 @@ fn serve(config_file: Option<PathBuf>) -> anyhow::Result<()> {
         let listener = tokio::net::TcpListener::bind(config.listen)
             .await
             .with_context(|| format!("binding {}", config.listen))?;
-        match config.log_format {
-            LogFormat::Json => {
-                sluice_server::run(config, listener, shutdown, &JsonStderrAnnounce).await?
-            }
-            LogFormat::Text => {
-                sluice_server::run(config, listener, shutdown, &StderrAnnounce).await?
-            }
-        }
+        let announce: &dyn sluice_server::Announce = match config.log_format {
+            LogFormat::Json => &JsonStderrAnnounce,
+            LogFormat::Text => &StderrAnnounce,
+        };
+        sluice_server::run(config, listener, shutdown, announce).await?;
         Ok(())
     })
 }

@@ -261,7 +261,7 @@ pub fn parse_entry(field: &str, item: &Value, rules: &Rules) -> Result<WebhookUr
 fn check_url(field: &str, raw: &str, network: &NetworkPolicy) -> Result<String, ApiError> {
     let parsed = url::Url::parse(raw.trim()).map_err(|e| {
         // Quoted with its userinfo hidden: the text may carry a password.
-        let shown = sluice_outbound::mask::mask_url_text(raw);
+        let shown = sluice_outbound::mask::mask_url(raw);
         ApiError::invalid(field, format!("'{shown}' is not a full URL ({e})"))
     })?;
     if parsed.scheme() != "http" && parsed.scheme() != "https" {
