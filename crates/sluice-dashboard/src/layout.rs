@@ -1,5 +1,5 @@
 //! The page shell (header, navigation, main), security headers, the
-//! signed-in extractor and error pages.
+//! signed-in and path extractors, and error pages.
 
 use std::sync::Arc;
 
@@ -10,7 +10,9 @@ use axum::middleware::Next;
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use chrono::{DateTime, Utc};
 use maud::{DOCTYPE, Markup, html};
+use serde::de::DeserializeOwned;
 use sluice_api::ApiError;
+use sluice_api::path_param::PathParam;
 
 use crate::Dash;
 use crate::form::Form;
@@ -196,6 +198,24 @@ impl FromRequestParts<Arc<Dash>> for SignedIn {
             }
             Err(e) => Err(PageError::from(e).into_response()),
         }
+    }
+}
+
+/// A page's path parameter. One that does not parse (`%FF`, a delivery id
+/// that is not a number) names no page: the dashboard's own 404 page, as
+/// for an id that does not exist, not axum's plain-text 400.
+pub struct PagePath<T>(pub T);
+
+impl<T, S> FromRequestParts<S> for PagePath<T>
+where
+    T: DeserializeOwned + Send,
+    S: Send + Sync,
+{
+    type Rejection = PageError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, PageError> {
+        let PathParam(value) = PathParam::from_request_parts(parts, state).await?;
+        Ok(PagePath(value))
     }
 }
 

@@ -2,6 +2,7 @@ use serde_json::{Value, json};
 
 use super::*;
 use crate::definition::Definition;
+use crate::filter::MAX_PATH_LEN;
 use crate::profile::{Call, Profile, ProfileEvent};
 
 fn track(p: &mut Profile, seq: i64, ts: i64, event: &str, props: Value) {
@@ -237,7 +238,17 @@ fn invalid_definitions_name_the_field() {
     );
     assert_eq!(
         err("trait", json!({"kind": "nope", "event": "E"})),
-        "definition"
+        "definition.kind"
+    );
+    assert_eq!(err("trait", json!("counter")), "definition");
+    assert_eq!(err("trait", json!([1])), "definition[0]");
+    assert_eq!(
+        err(
+            "audience",
+            json!({"condition": {"and": [{"performed": {"event": "E", "count": {"at_least": 1e308}}}]}})
+        ),
+        "definition.condition.and[0].performed.count.at_least",
+        "a value the decoder refuses is named by its JSON path"
     );
     assert_eq!(
         err(
@@ -246,6 +257,71 @@ fn invalid_definitions_name_the_field() {
         ),
         "definition.condition[0].window"
     );
+}
+
+#[test]
+fn paths_and_keys_longer_than_destination_filters_allow_are_refused() {
+    let long = "p".repeat(MAX_PATH_LEN + 1);
+    let fits = "p".repeat(MAX_PATH_LEN);
+    let err = |class: &str, v: Value| Definition::parse(class, &v).map_err(|e| e.field);
+    assert_eq!(
+        err(
+            "trait",
+            json!({"kind": "sum", "event": "E", "property": long})
+        ),
+        Err("definition.property".into())
+    );
+    assert!(
+        err(
+            "trait",
+            json!({"kind": "sum", "event": "E", "property": fits})
+        )
+        .is_ok()
+    );
+    assert_eq!(
+        err(
+            "trait",
+            json!({"kind": "counter", "event": "E", "where": [{"property": long, "op": "exists"}]})
+        ),
+        Err("definition.where[0].property".into())
+    );
+    assert_eq!(
+        err(
+            "audience",
+            json!({"condition": {"computed_trait": {"key": long, "op": "exists"}}})
+        ),
+        Err("definition.condition.key".into())
+    );
+    assert!(
+        err(
+            "trait",
+            json!({"kind": "counter", "event": "E", "property": ""})
+        )
+        .is_ok(),
+        "a counter reads no property, so an empty one is still accepted"
+    );
+    let stored = json!({"kind": "sum", "event": "E", "property": long}).to_string();
+    assert!(
+        Definition::from_stored("trait", &stored).is_ok(),
+        "a definition saved before the limit keeps running"
+    );
+}
+
+#[test]
+fn an_audience_names_the_computed_traits_and_audiences_it_reads() {
+    let a = def(
+        "audience",
+        json!({"condition": {"or": [
+            {"computed_trait": {"key": "orders", "op": "gt", "value": 1}},
+            {"not": {"audience": "vip"}},
+            {"and": [{"computed_trait": {"key": "spend", "op": "exists"}}]}
+        ]}}),
+    );
+    assert_eq!(
+        a.computed_trait_refs().into_iter().collect::<Vec<_>>(),
+        ["orders", "spend"]
+    );
+    assert_eq!(a.audience_refs().into_iter().collect::<Vec<_>>(), ["vip"]);
 }
 
 #[test]

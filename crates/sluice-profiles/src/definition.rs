@@ -3,11 +3,12 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::DefinitionError;
-use crate::filter::{Compare, Filter};
+use crate::filter::{Compare, Filter, check_path};
 
 /// Upper bound of a window: about ten years.
 const MAX_WINDOW_MS: i64 = 10 * 366 * 24 * 3600 * 1000;
@@ -167,26 +168,24 @@ pub const AUDIENCE: &str = "audience";
 impl Definition {
     /// Parses and checks a definition of `class` (`trait`/`audience`).
     pub fn parse(class: &str, value: &Value) -> Result<Definition, DefinitionError> {
-        let field = "definition";
         let parsed = match class {
-            TRAIT => Definition::Trait(
-                serde_json::from_value(value.clone())
-                    .map_err(|e| DefinitionError::new(field, e))?,
-            ),
-            _ => Definition::Audience(
-                serde_json::from_value(value.clone())
-                    .map_err(|e| DefinitionError::new(field, e))?,
-            ),
+            TRAIT => Definition::Trait(from_json(value)?),
+            _ => Definition::Audience(from_json(value)?),
         };
         parsed.check()?;
         Ok(parsed)
     }
 
-    /// Parses stored JSON text.
+    /// Parses stored JSON text without checking it again: it was checked
+    /// when it was saved, and a rule added since (a length limit, say) must
+    /// not make a definition the engine already runs disappear on upgrade.
     pub fn from_stored(class: &str, text: &str) -> Result<Definition, DefinitionError> {
         let value: Value =
             serde_json::from_str(text).map_err(|e| DefinitionError::new("definition", e))?;
-        Definition::parse(class, &value)
+        Ok(match class {
+            TRAIT => Definition::Trait(from_json(&value)?),
+            _ => Definition::Audience(from_json(&value)?),
+        })
     }
 
     pub fn to_json(&self) -> Value {
@@ -207,11 +206,15 @@ impl Definition {
                     ));
                 }
                 let needs_property = !matches!(t.kind, TraitKind::Counter);
-                if needs_property && t.property.as_deref().is_none_or(|p| p.trim().is_empty()) {
-                    return Err(DefinitionError::new(
-                        "definition.property",
-                        "is required for this kind",
-                    ));
+                match t.property.as_deref().filter(|p| !p.trim().is_empty()) {
+                    Some(p) => check_path("definition.property", p)?,
+                    None if needs_property => {
+                        return Err(DefinitionError::new(
+                            "definition.property",
+                            "is required for this kind",
+                        ));
+                    }
+                    None => {}
                 }
                 check_filters("definition.where", &t.filters)?;
                 if let Some(w) = &t.window {
@@ -225,12 +228,41 @@ impl Definition {
 
     /// Keys of other audiences this one refers to.
     pub fn audience_refs(&self) -> BTreeSet<String> {
+        self.refs(|c| match c {
+            Condition::Audience(key) => Some(key),
+            _ => None,
+        })
+    }
+
+    /// Keys of the computed traits this audience compares.
+    pub fn computed_trait_refs(&self) -> BTreeSet<String> {
+        self.refs(|c| match c {
+            Condition::ComputedTrait(cmp) => Some(&cmp.key),
+            _ => None,
+        })
+    }
+
+    fn refs(&self, pick: impl Fn(&Condition) -> Option<&String>) -> BTreeSet<String> {
         let mut out = BTreeSet::new();
         if let Definition::Audience(a) = self {
-            collect_refs(&a.condition, &mut out);
+            collect_refs(&a.condition, &pick, &mut out);
         }
         out
     }
+}
+
+/// Deserializes `value`, naming the field that does not fit by its path
+/// under `definition` (`definition.condition.and[0].performed.count`).
+fn from_json<T: DeserializeOwned>(value: &Value) -> Result<T, DefinitionError> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        let field = match path.as_str() {
+            "." => "definition".to_owned(),
+            p if p.starts_with('[') => format!("definition{p}"),
+            p => format!("definition.{p}"),
+        };
+        DefinitionError::new(&field, e.into_inner())
+    })
 }
 
 fn check_filters(field: &str, filters: &[Filter]) -> Result<(), DefinitionError> {
@@ -284,16 +316,21 @@ fn check_condition(field: &str, c: &Condition) -> Result<(), DefinitionError> {
     }
 }
 
-fn collect_refs(c: &Condition, out: &mut BTreeSet<String>) {
+fn collect_refs(
+    c: &Condition,
+    pick: &impl Fn(&Condition) -> Option<&String>,
+    out: &mut BTreeSet<String>,
+) {
     match c {
         Condition::And(items) | Condition::Or(items) => {
-            items.iter().for_each(|i| collect_refs(i, out));
+            items.iter().for_each(|i| collect_refs(i, pick, out));
         }
-        Condition::Not(inner) => collect_refs(inner, out),
-        Condition::Audience(key) => {
-            out.insert(key.clone());
+        Condition::Not(inner) => collect_refs(inner, pick, out),
+        leaf => {
+            if let Some(key) = pick(leaf) {
+                out.insert(key.clone());
+            }
         }
-        _ => {}
     }
 }
 

@@ -5,6 +5,25 @@ use serde_json::{Map, Value};
 
 use crate::error::DefinitionError;
 
+/// Longest property path or trait key a definition may name, in bytes: the
+/// limit of destination filters' paths (`sluice-schema`), so a path that
+/// one accepts the other does too.
+pub const MAX_PATH_LEN: usize = 256;
+
+/// Refuses an empty or over-long property path or key at `field`.
+pub(crate) fn check_path(field: &str, path: &str) -> Result<(), DefinitionError> {
+    if path.trim().is_empty() {
+        return Err(DefinitionError::new(field, "must not be empty"));
+    }
+    if path.len() > MAX_PATH_LEN {
+        return Err(DefinitionError::new(
+            field,
+            format!("must be at most {MAX_PATH_LEN} bytes"),
+        ));
+    }
+    Ok(())
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Op {
@@ -53,12 +72,7 @@ fn check_op(field: &str, op: Op, value: Option<&Value>) -> Result<(), Definition
 
 impl Filter {
     pub fn check(&self, field: &str) -> Result<(), DefinitionError> {
-        if self.property.trim().is_empty() {
-            return Err(DefinitionError::new(
-                &format!("{field}.property"),
-                "must not be empty",
-            ));
-        }
+        check_path(&format!("{field}.property"), &self.property)?;
         check_op(field, self.op, self.value.as_ref())
     }
 
@@ -73,12 +87,7 @@ impl Filter {
 
 impl Compare {
     pub fn check(&self, field: &str) -> Result<(), DefinitionError> {
-        if self.key.trim().is_empty() {
-            return Err(DefinitionError::new(
-                &format!("{field}.key"),
-                "must not be empty",
-            ));
-        }
+        check_path(&format!("{field}.key"), &self.key)?;
         check_op(field, self.op, self.value.as_ref())
     }
 }

@@ -130,6 +130,12 @@ pub async fn apply(
     Ok(())
 }
 
+/// A declared name, held to the admin API's rules for names.
+fn declared_name(what: &str, name: &str) -> Result<String, BootstrapError> {
+    sluice_api::admin::extract::non_empty("name", name)
+        .map_err(|e| BootstrapError::Invalid(format!("{what}: {}", e.message)))
+}
+
 async fn apply_source(store: &dyn Store, s: SourceDecl) -> Result<(), BootstrapError> {
     let what = format!("source {}", s.id);
     let key = secret(s.write_key, s.write_key_env.as_deref(), &what)?.ok_or_else(|| {
@@ -140,10 +146,11 @@ async fn apply_source(store: &dyn Store, s: SourceDecl) -> Result<(), BootstrapE
             "{what}: write key must be at least 16 characters"
         )));
     }
+    let name = declared_name(&what, &s.name)?;
     let (hash, hint) = (keys::hash_secret(&key), keys::hint(&key));
     if store.get_source(&s.id).await?.is_some() {
         let patch = SourcePatch {
-            name: Some(s.name),
+            name: Some(name),
             enabled: Some(s.enabled),
             write_key: Some((hash, hint)),
         };
@@ -151,7 +158,7 @@ async fn apply_source(store: &dyn Store, s: SourceDecl) -> Result<(), BootstrapE
     } else {
         let new = NewSource {
             id: s.id,
-            name: s.name,
+            name,
             enabled: s.enabled,
             write_key_hash: hash,
             write_key_hint: hint,
@@ -167,6 +174,7 @@ async fn apply_destination(
     rules: &webhook_settings::Rules,
 ) -> Result<(), BootstrapError> {
     let what = format!("destination {}", d.id);
+    let name = declared_name(&what, &d.name)?;
     // The admin API's validation applies to declared settings too.
     let urls: Vec<serde_json::Value> = d
         .urls
@@ -214,7 +222,7 @@ async fn apply_destination(
     sources.dedup();
     if stored.is_some() {
         let patch = DestinationPatch {
-            name: Some(d.name),
+            name: Some(name),
             enabled: Some(d.enabled),
             settings: Some(settings),
             source_ids: Some(sources),
@@ -223,7 +231,7 @@ async fn apply_destination(
     } else {
         let new = NewDestination {
             id: d.id,
-            name: d.name,
+            name,
             kind: sluice_api::routes::WEBHOOKS.to_owned(),
             enabled: d.enabled,
             settings,

@@ -150,5 +150,13 @@ pub fn non_empty(name: &str, v: &str) -> Result<String, ApiError> {
     if v.chars().count() > 200 {
         return Err(ApiError::invalid(name, "must be at most 200 characters"));
     }
+    // A name is shown in lists, tables and logs: a newline or an escape
+    // sequence there would forge a line or restyle an operator's terminal.
+    if v.chars().any(char::is_control) {
+        return Err(ApiError::invalid(
+            name,
+            "must not contain control characters",
+        ));
+    }
     Ok(v.to_owned())
 }

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{Query, State};
 use axum::http::header;
 use axum::response::IntoResponse;
 use maud::{Markup, html};
@@ -15,7 +15,7 @@ use sluice_api::ApiError;
 use sluice_store::StoredEvent;
 
 use crate::Dash;
-use crate::layout::{PageResult, SignedIn, page, see_other, when};
+use crate::layout::{PagePath, PageResult, SignedIn, page, see_other, when};
 
 /// Events per page.
 pub const PAGE: u32 = 25;
@@ -73,7 +73,7 @@ pub async fn choose(State(dash): State<Arc<Dash>>, SignedIn(s): SignedIn) -> Pag
 pub async fn show(
     State(dash): State<Arc<Dash>>,
     SignedIn(s): SignedIn,
-    Path(id): Path<String>,
+    PagePath(id): PagePath<String>,
     Query(q): Query<HashMap<String, String>>,
 ) -> PageResult {
     let source = dash
@@ -141,7 +141,7 @@ pub async fn show(
 pub async fn newer(
     State(dash): State<Arc<Dash>>,
     SignedIn(_): SignedIn,
-    Path(id): Path<String>,
+    PagePath(id): PagePath<String>,
     Query(q): Query<HashMap<String, String>>,
 ) -> PageResult {
     let after: i64 = q.get("after").and_then(|a| a.parse().ok()).unwrap_or(0);

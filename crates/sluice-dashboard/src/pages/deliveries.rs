@@ -9,7 +9,7 @@ use sluice_api::path_param::PathParam;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{Query, State};
 use axum::response::IntoResponse;
 use maud::{Markup, html};
 use serde_json::{Map, Value};
@@ -22,7 +22,7 @@ use crate::Dash;
 use crate::chart::{bucket_attempts, outcomes};
 use crate::form::Form;
 use crate::layout::{
-    PageResult, SignedIn, check_csrf, csrf_field, page, see_other, urlencode, when,
+    PagePath, PageResult, SignedIn, check_csrf, csrf_field, page, see_other, urlencode, when,
 };
 use crate::session::Session;
 
@@ -90,7 +90,7 @@ fn delivery_row(s: &Session, d: &DeliveryRecord, attempts: &[Attempt], marked: b
 pub async fn show(
     State(dash): State<Arc<Dash>>,
     SignedIn(s): SignedIn,
-    Path(id): Path<String>,
+    PagePath(id): PagePath<String>,
     Query(q): Query<HashMap<String, String>>,
 ) -> PageResult {
     let app = &dash.app;
@@ -197,7 +197,7 @@ pub async fn show(
 pub async fn replay_one(
     State(dash): State<Arc<Dash>>,
     SignedIn(s): SignedIn,
-    Path(id): Path<String>,
+    PagePath(id): PagePath<String>,
     form: Form,
 ) -> PageResult {
     check_csrf(&s, &form)?;
@@ -222,7 +222,7 @@ pub async fn replay_one(
 pub async fn replay_all(
     State(dash): State<Arc<Dash>>,
     SignedIn(s): SignedIn,
-    Path(id): Path<String>,
+    PagePath(id): PagePath<String>,
     form: Form,
 ) -> PageResult {
     check_csrf(&s, &form)?;

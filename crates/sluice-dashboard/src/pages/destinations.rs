@@ -6,7 +6,7 @@ use sluice_api::path_param::PathParam;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{Query, State};
 use axum::response::IntoResponse;
 use maud::html;
 use serde_json::{Map, Value};
@@ -16,7 +16,9 @@ use sluice_outbound::mask::mask_url;
 
 use crate::Dash;
 use crate::form::Form;
-use crate::layout::{PageResult, SignedIn, check_csrf, csrf_field, page, see_other, when};
+use crate::layout::{
+    PagePath, PageResult, SignedIn, check_csrf, csrf_field, page, see_other, when,
+};
 
 pub async fn list(State(dash): State<Arc<Dash>>, SignedIn(s): SignedIn) -> PageResult {
     let all = dash.app.store.list_destinations().await?;
@@ -51,7 +53,7 @@ pub async fn list(State(dash): State<Arc<Dash>>, SignedIn(s): SignedIn) -> PageR
 pub async fn show(
     State(dash): State<Arc<Dash>>,
     SignedIn(s): SignedIn,
-    Path(id): Path<String>,
+    PagePath(id): PagePath<String>,
     Query(q): Query<HashMap<String, String>>,
 ) -> PageResult {
     let d = dash
@@ -157,7 +159,7 @@ pub async fn show(
 pub async fn switch(
     State(dash): State<Arc<Dash>>,
     SignedIn(s): SignedIn,
-    Path(id): Path<String>,
+    PagePath(id): PagePath<String>,
     form: Form,
 ) -> PageResult {
     check_csrf(&s, &form)?;

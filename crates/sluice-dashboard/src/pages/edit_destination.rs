@@ -6,7 +6,7 @@
 use sluice_api::path_param::PathParam;
 use std::sync::Arc;
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use serde_json::{Map, Value, json};
@@ -20,7 +20,7 @@ use sluice_store::{Destination, Source};
 use super::destination_form::{Entered, Mode, field_of, render, validate};
 use crate::Dash;
 use crate::form::Form;
-use crate::layout::{PageResult, SignedIn, check_csrf, page, see_other};
+use crate::layout::{PagePath, PageResult, SignedIn, check_csrf, page, see_other};
 use crate::session::Session;
 
 async fn find(dash: &Dash, id: &str) -> PageResult<Destination> {
@@ -72,7 +72,7 @@ fn respond(
 pub async fn form(
     State(dash): State<Arc<Dash>>,
     SignedIn(s): SignedIn,
-    Path(id): Path<String>,
+    PagePath(id): PagePath<String>,
 ) -> PageResult {
     let d = find(&dash, &id).await?;
     let sources = dash.app.store.list_sources().await?;
@@ -92,7 +92,7 @@ pub async fn form(
 pub async fn submit(
     State(dash): State<Arc<Dash>>,
     SignedIn(s): SignedIn,
-    Path(id): Path<String>,
+    PagePath(id): PagePath<String>,
     form: Form,
 ) -> PageResult {
     check_csrf(&s, &form)?;

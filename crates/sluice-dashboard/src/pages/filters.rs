@@ -6,7 +6,7 @@
 use sluice_api::path_param::PathParam;
 use std::sync::Arc;
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::response::IntoResponse;
 use maud::{Markup, html};
 use serde_json::{Map, Value, json};
@@ -16,7 +16,7 @@ use sluice_api::admin::schema as api;
 
 use crate::Dash;
 use crate::form::Form;
-use crate::layout::{PageResult, SignedIn, check_csrf, csrf_field, page, see_other};
+use crate::layout::{PagePath, PageResult, SignedIn, check_csrf, csrf_field, page, see_other};
 use crate::session::Session;
 use crate::widgets::{api_error, compact, lines, typed_value};
 
@@ -210,7 +210,7 @@ async fn save(dash: &Dash, id: &str, filters: Vec<Value>) -> Result<(), ApiError
 pub async fn add(
     State(dash): State<Arc<Dash>>,
     SignedIn(s): SignedIn,
-    Path(id): Path<String>,
+    PagePath(id): PagePath<String>,
     form: Form,
 ) -> PageResult {
     check_csrf(&s, &form)?;
@@ -239,7 +239,7 @@ pub async fn add(
 pub async fn delete(
     State(dash): State<Arc<Dash>>,
     SignedIn(s): SignedIn,
-    Path(id): Path<String>,
+    PagePath(id): PagePath<String>,
     form: Form,
 ) -> PageResult {
     check_csrf(&s, &form)?;

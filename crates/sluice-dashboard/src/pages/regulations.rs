@@ -7,7 +7,7 @@ use sluice_api::path_param::PathParam;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::response::IntoResponse;
 use maud::{Markup, html};
 use serde_json::{Map, Value, json};
@@ -17,7 +17,9 @@ use sluice_api::admin::regulations::{self as api, RegulationBody};
 
 use crate::Dash;
 use crate::form::Form;
-use crate::layout::{PageResult, SignedIn, check_csrf, csrf_field, page, see_other, urlencode};
+use crate::layout::{
+    PagePath, PageResult, SignedIn, check_csrf, csrf_field, page, see_other, urlencode,
+};
 use crate::session::Session;
 use crate::widgets::{api_error, lines};
 
@@ -171,7 +173,7 @@ pub async fn create(
 pub async fn show(
     State(dash): State<Arc<Dash>>,
     SignedIn(s): SignedIn,
-    Path(id): Path<String>,
+    PagePath(id): PagePath<String>,
     Params(q): Params,
 ) -> PageResult {
     let r = api::get(State(dash.app.clone()), PathParam(id.clone()))

@@ -8,7 +8,7 @@ use sluice_api::path_param::PathParam;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::response::IntoResponse;
 use maud::{Markup, html};
 use serde_json::{Map, Value, json};
@@ -17,7 +17,9 @@ use sluice_api::admin::schema as api;
 
 use crate::Dash;
 use crate::form::Form;
-use crate::layout::{PageResult, SignedIn, check_csrf, csrf_field, page, see_other, urlencode};
+use crate::layout::{
+    PagePath, PageResult, SignedIn, check_csrf, csrf_field, page, see_other, urlencode,
+};
 use crate::session::Session;
 use crate::widgets::lines;
 
@@ -89,7 +91,7 @@ fn toggle(s: &Session, id: &str, list: &str, name: &str, blocked: bool, back: &s
 pub async fn show(
     State(dash): State<Arc<Dash>>,
     SignedIn(s): SignedIn,
-    Path(id): Path<String>,
+    PagePath(id): PagePath<String>,
     Params(q): Params,
 ) -> PageResult {
     let source = sluice_api::admin::sources::get(State(dash.app.clone()), PathParam(id.clone()))
@@ -256,7 +258,7 @@ fn back_to(id: &str, back: &str) -> String {
 pub async fn block(
     State(dash): State<Arc<Dash>>,
     SignedIn(s): SignedIn,
-    Path(id): Path<String>,
+    PagePath(id): PagePath<String>,
     form: Form,
 ) -> PageResult {
     check_csrf(&s, &form)?;
@@ -288,7 +290,7 @@ pub async fn block(
 pub async fn plan(
     State(dash): State<Arc<Dash>>,
     SignedIn(s): SignedIn,
-    Path(id): Path<String>,
+    PagePath(id): PagePath<String>,
     form: Form,
 ) -> PageResult {
     check_csrf(&s, &form)?;

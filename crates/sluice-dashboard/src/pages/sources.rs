@@ -9,7 +9,7 @@
 use sluice_api::path_param::PathParam;
 use std::sync::Arc;
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::IntoResponse;
 use maud::{Markup, html};
@@ -20,7 +20,7 @@ use sluice_store::Source;
 
 use crate::Dash;
 use crate::form::Form;
-use crate::layout::{PageResult, SignedIn, check_csrf, csrf_field, page, when};
+use crate::layout::{PagePath, PageResult, SignedIn, check_csrf, csrf_field, page, when};
 use crate::session::{Session, is_https};
 
 fn list_body(s: &Session, sources: &[Source], name: &str, error: Option<&str>) -> Markup {
@@ -143,7 +143,7 @@ fn key_once(
 pub async fn show(
     State(dash): State<Arc<Dash>>,
     SignedIn(s): SignedIn,
-    Path(id): Path<String>,
+    PagePath(id): PagePath<String>,
 ) -> PageResult {
     let src = api::get(State(dash.app.clone()), PathParam(id.clone()))
         .await?
@@ -185,7 +185,7 @@ pub async fn show(
 pub async fn rotate(
     State(dash): State<Arc<Dash>>,
     SignedIn(s): SignedIn,
-    Path(id): Path<String>,
+    PagePath(id): PagePath<String>,
     headers: HeaderMap,
     form: Form,
 ) -> PageResult {

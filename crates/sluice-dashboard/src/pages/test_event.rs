@@ -9,7 +9,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use chrono::Utc;
 use serde_json::json;
 use sluice_api::ApiError;
@@ -18,7 +18,7 @@ use sluice_store::{AppendRequest, DeliveryFilter, DeliveryState, NewEvent};
 
 use crate::Dash;
 use crate::form::Form;
-use crate::layout::{PageResult, SignedIn, check_csrf, see_other, urlencode};
+use crate::layout::{PagePath, PageResult, SignedIn, check_csrf, see_other, urlencode};
 
 /// How long the answer waits for the first attempt: the endpoint timeout
 /// (5 s) and a little more.
@@ -27,7 +27,7 @@ const WAIT: Duration = Duration::from_millis(6_000);
 pub async fn send(
     State(dash): State<Arc<Dash>>,
     SignedIn(s): SignedIn,
-    Path(id): Path<String>,
+    PagePath(id): PagePath<String>,
     form: Form,
 ) -> PageResult {
     check_csrf(&s, &form)?;

@@ -100,6 +100,10 @@ async fn destination_validation_names_the_field() {
             "settings.urls[0].headers.Bad Name",
         ),
         (json!({"name": "", "settings": {"urls": []}}), "name"),
+        (
+            json!({"name": "hooks\u{1b}[2J", "settings": {"urls": []}}),
+            "name: must not contain control characters",
+        ),
         (json!({"name": "d", "type": "Mixpanel"}), "type"),
         (
             json!({"name": "d", "source_ids": ["src_missing"]}),
@@ -389,4 +393,42 @@ async fn misspelt_fields_are_refused_not_ignored() {
     assert_eq!(sources["data"].as_array().unwrap().len(), 1, "{sources}");
     let (_, regulations) = s.admin(Method::GET, "/regulations", None).await;
     assert_eq!(regulations["data"], json!([]), "{regulations}");
+}
+
+#[tokio::test]
+async fn names_with_control_characters_are_refused_wherever_a_name_is_set() {
+    let s = TestServer::start().await;
+    let (src, _) = s.source("web").await;
+    for (method, path, body) in [
+        (Method::POST, "/sources".to_owned(), json!({"name": "a\nb"})),
+        (
+            Method::PATCH,
+            format!("/sources/{src}"),
+            json!({"name": "web\u{7}"}),
+        ),
+        (
+            Method::POST,
+            "/computed-traits".to_owned(),
+            json!({"name": "Orders\r\nX", "key": "orders",
+                   "definition": {"kind": "counter", "event": "E"}}),
+        ),
+    ] {
+        let (status, resp) = s.admin(method.clone(), &path, Some(body.clone())).await;
+        assert_eq!(status, 400, "{method} {path} → {resp}");
+        assert_eq!(
+            resp["message"],
+            json!("name: must not contain control characters"),
+            "{resp}"
+        );
+    }
+    let (_, source) = s.admin(Method::GET, &format!("/sources/{src}"), None).await;
+    assert_eq!(source["name"], json!("web"), "{source}");
+    let (status, resp) = s
+        .admin(
+            Method::POST,
+            "/sources",
+            Some(json!({"name": "Web — café ✓"})),
+        )
+        .await;
+    assert_eq!(status, 201, "{resp}");
 }

@@ -102,6 +102,52 @@ async fn every_dashboard_page_sends_a_csp_and_pages_need_a_session() {
 }
 
 #[tokio::test]
+async fn a_page_path_that_does_not_parse_is_the_dashboards_404_page() {
+    let server = TestServer::start().await;
+    let http = client();
+    let cookie = session_cookie(&server).await;
+    for path in [
+        "/sources/%FF",
+        "/sources/%FF/schema",
+        "/destinations/%C3%28",
+        "/destinations/%FF/deliveries",
+        "/regulations/%FF",
+        "/audiences/%FF",
+    ] {
+        let res = http
+            .get(server.url(path))
+            .header(COOKIE, &cookie)
+            .send()
+            .await
+            .expect("get");
+        assert_eq!(res.status(), 404, "{path}");
+        let kind = res.headers()[reqwest::header::CONTENT_TYPE].clone();
+        assert!(
+            kind.to_str().expect("ascii").starts_with("text/html"),
+            "{path}: {kind:?}"
+        );
+        assert!(
+            res.headers().contains_key(CONTENT_SECURITY_POLICY),
+            "{path}"
+        );
+        let html = res.text().await.expect("body");
+        assert!(html.contains("<code>not_found</code>"), "{path}: {html}");
+        assert!(
+            !html.contains("UTF-8"),
+            "{path}: axum's message leaked: {html}"
+        );
+    }
+    // Without a session the sign-in redirect still comes first.
+    let res = http
+        .get(server.url("/sources/%FF"))
+        .send()
+        .await
+        .expect("get");
+    assert_eq!(res.status(), 303);
+    server.stop().await;
+}
+
+#[tokio::test]
 async fn a_wrong_admin_token_is_refused_with_the_admin_api_message() {
     let server = TestServer::start().await;
     let res = sign_in(&server, "wrong-token-0123456789", None).await;

@@ -65,10 +65,30 @@ async fn bootstrap_file_is_applied_idempotently_at_start() {
     )
     .unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let err = sluice_server::run(
+        config.clone(),
+        listener,
+        async {},
+        &sluice_server::StderrAnnounce,
+    )
+    .await
+    .expect_err("an invalid URL in the bootstrap file stops start-up");
+    assert!(err.to_string().contains("settings.urls[0].url"), "{err}");
+    // Names are held to the admin API's rules too.
+    std::fs::write(
+        &file,
+        BOOTSTRAP.replace("name = \"Website\"", "name = \"Web\\u001b[2J\""),
+    )
+    .unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let err = sluice_server::run(config, listener, async {}, &sluice_server::StderrAnnounce)
         .await
-        .expect_err("an invalid URL in the bootstrap file stops start-up");
-    assert!(err.to_string().contains("settings.urls[0].url"), "{err}");
+        .expect_err("a control character in a declared name stops start-up");
+    assert!(
+        err.to_string()
+            .contains("source web: name: must not contain control characters"),
+        "{err}"
+    );
 }
 
 #[tokio::test]

@@ -42,19 +42,30 @@ pub async fn definition(
     Ok(def)
 }
 
-/// Referenced audiences must exist, and the graph must stay acyclic.
+/// Referenced audiences and computed traits must exist, and the audience
+/// graph must stay acyclic.
 async fn check_graph(
     store: &dyn Store,
     key: &str,
     def: &Definition,
     existing_id: Option<&str>,
 ) -> ApiResult<()> {
-    let live: Vec<Computation> = store
+    let (live, traits): (Vec<Computation>, Vec<Computation>) = store
         .list_computations()
         .await?
         .into_iter()
-        .filter(|c| c.class == AUDIENCE && Some(c.id.as_str()) != existing_id)
-        .collect();
+        .filter(|c| Some(c.id.as_str()) != existing_id)
+        .partition(|c| c.class == AUDIENCE);
+    if let Some(missing) = def
+        .computed_trait_refs()
+        .into_iter()
+        .find(|r| !traits.iter().any(|t| &t.key == r))
+    {
+        return Err(ApiError::invalid(
+            "definition.condition",
+            format!("computed trait {missing:?} does not exist"),
+        ));
+    }
     let mut refs: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for c in &live {
         if let Ok(d) = Definition::from_stored(&c.class, &c.definition) {

@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use maud::{Markup, html};
@@ -25,7 +25,9 @@ use sluice_profiles::{AUDIENCE, TRAIT};
 
 use crate::Dash;
 use crate::form::Form;
-use crate::layout::{PageResult, SignedIn, check_csrf, csrf_field, page, see_other, urlencode};
+use crate::layout::{
+    PagePath, PageResult, SignedIn, check_csrf, csrf_field, page, see_other, urlencode,
+};
 use crate::widgets::{compact, pretty};
 
 /// Members per page on a definition's page.
@@ -199,7 +201,7 @@ pub async fn show(
     State(dash): State<Arc<Dash>>,
     SignedIn(s): SignedIn,
     class: Class,
-    Path(id): Path<String>,
+    PagePath(id): PagePath<String>,
     Params(q): Params,
 ) -> PageResult {
     let c = api::get(State(dash.app.clone()), class.name(), PathParam(id.clone()))
@@ -279,7 +281,7 @@ pub async fn connect(
     State(dash): State<Arc<Dash>>,
     SignedIn(s): SignedIn,
     class: Class,
-    Path((id, destination_id)): Path<(String, String)>,
+    PagePath((id, destination_id)): PagePath<(String, String)>,
     form: Form,
 ) -> PageResult {
     check_csrf(&s, &form)?;
@@ -302,7 +304,7 @@ pub async fn delete(
     State(dash): State<Arc<Dash>>,
     SignedIn(s): SignedIn,
     class: Class,
-    Path(id): Path<String>,
+    PagePath(id): PagePath<String>,
     form: Form,
 ) -> PageResult {
     check_csrf(&s, &form)?;

@@ -136,6 +136,39 @@ async fn nested_not_and_audience_of_audience_follow_events_and_cycles_are_refuse
 }
 
 #[tokio::test]
+async fn an_audience_over_a_computed_trait_follows_its_value_and_a_missing_trait_is_refused() {
+    let (s, _dir, key, dest, rx) = setup().await;
+    let repeat = json!({"name": "Repeat Buyers", "destination_ids": [dest],
+        "definition": {"condition": {"computed_trait": {"key": "orders", "op": "gt", "value": 1}}}});
+    let (code, body) = s
+        .admin(Method::POST, "/audiences", Some(repeat.clone()))
+        .await;
+    assert_eq!(code, 400, "{body}");
+    assert_eq!(
+        body["message"],
+        json!("definition.condition: computed trait \"orders\" does not exist"),
+        "{body}"
+    );
+    // The trait itself is not connected: only the audience sends.
+    create(
+        &s,
+        "/computed-traits",
+        json!({"name": "Orders", "definition": {"kind": "counter", "event": "Bought"}}),
+    )
+    .await;
+    create(&s, "/audiences", repeat).await;
+    track(&s, &key, "u1", "Bought", json!({})).await;
+    track(&s, &key, "u2", "Bought", json!({})).await;
+    track(&s, &key, "u1", "Bought", json!({})).await;
+    let got = wait_bodies(&rx, 1).await;
+    assert_eq!(got[0]["userId"], json!("u1"));
+    assert_eq!(got[0]["traits"], json!({"repeat_buyers": true}));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(rx.requests().len(), 1, "u2 bought once: not a member");
+    s.stop().await;
+}
+
+#[tokio::test]
 async fn an_audience_first_syncs_its_members_then_sends_only_changes_and_edits() {
     let (s, _dir, key, dest, rx) = setup().await;
     for u in ["u1", "u2", "u3"] {
