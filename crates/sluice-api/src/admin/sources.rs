@@ -8,7 +8,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use sluice_store::{NewSource, Source, SourcePatch, keys};
 use utoipa::{IntoParams, ToSchema};
 
@@ -82,14 +82,26 @@ pub async fn create(
     State(app): State<Arc<AppState>>,
     JsonObject(body): JsonObject,
 ) -> ApiResult<(StatusCode, Json<SourceView>)> {
-    known_fields(&body, CREATE_FIELDS)?;
-    let name = required_name(&body, "name")?;
-    let enabled = opt_field(&body, "enabled", Value::as_bool, "a boolean")?.unwrap_or(true);
+    create_as(&app, keys::new_id("src"), &body).await
+}
+
+/// Creates a source under the id `id`. The dashboard names a source after
+/// the form that creates it, so that the form sent twice (a reload of the
+/// page that answered it) finds the source the first sending made, as a
+/// `409 conflict`, on whichever node it reaches, instead of making a second.
+pub async fn create_as(
+    app: &AppState,
+    id: String,
+    body: &Map<String, Value>,
+) -> ApiResult<(StatusCode, Json<SourceView>)> {
+    known_fields(body, CREATE_FIELDS)?;
+    let name = required_name(body, "name")?;
+    let enabled = opt_field(body, "enabled", Value::as_bool, "a boolean")?.unwrap_or(true);
     let key = keys::new_write_key();
     let source = app
         .store
         .create_source(NewSource {
-            id: keys::new_id("src"),
+            id,
             name,
             enabled,
             write_key_hash: keys::hash_secret(&key),

@@ -4,26 +4,49 @@
 //!
 //! The rotation form names the key it rotates (its shown start): sent
 //! again, as a page reload sends it, it finds another key and changes
-//! nothing, so the key just shown stays the one that works.
+//! nothing, so the key just shown stays the one that works. The creation
+//! form carries the id of the source it creates, drawn when the form is
+//! shown: sent again, it finds that source (the store refuses a second
+//! source of one id, on every node) and leads to it instead of making a
+//! second one.
 
 use sluice_api::path_param::PathParam;
 use std::sync::Arc;
 
-use axum::extract::State;
+use std::collections::HashMap;
+
+use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::IntoResponse;
 use maud::{Markup, html};
 use serde_json::{Map, Value};
-use sluice_api::admin::extract::JsonObject;
 use sluice_api::admin::sources::{self as api, SourceView};
-use sluice_store::Source;
+use sluice_store::{Source, keys};
 
 use crate::Dash;
 use crate::form::Form;
-use crate::layout::{PagePath, PageResult, SignedIn, check_csrf, csrf_field, page, when};
+use crate::layout::{
+    PagePath, PageResult, SignedIn, check_csrf, csrf_field, page, see_other, when,
+};
 use crate::session::{Session, is_https};
 
-fn list_body(s: &Session, sources: &[Source], name: &str, error: Option<&str>) -> Markup {
+/// The id a creation form will create: drawn when the form is shown.
+fn new_form_id() -> String {
+    keys::new_id("src")
+}
+
+/// The id a creation form carried, if it has the shape of one this page
+/// draws (anything else gets a fresh id: the form is then an ordinary one).
+fn form_id(form: &Form) -> String {
+    let id = form.get("id");
+    let drawn = id
+        .strip_prefix("src_")
+        .is_some_and(|rest| rest.len() == 16 && rest.bytes().all(|b| b.is_ascii_alphanumeric()));
+    if drawn { id.to_owned() } else { new_form_id() }
+}
+
+fn list_body(s: &Session, sources: &[Source], form: (&str, &str), error: Option<&str>) -> Markup {
+    let (id, name) = form;
     html! {
         @if sources.is_empty() {
             p { "No sources yet. A source stands for one app or site; its write key authenticates the calls it sends." }
@@ -49,6 +72,7 @@ fn list_body(s: &Session, sources: &[Source], name: &str, error: Option<&str>) -
         h2 { "New source" }
         form.card method="post" action="/sources" {
             (csrf_field(s))
+            input type="hidden" name="id" value=(id);
             div.field {
                 label for="name" { "Name" }
                 input #name name="name" value=(name) required maxlength="200"
@@ -66,7 +90,7 @@ pub async fn list(State(dash): State<Arc<Dash>>, SignedIn(s): SignedIn) -> PageR
         Some(&s),
         "Sources",
         "sources",
-        list_body(&s, &sources, "", None),
+        list_body(&s, &sources, (&new_form_id(), ""), None),
     )
     .into_response())
 }
@@ -80,15 +104,22 @@ pub async fn create(
     check_csrf(&s, &form)?;
     let mut body = Map::new();
     body.insert("name".into(), Value::String(form.get("name").to_owned()));
-    match api::create(State(dash.app.clone()), JsonObject(body)).await {
+    let id = form_id(&form);
+    match api::create_as(&dash.app, id.clone(), &body).await {
         Ok((_, json)) => {
             let base = base_url(&headers, dash.app.trust_forwarded_for);
             Ok(key_once(&s, &json.0, "Source created", &base).into_response())
         }
         Err(e) if e.status == StatusCode::BAD_REQUEST => {
             let sources = dash.app.store.list_sources().await?;
-            let markup = list_body(&s, &sources, form.get("name"), Some(&e.message));
+            let markup = list_body(&s, &sources, (&id, form.get("name")), Some(&e.message));
             Ok((e.status, page(Some(&s), "Sources", "sources", markup)).into_response())
+        }
+        Err(e)
+            if e.status == StatusCode::CONFLICT
+                && dash.app.store.get_source(&id).await?.is_some() =>
+        {
+            Ok(see_other(&format!("/sources/{id}?again=1")))
         }
         Err(e) => Err(e.into()),
     }
@@ -144,6 +175,7 @@ pub async fn show(
     State(dash): State<Arc<Dash>>,
     SignedIn(s): SignedIn,
     PagePath(id): PagePath<String>,
+    Query(q): Query<HashMap<String, String>>,
 ) -> PageResult {
     let src = api::get(State(dash.app.clone()), PathParam(id.clone()))
         .await?
@@ -154,6 +186,11 @@ pub async fn show(
         .filter(|d| d.source_ids.contains(&id))
         .collect();
     let body = html! {
+        @if q.contains_key("again") {
+            div.notice role="status" {
+                p { strong { "This source was already created" } " by the form you sent again (reloading the page that showed its write key sends it again), so no second one was made. Its write key was shown once, on that page; if you did not keep it, rotate it below." }
+            }
+        }
         dl.facts {
             dt { "Id" } dd { code { (id) } }
             dt { "Write key" } dd { code { (src.write_key_hint) } " (only the first characters are kept for display)" }

@@ -125,6 +125,59 @@ async fn a_rotation_sent_twice_rotates_once_and_the_key_shown_keeps_working() {
 }
 
 #[tokio::test]
+async fn a_creation_sent_twice_creates_one_source_and_leads_to_it() {
+    let server = TestServer::start().await;
+    let session = session_cookie(&server).await;
+    let (html, csrf) = form_page(&server, &session, "/sources").await;
+    let at = html
+        .find(r#"name="id" value=""#)
+        .expect("the id the form creates")
+        + 17;
+    let id = html[at..].split('"').next().unwrap_or("").to_owned();
+    assert!(id.starts_with("src_"), "{id}");
+    let form = [
+        ("csrf", csrf.as_str()),
+        ("id", id.as_str()),
+        ("name", "web"),
+    ];
+    let (status, first) = post(&server, &session, "/sources", &form).await;
+    assert_eq!(status, 200);
+    assert!(first.contains(r#"id="write-key">"#), "the key, once");
+
+    // The same form again, as a reload of the page that showed the key sends it.
+    let res = client()
+        .post(server.url("/sources"))
+        .header(COOKIE, &session)
+        .form(&form)
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(res.status(), 303);
+    let to = res.headers()[reqwest::header::LOCATION]
+        .to_str()
+        .expect("ascii");
+    assert_eq!(to, format!("/sources/{id}?again=1"));
+    let (shown, _) = form_page(&server, &session, to).await;
+    assert!(shown.contains("This source was already created"), "{shown}");
+    assert!(
+        !shown.contains(r#"id="write-key">"#),
+        "the key is not shown again"
+    );
+    let (_, listed) = server.admin(Method::GET, "/sources", None).await;
+    assert_eq!(listed["data"].as_array().map(Vec::len), Some(1), "{listed}");
+
+    // A form without a drawn id (or a forged one) still creates a source.
+    for forged in ["", "src_short", "dst_AAAAAAAAAAAAAAAA"] {
+        let form = [("csrf", csrf.as_str()), ("id", forged), ("name", "app")];
+        let (status, _) = post(&server, &session, "/sources", &form).await;
+        assert_eq!(status, 200, "{forged:?}");
+    }
+    let (_, listed) = server.admin(Method::GET, "/sources", None).await;
+    assert_eq!(listed["data"].as_array().map(Vec::len), Some(4), "{listed}");
+    server.stop().await;
+}
+
+#[tokio::test]
 async fn a_destination_page_shows_standard_webhooks_signing_when_it_is_on() {
     let server = TestServer::start().await;
     let (src, _) = server.source("web").await;
