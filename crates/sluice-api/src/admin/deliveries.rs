@@ -66,6 +66,9 @@ pub struct DestinationQuery {
     pub destination_id: Option<String>,
 }
 
+/// The fields of a bulk replay's body.
+pub const REPLAY_FIELDS: &[&str] = &["message_id"];
+
 /// The optional body of a bulk replay; other fields are refused.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -224,7 +227,7 @@ pub async fn replay_bulk(
 ) -> ApiResult<Json<Replayed>> {
     find_destination(&app, &id).await?;
     // A misspelt `message_id` must not widen the replay to every dead delivery.
-    known_fields(&body, &["message_id"])?;
+    known_fields(&body, REPLAY_FIELDS)?;
     let f = DeliveryFilter {
         destination_id: Some(id),
         message_id: opt_field(&body, "message_id", Value::as_str, "a string")?.map(str::to_owned),

@@ -136,7 +136,7 @@ fn parse(body: &Map<String, Value>) -> Result<(String, Vec<String>, Option<Strin
 }
 
 /// The fields of `POST /regulations` (`sourceId` spells `source_id` too).
-const FIELDS: &[&str] = &[
+pub const FIELDS: &[&str] = &[
     "regulationType",
     "subjectType",
     "subjectIds",

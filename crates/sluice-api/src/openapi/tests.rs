@@ -5,7 +5,7 @@
 use serde_json::Value;
 use utoipa::PartialSchema;
 
-use crate::admin::{destinations, sources, webhook_settings};
+use crate::admin::{deliveries, destinations, regulations, sources, webhook_settings};
 
 fn fields<T: PartialSchema>() -> Vec<String> {
     let schema = serde_json::to_value(T::schema()).expect("schema");
@@ -28,6 +28,18 @@ fn destination_body_documents_the_fields_the_handler_accepts() {
     assert_eq!(
         fields::<destinations::DestinationInput>(),
         sorted(destinations::FIELDS)
+    );
+}
+
+#[test]
+fn regulation_and_replay_bodies_document_the_fields_their_handlers_accept() {
+    assert_eq!(
+        fields::<regulations::RegulationInput>(),
+        sorted(regulations::FIELDS)
+    );
+    assert_eq!(
+        fields::<deliveries::ReplayBody>(),
+        sorted(deliveries::REPLAY_FIELDS)
     );
 }
 
