@@ -11,11 +11,13 @@
 //!   bounded shutdown.
 //! - [`rlimit`]: the open-file limit.
 //! - [`privacy`]: the suppression sync and the regulation job.
+//! - [`backup`]: `sluice backup`, the embedded store copied online.
 //!
 //! [`run`] is what the `sluice` binary calls and what tests call, on a
 //! listener bound to port 0.
 
 pub mod admin_token;
+pub mod backup;
 pub mod bootstrap;
 pub mod config;
 pub mod delivery_metrics;
@@ -57,6 +59,8 @@ pub enum ServerError {
     Delivery(#[from] sluice_delivery::DeliveryError),
     #[error("serving HTTP: {0}")]
     Io(#[from] std::io::Error),
+    #[error("backup: {0}")]
+    Backup(#[from] sluice_store::sqlite::BackupError),
 }
 
 /// Things `run` reports to its caller while starting.
@@ -128,7 +132,7 @@ impl OpenStore {
 pub async fn open_store(config: &Config) -> Result<OpenStore, ServerError> {
     match config.storage.backend {
         StorageBackend::Sqlite => {
-            let mut sqlite = SqliteConfig::new(config.data_dir.join("sluice.db"));
+            let mut sqlite = SqliteConfig::new(config.sqlite_path());
             sqlite.synchronous = match config.storage.synchronous.as_str() {
                 "normal" => Synchronous::Normal,
                 _ => Synchronous::Full,

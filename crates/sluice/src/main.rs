@@ -1,9 +1,10 @@
 //! The `sluice` binary: parses arguments, loads configuration, sets up
-//! logging, binds the listener and hands over to [`sluice_server::run`].
+//! logging, binds the listener and hands over to [`sluice_server::run`];
+//! `backup` copies the embedded store ([`sluice_server::backup`]).
 //! The operator commands that talk to a running server (`import`, `tail`,
 //! `replay`, `sources`, …) live in `sluice-cli`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 mod memory;
 
@@ -45,6 +46,18 @@ enum Command {
     /// (the same as `GET /api/v1/openapi.json` and `docs/openapi.json`).
     #[command(after_help = "Example:\n  sluice openapi > docs/openapi.json")]
     Openapi,
+    /// Copy the embedded store to a new file while Sluice runs (a
+    /// consistent snapshot; docs/cli.md, "Backups"). Run it on the
+    /// server's machine with the server's configuration.
+    #[command(
+        after_help = "Example:\n  sluice backup --config /etc/sluice/sluice.toml /backups/sluice-$(date +%F).db"
+    )]
+    Backup {
+        #[arg(long, short, env = "SLUICE_CONFIG")]
+        config: Option<PathBuf>,
+        /// The new file to write; an existing file is never overwritten.
+        out: PathBuf,
+    },
     #[command(flatten)]
     Remote(sluice_cli::Command),
 }
@@ -54,6 +67,7 @@ fn main() -> anyhow::Result<()> {
     match cli.command {
         Command::Remote(command) => std::process::exit(i32::from(sluice_cli::run(command))),
         Command::Serve { config } => serve(config),
+        Command::Backup { config, out } => backup(config, &out),
         Command::Openapi => {
             print!("{}", sluice_api::openapi::document_json());
             Ok(())
@@ -109,6 +123,19 @@ fn serve(config_file: Option<PathBuf>) -> anyhow::Result<()> {
         sluice_server::run(config, listener, shutdown, announce).await?;
         Ok(())
     })
+}
+
+fn backup(config_file: Option<PathBuf>, out: &Path) -> anyhow::Result<()> {
+    let config = Config::load(config_file.as_deref())?;
+    let report = sluice_server::backup::backup(&config, out)?;
+    println!(
+        "backed up {} to {} ({} bytes, schema version {})",
+        config.sqlite_path().display(),
+        out.display(),
+        report.bytes,
+        report.schema_version
+    );
+    Ok(())
 }
 
 fn init_tracing(format: LogFormat) {

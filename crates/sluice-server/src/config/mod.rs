@@ -113,6 +113,11 @@ fn first_segment(key: &str) -> &str {
 }
 
 impl Config {
+    /// The embedded store's database file in [`Config::data_dir`].
+    pub fn sqlite_path(&self) -> PathBuf {
+        self.data_dir.join("sluice.db")
+    }
+
     /// Defaults, then `file` if given, then the `SLUICE_*` variables of the
     /// process environment, then validation.
     pub fn load(file: Option<&Path>) -> Result<Config, ConfigError> {

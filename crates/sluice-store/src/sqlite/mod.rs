@@ -60,7 +60,12 @@
 //! `lease_until` and are claimed again once it passes. [`SqliteStore::close`]
 //! drains queued writes before stopping; dropping the store without closing
 //! lets the writer thread finish queued jobs on its own.
+//!
+//! # Backups
+//! [`backup`] copies the database online, in one read transaction, to a
+//! new file (`backup.rs` has its invariants).
 
+mod backup;
 mod bodies;
 mod checkpoint;
 mod config;
@@ -84,6 +89,7 @@ mod writer;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+pub use backup::{BackupError, BackupReport, backup};
 pub use config::{SqliteConfig, Synchronous};
 
 use crate::{Result, StoreError};

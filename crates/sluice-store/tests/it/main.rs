@@ -4,6 +4,7 @@
 #[cfg(feature = "postgres")]
 mod postgres;
 mod sqlite;
+mod sqlite_backup;
 
 mod conformance {
     sluice_store::conformance_tests!(crate::sqlite::fresh());

@@ -8,7 +8,7 @@ use chrono::Utc;
 use sluice_store::{AppendRequest, NewEvent, NewSource, SqliteConfig, SqliteStore, StoreError};
 use tempfile::TempDir;
 
-fn db_path(dir: &TempDir) -> PathBuf {
+pub fn db_path(dir: &TempDir) -> PathBuf {
     dir.path().join("data/nested/sluice.db")
 }
 
@@ -26,7 +26,7 @@ pub async fn fresh() -> (TempDir, SqliteStore) {
     (dir, store)
 }
 
-fn request(source_id: &str, message_ids: &[&str]) -> AppendRequest {
+pub fn request(source_id: &str, message_ids: &[&str]) -> AppendRequest {
     AppendRequest {
         source_id: source_id.into(),
         received_at: Utc::now(),

@@ -3,6 +3,7 @@
 
 mod process;
 
+mod backup;
 mod cli;
 mod config;
 mod durability;
