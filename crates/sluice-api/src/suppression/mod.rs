@@ -4,7 +4,8 @@
 //! the whole set of suppressed user ids in memory and applies the store's
 //! change log (`RegulationStore::suppression_changes`, ordered by version)
 //! on a short timer and right after a regulation is created here. A call
-//! whose `userId` is suppressed is dropped before the commit; the drop is
+//! whose `userId` is suppressed (or an alias whose `previousId` is) is
+//! dropped before the commit; the drop is
 //! counted in memory and flushed to the store's `usage_suppressed` counters
 //! by the same timer.
 //!
@@ -24,7 +25,7 @@ use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Mutex, RwLock};
 
 use chrono::{DateTime, Utc};
-use sluice_model::Event;
+use sluice_model::{Event, EventType};
 use sluice_store::{RegulationStore, StoreError, SuppressedCount};
 
 /// Changes read per store query while catching up.
@@ -103,7 +104,7 @@ impl Suppressions {
         let before = events.len();
         {
             let ids = self.ids.read().unwrap_or_else(|p| p.into_inner());
-            events.retain(|e| e.user_id.as_ref().is_none_or(|u| !ids.contains(u)));
+            events.retain(|e| !names_suppressed(e, &ids));
         }
         let dropped = (before - events.len()) as u64;
         if dropped > 0 {
@@ -137,5 +138,32 @@ impl Suppressions {
             return Err(e);
         }
         Ok(())
+    }
+}
+
+/// Whether `event` names a suppressed user: its `userId`, or for an
+/// `alias`, its `previousId` too, so that an alias cannot link a suppressed
+/// (or deleted and suppressed) id to a new profile and bring its identity
+/// back.
+fn names_suppressed(event: &Event, ids: &set::IdSet) -> bool {
+    if event.user_id.as_ref().is_some_and(|u| ids.contains(u)) {
+        return true;
+    }
+    event.event_type == EventType::Alias
+        && previous_id(&event.json).is_some_and(|p| ids.contains(&p))
+}
+
+/// An alias's `previousId` as a string (numbers as their text, as ingest
+/// treats a numeric `userId`).
+fn previous_id(json: &str) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Alias {
+        #[serde(rename = "previousId")]
+        previous_id: Option<serde_json::Value>,
+    }
+    match serde_json::from_str::<Alias>(json).ok()?.previous_id? {
+        serde_json::Value::String(s) => Some(s),
+        serde_json::Value::Number(n) => Some(n.to_string()),
+        _ => None,
     }
 }

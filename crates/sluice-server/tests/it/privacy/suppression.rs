@@ -44,6 +44,8 @@ async fn suppressed_calls_get_200_are_counted_and_neither_stored_nor_delivered()
             {"type": "track", "userId": "hushed-user", "event": "Two"},
             {"type": "track", "userId": "free", "event": "Two"},
             {"type": "identify", "userId": "hushed-user"},
+            // An alias naming the suppressed id must not link it to a new one.
+            {"type": "alias", "previousId": "hushed-user", "userId": "new-name"},
         ]}),
     )
     .await;
@@ -51,17 +53,18 @@ async fn suppressed_calls_get_200_are_counted_and_neither_stored_nor_delivered()
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(users_received(&rx), vec!["free".to_string()]);
     assert!(!stored_mentions(&s, &src, "hushed-user").await);
+    assert!(!stored_mentions(&s, &src, "new-name").await);
     assert!(stored_mentions(&s, &src, "free").await);
     let day: Value = eventually(10, || async {
         let (_, usage) = s
             .admin(Method::GET, &format!("/sources/{src}/usage"), None)
             .await;
         let today = usage["data"].as_array().and_then(|d| d.last().cloned())?;
-        (today["suppressed"] == json!(3)).then_some(today)
+        (today["suppressed"] == json!(4)).then_some(today)
     })
     .await;
     assert_eq!(day["events"], json!(1));
-    assert_eq!(day["received"], json!(4));
+    assert_eq!(day["received"], json!(5));
     assert_eq!(day["api_calls"], json!(2));
 }
 
