@@ -48,6 +48,10 @@ pub struct Profile {
     /// When each trait was last set (event timestamp, ms): last write wins.
     #[serde(default)]
     pub trait_times: BTreeMap<String, i64>,
+    /// Sources that sent calls about this person, sorted. A deletion tells
+    /// their destinations even after retention removed the calls.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<String>,
     /// Sorted by (ts, seq); empty unless loaded.
     #[serde(skip)]
     pub events: Vec<ProfileEvent>,
@@ -316,6 +320,14 @@ impl Profile {
         }
     }
 
+    /// Records that `source` sent a call about this person.
+    pub fn add_source(&mut self, source: &str) {
+        if let Err(at) = self.sources.binary_search_by(|s| s.as_str().cmp(source)) {
+            self.sources.insert(at, source.to_owned());
+            self.dirty = true;
+        }
+    }
+
     pub fn add_anonymous_id(&mut self, id: &str) {
         if !self.anonymous_ids.iter().any(|a| a == id) {
             self.anonymous_ids.push(id.to_owned());
@@ -391,6 +403,9 @@ impl Profile {
         self.user_ids = user_ids;
         for a in other.anonymous_ids {
             self.add_anonymous_id(&a);
+        }
+        for source in &other.sources {
+            self.add_source(source);
         }
         for (k, v) in other.traits {
             let ts = other.trait_times.get(&k).copied().unwrap_or(i64::MIN);

@@ -100,6 +100,7 @@ impl Work {
         let Some(p) = self.profiles.get_mut(id) else {
             return;
         };
+        p.add_source(&call.source_id);
         p.apply_traits(call);
         let Some(row) = call.event_row() else {
             return;

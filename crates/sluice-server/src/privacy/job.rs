@@ -13,7 +13,8 @@ use std::collections::BTreeSet;
 use chrono::Utc;
 use sluice_api::Hook;
 use sluice_store::{
-    PERSONAS_SOURCE, Regulation, RegulationCommit, Store, StoreError, SubjectData, SubjectPurge,
+    PERSONAS_SOURCE, PRIVACY_SOURCE, Regulation, RegulationCommit, Store, StoreError, SubjectData,
+    SubjectPurge,
 };
 
 use super::JobConfig;
@@ -100,10 +101,17 @@ async fn purge(
     let found = store
         .find_subject_data(pending.clone(), regulation.source_id.clone())
         .await?;
+    // Whether computed traits or audiences send anywhere: their messages
+    // reach destinations that no source names.
+    let personas_send = store
+        .list_computations()
+        .await?
+        .iter()
+        .any(|c| !c.destination_ids.is_empty());
     let purges: Vec<SubjectPurge> = pending
         .into_iter()
         .zip(found)
-        .map(|(id, data)| purge_of(regulation, id, data))
+        .map(|(id, data)| purge_of(regulation, id, data, personas_send))
         .collect();
     let mut slice = Vec::new();
     let mut events = 0;
@@ -162,23 +170,38 @@ async fn commit(
 }
 
 /// What to purge for one subject. Affected sources are the customer's
-/// sources the data came from (the profile engine's own messages count as
-/// data to purge, not as a source to notify).
-fn purge_of(regulation: &Regulation, subject_id: String, data: SubjectData) -> SubjectPurge {
-    let affected: BTreeSet<String> = data
+/// sources the data came from: those of the stored events, and those the
+/// profile engine saw the subject on (retention may have removed the
+/// events, but the destinations still hold what they were sent). The
+/// profile engine's own source stands for the destinations of computed
+/// traits and audiences, affected when they send to a destination, the
+/// subject has a profile and the regulation is not scoped to a source (a
+/// scoped one keeps the profile).
+fn purge_of(
+    regulation: &Regulation,
+    subject_id: String,
+    data: SubjectData,
+    personas_send: bool,
+) -> SubjectPurge {
+    let scope = regulation.source_id.as_deref();
+    let mut affected: BTreeSet<String> = data
         .events
         .iter()
         .map(|(_, source)| source.clone())
-        .filter(|s| s != PERSONAS_SOURCE)
+        .chain(
+            data.profile_sources
+                .into_iter()
+                .filter(|s| scope.is_none_or(|scoped| scoped == s)),
+        )
+        .filter(|s| s != PERSONAS_SOURCE && s != PRIVACY_SOURCE)
         .collect();
+    if personas_send && scope.is_none() && !data.profile_ids.is_empty() {
+        affected.insert(PERSONAS_SOURCE.to_owned());
+    }
     SubjectPurge {
         subject_id,
         event_seqs: data.events.iter().map(|(seq, _)| *seq).collect(),
-        profile_ids: if regulation.source_id.is_some() {
-            Vec::new()
-        } else {
-            data.profile_ids
-        },
+        profile_ids: data.profile_ids,
         affected_sources: affected.into_iter().collect(),
     }
 }

@@ -97,6 +97,8 @@ macro_rules! conformance_tests {
             a_regulation_step_purges_and_notifies_once_then_finishes,
             a_profile_step_read_before_a_purge_is_refused_at_its_commit,
             a_failed_regulation_keeps_its_error_and_is_over,
+            a_subject_without_stored_events_is_found_through_its_profile,
+            a_scoped_purge_takes_its_source_out_of_the_profile,
         );
     };
     (@each $fresh:expr; $($check:ident),* $(,)?) => {

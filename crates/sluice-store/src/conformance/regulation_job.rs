@@ -3,8 +3,10 @@
 
 use super::profiles::read_at_least;
 use super::regulations::{TTL, call, regulation};
-use super::support::{Shared, append, at, source};
-use crate::{ProfileCommit, ProfileRecord, RegulationCommit, SubjectPurge};
+use super::support::{Shared, append, at, new_destination, source};
+use crate::{
+    NewComputation, ProfileCommit, ProfileEventRow, ProfileRecord, RegulationCommit, SubjectPurge,
+};
 
 /// The race: the engine reads a user's event, the job purges the user, the
 /// engine commits what it read. The commit must be refused, or it would
@@ -164,4 +166,203 @@ pub async fn a_failed_regulation_keeps_its_error_and_is_over(store: Shared) {
     );
     let listed = store.list_regulations(10).await.expect("list");
     assert_eq!(listed[0].error.as_deref(), Some(error));
+}
+
+/// Retention removed the subject's stored events, but the profile engine
+/// saw them on two sources (its document and its behavioural rows), and a
+/// computed trait sends to a destination no source names: all are found,
+/// and the profile engine's source notifies that destination.
+pub async fn a_subject_without_stored_events_is_found_through_its_profile(store: Shared) {
+    source(&store, "src_a").await;
+    source(&store, "src_b").await;
+    for (id, sources) in [("dst_a", &["src_a"][..]), ("dst_p", &[][..])] {
+        store
+            .create_destination(new_destination(id, sources))
+            .await
+            .expect("destination");
+    }
+    store
+        .create_computation(NewComputation {
+            id: "ct_1".into(),
+            class: "trait".into(),
+            key: "orders".into(),
+            name: "Orders".into(),
+            definition: r#"{"kind":"counter","event":"Bought"}"#.into(),
+            destination_ids: vec!["dst_p".into()],
+        })
+        .await
+        .expect("computation");
+    store
+        .take_profile_lease("engine", at(1), TTL)
+        .await
+        .expect("lease")
+        .expect("free");
+    let committed = store
+        .commit_profiles(ProfileCommit {
+            owner: "engine".into(),
+            now: at(1),
+            profiles: vec![ProfileRecord {
+                id: "prf_u1".into(),
+                doc: r#"{"userIds":["u1"],"sources":["src_b"]}"#.into(),
+                ..ProfileRecord::default()
+            }],
+            identities: vec![("user:u1".into(), "prf_u1".into())],
+            events: vec![(
+                "prf_u1".into(),
+                ProfileEventRow {
+                    seq: 7,
+                    ts: 1,
+                    source_id: "src_a".into(),
+                    kind: "track".into(),
+                    name: Some("Bought".into()),
+                    properties: "{}".into(),
+                },
+            )],
+            ..ProfileCommit::default()
+        })
+        .await
+        .expect("commit");
+    assert!(committed);
+    store
+        .release_profile_lease("engine")
+        .await
+        .expect("release");
+
+    let found = store
+        .find_subject_data(vec!["u1".into(), "nobody".into()], None)
+        .await
+        .expect("find");
+    assert!(found[0].events.is_empty(), "retention took them");
+    assert_eq!(found[0].profile_ids, ["prf_u1"]);
+    assert_eq!(found[0].profile_sources, ["src_a", "src_b"]);
+    assert!(found[1].profile_sources.is_empty());
+
+    store
+        .create_regulation(regulation("reg_1", "DELETE_ONLY", &["u1"], None, true))
+        .await
+        .expect("create");
+    assert!(
+        store
+            .take_regulation_lease("job", at(2), TTL)
+            .await
+            .expect("job lease")
+    );
+    let purge = SubjectPurge {
+        subject_id: "u1".into(),
+        event_seqs: Vec::new(),
+        profile_ids: found[0].profile_ids.clone(),
+        affected_sources: vec!["personas".into(), "src_a".into(), "src_b".into()],
+    };
+    let committed = store
+        .commit_regulation(RegulationCommit {
+            owner: "job".into(),
+            regulation_id: "reg_1".into(),
+            now: at(3),
+            subjects: vec![purge],
+        })
+        .await
+        .expect("purge");
+    assert!(committed);
+    let detail = store
+        .get_regulation("reg_1")
+        .await
+        .expect("get")
+        .expect("found");
+    let mut sent: Vec<(&str, &str)> = detail
+        .notifications
+        .iter()
+        .map(|n| (n.source_id.as_str(), n.destination_id.as_str()))
+        .collect();
+    sent.sort();
+    assert_eq!(
+        sent,
+        [("personas", "dst_p"), ("src_a", "dst_a")],
+        "src_b has no destination"
+    );
+}
+
+/// A source-scoped purge keeps the profile but takes the source out of it:
+/// its behavioural rows and its name in the document.
+pub async fn a_scoped_purge_takes_its_source_out_of_the_profile(store: Shared) {
+    source(&store, "src_a").await;
+    source(&store, "src_b").await;
+    let row = |seq: i64, source: &str| ProfileEventRow {
+        seq,
+        ts: seq,
+        source_id: source.into(),
+        kind: "track".into(),
+        name: Some("Viewed".into()),
+        properties: "{}".into(),
+    };
+    store
+        .take_profile_lease("engine", at(1), TTL)
+        .await
+        .expect("lease")
+        .expect("free");
+    let committed = store
+        .commit_profiles(ProfileCommit {
+            owner: "engine".into(),
+            now: at(1),
+            profiles: vec![ProfileRecord {
+                id: "prf_u1".into(),
+                doc: r#"{"userIds":["u1"],"sources":["src_a","src_b"]}"#.into(),
+                ..ProfileRecord::default()
+            }],
+            identities: vec![("user:u1".into(), "prf_u1".into())],
+            events: vec![
+                ("prf_u1".into(), row(1, "src_a")),
+                ("prf_u1".into(), row(2, "src_b")),
+            ],
+            ..ProfileCommit::default()
+        })
+        .await
+        .expect("commit");
+    assert!(committed);
+    store
+        .release_profile_lease("engine")
+        .await
+        .expect("release");
+    let mut scoped = regulation("reg_1", "DELETE_ONLY", &["u1"], None, true);
+    scoped.source_id = Some("src_a".into());
+    store.create_regulation(scoped).await.expect("create");
+    assert!(
+        store
+            .take_regulation_lease("job", at(2), TTL)
+            .await
+            .expect("job lease")
+    );
+    let committed = store
+        .commit_regulation(RegulationCommit {
+            owner: "job".into(),
+            regulation_id: "reg_1".into(),
+            now: at(3),
+            subjects: vec![SubjectPurge {
+                subject_id: "u1".into(),
+                event_seqs: Vec::new(),
+                profile_ids: vec!["prf_u1".into()],
+                affected_sources: vec!["src_a".into()],
+            }],
+        })
+        .await
+        .expect("purge");
+    assert!(committed);
+    let kept = store
+        .load_profiles(vec!["prf_u1".into()], true)
+        .await
+        .expect("load");
+    assert_eq!(kept.len(), 1, "the profile stays");
+    let sources: Vec<&str> = kept[0]
+        .events
+        .iter()
+        .map(|e| e.source_id.as_str())
+        .collect();
+    assert_eq!(sources, ["src_b"]);
+    let doc: serde_json::Value = serde_json::from_str(&kept[0].doc).expect("doc");
+    assert_eq!(doc["sources"], serde_json::json!(["src_b"]), "{doc}");
+    assert_eq!(doc["userIds"], serde_json::json!(["u1"]), "{doc}");
+    let found = store
+        .find_subject_data(vec!["u1".into()], None)
+        .await
+        .expect("find");
+    assert_eq!(found[0].profile_sources, ["src_b"]);
 }

@@ -88,6 +88,10 @@ pub struct SubjectData {
     pub profile_ids: Vec<String>,
     /// Events carrying any of the subject's identities: (seq, source id).
     pub events: Vec<(i64, String)>,
+    /// Sources the profile engine saw the subject's profiles on (the
+    /// profile document's `sources` and its behavioural events), sorted:
+    /// they outlive the stored events, which retention removes.
+    pub profile_sources: Vec<String>,
 }
 
 /// One subject's purge, committed by
@@ -97,10 +101,14 @@ pub struct SubjectPurge {
     pub subject_id: String,
     /// Events to delete with their deliveries and attempts.
     pub event_seqs: Vec<i64>,
-    /// Profiles to delete with identities and computed values.
+    /// The subject's profiles: deleted with identities and computed values
+    /// by a regulation for every source; by a source-scoped one, kept but
+    /// stripped of that source's behavioural rows and name.
     pub profile_ids: Vec<String>,
     /// Affected sources, sorted; each gets one notification per enabled
-    /// Webhooks destination when the regulation notifies.
+    /// Webhooks destination when the regulation notifies. The profile
+    /// engine's [`PERSONAS_SOURCE`](crate::PERSONAS_SOURCE) stands for the
+    /// destinations connected to computed traits and audiences.
     pub affected_sources: Vec<String>,
 }
 

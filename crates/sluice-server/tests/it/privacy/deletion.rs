@@ -90,6 +90,45 @@ async fn delete_only_notifies_each_affected_source_once_per_destination() {
 }
 
 #[tokio::test]
+async fn destinations_of_computed_traits_are_told_of_a_deletion_though_no_source_names_them() {
+    let (s, _dir) = start().await;
+    let (a, key) = s.source("a").await;
+    let (rx_source, rx_traits) = (Receiver::start().await, Receiver::start().await);
+    hook(&s, &[&a], &rx_source).await;
+    let traits_only = hook(&s, &[], &rx_traits).await;
+    let (status, body) = s
+        .admin(
+            Method::POST,
+            "/computed-traits",
+            Some(json!({"name": "Orders", "destination_ids": [traits_only],
+                        "definition": {"kind": "counter", "event": "Bought"}})),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    send(
+        &s,
+        &key,
+        "track",
+        json!({"userId": "u1", "event": "Bought"}),
+    )
+    .await;
+    rx_traits
+        .wait_for(1, std::time::Duration::from_secs(15))
+        .await;
+
+    let id = regulate(&s, "DELETE_ONLY", &["u1"], None).await;
+    let detail = finished(&s, &id).await;
+    assert_eq!(
+        detail["subjectDetails"][0]["affectedSources"],
+        json!(["personas", a])
+    );
+    let told = wait_deletes(&rx_traits, 1).await;
+    assert_eq!(told.len(), 1, "{told:?}");
+    assert_eq!(told[0]["userId"], json!("u1"));
+    assert_eq!(wait_deletes(&rx_source, 1).await.len(), 1);
+}
+
+#[tokio::test]
 async fn source_scoped_regulation_affects_only_that_source_and_a_rerun_changes_nothing() {
     let (s, _dir) = start().await;
     let (a, key_a) = s.source("a").await;
@@ -106,6 +145,17 @@ async fn source_scoped_regulation_affects_only_that_source_and_a_rerun_changes_n
     assert_eq!(wait_deletes(&rx, 1).await.len(), 1);
     assert!(!stored_mentions(&s, &a, "u1").await);
     assert!(stored_mentions(&s, &b, "u1").await);
+    // The profile stays (it is workspace-wide) without a's calls.
+    let sources: Vec<Value> = eventually(15, || async {
+        let (status, profile) = s.admin(Method::GET, "/profiles/u1", None).await;
+        let sources: Vec<Value> = profile["events"]
+            .as_array()
+            .map(|e| e.iter().map(|e| e["source_id"].clone()).collect())
+            .unwrap_or_default();
+        (status == 200 && !sources.is_empty()).then_some(sources)
+    })
+    .await;
+    assert_eq!(sources, [json!(b)]);
 
     // The same regulation again finds nothing left: no second notification.
     let again = finished(&s, &regulate(&s, "DELETE_ONLY", &["u1"], Some(&a)).await).await;

@@ -10,7 +10,7 @@ use deadpool_postgres::{GenericClient, Transaction};
 use super::super::profiles::scheduled::remove_profiles;
 use super::super::rows::{backend, big, get, ms};
 use crate::regulations::{delete_notification, identity_parts, pseudonym, status, subject_index};
-use crate::{PRIVACY_SOURCE, RegulationCommit, Result, SubjectData, SubjectPurge};
+use crate::{PERSONAS_SOURCE, PRIVACY_SOURCE, RegulationCommit, Result, SubjectData, SubjectPurge};
 
 pub(super) async fn take_lease(
     c: &impl GenericClient,
@@ -131,6 +131,9 @@ pub(super) async fn find(
             identities.push((get(row, 1)?, i));
         }
     }
+    for data in &mut found {
+        data.profile_sources = profile_sources(c, &data.profile_ids).await?;
+    }
     let index = subject_index(&identities);
     let users: Vec<&str> = identities
         .iter()
@@ -158,6 +161,24 @@ pub(super) async fn find(
         }
     }
     Ok(found)
+}
+
+/// The sources in the profiles' documents and behavioural events, sorted.
+async fn profile_sources(c: &impl GenericClient, profile_ids: &[String]) -> Result<Vec<String>> {
+    if profile_ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let rows = c
+        .query(
+            "SELECT source_id FROM profile_events WHERE profile_id = ANY($1)
+             UNION SELECT jsonb_array_elements_text(doc::jsonb -> 'sources') FROM profiles
+                   WHERE id = ANY($1) AND jsonb_typeof(doc::jsonb -> 'sources') = 'array'
+             ORDER BY 1",
+            &[&profile_ids],
+        )
+        .await
+        .map_err(backend)?;
+    rows.iter().map(|r| get(r, 0)).collect()
 }
 
 pub(super) async fn commit(
@@ -197,7 +218,7 @@ pub(super) async fn commit(
             .map_err(backend)?;
         let Some(pending) = pending else { continue };
         let position: i64 = get(&pending, 0)?;
-        purge(&tx, subject, scoped.is_none()).await?;
+        purge(&tx, subject, scoped.as_deref()).await?;
         let name = pseudonym(&subject.subject_id);
         if notify {
             notifications(&tx, &commit.regulation_id, subject, &name, commit.now).await?;
@@ -241,7 +262,13 @@ pub(super) async fn commit(
     Ok(true)
 }
 
-async fn purge(tx: &Transaction<'_>, subject: &SubjectPurge, profiles: bool) -> Result<()> {
+/// Purges a subject; `scope` keeps the profiles but takes that source out
+/// of them (see `strip_source`).
+async fn purge(tx: &Transaction<'_>, subject: &SubjectPurge, scope: Option<&str>) -> Result<()> {
+    let profiles = scope.is_none();
+    if let Some(source) = scope {
+        strip_source(tx, &subject.profile_ids, source).await?;
+    }
     if profiles {
         // First: it locks computations, which an edit locks before the
         // deliveries this deletes (see `profiles/scheduled.rs`).
@@ -270,6 +297,29 @@ async fn purge(tx: &Transaction<'_>, subject: &SubjectPurge, profiles: bool) -> 
     Ok(())
 }
 
+/// A source-scoped purge keeps the profiles (they are workspace-wide) but
+/// takes the source out of them: its behavioural rows, and its name from
+/// the document's `sources`, so a rerun finds nothing of it left. Computed
+/// values follow at the profile's next evaluation.
+async fn strip_source(tx: &Transaction<'_>, ids: &[String], source: &str) -> Result<()> {
+    tx.execute(
+        "DELETE FROM profile_events WHERE profile_id = ANY($1) AND source_id = $2",
+        &[&ids, &source],
+    )
+    .await
+    .map_err(backend)?;
+    tx.execute(
+        "UPDATE profiles SET doc = jsonb_set(doc::jsonb, '{sources}', COALESCE(
+             (SELECT jsonb_agg(s) FROM jsonb_array_elements_text(doc::jsonb -> 'sources') s
+              WHERE s <> $2), '[]'::jsonb))::text
+         WHERE id = ANY($1) AND jsonb_typeof(doc::jsonb -> 'sources') = 'array'",
+        &[&ids, &source],
+    )
+    .await
+    .map_err(backend)?;
+    Ok(())
+}
+
 async fn notifications(
     tx: &Transaction<'_>,
     regulation_id: &str,
@@ -278,15 +328,24 @@ async fn notifications(
     now: DateTime<Utc>,
 ) -> Result<()> {
     for source in &subject.affected_sources {
-        let rows = tx
-            .query(
+        let rows = if source == PERSONAS_SOURCE {
+            tx.query(
+                "SELECT DISTINCT d.id FROM destinations d
+                 JOIN computations c ON c.deleted_at IS NULL AND c.destination_ids::jsonb ? d.id
+                 WHERE d.enabled AND d.kind = 'Webhooks' ORDER BY d.id",
+                &[],
+            )
+            .await
+        } else {
+            tx.query(
                 "SELECT d.id FROM destinations d
                  JOIN destination_sources ds ON ds.destination_id = d.id
                  WHERE ds.source_id = $1 AND d.enabled AND d.kind = 'Webhooks' ORDER BY d.id",
                 &[source],
             )
             .await
-            .map_err(backend)?;
+        }
+        .map_err(backend)?;
         if rows.is_empty() {
             continue;
         }

@@ -10,7 +10,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use super::super::rows::ms;
 use super::super::tombstones;
 use crate::regulations::{delete_notification, identity_parts, pseudonym, status, subject_index};
-use crate::{PRIVACY_SOURCE, RegulationCommit, Result, SubjectData, SubjectPurge};
+use crate::{PERSONAS_SOURCE, PRIVACY_SOURCE, RegulationCommit, Result, SubjectData, SubjectPurge};
 
 pub(super) fn take_lease(
     c: &Connection,
@@ -104,6 +104,9 @@ pub(super) fn find(
             }
         }
     }
+    for data in &mut found {
+        data.profile_sources = profile_sources(c, &data.profile_ids)?;
+    }
     let index = subject_index(&identities);
     let mut stmt = c.prepare_cached(
         "SELECT seq, source_id,
@@ -123,6 +126,24 @@ pub(super) fn find(
         found[i].events.push((row.get(0)?, row.get(1)?));
     }
     Ok(found)
+}
+
+/// The sources in the profiles' documents and behavioural events, sorted.
+fn profile_sources(c: &Connection, profile_ids: &[String]) -> Result<Vec<String>> {
+    let mut stmt = c.prepare_cached(
+        "SELECT source_id FROM profile_events WHERE profile_id = ?1
+         UNION SELECT CAST(j.value AS TEXT) FROM profiles p, json_each(p.doc, '$.sources') j
+               WHERE p.id = ?1",
+    )?;
+    let mut sources = Vec::new();
+    for id in profile_ids {
+        for source in stmt.query_map([id], |r| r.get::<_, String>(0))? {
+            sources.push(source?);
+        }
+    }
+    sources.sort();
+    sources.dedup();
+    Ok(sources)
 }
 
 pub(super) fn commit(c: &Connection, commit: &RegulationCommit) -> Result<bool> {
@@ -152,8 +173,9 @@ fn purge_all(c: &Connection, commit: &RegulationCommit) -> Result<()> {
             .optional()?;
         let Some(position) = pending else { continue };
         purge_events(c, &subject.event_seqs)?;
-        if scoped.is_none() {
-            purge_profiles(c, &subject.profile_ids)?;
+        match scoped.as_deref() {
+            None => purge_profiles(c, &subject.profile_ids)?,
+            Some(source) => strip_source(c, &subject.profile_ids, source)?,
         }
         let name = pseudonym(&subject.subject_id);
         if notify {
@@ -225,8 +247,29 @@ fn purge_profiles(c: &Connection, ids: &[String]) -> Result<()> {
     Ok(())
 }
 
+/// A source-scoped purge keeps the profiles (they are workspace-wide) but
+/// takes the source out of them: its behavioural rows, and its name from
+/// the document's `sources`, so a rerun finds nothing of it left. Computed
+/// values follow at the profile's next evaluation.
+fn strip_source(c: &Connection, ids: &[String], source: &str) -> Result<()> {
+    for id in ids {
+        c.prepare_cached("DELETE FROM profile_events WHERE profile_id = ?1 AND source_id = ?2")?
+            .execute(params![id, source])?;
+        c.prepare_cached(
+            "UPDATE profiles SET doc = json_set(doc, '$.sources', json((
+                 SELECT json_group_array(j.value) FROM json_each(profiles.doc, '$.sources') j
+                 WHERE j.value != ?2)))
+             WHERE id = ?1 AND json_type(doc, '$.sources') = 'array'",
+        )?
+        .execute(params![id, source])?;
+    }
+    Ok(())
+}
+
 /// One notification event per affected source with at least one enabled
-/// Webhooks destination, one pending delivery per destination.
+/// Webhooks destination, one pending delivery per destination. The
+/// destinations of [`PERSONAS_SOURCE`] are those connected to a live
+/// computed trait or audience.
 fn write_notifications(
     c: &Connection,
     regulation_id: &str,
@@ -239,11 +282,22 @@ fn write_notifications(
          JOIN destination_sources ds ON ds.destination_id = d.id
          WHERE ds.source_id = ?1 AND d.enabled = 1 AND d.kind = 'Webhooks' ORDER BY d.id",
     )?;
+    let mut of_computations = c.prepare_cached(
+        "SELECT DISTINCT d.id FROM destinations d, computations c, json_each(c.destination_ids) j
+         WHERE j.value = d.id AND c.deleted_at IS NULL AND d.enabled = 1 AND d.kind = 'Webhooks'
+         ORDER BY d.id",
+    )?;
     let mut by_source: HashMap<&str, Vec<String>> = HashMap::new();
     for source in &subject.affected_sources {
-        let ids = destinations_of
-            .query_map([source], |r| r.get(0))?
-            .collect::<rusqlite::Result<Vec<String>>>()?;
+        let ids = if source == PERSONAS_SOURCE {
+            of_computations
+                .query_map([], |r| r.get(0))?
+                .collect::<rusqlite::Result<Vec<String>>>()?
+        } else {
+            destinations_of
+                .query_map([source], |r| r.get(0))?
+                .collect::<rusqlite::Result<Vec<String>>>()?
+        };
         by_source.insert(source, ids);
     }
     for source in &subject.affected_sources {
