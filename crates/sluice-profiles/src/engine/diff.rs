@@ -22,7 +22,10 @@ pub enum Scope<'a> {
 
 /// Evaluates every definition for `profile`, compares with `stored`
 /// (computation id → JSON) and appends the changes to `commit`. Returns the
-/// next window change (unix ms).
+/// next window change (unix ms). With `resend`, the profile's userId just
+/// changed (first identified, or aliased): values it holds are sent again
+/// even when unchanged, since receivers keyed by userId never saw them.
+#[allow(clippy::too_many_arguments)]
 pub fn diff(
     defs: &Defs,
     profile_id: &str,
@@ -30,6 +33,7 @@ pub fn diff(
     stored: &HashMap<String, Value>,
     now: DateTime<Utc>,
     scope: &Scope<'_>,
+    resend: bool,
     commit: &mut ProfileCommit,
 ) -> Option<i64> {
     let mut eval = Evaluation::default();
@@ -41,15 +45,18 @@ pub fn diff(
         {
             continue;
         }
-        let old = stored.get(&c.id);
-        if old == new.as_ref() {
+        let changed = stored.get(&c.id) != new.as_ref();
+        let again = resend && new.is_some();
+        if !changed && !again {
             continue;
         }
-        commit.values.push(ValueChange {
-            computation_id: c.id.clone(),
-            profile_id: profile_id.to_owned(),
-            value: new.as_ref().map(Value::to_string),
-        });
+        if changed {
+            commit.values.push(ValueChange {
+                computation_id: c.id.clone(),
+                profile_id: profile_id.to_owned(),
+                value: new.as_ref().map(Value::to_string),
+            });
+        }
         let sent = match (&new, c.class.as_str()) {
             (Some(v), _) => v.clone(),
             (None, AUDIENCE) => Value::Bool(false),

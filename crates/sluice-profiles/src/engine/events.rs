@@ -1,7 +1,7 @@
 //! One step over new events: identity resolution, profile updates, diffs,
 //! and one commit with the advanced cursor.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
@@ -37,6 +37,8 @@ struct Work {
     moved_events: Vec<(String, String)>,
     /// Per profile, the cap's latest position.
     trims: HashMap<String, (i64, i64)>,
+    /// Profiles whose messages' userId changed in this batch.
+    identified: HashSet<String>,
 }
 
 fn user(id: &str) -> String {
@@ -83,10 +85,14 @@ impl Work {
         for a in &other.anonymous_ids {
             self.point(anon(a), into);
         }
-        if let Some(p) = self.profiles.get_mut(into)
-            && let Some(cut) = p.absorb(other)
-        {
-            self.trims.insert(into.to_owned(), cut);
+        if let Some(p) = self.profiles.get_mut(into) {
+            let before = p.user_id().map(str::to_owned);
+            if let Some(cut) = p.absorb(other) {
+                self.trims.insert(into.to_owned(), cut);
+            }
+            if p.user_id() != before.as_deref() {
+                self.identified.insert(into.to_owned());
+            }
         }
         self.moved_events.push((from.to_owned(), into.to_owned()));
         self.trims.remove(from);
@@ -116,7 +122,11 @@ impl Work {
     fn attach_user(&mut self, profile: &str, id: &str) {
         self.point(user(id), profile);
         if let Some(p) = self.profiles.get_mut(profile) {
+            let before = p.user_id().map(str::to_owned);
             p.add_user_id(id);
+            if p.user_id() != before.as_deref() {
+                self.identified.insert(profile.to_owned());
+            }
         }
     }
 
@@ -280,7 +290,17 @@ fn build(
             None
         } else {
             let old = stored.get(id).unwrap_or(&empty);
-            diff(defs, id, profile, old, commit.now, &Scope::All, &mut commit)
+            let resend = work.identified.contains(id);
+            diff(
+                defs,
+                id,
+                profile,
+                old,
+                commit.now,
+                &Scope::All,
+                resend,
+                &mut commit,
+            )
         };
         let was = work.next_change.get(id).copied().flatten();
         store_profile(&mut commit, id, profile, was, next);

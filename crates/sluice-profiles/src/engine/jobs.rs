@@ -62,6 +62,7 @@ pub async fn job(
                     stored,
                     now,
                     &Scope::Only(&job.computation_id),
+                    false,
                     &mut commit,
                 );
                 // A new windowed definition may move the next change earlier.

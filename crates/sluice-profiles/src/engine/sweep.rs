@@ -118,6 +118,7 @@ pub async fn sweep(
             values.get(id).unwrap_or(&empty),
             now,
             &Scope::All,
+            false,
             &mut commit,
         );
         store_profile(&mut commit, id, p, *was, next);
@@ -185,6 +186,7 @@ pub async fn ahead(
             values.get(id).unwrap_or(&empty),
             at,
             &Scope::All,
+            false,
             &mut part,
         );
         for v in part.values {
