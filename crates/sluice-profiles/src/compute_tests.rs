@@ -17,6 +17,7 @@ fn track(p: &mut Profile, seq: i64, ts: i64, event: &str, props: Value) {
         ts,
         properties: props.to_string(),
         traits: Default::default(),
+        message_id: Some(format!("m-{seq}")),
     };
     let row = call.event_row().expect("behaviour");
     p.push_event(ProfileEvent::from_row(&row));

@@ -4,7 +4,7 @@
 //! rules (pure).
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use chrono::DateTime;
 use serde::{Deserialize, Serialize};
@@ -32,6 +32,9 @@ pub struct ProfileEvent {
     pub ts: i64,
     #[serde(default, rename = "p", skip_serializing_if = "Map::is_empty")]
     pub properties: Map<String, Value>,
+    /// The call's `messageId` (rows stored before it was kept have none).
+    #[serde(skip)]
+    pub message_id: Option<String>,
 }
 
 /// A person. Identities and traits are stored as JSON in `profiles.doc`;
@@ -75,6 +78,7 @@ pub struct Call {
     /// object): kept as it came, parsed only when a definition reads it.
     pub properties: String,
     pub traits: Map<String, Value>,
+    pub message_id: Option<String>,
 }
 
 fn text(v: Option<&Value>) -> Option<String> {
@@ -133,6 +137,8 @@ struct Fields<'a> {
     anonymous_id: Option<Value>,
     #[serde(default, rename = "previousId")]
     previous_id: Option<Value>,
+    #[serde(default, rename = "messageId")]
+    message_id: Option<Value>,
     #[serde(default, borrow)]
     properties: Option<Props<'a>>,
     #[serde(default)]
@@ -196,6 +202,7 @@ impl Call {
             user_id: text(f.user_id.as_ref()),
             anonymous_id: text(f.anonymous_id.as_ref()),
             previous_id: text(f.previous_id.as_ref()),
+            message_id: text(f.message_id.as_ref()),
             name,
             ts,
             properties: f
@@ -227,6 +234,7 @@ impl Fields<'static> {
             user_id: take("userId"),
             anonymous_id: take("anonymousId"),
             previous_id: take("previousId"),
+            message_id: take("messageId"),
             properties: take("properties").map(Props::Value),
             traits: take("traits"),
             context: take("context").and_then(|c| match c {
@@ -259,6 +267,7 @@ impl ProfileEvent {
             name: row.name.clone(),
             ts: row.ts,
             properties: crate::reads::properties(&row.properties, roots),
+            message_id: row.message_id.clone(),
         }
     }
 }
@@ -278,6 +287,7 @@ impl Call {
             kind: self.kind.clone(),
             name: self.name.clone(),
             properties: self.properties.clone(),
+            message_id: self.message_id.clone(),
         })
     }
 }
@@ -292,8 +302,12 @@ impl Profile {
     ) -> Result<Profile, serde_json::Error> {
         let mut p: Profile = serde_json::from_str(&r.doc)?;
         let skip = r.events.len().saturating_sub(MAX_EVENTS);
+        // A call stored twice (sent twice before a definition loaded the
+        // events, so nothing could check) counts once: its first row.
+        let mut seen = HashSet::new();
         p.events = r.events[skip..]
             .iter()
+            .filter(|e| e.message_id.as_deref().is_none_or(|m| seen.insert(m)))
             .map(|e| ProfileEvent::from_row_keeping(e, roots))
             .collect();
         Ok(p)
@@ -358,6 +372,14 @@ impl Profile {
                 self.trait_times.insert(k.clone(), ts);
             }
         }
+    }
+
+    /// Whether a loaded event came from a call with `message_id`: the same
+    /// call sent again (a client's retry after a lost answer).
+    pub fn has_message(&self, message_id: &str) -> bool {
+        self.events
+            .iter()
+            .any(|e| e.message_id.as_deref() == Some(message_id))
     }
 
     /// Inserts an event in (ts, seq) order, dropping the oldest beyond
@@ -465,6 +487,36 @@ mod tests {
     }
 
     #[test]
+    fn a_call_stored_twice_loads_once_and_rows_without_a_message_id_all_load() {
+        let row = |seq: i64, m: Option<&str>| ProfileEventRow {
+            seq,
+            ts: seq,
+            source_id: "s".into(),
+            kind: "track".into(),
+            name: Some("Buy".into()),
+            properties: "{}".into(),
+            message_id: m.map(str::to_owned),
+        };
+        let record = ProfileRecord {
+            id: "prf".into(),
+            doc: "{}".into(),
+            next_change_at: None,
+            events: vec![
+                row(1, Some("m1")),
+                row(2, Some("m1")),
+                row(3, None),
+                row(4, None),
+                row(5, Some("m2")),
+            ],
+        };
+        let p = Profile::from_record(&record, None).expect("profile");
+        let seqs: Vec<i64> = p.events.iter().map(|e| e.seq).collect();
+        assert_eq!(seqs, [1, 3, 4, 5]);
+        assert!(p.has_message("m2"));
+        assert!(!p.has_message("m3"));
+    }
+
+    #[test]
     fn events_stay_sorted_and_capped() {
         let mut p = Profile::default();
         let mut cut = None;
@@ -480,6 +532,7 @@ mod tests {
                 ts: 10_000 - i,
                 properties: "{}".into(),
                 traits: Map::new(),
+                message_id: None,
             };
             let row = call.event_row().expect("track is behaviour");
             cut = p.push_event(ProfileEvent::from_row(&row)).or(cut);

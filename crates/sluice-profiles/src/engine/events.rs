@@ -111,6 +111,10 @@ impl Work {
         let Some(row) = call.event_row() else {
             return;
         };
+        // A call sent twice counts once (Segment deduplicates by messageId).
+        if row.message_id.as_deref().is_some_and(|m| p.has_message(m)) {
+            return;
+        }
         if self.with_events
             && let Some(cut) = p.push_event(ProfileEvent::from_row_keeping(&row, Some(&self.roots)))
         {

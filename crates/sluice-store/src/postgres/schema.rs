@@ -244,6 +244,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
     ("delivery log by rare state", RARE_STATES),
     ("profile events", super::profiles::events::SCHEMA_V7),
     ("scheduled changes", super::profiles::scheduled::SCHEMA_V8),
+    (
+        "profile event message ids",
+        super::profiles::events::SCHEMA_V9,
+    ),
 ];
 
 /// First key of the migration advisory lock ("SLUI"); the second is a hash

@@ -85,6 +85,9 @@ pub struct ProfileEventRow {
     pub name: Option<String>,
     /// The call's `properties`, a JSON object as text.
     pub properties: String,
+    /// The call's `messageId`: a call sent twice (a client's retry after a
+    /// lost answer) counts once. `None` in rows stored before it was kept.
+    pub message_id: Option<String>,
 }
 
 /// A value last sent for (computation, profile), as JSON text.

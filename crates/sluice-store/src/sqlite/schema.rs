@@ -319,6 +319,7 @@ pub(super) static MIGRATIONS: LazyLock<Migrations<'static>> = LazyLock::new(|| {
         M::up(MESSAGE_ID_BLOOMS),
         M::up(COMPRESSED_BODIES),
         M::up(ATTEMPTS_BY_DELIVERY),
+        M::up(super::profiles::events::SCHEMA_V14),
     ])
 });
 

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use sluice_testkit::Receiver;
 
-use super::{create, setup, track, wait_bodies};
+use super::{bodies, create, setup, track, wait_bodies};
 use crate::support::eventually;
 
 #[tokio::test]
@@ -249,4 +249,65 @@ async fn a_windowed_trait_changes_when_its_window_slides_with_no_new_event() {
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(rx.requests().len(), 2);
     s.stop().await;
+}
+
+#[tokio::test]
+async fn a_call_sent_twice_counts_once_live_and_in_a_backfill() {
+    let (s, _dir, key, dest, rx) = setup().await;
+    create(
+        &s,
+        "/computed-traits",
+        json!({"name": "Orders", "destination_ids": [dest],
+               "definition": {"kind": "counter", "event": "Bought"}}),
+    )
+    .await;
+    let call = |id: &str| json!({"userId": "u1", "event": "Bought", "messageId": id});
+    // A client's retry after a lost answer, and a batch carrying one call twice.
+    for id in ["dup-1", "dup-1"] {
+        let (status, _) = s
+            .collect("/v1/track", Some(&key), call(id).to_string())
+            .await;
+        assert_eq!(status, 200);
+    }
+    let batch = json!({"batch": [
+        {"type": "track", "userId": "u1", "event": "Bought", "messageId": "dup-2"},
+        {"type": "track", "userId": "u1", "event": "Bought", "messageId": "dup-2"},
+    ]});
+    let (status, _) = s.collect("/v1/batch", Some(&key), batch.to_string()).await;
+    assert_eq!(status, 200);
+    let sent = || -> Vec<Value> {
+        bodies(&rx)
+            .iter()
+            .map(|b| b["traits"]["orders"].clone())
+            .collect()
+    };
+    eventually(15, || async {
+        (sent().last() == Some(&json!(2))).then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let values = sent();
+    assert_eq!(values.last(), Some(&json!(2)), "{values:?}");
+    assert!(
+        values.iter().all(|v| v.as_i64().is_some_and(|n| n <= 2)),
+        "duplicates counted: {values:?}"
+    );
+
+    // A trait created afterwards computes from the stored rows: once each.
+    let later = create(
+        &s,
+        "/computed-traits",
+        json!({"name": "Orders Again", "definition": {"kind": "counter", "event": "Bought"}}),
+    )
+    .await;
+    let id = later["id"].as_str().expect("id").to_owned();
+    let profile: Value = eventually(15, || async {
+        let (_, p) = s.admin(Method::GET, "/profiles/u1", None).await;
+        p["computed_traits"]
+            .get("orders_again")
+            .is_some()
+            .then_some(p)
+    })
+    .await;
+    assert_eq!(profile["computed_traits"]["orders_again"], json!(2), "{id}");
 }
