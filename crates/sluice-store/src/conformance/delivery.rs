@@ -338,6 +338,36 @@ pub async fn replay_moves_dead_deliveries_back_with_a_fresh_window(store: Shared
             .all(|d| d.attempts == 1 && d.first_attempt_at.is_none())
     );
     assert_eq!(store.replay(&only_dst_1, at(200)).await.expect("replay"), 0);
+
+    // Dead without an attempt (an open breaker held it back until its
+    // window ended): the replay time starts its fresh window, since no
+    // attempt will before the breaker lets one through.
+    append(&store, "src_a", at(300), vec![event("m4", &["dst_3"])]).await;
+    let held: Vec<DueDelivery> = claim(&store, 300, 10)
+        .await
+        .into_iter()
+        .filter(|d| d.message_id == "m4")
+        .collect();
+    assert_eq!(held.len(), 1);
+    let unsent = AttemptReport {
+        delivery_id: held[0].delivery_id,
+        at: at(400),
+        attempts: Vec::new(),
+        outcome: Outcome::Dead {
+            error: "window ended while the breaker was open".into(),
+        },
+    };
+    store.report(vec![unsent]).await.expect("report");
+    let only_dst_3 = DeliveryFilter {
+        destination_id: Some("dst_3".into()),
+        ..DeliveryFilter::default()
+    };
+    assert_eq!(store.replay(&only_dst_3, at(500)).await.expect("replay"), 1);
+    let again = claim(&store, 500, 10).await;
+    let m4: Vec<&DueDelivery> = again.iter().filter(|d| d.message_id == "m4").collect();
+    assert_eq!(m4.len(), 1, "{again:?}");
+    assert_eq!(m4[0].attempts, 0);
+    assert_eq!(m4[0].first_attempt_at, Some(at(500)));
 }
 
 pub async fn list_deliveries_filters_and_pages_newest_first(store: Shared) {

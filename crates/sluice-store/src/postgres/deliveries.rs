@@ -131,7 +131,11 @@ pub(super) async fn list_attempts(client: &Client, delivery_id: i64) -> Result<V
 
 /// Dead deliveries matching `filter` (newest first, up to `filter.limit`,
 /// `0` meaning all) become pending and due at `now`. Attempts are kept as
-/// history; `first_attempt_at` is cleared so the retry window starts afresh.
+/// history; `first_attempt_at` is cleared so the retry window starts afresh
+/// at the next attempt. A delivery never attempted (held back by an open
+/// breaker, or dead-lettered by the pending cap) has no attempt to start it
+/// and would be measured from its event's arrival again, dead at once: its
+/// `first_attempt_at` becomes the replay time, where its fresh window starts.
 /// One statement: the rows are locked as they are chosen, so two nodes
 /// replaying at once move each delivery once.
 pub(super) async fn replay(
@@ -152,7 +156,9 @@ pub(super) async fn replay(
              ORDER BY d.id DESC LIMIT ${limit_param} FOR UPDATE
          )
          UPDATE deliveries SET state = 'pending', next_attempt_at = ${now_param},
-                lease_until = NULL, first_attempt_at = NULL, updated_at = ${now_param}
+                lease_until = NULL,
+                first_attempt_at = CASE WHEN attempts = 0 THEN ${now_param}::bigint END,
+                updated_at = ${now_param}
          FROM chosen WHERE deliveries.id = chosen.id AND deliveries.state = 'dead'"
     );
     let stmt = client.prepare_cached(&sql).await.map_err(backend)?;

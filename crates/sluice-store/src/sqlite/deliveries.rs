@@ -140,7 +140,11 @@ pub(super) fn list_attempts(conn: &Connection, delivery_id: i64) -> Result<Vec<A
 
 /// Dead deliveries matching `filter` (newest first, up to `filter.limit`,
 /// `0` meaning all) become pending and due at `now`. Attempts are kept as
-/// history; `first_attempt_at` is cleared so the retry window starts afresh.
+/// history; `first_attempt_at` is cleared so the retry window starts afresh
+/// at the next attempt. A delivery never attempted (held back by an open
+/// breaker, or dead-lettered by the pending cap) has no attempt to start it
+/// and would be measured from its event's arrival again, dead at once: its
+/// `first_attempt_at` becomes the replay time, where its fresh window starts.
 pub(super) fn replay(
     conn: &Connection,
     filter: &DeliveryFilter,
@@ -153,7 +157,9 @@ pub(super) fn replay(
     let now_param = values.len();
     let sql = format!(
         "UPDATE deliveries SET state = 'pending', next_attempt_at = ?{now_param},
-                lease_until = NULL, first_attempt_at = NULL, updated_at = ?{now_param}
+                lease_until = NULL,
+                first_attempt_at = CASE WHEN attempts = 0 THEN ?{now_param} END,
+                updated_at = ?{now_param}
          WHERE id IN (SELECT d.id FROM deliveries d {clause} ORDER BY d.id DESC LIMIT ?{limit_param})"
     );
     let moved = conn
