@@ -6,6 +6,8 @@
 //! reach clients only as `unavailable` (503, retry later), never with their
 //! text.
 
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+
 use axum::Json;
 use axum::http::header::RETRY_AFTER;
 use axum::http::{HeaderValue, StatusCode};
@@ -67,6 +69,61 @@ impl From<ValidationError> for ApiError {
     }
 }
 
+/// Store failures logged at most once a second: during an outage (a full
+/// disk, a database down) every request fails alike, and a line per request
+/// would flood the log. Each line counts the ones left out since the last.
+static OUTAGE_LOG: LogGate = LogGate::new();
+
+struct LogGate {
+    /// Unix second of the last line written.
+    last: AtomicI64,
+    suppressed: AtomicU64,
+}
+
+impl LogGate {
+    const fn new() -> Self {
+        LogGate {
+            last: AtomicI64::new(i64::MIN),
+            suppressed: AtomicU64::new(0),
+        }
+    }
+
+    /// `Some(lines left out since the last)` when a line may be written now.
+    fn allow(&self) -> Option<u64> {
+        let now = chrono::Utc::now().timestamp();
+        let last = self.last.load(Ordering::Relaxed);
+        if now > last
+            && self
+                .last
+                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+        {
+            return Some(self.suppressed.swap(0, Ordering::Relaxed));
+        }
+        self.suppressed.fetch_add(1, Ordering::Relaxed);
+        None
+    }
+}
+
+impl ApiError {
+    /// The store did not answer within `storage.timeout_ms`. The write may
+    /// still complete: a client's retry can then store a duplicate, which
+    /// the at-least-once contract allows.
+    pub fn store_timeout() -> Self {
+        if let Some(suppressed) = OUTAGE_LOG.allow() {
+            tracing::warn!(
+                similar_since_last = suppressed,
+                "the store did not answer in time; answered 503"
+            );
+        }
+        ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "unavailable",
+            "storage did not answer in time, retry later",
+        )
+    }
+}
+
 impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {
         match e {
@@ -78,7 +135,9 @@ impl From<StoreError> for ApiError {
                 "shutting down",
             ),
             StoreError::Backend(detail) => {
-                tracing::error!(error = %detail, "store failure");
+                if let Some(suppressed) = OUTAGE_LOG.allow() {
+                    tracing::error!(error = %detail, similar_since_last = suppressed, "store failure");
+                }
                 ApiError::new(
                     StatusCode::SERVICE_UNAVAILABLE,
                     "unavailable",

@@ -213,7 +213,9 @@ pub(crate) async fn handle(
     let count = envelope.events.len() as u64;
     let (request, shapes) = append_request(&route, envelope, ctx.received_at, app.schema.is_some());
     let started = Instant::now();
-    app.store.append(request).await?;
+    tokio::time::timeout(app.store_timeout, app.store.append(request))
+        .await
+        .map_err(|_| ApiError::store_timeout())??;
     app.metrics
         .commit_seconds
         .observe(started.elapsed().as_secs_f64());

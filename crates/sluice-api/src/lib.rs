@@ -62,6 +62,9 @@ pub type Hook = Arc<dyn Fn() + Send + Sync>;
 /// Everything the handlers share.
 pub struct AppState {
     pub store: Arc<dyn Store>,
+    /// Longest wait for the store on a request's behalf (`storage.timeout_ms`):
+    /// an ingest commit, or a whole admin API call.
+    pub store_timeout: std::time::Duration,
     pub routes: RouteTable,
     /// Suppressed user ids, checked by ingest (see `docs/privacy.md`).
     pub suppressions: Arc<suppression::Suppressions>,
@@ -121,7 +124,13 @@ pub fn router(app: Arc<AppState>) -> Router {
         .layer(cors);
     let mut main = Router::new()
         .merge(collection)
-        .nest("/api/v1", admin::router(app.clone()))
+        .nest(
+            "/api/v1",
+            admin::router(app.clone()).layer(axum::middleware::from_fn_with_state(
+                app.clone(),
+                store_deadline,
+            )),
+        )
         .route("/health", get(|| async { "ok" }))
         .route("/ready", get(ready));
     if !app.metrics_access.separate_listener {
@@ -174,6 +183,20 @@ pub async fn method_not_allowed() -> ApiError {
         "method_not_allowed",
         "method not allowed on this route",
     )
+}
+
+/// An admin API call answers within `storage.timeout_ms`: the store it
+/// waits on hangs (a frozen database) rather than fails, and the caller
+/// gets `503 unavailable` instead of waiting with it.
+async fn store_deadline(
+    State(app): State<Arc<AppState>>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    match tokio::time::timeout(app.store_timeout, next.run(request)).await {
+        Ok(response) => response,
+        Err(_) => ApiError::store_timeout().into_response(),
+    }
 }
 
 async fn ready(State(app): State<Arc<AppState>>) -> impl IntoResponse {

@@ -286,6 +286,7 @@ pub async fn run(
     let invalidate = engine.clone();
     let app = Arc::new(AppState {
         store: store.clone(),
+        store_timeout: Duration::from_millis(config.storage.timeout_ms),
         routes: routes.clone(),
         suppressions,
         limits: config.limits(),

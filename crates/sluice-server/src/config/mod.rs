@@ -206,6 +206,9 @@ impl Config {
                 return invalid("storage.postgres_pool_size", "must be at least 2");
             }
         }
+        if self.storage.timeout_ms == 0 {
+            return invalid("storage.timeout_ms", "must be above 0");
+        }
         if self.admin_token.as_ref().is_some_and(|t| t.len() < 16) {
             return invalid("admin_token", "must be at least 16 characters");
         }

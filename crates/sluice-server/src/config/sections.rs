@@ -25,6 +25,10 @@ pub struct StorageConfig {
     /// PostgreSQL schema for Sluice's tables (created if missing); unset uses
     /// the connection's default (`public`).
     pub postgres_schema: Option<String>,
+    /// Longest wait for the store on a request's behalf (an ingest commit,
+    /// an admin API call) before `503 unavailable` (10 s): a database that
+    /// hangs instead of refusing must not hang every client with it.
+    pub timeout_ms: u64,
 }
 
 impl std::fmt::Debug for StorageConfig {
@@ -35,6 +39,7 @@ impl std::fmt::Debug for StorageConfig {
             .field("postgres_url", &self.postgres_url.as_ref().map(|_| "(set)"))
             .field("postgres_pool_size", &self.postgres_pool_size)
             .field("postgres_schema", &self.postgres_schema)
+            .field("timeout_ms", &self.timeout_ms)
             .finish()
     }
 }
@@ -166,6 +171,7 @@ impl Default for StorageConfig {
             postgres_url: None,
             postgres_pool_size: 16,
             postgres_schema: None,
+            timeout_ms: 10_000,
         }
     }
 }

@@ -213,3 +213,62 @@ async fn the_documented_example_file_and_long_timeouts_start_and_deliver() {
         s.stop().await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_that_hangs_gets_a_503_within_the_storage_timeout_not_a_hang() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = test_config(dir.path());
+    config.storage.timeout_ms = 300;
+    let s = TestServer::start_with(config).await;
+    let (_, key) = s.source("web").await;
+    // Another process holds the database's write lock: the writer waits
+    // (up to its 5 s busy timeout), as it would on a frozen database.
+    let db = dir.path().join("sluice.db");
+    let (locked, release) = (
+        std::sync::mpsc::channel::<()>(),
+        std::sync::mpsc::channel::<()>(),
+    );
+    let (locked_tx, locked_rx) = locked;
+    let (release_tx, release_rx) = release;
+    let holder = std::thread::spawn(move || {
+        let conn = rusqlite::Connection::open(db).unwrap();
+        conn.execute_batch("BEGIN EXCLUSIVE").unwrap();
+        locked_tx.send(()).unwrap();
+        release_rx.recv().unwrap();
+        conn.execute_batch("COMMIT").unwrap();
+    });
+    locked_rx.recv().unwrap();
+
+    let started = std::time::Instant::now();
+    let body = json!({"userId": "u", "event": "e"}).to_string();
+    let r = s
+        .http
+        .post(s.url("/v1/track"))
+        .header("authorization", basic(&key))
+        .body(body.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 503);
+    assert!(r.headers().contains_key("retry-after"));
+    let answer: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(answer["code"], json!("unavailable"));
+    let (status, answer) = s
+        .admin(Method::POST, "/sources", Some(json!({"name": "late"})))
+        .await;
+    assert_eq!(
+        (status, answer["code"].clone()),
+        (503, json!("unavailable"))
+    );
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(3),
+        "answered within the timeout, not the lock's 5 s: {:?}",
+        started.elapsed()
+    );
+
+    release_tx.send(()).unwrap();
+    holder.join().unwrap();
+    let (status, _) = s.collect("/v1/track", Some(&key), body).await;
+    assert_eq!(status, 200, "the store answers again");
+    s.stop().await;
+}
