@@ -3,7 +3,10 @@
 //!
 //! Every non-2xx answer becomes [`CliError::Api`] carrying the server's
 //! `code` and `message` (the stable error shape), so commands can print
-//! what the server said and callers can tell a `400` from a `503`.
+//! what the server said and callers can tell a `400` from a `503`. A 2xx
+//! whose body is not JSON (a proxy's index page answering every path) is
+//! [`CliError::NotSluice`], never success, and no answer is read past
+//! [`MAX_ANSWER_BYTES`]. The URL is shown with its password masked.
 
 use std::time::Duration;
 
@@ -11,6 +14,10 @@ use reqwest::{Method, StatusCode};
 use serde_json::Value;
 
 use crate::error::CliError;
+
+/// The largest answer read: a full page of the largest list is well under
+/// it; anything bigger is not Sluice talking.
+pub const MAX_ANSWER_BYTES: usize = 64 << 20;
 
 /// Where Sluice is and how to authenticate to its admin API.
 #[derive(Debug, Clone, clap::Args)]
@@ -107,21 +114,41 @@ impl Api {
     }
 
     async fn send(&self, req: reqwest::RequestBuilder) -> Result<Answer, CliError> {
-        let resp = req
+        let shown = masked(&self.base);
+        let mut resp = req
             .send()
             .await
-            .map_err(|e| CliError::Transport(describe(&e, &self.base)))?;
+            .map_err(|e| CliError::Transport(describe(&e, &shown)))?;
         let status = resp.status();
-        let bytes = resp
-            .bytes()
+        let mut bytes = Vec::new();
+        while let Some(chunk) = resp
+            .chunk()
             .await
-            .map_err(|e| CliError::Transport(describe(&e, &self.base)))?;
+            .map_err(|e| CliError::Transport(describe(&e, &shown)))?
+        {
+            if bytes.len() + chunk.len() > MAX_ANSWER_BYTES {
+                return Err(CliError::NotSluice(format!(
+                    "{shown}: an answer over {} MiB",
+                    MAX_ANSWER_BYTES >> 20
+                )));
+            }
+            bytes.extend_from_slice(&chunk);
+        }
         let body = if bytes.is_empty() {
             Value::Null
         } else {
-            serde_json::from_slice(&bytes).unwrap_or_else(|_| {
-                Value::String(String::from_utf8_lossy(&bytes).chars().take(500).collect())
-            })
+            match serde_json::from_slice(&bytes) {
+                Ok(v) => v,
+                Err(_) if status.is_success() => {
+                    return Err(CliError::NotSluice(format!(
+                        "{shown} answered HTTP {} with a body that is not JSON",
+                        status.as_u16()
+                    )));
+                }
+                Err(_) => {
+                    Value::String(String::from_utf8_lossy(&bytes).chars().take(500).collect())
+                }
+            }
         };
         Ok(Answer { status, body })
     }
@@ -158,12 +185,65 @@ pub fn api_error(answer: Answer) -> CliError {
     }
 }
 
+/// `url` with the password of its userinfo as `****`: error messages
+/// reach terminals and CI logs.
+pub fn masked(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(authority_end);
+    match authority.rsplit_once('@') {
+        Some((userinfo, host)) => {
+            let user = userinfo.split_once(':').map_or(userinfo, |(u, _)| u);
+            let hidden = if userinfo.contains(':') { ":****" } else { "" };
+            format!("{scheme}://{user}{hidden}@{host}{tail}")
+        }
+        None => url.to_owned(),
+    }
+}
+
 fn describe(e: &reqwest::Error, base: &str) -> String {
-    let mut text = format!("{base}: {e}");
+    // reqwest's own text names the URL too: mask it there as well.
+    let mut text = format!("{base}: {}", mask_urls(&e.to_string()));
     let mut source = std::error::Error::source(e);
     while let Some(s) = source {
-        text.push_str(&format!(": {s}"));
+        text.push_str(&format!(": {}", mask_urls(&s.to_string())));
         source = s.source();
     }
     text
+}
+
+/// Masks the password of every `scheme://user:password@` in `text`.
+fn mask_urls(text: &str) -> String {
+    text.split(' ')
+        .map(|word| {
+            if word.contains("://") {
+                let trimmed = word.trim_matches(|c| c == '(' || c == ')');
+                word.replace(trimmed, &masked(trimmed))
+            } else {
+                word.to_owned()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_are_shown_without_their_password() {
+        assert_eq!(
+            masked("http://user:pw-secret@host:8088/x"),
+            "http://user:****@host:8088/x"
+        );
+        assert_eq!(masked("https://host/a@b"), "https://host/a@b");
+        assert_eq!(masked("http://token@host"), "http://token@host");
+        assert_eq!(
+            mask_urls("error sending request for url (http://u:p@h/api/v1/x)"),
+            "error sending request for url (http://u:****@h/api/v1/x)"
+        );
+    }
 }

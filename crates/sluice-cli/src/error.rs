@@ -26,6 +26,10 @@ pub enum CliError {
     /// The server could not be reached or the answer was cut off.
     #[error("{0}")]
     Transport(String),
+    /// Something answered that is not Sluice (a proxy's page, another
+    /// service on that port): nothing it said is taken as done.
+    #[error("{0}: the answer is not Sluice's (is --url right?)")]
+    NotSluice(String),
     /// A local file could not be read or written.
     #[error("{path}: {source}")]
     Io {

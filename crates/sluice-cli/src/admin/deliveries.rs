@@ -120,7 +120,16 @@ async fn list(api: &Api, args: &DeliveriesArgs, limit: u32) -> Result<Vec<Value>
         if let Some(Value::Array(data)) = answer.get("data") {
             rows.extend(data.iter().cloned());
         }
-        before = answer.get("next_before").and_then(Value::as_i64);
+        let next = answer.get("next_before").and_then(Value::as_i64);
+        if let (Some(n), Some(b)) = (next, before)
+            && n >= b
+        {
+            return Err(CliError::NotSluice(format!(
+                "{}: paging did not move back (next_before {n} after {b})",
+                crate::client::masked(api.base())
+            )));
+        }
+        before = next;
         if before.is_none() {
             break;
         }

@@ -47,6 +47,16 @@ pub async fn send(api: &Api, settings: &Settings, items: Vec<Item>) -> Sent {
             }
         };
         if answer.status.is_success() {
+            // Only Sluice's own acknowledgement marks lines done: a 2xx
+            // from anything else would lose them for good at the rerun.
+            if answer.body.get("success") != Some(&serde_json::Value::Bool(true)) {
+                sent.failed = Some(CliError::NotSluice(format!(
+                    "{} answered HTTP {} without {{\"success\": true}}",
+                    crate::client::masked(api.base()),
+                    answer.status.as_u16()
+                )));
+                return sent;
+            }
             sent.acked.append(&mut group);
             continue;
         }
@@ -117,6 +127,8 @@ async fn post_with_retries(
         let result = api.batch(&settings.write_key, payload.clone()).await;
         let retryable = match &result {
             Ok(answer) => answer.status.is_server_error(),
+            // Something that is not Sluice will not become Sluice.
+            Err(CliError::NotSluice(_)) => false,
             Err(_) => true,
         };
         if !retryable || attempt > settings.retries {

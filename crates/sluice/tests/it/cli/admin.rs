@@ -172,3 +172,58 @@ async fn replay_moves_dead_deliveries_back_and_prints_how_many() {
     .await;
     assert_eq!(future, json!({"replayed": 0}));
 }
+
+#[tokio::test]
+async fn a_2xx_that_is_not_sluice_fails_every_command_and_imports_nothing() {
+    // A proxy's index page answering every path with 200.
+    let page = Receiver::start().await;
+    page.set_default(
+        Reply::status(200)
+            .header("content-type", "text/html")
+            .body("<html>Welcome to nginx!</html>"),
+    );
+    let base = page
+        .url()
+        .trim_end_matches("/hook")
+        .replace("http://", "http://ops:pw-s3cret@");
+    for args in [
+        &["sources", "list"][..],
+        &["sources", "create", "--name", "web"][..],
+        &["replay", "--destination", "dst_x"][..],
+        &["deliveries", "--table"][..],
+    ] {
+        let (code, stdout, stderr) = run(&base, args).await;
+        assert_eq!(code, 1, "sluice {args:?}: {stdout} {stderr}");
+        assert!(stdout.is_empty(), "sluice {args:?} printed {stdout}");
+        assert!(stderr.contains("not Sluice's"), "sluice {args:?}: {stderr}");
+        assert!(!stderr.contains("pw-s3cret"), "{stderr}");
+    }
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = dir.path().join("calls.jsonl");
+    std::fs::write(
+        &input,
+        "{\"type\":\"track\",\"userId\":\"u\",\"event\":\"e\"}\n",
+    )
+    .expect("write");
+    let checkpoint = dir.path().join("import.checkpoint");
+    let (code, _, stderr) = run(
+        &base,
+        &[
+            "import",
+            "--write-key",
+            "some-write-key-0123456789",
+            "--checkpoint",
+            checkpoint.to_str().expect("utf-8"),
+            input.to_str().expect("utf-8"),
+        ],
+    )
+    .await;
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("not Sluice's"), "{stderr}");
+    let recorded = std::fs::read_to_string(&checkpoint).unwrap_or_default();
+    assert!(
+        !recorded.contains("[1,1]"),
+        "the line is not recorded as done: {recorded}"
+    );
+}
