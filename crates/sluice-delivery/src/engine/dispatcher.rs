@@ -236,6 +236,19 @@ impl Dispatcher {
             self.hand_back(due.delivery_id);
             return false;
         }
+        // A delivery that would wait for its lane (already sending at full
+        // concurrency) leaves one lane's concurrency of the global room
+        // free: queues of destinations that hang must not fill
+        // `max_in_flight` and hold up every other destination until their
+        // breakers open; a destination with a free slot can always send.
+        let reserve = per_dest.min(self.config.max_in_flight / 2);
+        if lane.held.load(Ordering::SeqCst) >= per_dest
+            && self.global.available_permits() <= reserve
+        {
+            self.saturated.insert(due.destination_id.clone());
+            self.hand_back(due.delivery_id);
+            return false;
+        }
         let Ok(global) = self.global.clone().try_acquire_owned() else {
             self.hand_back(due.delivery_id);
             return false;

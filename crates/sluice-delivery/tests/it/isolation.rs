@@ -48,6 +48,54 @@ async fn fast_destination_completes_while_another_hangs() {
     engine.stop().await;
 }
 
+/// Two hanging destinations together can hold every delivery this engine
+/// may hold; their queues leave one lane's concurrency free, so a third
+/// destination still sends at once instead of after their timeouts.
+#[tokio::test]
+async fn fast_destination_completes_while_two_others_hang() {
+    let (_dir, store) = new_store().await;
+    let (one, two, fast) = (
+        Receiver::start().await,
+        Receiver::start().await,
+        Receiver::start().await,
+    );
+    one.hang();
+    two.hang();
+    let first = destination(&store, "one", vec![url(&one.url())], None, true).await;
+    let second = destination(&store, "two", vec![url(&two.url())], None, true).await;
+    let fast_dest = destination(&store, "fast", vec![url(&fast.url())], None, true).await;
+    let config = DeliveryConfig {
+        timeout: Duration::from_secs(60),
+        lease: Duration::from_secs(600),
+        concurrency_per_destination: 2,
+        max_queued_per_destination: 2,
+        // Exactly what the two hanging destinations' lanes can hold.
+        max_in_flight: 8,
+        claim_batch: 8,
+        shutdown_grace: Duration::from_millis(200),
+        ..fast_config()
+    };
+    let engine = Running::start(store.clone(), config);
+    for (prefix, dest) in [("a", &first), ("b", &second)] {
+        let events: Vec<_> = (0..12).map(|i| track(&format!("{prefix}-{i}"))).collect();
+        append(&store, &events, &[dest]).await;
+    }
+    let fast_events: Vec<_> = (0..12).map(|i| track(&format!("f-{i}"))).collect();
+    append(&store, &fast_events, &[&fast_dest]).await;
+    engine.handle.notify();
+
+    fast.wait_for(12, WAIT).await;
+    for i in 0..12 {
+        wait_state(&store, &format!("f-{i}"), DeliveryState::Succeeded).await;
+    }
+    assert_eq!(
+        one.requests().len() + two.requests().len(),
+        4,
+        "each at its concurrency"
+    );
+    engine.stop().await;
+}
+
 /// A destination at its concurrency limit hands extra deliveries back
 /// instead of sitting on their leases, so a backlog drains at the
 /// endpoint's pace and no attempt is counted for the wait.
