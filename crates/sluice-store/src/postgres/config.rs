@@ -50,6 +50,28 @@ impl PostgresConfig {
         }
     }
 
+    /// The server the URL names, for messages: `postgres at HOST:PORT/DB`,
+    /// never the user or password.
+    pub(super) fn server_name(&self) -> String {
+        let Ok(parsed) = self.url.parse::<tokio_postgres::Config>() else {
+            return "postgres (URL does not parse)".into();
+        };
+        let hosts: Vec<String> = parsed
+            .get_hosts()
+            .iter()
+            .zip(parsed.get_ports().iter().chain(std::iter::repeat(&5432)))
+            .map(|(host, port)| match host {
+                tokio_postgres::config::Host::Tcp(h) => format!("{h}:{port}"),
+                tokio_postgres::config::Host::Unix(p) => format!("{}", p.display()),
+            })
+            .collect();
+        format!(
+            "postgres at {}/{}",
+            hosts.join(","),
+            parsed.get_dbname().unwrap_or("")
+        )
+    }
+
     /// The schema name, checked: it is spliced into SQL (`CREATE SCHEMA`,
     /// `search_path`), where identifiers cannot be bound as parameters.
     pub(super) fn checked_schema(&self) -> Result<Option<&str>> {
@@ -75,6 +97,17 @@ impl PostgresConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_server_is_named_without_its_credentials() {
+        let named = PostgresConfig::new("postgres://sluice:pw-s3cret@db.internal:6543/events")
+            .server_name();
+        assert_eq!(named, "postgres at db.internal:6543/events");
+        assert_eq!(
+            PostgresConfig::new("postgres://u@h/d").server_name(),
+            "postgres at h:5432/d"
+        );
+    }
 
     fn with_schema(schema: &str) -> PostgresConfig {
         PostgresConfig {

@@ -82,7 +82,16 @@ impl PostgresStore {
     /// [`PostgresConfig::connect_timeout`].
     pub async fn open(config: PostgresConfig) -> Result<PostgresStore> {
         let pool = schema::pool(&config)?;
-        schema::migrate(&pool, config.checked_schema()?).await?;
+        schema::migrate(&pool, config.checked_schema()?)
+            .await
+            .map_err(|e| match e {
+                // Say which server: the cause alone ("connection refused")
+                // does not tell an operator which setting to check.
+                crate::StoreError::Backend(why) => {
+                    crate::StoreError::Backend(format!("{} ({why})", config.server_name()))
+                }
+                other => other,
+            })?;
         let limits = GroupLimits {
             max_events: config.max_group_events.max(1),
             max_jobs: config.max_group_jobs.max(1),

@@ -15,7 +15,16 @@ use crate::StoreError;
 pub(super) fn backend(e: tokio_postgres::Error) -> StoreError {
     match e.as_db_error() {
         Some(db) => StoreError::Backend(format!("postgres {}: {}", db.code().code(), db.message())),
-        None => StoreError::Backend(format!("postgres: {e}")),
+        None => {
+            // "error connecting to server" alone hides the cause.
+            let mut text = format!("postgres: {e}");
+            let mut source = std::error::Error::source(&e);
+            while let Some(s) = source {
+                text.push_str(&format!(": {s}"));
+                source = s.source();
+            }
+            StoreError::Backend(text)
+        }
     }
 }
 

@@ -227,6 +227,8 @@ pub async fn members(
         data.push(json!({
             "profile_id": v.profile_id,
             "user_id": parsed["user_ids"].as_array().and_then(|a| a.last()).cloned(),
+            // Anonymous members (`include_anonymous`) are told apart by it.
+            "anonymous_id": parsed["anonymous_ids"].as_array().and_then(|a| a.last()).cloned(),
             "value": serde_json::from_str::<Value>(&v.value).unwrap_or(Value::Null),
         }));
     }
