@@ -32,9 +32,10 @@ pub struct ProfileEvent {
     pub ts: i64,
     #[serde(default, rename = "p", skip_serializing_if = "Map::is_empty")]
     pub properties: Map<String, Value>,
-    /// The call's `messageId` (rows stored before it was kept have none).
+    /// [`message_hash`] of the call's `messageId` (rows stored before it
+    /// was kept have none).
     #[serde(skip)]
-    pub message_id: Option<String>,
+    pub message_hash: Option<i64>,
 }
 
 /// A person. Identities and traits are stored as JSON in `profiles.doc`;
@@ -267,9 +268,21 @@ impl ProfileEvent {
             name: row.name.clone(),
             ts: row.ts,
             properties: crate::reads::properties(&row.properties, roots),
-            message_id: row.message_id.clone(),
+            message_hash: row.message_hash,
         }
     }
+}
+
+/// A `messageId` as the profile engine keeps it: 64-bit FNV-1a. Stable
+/// across versions and processes (it is stored); not keyed, as it only
+/// tells one person's calls apart.
+pub fn message_hash(message_id: &str) -> i64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in message_id.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    i64::from_ne_bytes(h.to_ne_bytes())
 }
 
 /// Whether a call is behaviour a profile keeps as an event.
@@ -287,7 +300,7 @@ impl Call {
             kind: self.kind.clone(),
             name: self.name.clone(),
             properties: self.properties.clone(),
-            message_id: self.message_id.clone(),
+            message_hash: self.message_id.as_deref().map(message_hash),
         })
     }
 }
@@ -307,7 +320,7 @@ impl Profile {
         let mut seen = HashSet::new();
         p.events = r.events[skip..]
             .iter()
-            .filter(|e| e.message_id.as_deref().is_none_or(|m| seen.insert(m)))
+            .filter(|e| e.message_hash.is_none_or(|m| seen.insert(m)))
             .map(|e| ProfileEvent::from_row_keeping(e, roots))
             .collect();
         Ok(p)
@@ -374,12 +387,11 @@ impl Profile {
         }
     }
 
-    /// Whether a loaded event came from a call with `message_id`: the same
-    /// call sent again (a client's retry after a lost answer).
-    pub fn has_message(&self, message_id: &str) -> bool {
-        self.events
-            .iter()
-            .any(|e| e.message_id.as_deref() == Some(message_id))
+    /// Whether a loaded event came from a call whose `messageId` hashes to
+    /// `hash`: the same call sent again (a client's retry after a lost
+    /// answer).
+    pub fn has_message(&self, hash: i64) -> bool {
+        self.events.iter().any(|e| e.message_hash == Some(hash))
     }
 
     /// Inserts an event in (ts, seq) order, dropping the oldest beyond
@@ -495,7 +507,7 @@ mod tests {
             kind: "track".into(),
             name: Some("Buy".into()),
             properties: "{}".into(),
-            message_id: m.map(str::to_owned),
+            message_hash: m.map(message_hash),
         };
         let record = ProfileRecord {
             id: "prf".into(),
@@ -512,8 +524,11 @@ mod tests {
         let p = Profile::from_record(&record, None).expect("profile");
         let seqs: Vec<i64> = p.events.iter().map(|e| e.seq).collect();
         assert_eq!(seqs, [1, 3, 4, 5]);
-        assert!(p.has_message("m2"));
-        assert!(!p.has_message("m3"));
+        assert!(p.has_message(message_hash("m2")));
+        assert!(!p.has_message(message_hash("m3")));
+        // Stored hashes must never change: a fixed vector.
+        assert_eq!(message_hash(""), 0xcbf2_9ce4_8422_2325_u64 as i64);
+        assert_eq!(message_hash("a"), 0xaf63_dc4c_8601_ec8c_u64 as i64);
     }
 
     #[test]

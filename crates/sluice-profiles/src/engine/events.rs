@@ -112,7 +112,7 @@ impl Work {
             return;
         };
         // A call sent twice counts once (Segment deduplicates by messageId).
-        if row.message_id.as_deref().is_some_and(|m| p.has_message(m)) {
+        if row.message_hash.is_some_and(|m| p.has_message(m)) {
             return;
         }
         if self.with_events

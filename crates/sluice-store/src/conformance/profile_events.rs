@@ -17,7 +17,7 @@ fn row(seq: i64, ts: i64, name: &str) -> ProfileEventRow {
         kind: "track".into(),
         name: Some(name.into()),
         properties: format!(r#"{{"n":{seq}}}"#),
-        message_id: Some(format!("m-{seq}")),
+        message_hash: Some(seq * 7919),
     }
 }
 

@@ -216,7 +216,7 @@ pub async fn a_subject_without_stored_events_is_found_through_its_profile(store:
                     kind: "track".into(),
                     name: Some("Bought".into()),
                     properties: "{}".into(),
-                    message_id: None,
+                    message_hash: None,
                 },
             )],
             ..ProfileCommit::default()
@@ -294,7 +294,7 @@ pub async fn a_scoped_purge_takes_its_source_out_of_the_profile(store: Shared) {
         kind: "track".into(),
         name: Some("Viewed".into()),
         properties: "{}".into(),
-        message_id: None,
+        message_hash: None,
     };
     store
         .take_profile_lease("engine", at(1), TTL)

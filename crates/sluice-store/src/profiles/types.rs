@@ -85,9 +85,12 @@ pub struct ProfileEventRow {
     pub name: Option<String>,
     /// The call's `properties`, a JSON object as text.
     pub properties: String,
-    /// The call's `messageId`: a call sent twice (a client's retry after a
-    /// lost answer) counts once. `None` in rows stored before it was kept.
-    pub message_id: Option<String>,
+    /// A 64-bit hash of the call's `messageId` (FNV-1a, see
+    /// `sluice_profiles::profile::message_hash`): a call sent twice (a
+    /// client's retry after a lost answer) counts once. Eight bytes a row
+    /// rather than the id's 36; a collision can only merge two calls of
+    /// one person. `None` in rows stored before it was kept.
+    pub message_hash: Option<i64>,
 }
 
 /// A value last sent for (computation, profile), as JSON text.

@@ -28,10 +28,10 @@ ON CONFLICT DO NOTHING;
 UPDATE profiles SET doc = (doc::jsonb - 'events')::text WHERE doc::jsonb ? 'events';
 "#;
 
-/// Version 9: each row keeps its call's `messageId`, so that the engine
-/// counts a call sent twice once (rows stored before have none).
+/// Version 9: each row keeps a hash of its call's `messageId`, so that the
+/// engine counts a call sent twice once (rows stored before have none).
 pub(in crate::postgres) const SCHEMA_V9: &str = "
-ALTER TABLE profile_events ADD COLUMN message_id text;
+ALTER TABLE profile_events ADD COLUMN message_hash bigint;
 ";
 
 /// The events of the given profiles, each profile's oldest first.
@@ -41,7 +41,7 @@ pub(super) async fn of(
 ) -> Result<Vec<(String, ProfileEventRow)>> {
     let rows = c
         .query(
-            "SELECT profile_id, seq, ts, source_id, kind, name, properties, message_id
+            "SELECT profile_id, seq, ts, source_id, kind, name, properties, message_hash
              FROM profile_events WHERE profile_id = ANY($1) ORDER BY profile_id, ts, seq",
             &[&ids],
         )
@@ -58,7 +58,7 @@ pub(super) async fn of(
                     kind: get(r, 4)?,
                     name: get(r, 5)?,
                     properties: get(r, 6)?,
-                    message_id: get(r, 7)?,
+                    message_hash: get(r, 7)?,
                 },
             ))
         })
@@ -90,13 +90,13 @@ pub(super) async fn write(c: &impl GenericClient, commit: &ProfileCommit) -> Res
             kind.push(e.kind.as_str());
             name.push(e.name.as_deref());
             props.push(e.properties.as_str());
-            message.push(e.message_id.as_deref());
+            message.push(e.message_hash);
         }
         c.execute(
             "INSERT INTO profile_events
-                 (profile_id, ts, seq, source_id, kind, name, properties, message_id)
+                 (profile_id, ts, seq, source_id, kind, name, properties, message_hash)
              SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[],
-                                  $5::text[], $6::text[], $7::text[], $8::text[])
+                                  $5::text[], $6::text[], $7::text[], $8::bigint[])
              ON CONFLICT DO NOTHING",
             &[&profile, &ts, &seq, &source, &kind, &name, &props, &message],
         )

@@ -39,16 +39,16 @@ UPDATE profiles SET doc = json_remove(doc, '$.events')
 WHERE json_type(doc, '$.events') IS NOT NULL;
 ";
 
-/// Version 14: each row keeps its call's `messageId`, so that the engine
-/// counts a call sent twice once (rows stored before have none).
+/// Version 14: each row keeps a hash of its call's `messageId`, so that
+/// the engine counts a call sent twice once (rows stored before have none).
 pub(in crate::sqlite) const SCHEMA_V14: &str = "
-ALTER TABLE profile_events ADD COLUMN message_id TEXT;
+ALTER TABLE profile_events ADD COLUMN message_hash INTEGER;
 ";
 
 /// The events of one profile, oldest first.
 pub(super) fn of(conn: &Connection, profile_id: &str) -> Result<Vec<ProfileEventRow>> {
     let mut stmt = conn.prepare_cached(
-        "SELECT seq, ts, source_id, kind, name, properties, message_id FROM profile_events
+        "SELECT seq, ts, source_id, kind, name, properties, message_hash FROM profile_events
          WHERE profile_id = ?1 ORDER BY ts, seq",
     )?;
     let rows = stmt.query_map(params![profile_id], |r| {
@@ -59,7 +59,7 @@ pub(super) fn of(conn: &Connection, profile_id: &str) -> Result<Vec<ProfileEvent
             kind: r.get(3)?,
             name: r.get(4)?,
             properties: bodies::read(r, 5)?,
-            message_id: r.get(6)?,
+            message_hash: r.get(6)?,
         })
     })?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
@@ -76,7 +76,7 @@ pub(super) fn write(
     if !c.events.is_empty() {
         let mut put = conn.prepare_cached(
             "INSERT OR IGNORE INTO profile_events
-                 (profile_id, ts, seq, source_id, kind, name, properties, message_id)
+                 (profile_id, ts, seq, source_id, kind, name, properties, message_hash)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
         )?;
         for (i, (profile, e)) in c.events.iter().enumerate() {
@@ -92,7 +92,7 @@ pub(super) fn write(
                 e.kind,
                 e.name,
                 properties,
-                e.message_id
+                e.message_hash
             ])?;
         }
     }
