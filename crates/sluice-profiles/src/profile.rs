@@ -52,8 +52,9 @@ pub struct Profile {
     /// When each trait was last set (event timestamp, ms): last write wins.
     #[serde(default)]
     pub trait_times: BTreeMap<String, i64>,
-    /// Sources that sent calls about this person, sorted. A deletion tells
-    /// their destinations even after retention removed the calls.
+    /// Sources that sent identify, group or alias calls about this person,
+    /// sorted (behavioural calls name theirs in their rows). A deletion
+    /// tells their destinations even after retention removed the calls.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sources: Vec<String>,
     /// Sorted by (ts, seq); empty unless loaded.

@@ -106,9 +106,13 @@ impl Work {
         let Some(p) = self.profiles.get_mut(id) else {
             return;
         };
-        p.add_source(&call.source_id);
         p.apply_traits(call);
+        // Behaviour names its source in its own row; the document keeps the
+        // sources of the other calls (identify, group, alias), which leave
+        // no row: together they tell a deletion where the person's calls
+        // went, at no cost per behavioural call.
         let Some(row) = call.event_row() else {
+            p.add_source(&call.source_id);
             return;
         };
         // A call sent twice counts once (Segment deduplicates by messageId).

@@ -49,7 +49,7 @@ async fn bootstrap_file_is_applied_idempotently_at_start() {
         s.stop().await;
     }
 
-    // Declared values win on the next start; invalid declarations stop it.
+    // Declared values win on the next start.
     std::fs::write(
         &file,
         BOOTSTRAP.replace("name = \"Hooks\"", "name = \"Renamed\""),
@@ -59,36 +59,32 @@ async fn bootstrap_file_is_applied_idempotently_at_start() {
     let (_, d) = s.admin(Method::GET, "/destinations/hooks", None).await;
     assert_eq!(d["name"], json!("Renamed"));
     s.stop().await;
-    std::fs::write(
-        &file,
-        BOOTSTRAP.replace("https://hooks.example/in", "hooks.example/in"),
-    )
-    .unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let err = sluice_server::run(
-        config.clone(),
-        listener,
-        async {},
-        &sluice_server::StderrAnnounce,
-    )
-    .await
-    .expect_err("an invalid URL in the bootstrap file stops start-up");
-    assert!(err.to_string().contains("settings.urls[0].url"), "{err}");
-    // Names are held to the admin API's rules too.
-    std::fs::write(
-        &file,
-        BOOTSTRAP.replace("name = \"Website\"", "name = \"Web\\u001b[2J\""),
-    )
-    .unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let err = sluice_server::run(config, listener, async {}, &sluice_server::StderrAnnounce)
+    // Invalid declarations stop start-up, naming what is wrong; names are
+    // held to the admin API's rules too.
+    for (from, to, named) in [
+        (
+            "https://hooks.example/in",
+            "hooks.example/in",
+            "settings.urls[0].url",
+        ),
+        (
+            "name = \"Website\"",
+            "name = \"Web\\u001b[2J\"",
+            "source web: name: must not contain control characters",
+        ),
+    ] {
+        std::fs::write(&file, BOOTSTRAP.replace(from, to)).unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let err = sluice_server::run(
+            config.clone(),
+            listener,
+            async {},
+            &sluice_server::StderrAnnounce,
+        )
         .await
-        .expect_err("a control character in a declared name stops start-up");
-    assert!(
-        err.to_string()
-            .contains("source web: name: must not contain control characters"),
-        "{err}"
-    );
+        .expect_err("an invalid declaration stops start-up");
+        assert!(err.to_string().contains(named), "{err}");
+    }
 }
 
 #[tokio::test]

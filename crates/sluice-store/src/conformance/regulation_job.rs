@@ -192,42 +192,12 @@ pub async fn a_subject_without_stored_events_is_found_through_its_profile(store:
         })
         .await
         .expect("computation");
-    store
-        .take_profile_lease("engine", at(1), TTL)
-        .await
-        .expect("lease")
-        .expect("free");
-    let committed = store
-        .commit_profiles(ProfileCommit {
-            owner: "engine".into(),
-            now: at(1),
-            profiles: vec![ProfileRecord {
-                id: "prf_u1".into(),
-                doc: r#"{"userIds":["u1"],"sources":["src_b"]}"#.into(),
-                ..ProfileRecord::default()
-            }],
-            identities: vec![("user:u1".into(), "prf_u1".into())],
-            events: vec![(
-                "prf_u1".into(),
-                ProfileEventRow {
-                    seq: 7,
-                    ts: 1,
-                    source_id: "src_a".into(),
-                    kind: "track".into(),
-                    name: Some("Bought".into()),
-                    properties: "{}".into(),
-                    message_hash: None,
-                },
-            )],
-            ..ProfileCommit::default()
-        })
-        .await
-        .expect("commit");
-    assert!(committed);
-    store
-        .release_profile_lease("engine")
-        .await
-        .expect("release");
+    profile_of_u1(
+        &store,
+        r#"{"userIds":["u1"],"sources":["src_b"]}"#,
+        &["src_a"],
+    )
+    .await;
 
     let found = store
         .find_subject_data(vec!["u1".into(), "nobody".into()], None)
@@ -287,43 +257,12 @@ pub async fn a_subject_without_stored_events_is_found_through_its_profile(store:
 pub async fn a_scoped_purge_takes_its_source_out_of_the_profile(store: Shared) {
     source(&store, "src_a").await;
     source(&store, "src_b").await;
-    let row = |seq: i64, source: &str| ProfileEventRow {
-        seq,
-        ts: seq,
-        source_id: source.into(),
-        kind: "track".into(),
-        name: Some("Viewed".into()),
-        properties: "{}".into(),
-        message_hash: None,
-    };
-    store
-        .take_profile_lease("engine", at(1), TTL)
-        .await
-        .expect("lease")
-        .expect("free");
-    let committed = store
-        .commit_profiles(ProfileCommit {
-            owner: "engine".into(),
-            now: at(1),
-            profiles: vec![ProfileRecord {
-                id: "prf_u1".into(),
-                doc: r#"{"userIds":["u1"],"sources":["src_a","src_b"]}"#.into(),
-                ..ProfileRecord::default()
-            }],
-            identities: vec![("user:u1".into(), "prf_u1".into())],
-            events: vec![
-                ("prf_u1".into(), row(1, "src_a")),
-                ("prf_u1".into(), row(2, "src_b")),
-            ],
-            ..ProfileCommit::default()
-        })
-        .await
-        .expect("commit");
-    assert!(committed);
-    store
-        .release_profile_lease("engine")
-        .await
-        .expect("release");
+    profile_of_u1(
+        &store,
+        r#"{"userIds":["u1"],"sources":["src_a","src_b"]}"#,
+        &["src_a", "src_b"],
+    )
+    .await;
     let mut scoped = regulation("reg_1", "DELETE_ONLY", &["u1"], None, true);
     scoped.source_id = Some("src_a".into());
     store.create_regulation(scoped).await.expect("create");
@@ -367,4 +306,50 @@ pub async fn a_scoped_purge_takes_its_source_out_of_the_profile(store: Shared) {
         .await
         .expect("find");
     assert_eq!(found[0].profile_sources, ["src_b"]);
+}
+
+/// Commits u1's profile `prf_u1` with `doc` and behavioural rows from
+/// `sources` (one each), as the profile engine would.
+async fn profile_of_u1(store: &Shared, doc: &str, sources: &[&str]) {
+    store
+        .take_profile_lease("engine", at(1), TTL)
+        .await
+        .expect("lease")
+        .expect("free");
+    let events = sources
+        .iter()
+        .zip(1..)
+        .map(|(source, seq)| {
+            let row = ProfileEventRow {
+                seq,
+                ts: seq,
+                source_id: (*source).into(),
+                kind: "track".into(),
+                name: Some("Bought".into()),
+                properties: "{}".into(),
+                message_hash: None,
+            };
+            ("prf_u1".to_string(), row)
+        })
+        .collect();
+    let committed = store
+        .commit_profiles(ProfileCommit {
+            owner: "engine".into(),
+            now: at(1),
+            profiles: vec![ProfileRecord {
+                id: "prf_u1".into(),
+                doc: doc.into(),
+                ..ProfileRecord::default()
+            }],
+            identities: vec![("user:u1".into(), "prf_u1".into())],
+            events,
+            ..ProfileCommit::default()
+        })
+        .await
+        .expect("commit");
+    assert!(committed);
+    store
+        .release_profile_lease("engine")
+        .await
+        .expect("release");
 }
