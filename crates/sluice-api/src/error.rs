@@ -164,3 +164,23 @@ impl IntoResponse for ApiError {
 }
 
 pub type ApiResult<T> = Result<T, ApiError>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_log_gate_lets_one_line_a_second_through_and_counts_the_rest() {
+        let gate = LogGate::new();
+        assert_eq!(gate.allow(), Some(0), "the first line goes out");
+        // Still within the second of the last line (pinned, so the clock
+        // cannot tick over during the test): left out and counted.
+        gate.last.store(i64::MAX, Ordering::Relaxed);
+        assert_eq!(gate.allow(), None);
+        assert_eq!(gate.allow(), None);
+        // A later second: one line, carrying the count.
+        gate.last.store(0, Ordering::Relaxed);
+        assert_eq!(gate.allow(), Some(2));
+        assert_eq!(gate.suppressed.load(Ordering::Relaxed), 0);
+    }
+}

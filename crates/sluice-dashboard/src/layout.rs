@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use axum::extract::{FromRequestParts, Request};
+use axum::extract::{FromRequestParts, Request, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
@@ -39,6 +39,16 @@ pub const NAV: &[(&str, &str, &str)] = &[
     ("profiles", "/profiles", "Profiles"),
     ("regulations", "/regulations", "Regulations"),
 ];
+
+/// A page answers within `storage.timeout_ms`, as the admin API does: a
+/// store that hangs gets the error page (`503 unavailable`), not a browser
+/// spinning for as long as the database is frozen.
+pub async fn store_deadline(State(dash): State<Arc<Dash>>, req: Request, next: Next) -> Response {
+    match tokio::time::timeout(dash.app.store_timeout, next.run(req)).await {
+        Ok(res) => res,
+        Err(_) => PageError::Api(ApiError::store_timeout()).into_response(),
+    }
+}
 
 /// Adds the security headers to every dashboard response.
 pub async fn security_headers(req: Request, next: Next) -> Response {

@@ -27,7 +27,7 @@ pub mod widgets;
 use std::sync::Arc;
 
 use axum::Router;
-use axum::middleware::from_fn;
+use axum::middleware::{from_fn, from_fn_with_state};
 use axum::routing::{get, post};
 use sluice_api::AppState;
 
@@ -90,6 +90,7 @@ pub fn router(app: Arc<AppState>) -> Router {
         .route("/suppressions", get(regulations::suppressions))
         .route("/assets/dashboard.css", get(assets::css))
         .route("/assets/dashboard.js", get(assets::js))
+        .layer(from_fn_with_state(dash.clone(), layout::store_deadline))
         .layer(from_fn(layout::security_headers))
         .with_state(dash)
 }

@@ -217,6 +217,17 @@ async fn a_store_that_hangs_gets_a_503_within_the_storage_timeout_not_a_hang() {
     config.storage.timeout_ms = 300;
     let s = TestServer::start_with(config).await;
     let (_, key) = s.source("web").await;
+    let cookie = crate::dashboard::session_cookie(&s).await;
+    let form = crate::dashboard::client()
+        .get(s.url("/sources"))
+        .header(reqwest::header::COOKIE, &cookie)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let csrf = crate::dashboard::hidden_csrf(&form);
     // Another process holds the database's write lock: the writer waits
     // (up to its 5 s busy timeout), as it would on a frozen database.
     let db = dir.path().join("sluice.db");
@@ -256,8 +267,23 @@ async fn a_store_that_hangs_gets_a_503_within_the_storage_timeout_not_a_hang() {
         (status, answer["code"].clone()),
         (503, json!("unavailable"))
     );
+    // A dashboard form that writes gets the error page, not a hang.
+    let page = crate::dashboard::client()
+        .post(s.url("/sources"))
+        .header(reqwest::header::COOKIE, &cookie)
+        .form(&[("csrf", csrf.as_str()), ("name", "from the dashboard")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), 503);
     assert!(
-        started.elapsed() < std::time::Duration::from_secs(3),
+        page.text()
+            .await
+            .unwrap()
+            .contains("<code>unavailable</code>")
+    );
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(4),
         "answered within the timeout, not the lock's 5 s: {:?}",
         started.elapsed()
     );
