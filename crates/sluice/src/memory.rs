@@ -83,7 +83,10 @@ fn disable_transparent_huge_pages() {
 #[cfg(not(target_os = "linux"))]
 fn disable_transparent_huge_pages() {}
 
-/// Points SQLite's memory allocator at mimalloc. Must run before SQLite
+/// Points SQLite's memory allocator at mimalloc, and turns off SQLite's
+/// memory statistics (nothing reads them; keeping them takes a global mutex
+/// around every SQLite allocation, about 0.5 % of the writer thread's time
+/// draining a backlog: BENCHMARKS.md, session 18). Must run before SQLite
 /// is first used (it is, at the start of `serve`); later it cannot take
 /// effect, and SQLite keeps glibc. Runs once per process.
 fn sqlite_through_mimalloc() {
@@ -130,6 +133,15 @@ fn sqlite_through_mimalloc() {
         let rc = unsafe { ffi::sqlite3_config(ffi::SQLITE_CONFIG_MALLOC, &raw const methods) };
         if rc != ffi::SQLITE_OK {
             tracing::debug!(rc, "SQLite was already in use; it keeps its own allocator");
+        }
+        // SAFETY: SQLITE_CONFIG_MEMSTATUS takes one int; like the call
+        // above it only takes effect before SQLite is first used.
+        let rc = unsafe { ffi::sqlite3_config(ffi::SQLITE_CONFIG_MEMSTATUS, 0 as c_int) };
+        if rc != ffi::SQLITE_OK {
+            tracing::debug!(
+                rc,
+                "SQLite was already in use; it keeps its memory statistics"
+            );
         }
     });
 }
@@ -178,6 +190,15 @@ mod tests {
         let db = rusqlite::Connection::open_in_memory().expect("open");
         db.execute_batch("CREATE TABLE t (x); INSERT INTO t VALUES (randomblob(100000));")
             .expect("write");
+        // Without memory statistics SQLite's allocations skip its global
+        // mutex, and the count it would keep stays at zero.
+        // SAFETY: reads a counter into locals.
+        let (mut used, mut peak) = (0i64, 0i64);
+        let rc = unsafe {
+            ffi::sqlite3_status64(ffi::SQLITE_STATUS_MEMORY_USED, &mut used, &mut peak, 0)
+        };
+        assert_eq!(rc, ffi::SQLITE_OK);
+        assert_eq!(used, 0, "SQLite keeps no memory statistics");
     }
 
     #[test]
