@@ -37,21 +37,7 @@ pub async fn read_capped(
     budget: &Arc<BodyBudget>,
     anonymous: bool,
 ) -> Result<(Bytes, Held), ApiError> {
-    let encoding = headers
-        .get(CONTENT_ENCODING)
-        .and_then(|v| v.to_str().ok())
-        .map(|v| v.trim().to_ascii_lowercase());
-    let gzip = match encoding.as_deref() {
-        None | Some("") | Some("identity") => false,
-        Some("gzip") | Some("x-gzip") => true,
-        Some(other) => {
-            return Err(ApiError::new(
-                axum::http::StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                "unsupported_encoding",
-                format!("Content-Encoding '{other}' is not supported; use gzip or none"),
-            ));
-        }
-    };
+    let gzip = gzip_encoded(headers)?;
     let raw_limit = if gzip { limit + GZIP_SLACK } else { limit };
     let declared = headers
         .get(CONTENT_LENGTH)
@@ -143,6 +129,38 @@ async fn read_raw(
     Ok(first.unwrap_or_else(|| buf.freeze()))
 }
 
+/// Whether the body is gzip-compressed, from every `Content-Encoding`
+/// line (several lines are one comma-separated list, RFC 9110 5.3).
+/// `identity` entries change nothing; one `gzip` (or `x-gzip`) is decoded;
+/// anything else, a stacked coding (`gzip, gzip`) or a value that is not
+/// visible ASCII is `415 unsupported_encoding`, never read as plain JSON.
+fn gzip_encoded(headers: &HeaderMap) -> Result<bool, ApiError> {
+    let mut codings = Vec::new();
+    for value in headers.get_all(CONTENT_ENCODING) {
+        let Ok(text) = value.to_str() else {
+            return Err(unsupported("a value that is not visible ASCII"));
+        };
+        codings.extend(
+            text.split(',')
+                .map(|c| c.trim().to_ascii_lowercase())
+                .filter(|c| !c.is_empty() && c != "identity"),
+        );
+    }
+    match codings.as_slice() {
+        [] => Ok(false),
+        [one] if one == "gzip" || one == "x-gzip" => Ok(true),
+        _ => Err(unsupported(&format!("'{}'", codings.join(", ")))),
+    }
+}
+
+fn unsupported(what: &str) -> ApiError {
+    ApiError::new(
+        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        "unsupported_encoding",
+        format!("Content-Encoding {what} is not supported; use gzip or none"),
+    )
+}
+
 fn over_budget() -> ApiError {
     ApiError::new(
         StatusCode::SERVICE_UNAVAILABLE,
@@ -153,4 +171,43 @@ fn over_budget() -> ApiError {
 
 fn too_large(limit: usize) -> ApiError {
     ApiError::too_large(format!("request body exceeds {limit} bytes"))
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::http::HeaderValue;
+
+    use super::*;
+
+    fn encoded(values: &[&[u8]]) -> Result<bool, &'static str> {
+        let mut headers = HeaderMap::new();
+        for v in values {
+            let value = HeaderValue::from_bytes(v).map_err(|_| "bad header")?;
+            headers.append(CONTENT_ENCODING, value);
+        }
+        gzip_encoded(&headers).map_err(|e| e.code)
+    }
+
+    #[test]
+    fn gzip_identity_and_none_are_read() {
+        assert_eq!(encoded(&[]), Ok(false));
+        assert_eq!(encoded(&[b"identity"]), Ok(false));
+        assert_eq!(encoded(&[b" GZIP "]), Ok(true));
+        assert_eq!(encoded(&[b"x-gzip"]), Ok(true));
+    }
+
+    #[test]
+    fn every_content_encoding_line_counts() {
+        assert_eq!(encoded(&[b"identity", b"gzip"]), Ok(true));
+        assert_eq!(encoded(&[b"gzip", b"identity"]), Ok(true));
+        assert_eq!(encoded(&[b"gzip", b"gzip"]), Err("unsupported_encoding"));
+        assert_eq!(encoded(&[b"gzip, gzip"]), Err("unsupported_encoding"));
+    }
+
+    #[test]
+    fn unknown_or_non_ascii_encodings_are_refused_not_read_as_plain() {
+        assert_eq!(encoded(&[b"br"]), Err("unsupported_encoding"));
+        assert_eq!(encoded(&[b"br\xe9"]), Err("unsupported_encoding"));
+        assert_eq!(encoded(&[b"deflate, gzip"]), Err("unsupported_encoding"));
+    }
 }

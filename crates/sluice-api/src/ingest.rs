@@ -18,11 +18,11 @@ use std::time::Instant;
 
 use axum::Json;
 use axum::extract::{ConnectInfo, Request, State};
-use axum::http::header::CONTENT_TYPE;
+use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE};
 use axum::http::{HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use chrono::Utc;
-use serde_json::{Value, json};
+use serde_json::json;
 use sluice_model::{Endpoint, Envelope, Extras, RequestContext, parse_request_with};
 use sluice_schema::Shape;
 use sluice_store::AppendRequest;
@@ -304,7 +304,7 @@ pub async fn project_settings(
     State(app): State<Arc<AppState>>,
     PathParam(key): PathParam<String>,
     headers: HeaderMap,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<impl IntoResponse> {
     authorize(&app, &key)?;
     // Point the browser library back at the host it fetched settings from,
     // so it does not fall back to Segment's own API host, and with the
@@ -314,12 +314,19 @@ pub async fn project_settings(
         .and_then(|h| h.to_str().ok())
         .map(|h| format!("{h}/v1"));
     let protocol = request_protocol(&headers, app.trust_forwarded_for);
-    Ok(Json(json!({
-        "integrations": {"Segment.io": {"apiKey": key, "apiHost": api_host, "protocol": protocol, "unbundledIntegrations": [], "addBundledMetadata": true}},
-        "plan": {"track": {"__default": {"enabled": true, "integrations": {}}}, "identify": {"__default": {"enabled": true}}, "group": {"__default": {"enabled": true}}},
-        "enabledMiddleware": {},
-        "metrics": {"sampleRate": 0},
-    })))
+    // The document echoes the request's `Host` and answers only while the
+    // key is enabled: no shared cache in front may keep it and hand one
+    // client's (or a forged `Host`'s) answer to another.
+    let no_store = [(CACHE_CONTROL, HeaderValue::from_static("no-store"))];
+    Ok((
+        no_store,
+        Json(json!({
+            "integrations": {"Segment.io": {"apiKey": key, "apiHost": api_host, "protocol": protocol, "unbundledIntegrations": [], "addBundledMetadata": true}},
+            "plan": {"track": {"__default": {"enabled": true, "integrations": {}}}, "identify": {"__default": {"enabled": true}}, "group": {"__default": {"enabled": true}}},
+            "enabledMiddleware": {},
+            "metrics": {"sampleRate": 0},
+        })),
+    ))
 }
 
 /// The scheme the client used: Sluice itself serves plain HTTP, so `http`

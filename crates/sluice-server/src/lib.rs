@@ -332,7 +332,7 @@ pub async fn run(
     let opts = serve_options(&config);
     let metrics_side = match config.metrics.listen {
         Some(addr) => {
-            let side = TcpListener::bind(addr).await?;
+            let side = serve::bind(addr)?;
             tracing::info!(addr = %side.local_addr()?, "metrics listening");
             Some(serve::spawn_side_listener(
                 side,

@@ -113,8 +113,7 @@ fn serve(config_file: Option<PathBuf>) -> anyhow::Result<()> {
         .context("starting the async runtime")?;
     runtime.block_on(async move {
         let shutdown = shutdown_signal();
-        let listener = tokio::net::TcpListener::bind(config.listen)
-            .await
+        let listener = sluice_server::serve::bind(config.listen)
             .with_context(|| format!("binding {}", config.listen))?;
         let announce: &dyn sluice_server::Announce = match config.log_format {
             LogFormat::Json => &JsonStderrAnnounce,

@@ -5,6 +5,8 @@
 //! - [`conns`]: connection phases and the connection cap.
 //! - [`io`]: phase tracking on reads; hyper's own refusals in the JSON shape.
 //! - [`service`]: per-request bookkeeping (`ConnectInfo`, `Connection: close`).
+//! - `listen`: [`bind`], a listener whose accept queue holds a burst of
+//!   new connections.
 //!
 //! One task accepts; each connection runs in a task of its own beside a
 //! watchdog that closes it when its request head takes longer than the head
@@ -20,6 +22,7 @@
 
 pub mod conns;
 pub mod io;
+mod listen;
 pub mod service;
 pub mod settings;
 
@@ -39,6 +42,7 @@ use tokio::task::JoinSet;
 
 use self::conns::{Phase, Registration, Tracker};
 use self::io::ShapedIo;
+pub use self::listen::{ACCEPT_BACKLOG, bind};
 use self::service::ConnService;
 
 /// What the accept loop needs from the configuration.

@@ -296,7 +296,7 @@ async fn wrong_methods_and_malformed_ids_answer_in_the_json_error_shape() {
 }
 
 #[tokio::test]
-async fn browser_settings_point_back_at_sluice() {
+async fn browser_settings_point_back_at_sluice_and_are_never_cached() {
     let s = TestServer::start().await;
     let (_, key) = s.source("web").await;
     let r = s
@@ -306,6 +306,8 @@ async fn browser_settings_point_back_at_sluice() {
         .await
         .unwrap();
     assert_eq!(r.status(), 200);
+    // It echoes the request's Host: no shared cache may keep it.
+    assert_eq!(r.headers()["cache-control"], "no-store");
     let body: Value = r.json().await.unwrap();
     let host = s.base.trim_start_matches("http://");
     assert_eq!(
