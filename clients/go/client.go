@@ -3,10 +3,8 @@ package analytics
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"log"
 	"net/http"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -20,7 +18,10 @@ import (
 //
 // The settings are read once, at the first call or Close; changing them
 // afterwards has no effect and is a data race. A zero Client is usable and
-// behaves like New("") (an empty write key).
+// behaves like New("") (an empty write key). As with analytics-go v2, a
+// Client copied by value after its first call shares the original's queue
+// and background goroutine: calls through either copy are delivered, and
+// closing either closes both.
 type Client struct {
 	// Endpoint is the base URL of the Sluice collection API; batches are
 	// posted to Endpoint + "/v1/batch". New sets it to the package constant
@@ -41,20 +42,23 @@ type Client struct {
 	// grow when messages arrive faster than uploads finish.
 	Size int
 
-	// Logger receives a line for every dropped message or batch (whatever
-	// Verbose says), and with Verbose or DEBUG=analytics,
-	// batching and upload activity. New sets it to a logger on standard
-	// error with the prefix "analytics "; nil means the same. Write keys are
-	// never logged.
+	// Logger receives a line for every batch that could not be delivered
+	// (whatever Verbose says), and with Verbose or DEBUG=analytics, every
+	// call refused with an error and batching and upload activity. New sets
+	// it to a logger on standard error with the prefix "analytics "; nil
+	// means the same. Write keys are never logged.
 	Logger *log.Logger
 
-	// Verbose turns on logging of batching and upload activity, as does the
-	// environment variable DEBUG=analytics. The zero value logs only
-	// failures.
+	// Verbose turns on logging of refused calls and of batching and upload
+	// activity, as does the environment variable DEBUG=analytics. The zero
+	// value logs only batches that could not be delivered.
 	Verbose bool
 
 	// Client is the HTTP client used for uploads. New sets it to a client
-	// with a 10-second Timeout; a zero Timeout is replaced by 10 seconds.
+	// with a 30-second Timeout; a zero Timeout is replaced by 30 seconds,
+	// which leaves room for a Sluice server's own 10-second storage
+	// timeout, so a slow answer is not mistaken for a failure and sent
+	// twice.
 	Client http.Client
 
 	// FlushAt is the seed name of Size. When positive it takes precedence
@@ -75,16 +79,22 @@ type Client struct {
 
 	// DropWhenFull makes a call made while MaxQueueSize messages are held
 	// return ErrQueueFull at once, dropping its message, instead of waiting
-	// for room. The zero value waits: the call blocks until an upload frees
-	// room, for at most CloseTimeout, and only then drops the message with
-	// ErrQueueFull. Either way the drop is logged, counted in Stats and
+	// for room. The zero value waits, as a v2 call did: the call blocks
+	// until an upload ends (delivered or given up) and frees room, or until
+	// a positive CloseTimeout passes (ErrQueueFull) or Close gives up
+	// (ErrClosed). Either way the refused message is counted in Stats and
 	// reported to OnFailure.
 	DropWhenFull bool
 
-	// CloseTimeout bounds how long Close waits for the final uploads, and
-	// how long a call waits for room in a full queue. When it passes during
-	// Close, uploads are abandoned and the undelivered messages are reported
-	// as failures. Zero or negative means the default, 10 seconds.
+	// CloseTimeout, when positive, bounds how long Close waits for the
+	// final uploads, and how long a call waits for room in a full queue.
+	// When it passes during Close, uploads are abandoned and the
+	// undelivered messages are reported as failures. Zero or negative, the
+	// default, means no deadline, as in analytics-go v2: Close returns when
+	// every message has been delivered or has failed its retries, which
+	// the retry schedule (about 33 to 50 seconds of waits at most by
+	// default) and the HTTP client's Timeout bound, and a call waits for
+	// room until an upload frees it.
 	CloseTimeout time.Duration
 
 	// OnFailure, when not nil, is called with every message that will not
@@ -95,22 +105,20 @@ type Client struct {
 	// encoding. It is called from the background goroutines or from the
 	// refused call's goroutine, possibly concurrently, and should return
 	// promptly. The zero value only logs and counts failures.
+	//
+	// Delivery is at least once, so failures are reported conservatively:
+	// a batch whose request was in flight when it failed (a timeout, a
+	// lost connection, or Close giving up) may have been stored by the
+	// server all the same.
 	OnFailure func(err error, msgs []json.RawMessage)
 
 	key  string
 	tune tuning
 
-	startOnce sync.Once
-	cfg       settings
-	closing   atomic.Bool
-	q         queue
-
-	stats     counters
-	abandoned atomic.Int64 // messages given up when Close timed out
-	ctx       context.Context
-	cancel    context.CancelFunc
-	finished  chan struct{} // an upload ended
-	done      chan struct{} // the loop returned
+	// rt is the running client, created at the first call or Close. Every
+	// piece of mutable state lives behind this one pointer, so that copies
+	// of the Client made afterwards share it.
+	rt atomic.Pointer[core]
 }
 
 // tuning holds unexported knobs, mostly for tests. Zero values mean defaults.
@@ -139,109 +147,73 @@ func New(key string) *Client {
 }
 
 // Identify queues an identify message. It returns an error, and queues
-// nothing, when neither UserId nor AnonymousId is set, the message is too
+// nothing, when neither UserId nor AnonymousId is set, a caller-set
+// MessageId or Timestamp would be refused by the server, the message is too
 // large, the queue stays full or the Client is closed.
 func (c *Client) Identify(msg *Identify) error {
-	return c.enqueue(msg, &msg.Message, "identify", validateIdentify(msg))
+	return c.core().enqueue(msg, &msg.Message, "identify", validateIdentify(msg))
 }
 
 // Track queues a track message. It returns an error, and queues nothing,
-// when Event is empty, neither UserId nor AnonymousId is set, the message is
-// too large, the queue stays full or the Client is closed.
+// when Event is empty, neither UserId nor AnonymousId is set, a caller-set
+// MessageId or Timestamp would be refused by the server, the message is too
+// large, the queue stays full or the Client is closed.
 func (c *Client) Track(msg *Track) error {
-	return c.enqueue(msg, &msg.Message, "track", validateTrack(msg))
+	return c.core().enqueue(msg, &msg.Message, "track", validateTrack(msg))
 }
 
 // Page queues a page message. It returns an error, and queues nothing, when
-// neither UserId nor AnonymousId is set, the message is too large, the queue
-// stays full or the Client is closed.
+// neither UserId nor AnonymousId is set, a caller-set MessageId or Timestamp
+// would be refused by the server, the message is too large, the queue stays
+// full or the Client is closed.
 func (c *Client) Page(msg *Page) error {
-	return c.enqueue(msg, &msg.Message, "page", validatePage(msg))
+	return c.core().enqueue(msg, &msg.Message, "page", validatePage(msg))
 }
 
 // Group queues a group message. It returns an error, and queues nothing,
-// when GroupId is empty, neither UserId nor AnonymousId is set, the message
-// is too large, the queue stays full or the Client is closed.
+// when GroupId is empty, neither UserId nor AnonymousId is set, a caller-set
+// MessageId or Timestamp would be refused by the server, the message is too
+// large, the queue stays full or the Client is closed.
 func (c *Client) Group(msg *Group) error {
-	return c.enqueue(msg, &msg.Message, "group", validateGroup(msg))
+	return c.core().enqueue(msg, &msg.Message, "group", validateGroup(msg))
 }
 
 // Alias queues an alias message. It returns an error, and queues nothing,
-// when UserId or PreviousId is empty, the message is too large, the queue
-// stays full or the Client is closed.
+// when UserId or PreviousId is empty, a caller-set MessageId or Timestamp
+// would be refused by the server, the message is too large, the queue stays
+// full or the Client is closed.
 func (c *Client) Alias(msg *Alias) error {
-	return c.enqueue(msg, &msg.Message, "alias", validateAlias(msg))
+	return c.core().enqueue(msg, &msg.Message, "alias", validateAlias(msg))
 }
 
-// enqueue completes, encodes and queues a message that passed (invalid ==
-// nil) or failed validation. When MaxQueueSize messages are held it waits
-// for room, unless DropWhenFull is set. Every message it does not queue is
-// dropped through reject.
-func (c *Client) enqueue(v interface{}, m *Message, typ string, invalid error) error {
-	c.startOnce.Do(c.start)
-	c.stats.calls.Add(1)
-	if invalid != nil {
-		return c.reject(invalid, typ, m.MessageId, c.encodeForReport(v))
-	}
-	if c.closing.Load() {
-		return c.reject(ErrClosed, typ, m.MessageId, c.encodeForReport(v))
-	}
-	m.fill(typ, c.cfg.uid, c.cfg.now)
-	data, err := encodeMessage(v)
-	if err != nil {
-		return c.reject(fmt.Errorf("analytics: encoding %s message: %w", typ, err), typ, m.MessageId, nil)
-	}
-	if len(data) > maxMessageBytes {
-		err := fmt.Errorf("%w: %d bytes of JSON, the limit is %d", ErrTooLarge, len(data), maxMessageBytes)
-		return c.reject(err, typ, m.MessageId, data)
-	}
-	n, err := c.q.push(data, !c.cfg.dropWhenFull, c.cfg.closeTimeout, c.ctx.Done(), &c.stats.waited)
-	if err != nil {
-		return c.reject(err, typ, m.MessageId, data)
-	}
-	if c.cfg.verbose {
-		c.verbosef("buffered message (%d/%d, %d bytes)", n, c.cfg.flushAt, len(data))
-	}
-	return nil
-}
-
-// Close flushes every queued message and waits for uploads in flight, for at
-// most CloseTimeout. It may be called from any goroutine, concurrently with
-// calls; calls already waiting for room in a full queue are still admitted
-// until then. It returns nil when everything was handed to the server
-// (deliveries that failed are reported through Logger and OnFailure), and an
-// error when the timeout passed and messages were abandoned. Calls made after
-// Close return ErrClosed; a second Close returns ErrClosed at once.
+// Close flushes every queued message and waits until each has been
+// delivered or has failed its retries; with a positive CloseTimeout it
+// waits at most that long, then abandons the rest. It may be called from
+// any goroutine, concurrently with calls; calls already waiting for room in
+// a full queue are still admitted. Calls made after Close return ErrClosed.
+//
+// Close returns nil when every message it flushed or waited for was
+// delivered. It returns an error, counting them and naming the last
+// failure, when messages failed (a status that is not retried, retries
+// exhausted) or were abandoned (CloseTimeout) after Close began; each was
+// also logged and passed to OnFailure. Every later Close waits until the
+// first has finished, then returns ErrClosed, so a program that closes the
+// Client in two places exits only after the flush.
 func (c *Client) Close() error {
-	if !c.closing.CompareAndSwap(false, true) {
-		return ErrClosed
-	}
-	c.startOnce.Do(c.start)
-	defer c.cancel()
-	c.q.close()
-
-	timer := time.NewTimer(c.cfg.closeTimeout)
-	defer timer.Stop()
-	select {
-	case <-c.done:
-		return nil
-	case <-timer.C:
-	}
-	c.cancel()
-	<-c.done
-	err := fmt.Errorf("analytics: Close timed out after %v; %d undelivered messages were dropped",
-		c.cfg.closeTimeout, c.abandoned.Load())
-	c.logf("%v", err)
-	return err
+	return c.core().close()
 }
 
-// start snapshots the settings and starts the background goroutine.
-func (c *Client) start() {
-	c.cfg = c.settings()
-	limit := c.cfg.maxBatchBytes - envelopeBytes(len(c.cfg.contextJSON)) - envelopeSlack
-	c.q.init(c.cfg.maxQueued, c.cfg.flushAt, limit)
-	c.finished = make(chan struct{}, c.cfg.maxUploads)
-	c.done = make(chan struct{})
-	c.ctx, c.cancel = context.WithCancel(context.Background())
-	go c.loop()
+// core returns the running client, creating and starting it on first use.
+// Concurrent first uses race to install theirs; only the winner starts its
+// goroutine, and the others use the winner's.
+func (c *Client) core() *core {
+	if k := c.rt.Load(); k != nil {
+		return k
+	}
+	k := newCore(c.settings())
+	if !c.rt.CompareAndSwap(nil, k) {
+		return c.rt.Load()
+	}
+	go k.loop()
+	return k
 }

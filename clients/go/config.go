@@ -31,9 +31,10 @@ var DefaultContext = map[string]interface{}{
 }
 
 // Backo sets the waits between upload attempts, as in analytics-go v2: the
-// wait before retry n (from 0) is Backo.Duration(n), of which this library
-// randomises the upper half. The default waits 100 ms, doubling per attempt
-// up to 10 s. Replace it, before creating clients, to tune retries:
+// wait before retry n (from 0) is Backo.Duration(n) plus a random extra of
+// up to half of it, so no wait is shorter than v2's. The default waits
+// 100 ms, doubling per attempt up to 10 s. Replace it, before creating
+// clients, to tune retries:
 //
 //	analytics.Backo = backo.NewBacko(time.Second, 2, 0, time.Minute)
 //
@@ -45,8 +46,9 @@ const (
 	defaultFlushAt      = 20
 	defaultFlushAfter   = 5 * time.Second
 	defaultMaxQueueSize = 10000
-	defaultCloseTimeout = 10 * time.Second
-	defaultHTTPTimeout  = 10 * time.Second
+	// defaultHTTPTimeout outlasts a Sluice server's own 10 s storage
+	// timeout, so that its answer arrives before the client gives up.
+	defaultHTTPTimeout = 30 * time.Second
 
 	// maxMessageBytes is the largest accepted message, as JSON.
 	maxMessageBytes = 32768
@@ -55,8 +57,10 @@ const (
 	// maxBatchMessages is the server's limit of messages per batch.
 	maxBatchMessages = 2500
 
-	defaultMaxAttempts   = 10
-	defaultMaxRetryAfter = 5 * time.Minute
+	defaultMaxAttempts = 10
+	// defaultMaxRetryAfter caps a Retry-After header at analytics-go v2's
+	// longest backoff.
+	defaultMaxRetryAfter = 10 * time.Second
 	defaultMaxUploads    = 8
 )
 
@@ -68,7 +72,7 @@ type settings struct {
 	flushAfter   time.Duration
 	maxQueued    int
 	dropWhenFull bool
-	closeTimeout time.Duration
+	closeTimeout time.Duration // 0: no deadline
 	logger       *log.Logger
 	verbose      bool
 	http         *http.Client
@@ -172,7 +176,7 @@ func (c *Client) settings() settings {
 		flushAfter:   flushInterval(c.FlushAfter, c.Interval),
 		maxQueued:    positive(c.MaxQueueSize, defaultMaxQueueSize),
 		dropWhenFull: c.DropWhenFull,
-		closeTimeout: positive(c.CloseTimeout, defaultCloseTimeout),
+		closeTimeout: max(c.CloseTimeout, 0),
 		logger:       logger,
 		verbose:      c.Verbose || debugEnabled(os.Getenv("DEBUG")),
 		http:         &hc,

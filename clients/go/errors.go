@@ -2,15 +2,17 @@ package analytics
 
 import "errors"
 
-// ErrClosed is returned by a call made after Close, and by every Close after
-// the first.
+// ErrClosed is returned by a call made after Close, by a call waiting for
+// room when Close gives up, and by every Close after the first (once the
+// first has finished).
 var ErrClosed = errors.New("analytics: client is closed")
 
 // ErrQueueFull is returned by a call when the Client already holds
 // MaxQueueSize messages that are not yet delivered, typically because the
 // endpoint is down or slow, and no room appeared: at once with
-// DropWhenFull, otherwise after waiting CloseTimeout. The message is not
-// queued; the drop is logged, counted and reported to OnFailure.
+// DropWhenFull, otherwise after waiting a positive CloseTimeout (with no
+// CloseTimeout, the call waits until room appears). The message is not
+// queued; the drop is counted and reported to OnFailure.
 var ErrQueueFull = errors.New("analytics: queue is full")
 
 // ErrTooLarge is returned, wrapped with the message's size, by a call whose
@@ -25,4 +27,11 @@ var (
 	errMissingIdentity   = errors.New("You must pass either an 'anonymousId' or 'userId'.")
 	errMissingGroupId    = errors.New("You must pass a 'groupId'.")
 	errMissingEvent      = errors.New("You must pass 'event'.")
+)
+
+// Errors for caller-set Message fields that the server would refuse.
+var (
+	errInvalidMessageId = errors.New("analytics: 'messageId' must be 1 to 100 printable characters with no space at either end")
+	errInvalidTimestamp = errors.New("analytics: 'timestamp' is not an ISO 8601 date-time")
+	errInvalidSentAt    = errors.New("analytics: 'sentAt' is not an ISO 8601 date-time")
 )

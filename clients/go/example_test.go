@@ -67,18 +67,23 @@ func ExampleClient_Track() {
 	defer server.Close()
 	client := analytics.New("my-write-key")
 	client.Endpoint = server.URL
-	client.Logger = log.New(os.Stdout, "log: ", 0) // every dropped message is logged
+	client.Logger = log.New(os.Stdout, "log: ", 0) // refused calls are logged only with Verbose
 
 	err := client.Track(&analytics.Track{AnonymousId: "a1b2", Event: "Signed Up"})
 	fmt.Println("err:", err)
 	err = client.Track(&analytics.Track{UserId: "019mr8mf4r"}) // invalid: not queued
 	fmt.Println("err:", err)
+	// A caller-set MessageId or Timestamp that the server would refuse is
+	// refused by the call, so it cannot sink the batch it would travel in.
+	err = client.Track(&analytics.Track{UserId: "019mr8mf4r", Event: "Imported",
+		Message: analytics.Message{Timestamp: "10/11/2009 23:00"}})
+	fmt.Println("err:", err)
 	_ = client.Close()
 
 	// Output:
 	// err: <nil>
-	// log: dropped track message (no messageId): You must pass 'event'.
 	// err: You must pass 'event'.
+	// err: analytics: 'timestamp' is not an ISO 8601 date-time
 	// POST /v1/batch: batch of 1 from key "my-write-key"
 	//   track event=Signed Up
 }
@@ -190,7 +195,7 @@ func Example_flushAt() {
 }
 
 // OnFailure receives the batches that could not be delivered; here the
-// server rejects the write key, and 4xx statuses are not retried.
+// server rejects the write key, and 401 is not retried.
 func Example_onFailure() {
 	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusUnauthorized)
@@ -205,10 +210,11 @@ func Example_onFailure() {
 		fmt.Printf("%d message(s) not delivered: %v\n", len(msgs), err)
 	}
 	_ = client.Track(&analytics.Track{UserId: "019mr8mf4r", Event: "Signed Up"})
-	_ = client.Close()
+	fmt.Println("close:", client.Close()) // Close reports what its flush could not deliver
 
 	// Output:
 	// 1 message(s) not delivered: analytics: server answered 401 Unauthorized: {"success":false,"code":"invalid_write_key","message":"unknown write key"}
+	// close: analytics: Close: 1 undelivered messages were dropped; last error: analytics: server answered 401 Unauthorized: {"success":false,"code":"invalid_write_key","message":"unknown write key"}
 }
 
 // Stats counts what happened to the calls; every message that is not

@@ -10,60 +10,62 @@ import (
 const envelopeSlack = 64
 
 // loop turns waiting messages into batches and hands each to an upload
-// goroutine, with at most maxUploads uploads in flight. A batch starts when
-// FlushAt messages wait, when FlushAfter has passed since the last batch,
-// when the waiting messages would pass the batch byte limit, when the queue
-// is full, and on Close. A batch takes every waiting message that fits in
-// 500 000 bytes and 2500 messages, not just FlushAt of them, so when
-// uploads are slow the batches grow with the backlog. It returns once
-// Close has been called and every message has been delivered or given up.
-func (c *Client) loop() {
-	defer close(c.done)
-	cfg := &c.cfg
+// goroutine while an upload slot is free: at most maxUploads requests are
+// in flight. A batch starts when FlushAt messages wait, when FlushAfter has
+// passed since the last batch, when the waiting messages would pass the
+// batch byte limit, when the queue is full, and on Close. A batch takes
+// every waiting message that fits in 500 000 bytes and 2500 messages, not
+// just FlushAt of them, so when uploads are slow the batches grow with the
+// backlog. An upload waiting to retry gives its slot back, so new batches
+// keep flowing while it waits. The loop returns once Close has been called
+// and every message has been delivered or given up, which includes waiting
+// for every upload goroutine, sleeping ones too.
+func (k *core) loop() {
+	defer close(k.done)
+	cfg := &k.cfg
 	timer := time.NewTimer(cfg.flushAfter)
 	defer timer.Stop()
-	cancelled := c.ctx.Done()
-	inflight := 0
+	cancelled := k.ctx.Done()
 	timerDue := false
 	announced := false
 
 	for {
-		waiting, waiters, _, closed := c.q.state()
+		waiting, _, _, closed := k.q.state()
 		if closed && !announced {
 			announced = true
-			c.verbosef("closing: flushing %d queued messages", waiting)
+			k.verbosef("closing: flushing %d queued messages", waiting)
 		}
-		if c.ctx.Err() != nil {
-			if all := c.q.takeAll(); len(all) > 0 {
-				c.abandon(all)
+		if k.ctx.Err() != nil {
+			if all := k.q.takeAll(); len(all) > 0 {
+				k.abandon(all)
 			}
 		}
-		for inflight < cfg.maxUploads && c.ctx.Err() == nil {
-			batch := c.q.take(closed || timerDue)
+		for k.ctx.Err() == nil && k.tryAcquire() {
+			batch := k.q.take(closed || timerDue)
 			if batch == nil {
+				<-k.slots // unused: nothing to wake the loop for
 				break
 			}
 			if cfg.verbose {
-				c.verbosef("flushing %d messages: %s", len(batch), flushReason(len(batch), closed, timerDue, cfg))
+				k.verbosef("flushing %d messages: %s", len(batch), flushReason(len(batch), closed, timerDue, cfg))
 			}
 			timerDue = false
 			timer.Reset(cfg.flushAfter)
-			inflight++
-			go c.upload(batch)
+			k.uploads.Add(1)
+			go k.upload(batch) // it owns the slot
 		}
-		if closed && inflight == 0 {
-			waiting, waiters, _, _ = c.q.state()
+		if closed && k.uploads.Load() == 0 {
+			waiting, waiters, _, _ := k.q.state()
 			if waiting == 0 && waiters == 0 {
-				c.verbosef("closed: all uploads finished")
+				k.verbosef("closed: all uploads finished")
 				return
 			}
 		}
 		select {
-		case <-c.q.wake:
-		case <-c.finished:
-			inflight--
+		case <-k.q.wake:
+		case <-k.freed:
 		case <-timer.C:
-			if w, _, _, _ := c.q.state(); w > 0 {
+			if w, _, _, _ := k.q.state(); w > 0 {
 				timerDue = true
 			} else {
 				timer.Reset(cfg.flushAfter)
@@ -71,6 +73,40 @@ func (c *Client) loop() {
 		case <-cancelled:
 			cancelled = nil // handled at the top of the loop, once
 		}
+	}
+}
+
+// tryAcquire takes an upload slot if one is free.
+func (k *core) tryAcquire() bool {
+	select {
+	case k.slots <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+// acquire waits for an upload slot; it fails when Close gives up first.
+func (k *core) acquire() error {
+	select {
+	case k.slots <- struct{}{}:
+		return nil
+	case <-k.ctx.Done():
+		return k.ctx.Err()
+	}
+}
+
+// releaseSlot gives an upload slot back and wakes the loop to use it.
+func (k *core) releaseSlot() {
+	<-k.slots
+	k.notifyLoop()
+}
+
+// notifyLoop wakes the loop without blocking.
+func (k *core) notifyLoop() {
+	select {
+	case k.freed <- struct{}{}:
+	default:
 	}
 }
 
@@ -95,9 +131,11 @@ func envelopeBytes(contextLen int) int {
 }
 
 // encodeBatch builds the request body:
-// {"batch":[...],"context":{...},"messageId":"...","sentAt":"..."}.
-func (c *Client) encodeBatch(msgs []json.RawMessage) []byte {
-	n := envelopeBytes(len(c.cfg.contextJSON)) + envelopeSlack + len(msgs)
+// {"batch":[...],"context":{...},"messageId":"...","sentAt":"..."}. A
+// batch keeps its id and sentAt through retries, so a retry sends the same
+// bytes.
+func (k *core) encodeBatch(msgs []json.RawMessage, id, sentAt string) []byte {
+	n := envelopeBytes(len(k.cfg.contextJSON)) + envelopeSlack + len(msgs)
 	for _, m := range msgs {
 		n += len(m)
 	}
@@ -110,11 +148,11 @@ func (c *Client) encodeBatch(msgs []json.RawMessage) []byte {
 		b = append(b, m...)
 	}
 	b = append(b, `],"context":`...)
-	b = append(b, c.cfg.contextJSON...)
+	b = append(b, k.cfg.contextJSON...)
 	b = append(b, `,"messageId":`...)
-	b = appendJSONString(b, c.cfg.uid())
+	b = appendJSONString(b, id)
 	b = append(b, `,"sentAt":`...)
-	b = appendJSONString(b, formatTime(c.cfg.now()))
+	b = appendJSONString(b, sentAt)
 	return append(b, '}')
 }
 

@@ -146,13 +146,23 @@ func TestSettingsResolveSynonymsAndDefaults(t *testing.T) {
 	}
 
 	c := New("k")
-	if c.Endpoint != "http://localhost:8088" || c.Size != 20 || c.Interval != 5*time.Second || c.Logger == nil {
+	if c.Endpoint != "http://localhost:8088" || c.Size != 20 || c.Interval != 5*time.Second || c.Logger == nil ||
+		c.Client.Timeout != 30*time.Second || c.CloseTimeout != 0 {
 		t.Fatalf("New's defaults: %+v", c)
 	}
+	// No Close deadline by default (v2's Close waited for every upload),
+	// and an HTTP timeout that outlasts the server's 10 s storage timeout.
 	cfg := (&Client{Endpoint: "http://h:1/"}).settings()
 	if cfg.url != "http://h:1/v1/batch" || cfg.flushAt != 20 || cfg.flushAfter != 5*time.Second ||
-		cfg.maxQueued != 10000 || cfg.closeTimeout != 10*time.Second || cfg.logger == nil || cfg.http.Timeout <= 0 {
+		cfg.maxQueued != 10000 || cfg.closeTimeout != 0 || cfg.logger == nil || cfg.http.Timeout != 30*time.Second ||
+		cfg.maxRetryAfter != 10*time.Second {
 		t.Fatalf("zero-value settings: %+v", cfg)
+	}
+	if cfg := (&Client{CloseTimeout: -time.Second}).settings(); cfg.closeTimeout != 0 {
+		t.Fatalf("negative CloseTimeout resolves to %v, want 0 (no deadline)", cfg.closeTimeout)
+	}
+	if cfg := (&Client{CloseTimeout: time.Second}).settings(); cfg.closeTimeout != time.Second {
+		t.Fatalf("CloseTimeout 1s resolves to %v", cfg.closeTimeout)
 	}
 	if cfg := (&Client{}).settings(); cfg.url != "http://localhost:8088/v1/batch" {
 		t.Fatalf("empty Endpoint resolves to %q", cfg.url)

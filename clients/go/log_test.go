@@ -1,6 +1,7 @@
 package analytics
 
 import (
+	"errors"
 	"log"
 	"net/http"
 	"strings"
@@ -39,11 +40,15 @@ func TestVerboseTurnsOnLogging(t *testing.T) {
 	if err := c.Track(&Track{UserId: "u", Event: "e"}); err != nil {
 		t.Fatal(err)
 	}
+	if err := c.Track(&Track{UserId: "u"}); err == nil {
+		t.Fatal("a track without an event was accepted")
+	}
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
 	out := logs.String()
-	for _, want := range []string{"FlushAt reached", "attempt 1 failed, retrying", "in 2 attempt(s)"} {
+	for _, want := range []string{"FlushAt reached", "attempt 1 failed, retrying", "in 2 attempt(s)",
+		"dropped track message (no messageId): You must pass 'event'."} {
 		if !strings.Contains(out, want) {
 			t.Errorf("log lacks %q:\n%s", want, out)
 		}
@@ -57,11 +62,21 @@ func TestQuietByDefaultButFailuresAreLogged(t *testing.T) {
 	if err := c.Track(&Track{UserId: "u", Event: "e"}); err != nil {
 		t.Fatal(err)
 	}
+	// Refused calls return their error; they are not logged as well.
+	if err := c.Track(&Track{UserId: "u"}); err == nil {
+		t.Fatal("a track without an event was accepted")
+	}
+	if err := c.Track(&Track{UserId: "u", Event: "e", Message: Message{MessageId: " x"}}); err == nil {
+		t.Fatal("a messageId starting with a space was accepted")
+	}
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
+	if err := c.Track(&Track{UserId: "u", Event: "late"}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("call after Close = %v", err)
+	}
 	if out := logs.String(); out != "" {
-		t.Fatalf("a successful run logged:\n%s", out)
+		t.Fatalf("a run without delivery failures logged:\n%s", out)
 	}
 
 	bad := newRecorder(t, func(int, http.ResponseWriter) int { return 400 })
@@ -69,8 +84,8 @@ func TestQuietByDefaultButFailuresAreLogged(t *testing.T) {
 	if err := c.Track(&Track{UserId: "u", Event: "e"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Close(); err != nil {
-		t.Fatal(err)
+	if err := c.Close(); err == nil {
+		t.Fatal("Close returned nil after its flush failed")
 	}
 	if out := logs.String(); !strings.Contains(out, "failed to deliver batch") || strings.Count(out, "\n") != 1 {
 		t.Fatalf("want exactly one failure line, got:\n%s", out)
@@ -85,8 +100,8 @@ func TestLogsNeverContainTheWriteKey(t *testing.T) {
 	if err := c.Track(&Track{UserId: "u", Event: "e"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Close(); err != nil {
-		t.Fatal(err)
+	if err := c.Close(); err == nil || strings.Contains(err.Error(), testKey) {
+		t.Fatalf("Close = %v, want an error without the write key", err)
 	}
 	if out := logs.String(); out == "" || strings.Contains(out, testKey) {
 		t.Fatalf("log is empty or contains the write key:\n%s", out)
@@ -114,8 +129,8 @@ func TestNilLoggerFallsBackToStandardError(t *testing.T) {
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
-	var _ *log.Logger = c.cfg.logger
-	if c.cfg.logger == nil {
+	var _ *log.Logger = c.core().cfg.logger
+	if c.core().cfg.logger == nil {
 		t.Fatal("no logger")
 	}
 }

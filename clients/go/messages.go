@@ -8,8 +8,12 @@ import "time"
 // Type is set by the Client method that queues the message. MessageId (a
 // random UUID v4) and Timestamp (the time of the call) are filled in only
 // when they are empty, so a caller's values are kept; pass a Timestamp to
-// import historical data. SentAt is normally left empty: the Client sets it
-// on the batch.
+// import historical data. A caller's values must be what the server
+// accepts, or the call returns an error: a MessageId of 1 to 100
+// characters with no control character and no space at either end, and a
+// Timestamp in ISO 8601 (such as 2009-11-10T23:00:00Z, with an optional
+// fraction and offset; UTC when the offset is absent). SentAt is normally
+// left empty: the Client sets it on the batch.
 type Message struct {
 	Type      string `json:"type,omitempty"`
 	MessageId string `json:"messageId,omitempty"`

@@ -157,7 +157,7 @@ func TestContextAndIntegrationsPassThrough(t *testing.T) {
 // padded returns a track message whose JSON is exactly n bytes.
 func padded(t *testing.T, n int) *Track {
 	t.Helper()
-	m := &Track{UserId: "u", Event: "e", Message: Message{Type: "track", MessageId: "id", Timestamp: "ts"},
+	m := &Track{UserId: "u", Event: "e", Message: Message{Type: "track", MessageId: "id", Timestamp: "2009-11-10T23:00:00.000Z"},
 		Properties: map[string]interface{}{"pad": ""}}
 	base, _ := json.Marshal(m)
 	m.Properties["pad"] = strings.Repeat("x", n-len(base))

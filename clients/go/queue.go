@@ -59,10 +59,10 @@ func (q *queue) due() bool {
 		q.waiters > 0 || q.closed
 }
 
-// push admits one message. When the queue is full it waits for room for at
-// most timeout, or until cancel is closed, unless wait is false; waited
-// counts the calls that wait. It returns
-// the number of waiting messages after the push.
+// push admits one message. When the queue is full it waits for room, for
+// at most timeout when it is positive, or until cancel is closed, unless
+// wait is false; waited counts the calls that wait. It returns the number
+// of waiting messages after the push.
 func (q *queue) push(m json.RawMessage, wait bool, timeout time.Duration, cancel <-chan struct{}, waited *atomic.Int64) (int, error) {
 	q.mu.Lock()
 	if q.closed {
@@ -105,12 +105,14 @@ func (q *queue) push(m json.RawMessage, wait bool, timeout time.Duration, cancel
 }
 
 // waitForRoom blocks, with mu held on entry and on return, until held is
-// below max. It returns ErrQueueFull after timeout and ErrClosed when
-// cancel is closed (Close gave up).
+// below max. It returns ErrQueueFull after timeout, when positive, and
+// ErrClosed when cancel is closed (Close gave up). Room always appears in
+// the end without a timeout: every upload ends, delivered or given up.
 func (q *queue) waitForRoom(timeout time.Duration, cancel <-chan struct{}) error {
 	q.waiters++
 	defer func() { q.waiters-- }()
 	var timer *time.Timer
+	var expired <-chan time.Time // nil, never ready, without a timeout
 	for q.held >= q.max {
 		if q.room == nil {
 			q.room = make(chan struct{})
@@ -122,14 +124,15 @@ func (q *queue) waitForRoom(timeout time.Duration, cancel <-chan struct{}) error
 		if kick {
 			q.kick() // full: start an upload as soon as a slot is free
 		}
-		if timer == nil {
+		if timer == nil && timeout > 0 {
 			timer = time.NewTimer(timeout)
 			defer timer.Stop()
+			expired = timer.C
 		}
 		var err error
 		select {
 		case <-room:
-		case <-timer.C:
+		case <-expired:
 			err = ErrQueueFull
 		case <-cancel:
 			err = ErrClosed

@@ -2,10 +2,12 @@ package analytics
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -125,8 +127,8 @@ func TestDropWhenFullRefusesAtOnceAndReportsEveryDrop(t *testing.T) {
 	if errs, count := f.snapshot(); len(errs) != 90 || count != 90 || !errors.Is(errs[0], ErrQueueFull) {
 		t.Fatalf("OnFailure got %d reports for %d messages", len(errs), count)
 	}
-	if n := strings.Count(logs.String(), "queue is full"); n != 90 {
-		t.Fatalf("%d drops logged, want 90", n)
+	if n := strings.Count(logs.String(), "queue is full"); n != 0 {
+		t.Fatalf("%d drops logged without Verbose, want 0: the calls returned the error", n)
 	}
 	if s := c.Stats(); s.Calls != 100 || s.Dropped != 90 || s.Waited != 0 || s.QueueDepth != 10 {
 		t.Fatalf("stats: %+v", s)
@@ -180,12 +182,12 @@ func TestCallsWaitingForRoomWhenCloseStartsAreDelivered(t *testing.T) {
 	waiting := make(chan error, 1)
 	go func() { waiting <- c.Track(&Track{UserId: "u", Event: "second"}) }()
 	eventually(t, "the call to wait", func() bool {
-		_, waiters, _, _ := c.q.state()
+		_, waiters, _, _ := c.core().q.state()
 		return waiters == 1
 	})
 	closed := make(chan error, 1)
 	go func() { closed <- c.Close() }()
-	eventually(t, "Close to start", func() bool { _, _, _, cl := c.q.state(); return cl })
+	eventually(t, "Close to start", func() bool { _, _, _, cl := c.core().q.state(); return cl })
 	g.open()
 	if err := <-waiting; err != nil {
 		t.Fatalf("the waiting call: %v", err)
@@ -198,16 +200,17 @@ func TestCallsWaitingForRoomWhenCloseStartsAreDelivered(t *testing.T) {
 	}
 }
 
-// assertDropReported checks that one refused message was logged, counted
-// and passed to OnFailure with the error want.
+// assertDropReported checks that one refused message was counted and
+// passed to OnFailure with the error want, and not logged (the call
+// returned the error; Verbose is off).
 func assertDropReported(t *testing.T, c *Client, f *failures, logs *syncBuffer, id string, want error) {
 	t.Helper()
 	errs, count := f.snapshot()
 	if len(errs) != 1 || count != 1 || !errors.Is(errs[0], want) {
 		t.Fatalf("OnFailure got %v for %d messages, want one %v", errs, count, want)
 	}
-	if out := logs.String(); !strings.Contains(out, "dropped track message "+id) {
-		t.Fatalf("drop not logged with its messageId %q:\n%s", id, out)
+	if out := logs.String(); strings.Contains(out, "dropped track message "+id) {
+		t.Fatalf("a refused call was logged without Verbose:\n%s", out)
 	}
 	if s := c.Stats(); s.Dropped != 1 {
 		t.Fatalf("stats: %+v, want 1 dropped", s)
@@ -224,5 +227,57 @@ func sleepUntil(release <-chan struct{}) func(context.Context, time.Duration) er
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+	}
+}
+
+// Without a timeout (no CloseTimeout, the default) a call on a full queue
+// waits until room appears, as a v2 call blocked on v2's queue, instead of
+// dropping its message.
+func TestFullQueueWithoutTimeoutWaitsUntilRoomAppears(t *testing.T) {
+	var q queue
+	q.init(1, 1, 1<<20)
+	var waited atomic.Int64
+	if _, err := q.push(json.RawMessage(`{}`), true, 0, nil, &waited); err != nil {
+		t.Fatal(err)
+	}
+	pushed := make(chan error, 1)
+	go func() {
+		_, err := q.push(json.RawMessage(`{}`), true, 0, nil, &waited)
+		pushed <- err
+	}()
+	select {
+	case err := <-pushed:
+		t.Fatalf("a call on a full queue returned %v instead of waiting", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	if batch := q.take(true); len(batch) != 1 {
+		t.Fatalf("took %d messages", len(batch))
+	}
+	q.release(1) // the upload ended
+	if err := <-pushed; err != nil {
+		t.Fatalf("the waiting call: %v", err)
+	}
+	if waited.Load() != 1 {
+		t.Fatalf("waited = %d", waited.Load())
+	}
+}
+
+// Close giving up (CloseTimeout) ends the wait with ErrClosed.
+func TestFullQueueWaitEndsWhenCloseGivesUp(t *testing.T) {
+	var q queue
+	q.init(1, 1, 1<<20)
+	var waited atomic.Int64
+	if _, err := q.push(json.RawMessage(`{}`), true, 0, nil, &waited); err != nil {
+		t.Fatal(err)
+	}
+	cancel := make(chan struct{})
+	pushed := make(chan error, 1)
+	go func() {
+		_, err := q.push(json.RawMessage(`{}`), true, 0, cancel, &waited)
+		pushed <- err
+	}()
+	close(cancel)
+	if err := <-pushed; !errors.Is(err, ErrClosed) {
+		t.Fatalf("the waiting call = %v, want ErrClosed", err)
 	}
 }

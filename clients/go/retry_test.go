@@ -17,7 +17,7 @@ import (
 )
 
 func TestRetriesServerErrorsAndTooManyRequests(t *testing.T) {
-	for _, status := range []int{500, 502, 503, 504, 429} {
+	for _, status := range []int{500, 502, 503, 504, 429, 408} {
 		t.Run(fmt.Sprint(status), func(t *testing.T) {
 			srv := newRecorder(t, func(n int, _ http.ResponseWriter) int {
 				if n < 2 {
@@ -49,7 +49,7 @@ func TestRetriesServerErrorsAndTooManyRequests(t *testing.T) {
 }
 
 func TestDoesNotRetryOtherClientErrors(t *testing.T) {
-	for _, status := range []int{400, 401, 403, 404, 408, 413, 422} {
+	for _, status := range []int{400, 401, 403, 404, 413, 422} {
 		t.Run(fmt.Sprint(status), func(t *testing.T) {
 			srv := newRecorder(t, func(int, http.ResponseWriter) int { return status })
 			c, logs := newTestClient(t, srv.URL)
@@ -58,8 +58,9 @@ func TestDoesNotRetryOtherClientErrors(t *testing.T) {
 			if err := c.Track(&Track{UserId: "u", Event: "e"}); err != nil {
 				t.Fatal(err)
 			}
-			if err := c.Close(); err != nil {
-				t.Fatal(err)
+			if err := c.Close(); err == nil || !strings.Contains(err.Error(), "1 undelivered") ||
+				!strings.Contains(err.Error(), fmt.Sprint(status)) {
+				t.Fatalf("Close = %v, want an error counting the lost message and naming %d", err, status)
 			}
 			if n := len(srv.requests()); n != 1 {
 				t.Fatalf("%d requests, want 1", n)
@@ -119,8 +120,8 @@ func TestGivesUpAfterMaxAttempts(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := c.Close(); err != nil {
-		t.Fatal(err)
+	if err := c.Close(); err == nil || !strings.Contains(err.Error(), "3 undelivered") {
+		t.Fatalf("Close = %v, want an error counting 3 lost messages", err)
 	}
 	if n := len(srv.requests()); n != 4 {
 		t.Fatalf("%d requests, want 4", n)
@@ -144,8 +145,8 @@ func TestUnreachableEndpointFailsAfterRetries(t *testing.T) {
 	if err := c.Track(&Track{UserId: "u", Event: "e"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Close(); err != nil {
-		t.Fatal(err)
+	if err := c.Close(); err == nil || !strings.Contains(err.Error(), "sending batch") {
+		t.Fatalf("Close = %v, want an error naming the last failure", err)
 	}
 	if errs, count := f.snapshot(); len(errs) != 1 || count != 1 || !strings.Contains(errs[0].Error(), "sending batch") {
 		t.Fatalf("OnFailure got %v for %d messages", errs, count)
@@ -171,46 +172,6 @@ func (s *sleeps) all() []time.Duration {
 	return append([]time.Duration(nil), s.d...)
 }
 
-func TestHonoursRetryAfter(t *testing.T) {
-	date := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	cases := []struct {
-		header string
-		want   time.Duration
-	}{
-		{"7", 7 * time.Second},
-		{"0", 0},
-		{date.Add(90 * time.Second).Format(http.TimeFormat), 90 * time.Second},
-		{"100000", 5 * time.Minute}, // capped
-	}
-	for _, tc := range cases {
-		t.Run(tc.header, func(t *testing.T) {
-			srv := newRecorder(t, func(n int, w http.ResponseWriter) int {
-				if n == 0 {
-					w.Header().Set("Retry-After", tc.header)
-					return 429
-				}
-				return 200
-			})
-			c, _ := newTestClient(t, srv.URL)
-			var s sleeps
-			c.tune.sleep = s.sleep
-			c.tune.now = func() time.Time { return date }
-			if err := c.Track(&Track{UserId: "u", Event: "e"}); err != nil {
-				t.Fatal(err)
-			}
-			if err := c.Close(); err != nil {
-				t.Fatal(err)
-			}
-			if got := s.all(); len(got) != 1 || got[0] != tc.want {
-				t.Fatalf("waited %v, want [%v]", got, tc.want)
-			}
-			if n := len(srv.delivered(t)); n != 1 {
-				t.Fatalf("delivered %d", n)
-			}
-		})
-	}
-}
-
 func TestBackoffGrowsExponentiallyWithJitterUpToACap(t *testing.T) {
 	srv := newRecorder(t, func(int, http.ResponseWriter) int { return 500 })
 	c, _ := newTestClient(t, srv.URL)
@@ -221,19 +182,49 @@ func TestBackoffGrowsExponentiallyWithJitterUpToACap(t *testing.T) {
 	if err := c.Track(&Track{UserId: "u", Event: "e"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Close(); err != nil {
-		t.Fatal(err)
+	if err := c.Close(); err == nil {
+		t.Fatal("Close returned nil after the batch failed")
 	}
 	got := s.all()
 	ms := time.Millisecond
-	ceilings := []time.Duration{100 * ms, 200 * ms, 400 * ms, 800 * ms, time.Second, time.Second, time.Second}
-	if len(got) != len(ceilings) {
-		t.Fatalf("waited %v, want %d waits", got, len(ceilings))
+	base := []time.Duration{100 * ms, 200 * ms, 400 * ms, 800 * ms, time.Second, time.Second, time.Second}
+	if len(got) != len(base) {
+		t.Fatalf("waited %v, want %d waits", got, len(base))
 	}
 	for i, d := range got {
-		if d < ceilings[i]/2 || d > ceilings[i] {
-			t.Errorf("wait %d = %v, want within [%v, %v]", i, d, ceilings[i]/2, ceilings[i])
+		if d < base[i] || d > base[i]*3/2 {
+			t.Errorf("wait %d = %v, want within [%v, %v]", i, d, base[i], base[i]*3/2)
 		}
+	}
+}
+
+// With the default Backo, the ten attempts span at least analytics-go v2's
+// schedule: its last attempt came 32.7 s after the first, and every wait
+// is at least v2's.
+func TestDefaultScheduleIsNeverShorterThanV2s(t *testing.T) {
+	srv := newRecorder(t, func(int, http.ResponseWriter) int { return 503 })
+	c, _ := newTestClient(t, srv.URL)
+	c.tune.backo = nil // the package variable Backo, v2's default
+	var s sleeps
+	c.tune.sleep = s.sleep
+	if err := c.Track(&Track{UserId: "u", Event: "e"}); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Close()
+	got := s.all()
+	v2 := backo.DefaultBacko()
+	if len(got) != 9 {
+		t.Fatalf("waited %v, want 9 waits between 10 attempts", got)
+	}
+	var total time.Duration
+	for i, d := range got {
+		if d < v2.Duration(i) {
+			t.Errorf("wait %d = %v, shorter than v2's %v", i, d, v2.Duration(i))
+		}
+		total += d
+	}
+	if total < 32700*time.Millisecond {
+		t.Fatalf("the ten attempts span %v, v2's span 32.7s", total)
 	}
 }
 
@@ -241,25 +232,17 @@ func TestBackoffJitters(t *testing.T) {
 	b := backo.NewBacko(time.Second, 2, 0, time.Minute)
 	seen := map[time.Duration]bool{}
 	for range 100 {
-		seen[backoff(b, 3)] = true
+		d := backoff(b, 3)
+		if d < 8*time.Second || d > 12*time.Second {
+			t.Fatalf("backoff(3) = %v, want within [8s, 12s]", d)
+		}
+		seen[d] = true
 	}
 	if len(seen) < 10 {
 		t.Fatalf("only %d distinct waits in 100: no jitter", len(seen))
 	}
-	if d := backoff(b, 1000); d < 30*time.Second || d > time.Minute {
+	if d := backoff(b, 1000); d < time.Minute || d > 90*time.Second {
 		t.Fatalf("huge attempt: %v", d)
-	}
-}
-
-func TestRetryAfterParsing(t *testing.T) {
-	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	for _, h := range []string{"", "soon", "-3"} {
-		if _, ok := retryAfter(h, now, time.Minute); ok {
-			t.Errorf("%q parsed", h)
-		}
-	}
-	if d, ok := retryAfter(now.Add(-time.Hour).Format(http.TimeFormat), now, time.Minute); !ok || d != 0 {
-		t.Errorf("past date: %v %v", d, ok)
 	}
 }
 

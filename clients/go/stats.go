@@ -20,16 +20,20 @@ type Stats struct {
 	// retry: a batch of 20 retried twice adds 40.
 	Retried int64
 
-	// Dropped counts messages that will never be delivered, for any
-	// reason: refused by their call (invalid, ErrTooLarge, ErrQueueFull,
+	// Dropped counts messages that will not be delivered, for any reason:
+	// refused by their call (invalid, ErrTooLarge, ErrQueueFull,
 	// ErrClosed), given up after being sent (see Failed), or abandoned
-	// when Close timed out. Each drop is also logged and reported to
-	// OnFailure.
+	// when Close timed out. Each drop is also reported to OnFailure, and
+	// logged (refused calls only with Verbose, since the call returned the
+	// error).
 	Dropped int64
 
 	// Failed counts the Dropped messages whose batch was sent at least
 	// once: the server answered with a status that is not retried, the
-	// attempts ran out, or Close timed out during retries.
+	// attempts ran out, or Close timed out during retries. The count is
+	// conservative: a batch whose request was in flight when it failed (a
+	// timeout, a lost connection, Close giving up) may have been stored
+	// by the server all the same, since delivery is at least once.
 	Failed int64
 
 	// Waited counts calls that found the queue full and had to wait for
@@ -50,40 +54,47 @@ type counters struct {
 // Stats returns the Client's counters and its current queue depth. It may be
 // called at any time, from any goroutine, before or after Close.
 func (c *Client) Stats() Stats {
-	_, _, held, _ := c.q.state()
+	k := c.rt.Load()
+	if k == nil {
+		return Stats{} // not started
+	}
+	_, _, held, _ := k.q.state()
 	return Stats{
-		Calls:      c.stats.calls.Load(),
-		Sent:       c.stats.sent.Load(),
-		Retried:    c.stats.retried.Load(),
-		Dropped:    c.stats.dropped.Load(),
-		Failed:     c.stats.failed.Load(),
-		Waited:     c.stats.waited.Load(),
+		Calls:      k.stats.calls.Load(),
+		Sent:       k.stats.sent.Load(),
+		Retried:    k.stats.retried.Load(),
+		Dropped:    k.stats.dropped.Load(),
+		Failed:     k.stats.failed.Load(),
+		Waited:     k.stats.waited.Load(),
 		QueueDepth: held,
 	}
 }
 
-// reject drops a message its call refused: it counts it, logs it (whatever
-// Verbose says) and reports it to OnFailure, then returns err for the call.
-func (c *Client) reject(err error, typ, id string, data json.RawMessage) error {
-	c.stats.dropped.Add(1)
-	if id == "" {
-		id = "(no messageId)"
+// reject drops a message its call refused: it counts it, logs it with
+// Verbose (the caller gets the error) and reports it to OnFailure, then
+// returns err for the call.
+func (k *core) reject(err error, typ, id string, data json.RawMessage) error {
+	k.stats.dropped.Add(1)
+	if k.cfg.verbose {
+		if id == "" {
+			id = "(no messageId)"
+		}
+		k.verbosef("dropped %s message %s: %v", typ, id, err)
 	}
-	c.logf("dropped %s message %s: %v", typ, id, err)
-	if c.cfg.onFailure != nil {
+	if k.cfg.onFailure != nil {
 		var msgs []json.RawMessage
 		if data != nil {
 			msgs = []json.RawMessage{data}
 		}
-		c.cfg.onFailure(err, msgs)
+		k.cfg.onFailure(err, msgs)
 	}
 	return err
 }
 
 // encodeForReport encodes a refused message for OnFailure; nil when there
 // is no OnFailure or the message cannot be encoded.
-func (c *Client) encodeForReport(v interface{}) json.RawMessage {
-	if c.cfg.onFailure == nil {
+func (k *core) encodeForReport(v interface{}) json.RawMessage {
+	if k.cfg.onFailure == nil {
 		return nil
 	}
 	data, err := encodeMessage(v)

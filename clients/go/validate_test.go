@@ -1,6 +1,7 @@
 package analytics
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -83,5 +84,105 @@ func TestAnonymousIdAloneIsEnough(t *testing.T) {
 	}
 	if n := len(srv.delivered(t)); n != 4 {
 		t.Fatalf("delivered %d messages, want 4", n)
+	}
+}
+
+// A caller-set MessageId, Timestamp or SentAt that the server would refuse
+// is refused by the call, which queues nothing: otherwise it would sink
+// the batch it travels in.
+func TestCallerSetFieldsTheServerWouldRefuseAreRefusedByTheCall(t *testing.T) {
+	srv := newRecorder(t, nil)
+	c, _ := newTestClient(t, srv.URL)
+	var f failures
+	c.OnFailure = f.record
+	long := strings.Repeat("a", 101)
+	cases := []struct {
+		name string
+		msg  Message
+		want error
+	}{
+		{"messageId of 101 characters", Message{MessageId: long}, errInvalidMessageId},
+		{"messageId with a leading space", Message{MessageId: " order-42"}, errInvalidMessageId},
+		{"messageId with a trailing space", Message{MessageId: "order-42 "}, errInvalidMessageId},
+		{"messageId with a newline", Message{MessageId: "order\n42"}, errInvalidMessageId},
+		{"messageId with a C1 control", Message{MessageId: "order\u008542"}, errInvalidMessageId},
+		{"messageId with DEL", Message{MessageId: "order\x7f"}, errInvalidMessageId},
+		{"SQL-style timestamp without seconds", Message{Timestamp: "2009-11-10 23:00"}, errInvalidTimestamp},
+		{"Go's time.String", Message{Timestamp: "2009-11-10 23:00:00 +0000 UTC"}, errInvalidTimestamp},
+		{"timestamp on February 30", Message{Timestamp: "2009-02-30T00:00:00Z"}, errInvalidTimestamp},
+		{"sentAt that is not a date", Message{SentAt: "yesterday"}, errInvalidSentAt},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			m := &Track{UserId: "u", Event: "e", Message: tc.msg}
+			if err := c.Track(m); err != tc.want {
+				t.Fatalf("error = %v, want %v", err, tc.want)
+			}
+			if m.Type != "" {
+				t.Fatalf("a refused message was filled in: %+v", m.Message)
+			}
+		})
+	}
+	if !strings.Contains(errInvalidMessageId.Error(), "'messageId'") || !strings.Contains(errInvalidTimestamp.Error(), "'timestamp'") {
+		t.Fatal("the errors do not name their field")
+	}
+	// The v2 checks come first, with v2's messages.
+	if err := c.Track(&Track{UserId: "u", Message: Message{MessageId: long}}); err != errMissingEvent {
+		t.Fatalf("error = %v, want v2's %v", err, errMissingEvent)
+	}
+
+	good := []Message{
+		{MessageId: strings.Repeat("é", 100)}, // 100 characters, 200 bytes
+		{MessageId: "a b"},
+		{Timestamp: "2009-11-10T23:00:00+0000"}, // analytics-go v2's own format
+		{Timestamp: "2009-11-10 23:00:00"},
+		{Timestamp: " 2009-11-10T23:00:00.123456789123Z ", SentAt: "2009-11-10t23:00:01,5-05"},
+	}
+	for _, m := range good {
+		if err := c.Track(&Track{UserId: "u", Event: "e", Message: m}); err != nil {
+			t.Fatalf("%+v refused: %v", m, err)
+		}
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(srv.delivered(t)); n != len(good) {
+		t.Fatalf("delivered %d, want %d", n, len(good))
+	}
+	if _, count := f.snapshot(); count != len(cases)+1 {
+		t.Fatalf("OnFailure reported %d messages, want %d", count, len(cases)+1)
+	}
+}
+
+// validTimestamp follows the server's lenient ISO 8601 grammar.
+func TestTimestampGrammarMatchesTheServers(t *testing.T) {
+	valid := []string{
+		"2009-11-10T23:00:00Z", "2009-11-10t23:00:00z", "2009-11-10 23:00:00",
+		"2009-11-10T23:00:00.000Z", "2009-11-10T23:00:00,5Z", "2009-11-10T23:00:00.1234567891234+01:00",
+		"2009-11-10T23:00:00+0130", "2009-11-10T23:00:00-05", "2009-11-10T23:00:00+23:59",
+		"2000-02-29T00:00:00Z", "0000-01-01T00:00:00Z", "9999-12-31T23:59:59Z",
+		"\t2009-11-10T23:00:00Z\n", "9999-12-31T22:59:59.999-01:00", "0000-01-01T01:00:00+01:00",
+		"0000-01-01T12:00:00+11:59",
+	}
+	invalid := []string{
+		"", "2009-11-10", "2009-11-10T23:00", "2009-11-10T23:00:00.", "2009-11-10T23:00:00.Z",
+		"2009-11-10T23:00:00+24:00", "2009-11-10T23:00:00+01:60", "2009-11-10T23:00:00+1",
+		"2009-11-10T23:00:00+01:", "2009-11-10T23:00:00+01:3", "2009-11-10T23:00:00 Z",
+		"2009-11-10T23:00:00ZZ", "2009-11-10T24:00:00Z", "2009-11-10T23:60:00Z", "2009-11-10T23:00:60Z",
+		"2009-13-10T23:00:00Z", "2009-00-10T23:00:00Z", "2009-11-00T23:00:00Z", "2001-02-29T00:00:00Z",
+		"2009-11-31T00:00:00Z", "10000-01-01T00:00:00Z", "-2009-11-10T23:00:00Z", "2009/11/10T23:00:00Z",
+		"2009-11-10X23:00:00Z", "2009-1-10T23:00:00Z", "２００９-11-10T23:00:00Z", "1257894000",
+		// The UTC instant must stay within years 0000 to 9999.
+		"9999-12-31T23:59:59-01:00", "9999-12-31T23:30:00-0100", "0000-01-01T00:00:00+01:00", "0000-01-01T00:59:59+01",
+	}
+	for _, s := range valid {
+		if !validTimestamp(s) {
+			t.Errorf("%q refused", s)
+		}
+	}
+	for _, s := range invalid {
+		if validTimestamp(s) {
+			t.Errorf("%q accepted", s)
+		}
 	}
 }

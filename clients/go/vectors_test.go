@@ -137,7 +137,7 @@ func vectorBody(t *testing.T, v vector) []byte {
 		return id
 	}
 	c.tune.now = func() time.Time {
-		if c.closing.Load() {
+		if c.core().closing.Load() {
 			return vectorTime.Add(250 * time.Millisecond) // sentAt: batches go out on Close
 		}
 		return vectorTime
