@@ -10,15 +10,22 @@
 //! - [`cidr`]: CIDR blocks (`10.0.0.0/8`, `fe80::/10`), parsing and membership.
 //! - [`network`]: [`NetworkPolicy`], the blocked ranges and the operator's
 //!   allow list; checks addresses and URL hosts.
+//! - [`headers`]: which static header names a URL entry may not carry (one
+//!   rule for the admin API and the sender).
 //! - [`mask`]: which header names are sensitive, and the masked forms of
 //!   header values and URL userinfo.
+//! - [`redact`]: secrets hidden inside text a receiver sent back (the
+//!   attempt log's response snippet).
 
 pub mod ca;
 pub mod cidr;
+pub mod headers;
 pub mod mask;
 pub mod network;
+pub mod redact;
 
 pub use ca::CaError;
 pub use cidr::{Cidr, CidrError};
+pub use headers::is_refused_static_header;
 pub use mask::Masker;
 pub use network::{Blocked, NetworkPolicy};

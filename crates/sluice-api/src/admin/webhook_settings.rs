@@ -21,32 +21,13 @@ pub use view::{SettingsInput, SettingsView, UrlInput, UrlView, view};
 use axum::http::{HeaderName, HeaderValue};
 use serde_json::Value;
 use sluice_outbound::mask::{self, is_masked_url_of, looks_masked};
-use sluice_outbound::{Masker, NetworkPolicy};
+use sluice_outbound::{Masker, NetworkPolicy, is_refused_static_header};
 use sluice_store::{WebhookSettings, WebhookUrl};
 
 use crate::error::ApiError;
 
 /// The most URL entries a Webhooks destination may have.
 pub const MAX_URLS: usize = 5;
-
-/// Headers Sluice sets itself on every delivery. A static header may not name
-/// one: the request's framing, its identity and its signature are not the
-/// customer's to override.
-pub const RESERVED_HEADERS: &[&str] = &[
-    "content-type",
-    "content-length",
-    "content-encoding",
-    "transfer-encoding",
-    "connection",
-    "host",
-    "user-agent",
-    "x-signature",
-    "webhook-id",
-    "webhook-timestamp",
-    "webhook-signature",
-    "x-sluice-message-id",
-    "x-sluice-attempt",
-];
 
 /// The keys of `settings` ([`SettingsInput`] documents them).
 pub const KNOWN_SETTINGS: &[&str] = &["urls", "sharedSecret", "standardWebhooks", "caBundle"];
@@ -294,7 +275,8 @@ fn parse_headers(field: &str, value: &Value) -> Result<Vec<(String, String)>, Ap
         }
         HeaderName::from_bytes(name.as_bytes())
             .map_err(|_| ApiError::invalid(&here, "is not a valid HTTP header name"))?;
-        if RESERVED_HEADERS.contains(&name.to_ascii_lowercase().as_str()) {
+        // The sender drops the same names ([`is_refused_static_header`]).
+        if is_refused_static_header(name) {
             return Err(ApiError::invalid(
                 &here,
                 "is set by Sluice and cannot be overridden",

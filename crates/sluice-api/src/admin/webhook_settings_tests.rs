@@ -181,3 +181,43 @@ fn masked_values_round_trip_and_keep_the_stored_credentials() {
     );
     assert!(wrong.is_err(), "a mask with nothing behind it is not saved");
 }
+
+#[test]
+fn static_header_names_are_refused_exactly_when_the_sender_would_drop_them() {
+    let header =
+        |name: &str| json!({"urls": [{"url": "http://a.example", "headers": {name: "v"}}]});
+    for name in [
+        "Host",
+        "Content-Length",
+        "Content-Encoding",
+        "Transfer-Encoding",
+        "Connection",
+        "Upgrade",
+        "TE",
+        "te",
+        "User-Agent",
+        "Content-Type",
+        "X-Signature",
+        "X-Sluice-Message-Id",
+        "X-Sluice-Attempt",
+        "X-Sluice-Tenant",
+        "Webhook-Id",
+        "Webhook-Version",
+        "Authorization",
+        "X-Api-Key",
+        "X-Team",
+        "Accept",
+        "X-Signature-Version",
+    ] {
+        let refused = parse(&header(name), None, &Rules::default()).is_err();
+        assert_eq!(
+            refused,
+            is_refused_static_header(name),
+            "{name}: the admin API and the sender disagree"
+        );
+    }
+    let e = err(header("Upgrade"));
+    assert!(e.contains("settings.urls[0].headers.Upgrade"), "{e}");
+    assert!(e.contains("set by Sluice"), "{e}");
+    assert!(parse(&header("Content-Encoding"), None, &Rules::default()).is_err());
+}

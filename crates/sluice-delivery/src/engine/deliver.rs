@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use sluice_signing::standard;
-use sluice_store::{AttemptReport, Destination, DueDelivery, Outcome, StandardWebhooks};
+use sluice_store::{
+    AttemptReport, Destination, DueDelivery, Outcome, StandardWebhooks, WebhookSettings,
+};
 
 use super::failure_log::FailureLog;
 use crate::payload;
@@ -55,6 +57,7 @@ pub(super) async fn attempt(
         body,
         signature,
         standard,
+        secrets: destination_secrets(&dest.settings),
     };
     let results = sender
         .send_all_trusting(
@@ -87,6 +90,22 @@ pub(super) async fn attempt(
         attempts: results.into_iter().map(|r| r.attempt).collect(),
         outcome,
     }
+}
+
+/// The destination's signing secrets, hidden in stored responses: the
+/// shared secret, and each Standard Webhooks secret whole and without its
+/// `whsec_` prefix (the base64 key a receiver's code works with).
+fn destination_secrets(settings: &WebhookSettings) -> Vec<String> {
+    let mut secrets: Vec<String> = settings.shared_secret.iter().cloned().collect();
+    if let Some(s) = &settings.standard_webhooks {
+        for secret in std::iter::once(&s.secret).chain(s.previous_secret.as_ref()) {
+            secrets.push(secret.clone());
+            if let Some(key) = secret.strip_prefix("whsec_") {
+                secrets.push(key.to_owned());
+            }
+        }
+    }
+    secrets
 }
 
 /// The Standard Webhooks headers for one attempt at `now`: signed with the

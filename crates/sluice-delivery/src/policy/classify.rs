@@ -7,7 +7,7 @@ pub enum Class {
     Success,
     /// Worth another attempt later (5xx, 408, 429, timeout, connection).
     Retryable,
-    /// Retrying cannot help (other 4xx, 3xx, TLS certificate errors).
+    /// Retrying cannot help (other 4xx, 3xx, TLS certificate rejections).
     Permanent,
 }
 
@@ -18,7 +18,13 @@ pub enum TransportError {
     Timeout,
     /// TCP connect, DNS or a dropped connection: often transient.
     Connect,
-    /// The peer's certificate was rejected; no HTTP request was sent.
+    /// The peer's certificate (or identity) was rejected; no HTTP request
+    /// was sent, and the next attempt would be refused the same way.
+    Certificate,
+    /// Any other TLS failure: a fatal alert from the peer (say
+    /// `internal_error` from an overloaded terminator), a record that does
+    /// not decrypt, a protocol violation. Like a dropped connection, often
+    /// transient.
     Tls,
     /// The request could not be built (bad URL or header); it never left.
     InvalidRequest,
@@ -35,7 +41,7 @@ impl TransportError {
         match self {
             TransportError::Timeout => "timeout",
             TransportError::Connect => "connect",
-            TransportError::Tls => "tls",
+            TransportError::Certificate | TransportError::Tls => "tls",
             TransportError::InvalidRequest => "invalid_request",
             TransportError::Other => "other",
             TransportError::Blocked => "blocked",
@@ -55,13 +61,15 @@ pub fn classify_status(status: u16) -> Class {
 }
 
 /// Classifies a transport error. A bad certificate will still be bad on the
-/// next attempt, and the spec says such endpoints get an error and no request.
+/// next attempt, and the spec says such endpoints get an error and no
+/// request; other TLS failures are the connection's, and retried.
 pub fn classify_error(error: TransportError) -> Class {
     match error {
-        TransportError::Timeout | TransportError::Connect | TransportError::Other => {
-            Class::Retryable
-        }
-        TransportError::Tls | TransportError::InvalidRequest | TransportError::Blocked => {
+        TransportError::Timeout
+        | TransportError::Connect
+        | TransportError::Tls
+        | TransportError::Other => Class::Retryable,
+        TransportError::Certificate | TransportError::InvalidRequest | TransportError::Blocked => {
             Class::Permanent
         }
     }
@@ -93,8 +101,12 @@ mod tests {
     }
 
     #[test]
-    fn tls_errors_are_permanent_while_timeouts_and_connect_errors_retry() {
-        assert_eq!(classify_error(TransportError::Tls), Class::Permanent);
+    fn certificate_rejections_are_permanent_while_other_tls_timeouts_and_connect_errors_retry() {
+        assert_eq!(
+            classify_error(TransportError::Certificate),
+            Class::Permanent
+        );
+        assert_eq!(classify_error(TransportError::Tls), Class::Retryable);
         assert_eq!(
             classify_error(TransportError::InvalidRequest),
             Class::Permanent

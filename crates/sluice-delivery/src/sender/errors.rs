@@ -23,6 +23,8 @@ impl Failure {
 
     /// Classifies the pool's error. TLS is checked first: a certificate
     /// rejection also reports as a connect error, but must not be retried.
+    /// A `Connect` error came before any request was written; an `Http`
+    /// one may have come after (the receiver may have read it all).
     pub(super) fn from_pool(e: &PoolError, timeout: Duration) -> Self {
         match e {
             PoolError::Connect(e) => Self::from_transport(e.as_ref(), true, timeout),
@@ -36,11 +38,8 @@ impl Failure {
 
     /// Classifies a transport error; `connect`: no connection was made.
     fn from_transport(e: &(dyn StdError + 'static), connect: bool, timeout: Duration) -> Self {
-        if let Some(tls) = tls_cause(e) {
-            return Failure {
-                kind: TransportError::Tls,
-                message: format!("TLS error, request not sent: {tls}"),
-            };
+        if let Some(tls) = chain(e).find_map(find_rustls) {
+            return Failure::tls(tls, connect);
         }
         if let Some(blocked) = blocked_cause(e) {
             return Failure::blocked(blocked);
@@ -76,13 +75,51 @@ fn blocked_cause(e: &(dyn StdError + 'static)) -> Option<Blocked> {
     })
 }
 
-/// The rustls error somewhere in the chain, if any. rustls errors travel
-/// inside (possibly nested) `io::Error`s, whose `source()` skips the wrapped
-/// error itself, so each `io::Error` is opened with `get_ref`.
-fn tls_cause(e: &(dyn StdError + 'static)) -> Option<String> {
-    chain(e).find_map(find_rustls).map(ToString::to_string)
+impl Failure {
+    /// A TLS failure. Only a rejected certificate (or server identity) is
+    /// permanent: it will be rejected again, and the handshake stopped
+    /// before any request. Anything else (an alert from the peer, a record
+    /// that does not decrypt, a protocol violation) is a fault of this
+    /// connection, retried like a dropped one. `before_request`: it ended
+    /// the handshake, so no request was written; otherwise the receiver may
+    /// have read the request, and the message does not claim otherwise.
+    pub(super) fn tls(tls: &rustls::Error, before_request: bool) -> Self {
+        if is_certificate_rejection(tls) {
+            Failure {
+                kind: TransportError::Certificate,
+                message: format!("TLS certificate rejected, request not sent: {tls}"),
+            }
+        } else if before_request {
+            Failure {
+                kind: TransportError::Tls,
+                message: format!("TLS handshake failed, request not sent: {tls}"),
+            }
+        } else {
+            Failure {
+                kind: TransportError::Tls,
+                message: format!("TLS error: {tls}"),
+            }
+        }
+    }
 }
 
+/// Whether `tls` says the server's certificate or identity was refused:
+/// untrusted, expired, revoked, for another name, a CA used as a leaf, or
+/// missing. The same certificate is refused on every later attempt, until
+/// someone changes it or the destination's `caBundle`.
+fn is_certificate_rejection(tls: &rustls::Error) -> bool {
+    matches!(
+        tls,
+        rustls::Error::InvalidCertificate(_)
+            | rustls::Error::NoCertificatesPresented
+            | rustls::Error::UnsupportedNameType
+            | rustls::Error::InvalidCertRevocationList(_)
+    )
+}
+
+/// The rustls error in `err` or wrapped inside it, if any. rustls errors
+/// travel inside (possibly nested) `io::Error`s, whose `source()` skips the
+/// wrapped error itself, so each `io::Error` is opened with `get_ref`.
 fn find_rustls<'a>(mut err: &'a (dyn StdError + 'static)) -> Option<&'a rustls::Error> {
     loop {
         if let Some(tls) = err.downcast_ref::<rustls::Error>() {
@@ -110,3 +147,7 @@ fn root_cause(e: &(dyn StdError + 'static)) -> String {
         .last()
         .map_or_else(String::new, ToString::to_string)
 }
+
+#[cfg(test)]
+#[path = "errors_tests.rs"]
+mod tests;

@@ -1,8 +1,11 @@
 //! Request headers: the URL entry's static headers, then Sluice's own,
-//! which win over static headers of the same name.
+//! which win over static headers of the same name. Static headers the
+//! admin API refuses ([`is_refused_static_header`]: framing, and names
+//! Sluice owns) are dropped.
 
 use http::HeaderName;
 use http::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
+use sluice_outbound::is_refused_static_header;
 use sluice_store::WebhookUrl;
 
 use super::{Failure, Job};
@@ -23,17 +26,6 @@ pub const WEBHOOK_TIMESTAMP_HEADER: &str = "webhook-timestamp";
 /// Standard Webhooks: space-separated `v1,<base64>` signatures.
 pub const WEBHOOK_SIGNATURE_HEADER: &str = "webhook-signature";
 
-/// Static headers that would corrupt the request framing or routing; they
-/// are dropped rather than sent.
-const DROPPED: [&str; 6] = [
-    "host",
-    "content-length",
-    "transfer-encoding",
-    "connection",
-    "upgrade",
-    "te",
-];
-
 /// Builds the headers for one URL; fails (without echoing the value, which
 /// may be a credential) when a static header is not valid HTTP.
 pub fn build(url: &WebhookUrl, job: &Job) -> Result<HeaderMap, Failure> {
@@ -48,7 +40,9 @@ fn build_inner(url: &WebhookUrl, job: &Job) -> Result<HeaderMap, String> {
     for (name, value) in &url.headers {
         let name = HeaderName::from_bytes(name.trim().as_bytes())
             .map_err(|_| format!("invalid static header name {name:?}"))?;
-        if DROPPED.contains(&name.as_str()) || is_reserved(&name) {
+        // The admin API refuses these names; settings stored before it did
+        // (or written around it) have them dropped here, by the same rule.
+        if is_refused_static_header(name.as_str()) {
             continue;
         }
         let value = HeaderValue::from_str(value)
@@ -87,18 +81,6 @@ fn build_inner(url: &WebhookUrl, job: &Job) -> Result<HeaderMap, String> {
     Ok(headers)
 }
 
-/// Names Sluice sets itself: a static header may never supply them, not even
-/// `X-Signature` on a destination without a secret, nor the Standard
-/// Webhooks headers (`webhook-…`) on one that has not opted in.
-pub fn is_reserved(name: &HeaderName) -> bool {
-    let n = name.as_str();
-    n == "user-agent"
-        || n == "content-type"
-        || n == SIGNATURE_HEADER
-        || n.starts_with("x-sluice-")
-        || n.starts_with("webhook-")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -112,6 +94,7 @@ mod tests {
             body: Bytes::from_static(b"{}"),
             signature: signature.map(str::to_owned),
             standard: None,
+            secrets: Vec::new(),
         }
     }
 
@@ -172,6 +155,31 @@ mod tests {
         assert_eq!(h[WEBHOOK_TIMESTAMP_HEADER], "1700000000");
         assert_eq!(h[WEBHOOK_SIGNATURE_HEADER], "v1,a v1,b");
         assert_eq!(h.get_all(WEBHOOK_TIMESTAMP_HEADER).iter().count(), 1);
+    }
+
+    #[test]
+    fn every_name_the_admin_api_refuses_is_dropped_by_the_sender() {
+        let refused = [
+            "Host",
+            "Content-Length",
+            "Content-Encoding",
+            "Transfer-Encoding",
+            "Connection",
+            "Upgrade",
+            "TE",
+            "X-Sluice-Tenant",
+            "Webhook-Version",
+        ];
+        for name in refused {
+            assert!(is_refused_static_header(name), "{name}");
+            let h = build_inner(&url(&[(name, "static")]), &job(None)).expect("valid headers");
+            assert!(
+                h.iter().all(|(_, v)| v != "static"),
+                "{name} was sent: {h:?}"
+            );
+        }
+        let h = build_inner(&url(&[("X-Team", "static")]), &job(None)).expect("valid headers");
+        assert_eq!(h["x-team"], "static");
     }
 
     #[test]

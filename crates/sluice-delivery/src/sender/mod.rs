@@ -16,6 +16,7 @@ mod pool;
 pub mod resolver;
 mod urls;
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -24,7 +25,7 @@ use chrono::Utc;
 use http::header::{ACCEPT, AUTHORIZATION, RETRY_AFTER};
 use http::{HeaderMap, HeaderValue, Method, Request, Uri};
 use http_body_util::Full;
-use sluice_outbound::{Blocked, NetworkPolicy};
+use sluice_outbound::{Blocked, Masker, NetworkPolicy, redact};
 use sluice_store::{Attempt, WebhookUrl};
 
 use crate::config::DeliveryConfig;
@@ -55,6 +56,10 @@ pub struct Job {
     pub signature: Option<String>,
     /// Standard Webhooks headers, when the destination opted in.
     pub standard: Option<StandardHeaders>,
+    /// The destination's own secrets (shared secret, Standard Webhooks
+    /// secrets), hidden in the stored response should a receiver echo them.
+    /// URL credentials and sensitive static headers are added per URL.
+    pub secrets: Vec<String>,
 }
 
 /// The three Standard Webhooks header values of one attempt.
@@ -101,6 +106,7 @@ pub struct Sender {
     timeout: Duration,
     body_cap: usize,
     policy: NetworkPolicy,
+    masker: Masker,
 }
 
 impl Sender {
@@ -124,6 +130,7 @@ impl Sender {
             timeout: config.timeout,
             body_cap: config.response_body_cap,
             policy: config.network.clone(),
+            masker: config.masker.clone(),
         })
     }
 
@@ -204,7 +211,9 @@ impl Sender {
         let verdict = match outcome {
             Ok(answer) => {
                 attempt.status = Some(answer.status);
-                attempt.response = answer.body;
+                attempt.response = answer
+                    .body
+                    .map(|body| self.hide_secrets(body, answer.cut, url, &parsed, job));
                 let class = classify_status(answer.status);
                 // Read only when no URL succeeded (the dead reason).
                 let summary = if class == Class::Success {
@@ -296,12 +305,38 @@ impl Sender {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| parse_retry_after(v, Utc::now()));
         let kept = reply.body;
+        let cut = kept.len() >= self.body_cap;
         let body = (!kept.is_empty()).then(|| String::from_utf8_lossy(&kept).into_owned());
         Ok(Answer {
             status,
             retry_after,
             body,
+            cut,
         })
+    }
+
+    /// The response snippet as the attempt log keeps it: every secret the
+    /// receiver may have echoed (URL credentials, sensitive static header
+    /// values, the destination's signing secrets) replaced by `****`.
+    fn hide_secrets(
+        &self,
+        body: String,
+        cut: bool,
+        url: &WebhookUrl,
+        parsed: &urls::ParsedUrl,
+        job: &Job,
+    ) -> String {
+        let secrets: Vec<&str> = parsed
+            .secrets
+            .iter()
+            .map(String::as_str)
+            .chain(redact::sensitive_header_values(&self.masker, &url.headers))
+            .chain(job.secrets.iter().map(String::as_str))
+            .collect();
+        match redact::redact(&body, &secrets, cut) {
+            Cow::Borrowed(_) => body,
+            Cow::Owned(hidden) => hidden,
+        }
     }
 }
 
@@ -310,6 +345,8 @@ struct Answer {
     status: u16,
     retry_after: Option<Duration>,
     body: Option<String>,
+    /// The body went on past what was kept (`response_body_cap`).
+    cut: bool,
 }
 
 impl Failure {

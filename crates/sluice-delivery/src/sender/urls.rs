@@ -41,6 +41,10 @@ pub(super) struct ParsedUrl {
     pub shown: String,
     /// The host alone, for the process log.
     pub host: String,
+    /// The credentials' forms a receiver may echo, hidden in the stored
+    /// response: the password as written and decoded (the user name too
+    /// when it is the only credential) and the `Basic` token as sent.
+    pub secrets: Vec<String>,
 }
 
 impl ParsedUrl {
@@ -55,12 +59,17 @@ impl ParsedUrl {
             Some(u) => (request_target(u), basic_auth(u)),
             None => (None, None),
         };
+        let secrets = url
+            .as_ref()
+            .map(|u| userinfo_secrets(u, authorization.as_ref()))
+            .unwrap_or_default();
         ParsedUrl {
             url,
             target,
             authorization,
             shown,
             host,
+            secrets,
         }
     }
 }
@@ -90,6 +99,35 @@ fn basic_auth(url: &url::Url) -> Option<HeaderValue> {
     let mut value = HeaderValue::from_str(&format!("Basic {token}")).ok()?;
     value.set_sensitive(true);
     Some(value)
+}
+
+/// See [`ParsedUrl::secrets`]. A user name beside a password is not a
+/// secret on its own (often `api` or `user`): hiding every occurrence of it
+/// would mangle the snippet; it is hidden inside the `Basic` token.
+fn userinfo_secrets(url: &url::Url, authorization: Option<&HeaderValue>) -> Vec<String> {
+    let mut secrets = Vec::new();
+    let mut add = |raw: &str| {
+        if raw.is_empty() {
+            return;
+        }
+        if let Ok(decoded) = percent_decode_str(raw).decode_utf8()
+            && decoded != raw
+        {
+            secrets.push(decoded.into_owned());
+        }
+        secrets.push(raw.to_owned());
+    };
+    match url.password() {
+        Some(password) => add(password),
+        None => add(url.username()),
+    }
+    if let Some(token) = authorization
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Basic "))
+    {
+        secrets.push(token.to_owned());
+    }
+    secrets
 }
 
 /// Parsed URLs by their text.
@@ -148,6 +186,17 @@ mod tests {
             plain.target.as_ref().map(ToString::to_string).as_deref(),
             Some("http://127.0.0.1:9/hook")
         );
+    }
+
+    #[test]
+    fn the_secrets_to_hide_are_the_password_its_basic_token_or_a_lone_user_name() {
+        let cache = UrlCache::default();
+        let a = cache.get("https://us%40er:p%3Ass@hooks.example.com/in");
+        // Decoded (as the receiver could learn it), as written, base64("us@er:p:ss").
+        assert_eq!(a.secrets, ["p:ss", "p%3Ass", "dXNAZXI6cDpzcw=="]);
+        let key_only = cache.get("https://apikey-123@hooks.example.com/");
+        assert_eq!(key_only.secrets, ["apikey-123", "YXBpa2V5LTEyMzo="]);
+        assert!(cache.get("https://hooks.example.com/").secrets.is_empty());
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! receivers, the real engine, with short timings so the suite runs in seconds.
 
 mod deliverable;
+mod echo;
 mod fuzz;
 mod guard;
 mod headers;
