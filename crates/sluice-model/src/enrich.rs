@@ -13,9 +13,10 @@ use std::cell::OnceCell;
 use std::net::IpAddr;
 
 use chrono::{DateTime, Utc};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-use crate::raw::{self, Field, RawObject, Slot};
+use crate::merge::{self, BatchObject};
+use crate::raw::{Field, RawObject, Slot};
 use crate::validate::check_required;
 use crate::{ErrorCode, Event, EventType, Extras, RequestContext, ValidationError, time};
 
@@ -27,11 +28,14 @@ pub const MAX_MESSAGE_ID_CHARS: usize = 100;
 #[derive(Debug, Default)]
 pub(crate) struct BatchDefaults {
     /// Batch-level `context`, merged key by key under each item's own.
-    pub context: Option<Map<String, Value>>,
+    pub context: Option<BatchObject>,
     /// Batch-level `integrations`, merged the same way.
-    pub integrations: Option<Map<String, Value>>,
+    pub integrations: Option<BatchObject>,
     /// Batch-level `sentAt`, for items without their own.
     pub sent_at: Option<DateTime<Utc>>,
+    /// The per-event size limit an item must keep with `context` and
+    /// `integrations` merged in ([`crate::Limits::max_call_bytes`]).
+    pub max_event_bytes: usize,
 }
 
 /// `receivedAt` is one instant per request: rendered once, not per event.
@@ -79,8 +83,21 @@ pub(crate) fn enrich<'a>(
     defaults: &'a BatchDefaults,
     received: &Received,
 ) -> Result<Event, ValidationError> {
-    merge_context(&mut call, defaults.context.as_ref())?;
-    let integrations = merge_integrations(&mut call, defaults.integrations.as_ref())?;
+    merge::open_context(&mut call)?;
+    let own_integrations = merge::own_integrations(&call)?;
+    let batch = [defaults.context.as_ref(), defaults.integrations.as_ref()];
+    if batch.iter().any(Option::is_some) {
+        merge::check(
+            &call,
+            raw_len,
+            own_integrations.as_ref(),
+            batch,
+            defaults.max_event_bytes,
+        )?;
+    }
+    let [context, integrations] = batch.map(|object| object.map(|o| &o.map));
+    merge::merge_context(&mut call, context);
+    let integrations = merge::merge_integrations(&mut call, own_integrations, integrations);
     let identity = check_required(&mut call, event_type)?;
 
     call.insert_value("type", Value::String(event_type.as_str().into()));
@@ -150,75 +167,6 @@ fn skew_corrected(
         .unwrap_or(original)
 }
 
-/// Overlays the call's own `context` onto the batch-level one: the item's
-/// keys win and keep their order; batch-only keys are appended. The call's
-/// `context` is opened one level (its values stay raw) for `context.ip`. A
-/// non-object `context` is rejected, since `context.ip` needs an object.
-fn merge_context<'a>(
-    call: &mut RawObject<'a>,
-    batch: Option<&'a Map<String, Value>>,
-) -> Result<(), ValidationError> {
-    let Some(slot) = call.slot_mut("context") else {
-        if let Some(batch) = batch {
-            call.insert_value("context", Value::Object(batch.clone()));
-        }
-        return Ok(());
-    };
-    let own = std::mem::replace(slot, Slot::Owned(Value::Null));
-    match raw::open_object(Some(own)) {
-        Ok(Some(mut own)) => {
-            if let Some(batch) = batch {
-                own.append_missing(batch);
-            }
-            *slot = Slot::Object(own);
-        }
-        Ok(None) => {
-            if let Some(batch) = batch {
-                *slot = Slot::Owned(Value::Object(batch.clone()));
-            }
-        }
-        Err(()) => return Err(not_an_object("context")),
-    }
-    Ok(())
-}
-
-/// The same overlay for `integrations`, which routing needs parsed: returns
-/// the call's final `integrations` object, if any. Without a batch-level
-/// object the call's own text is stored as it came.
-fn merge_integrations(
-    call: &mut RawObject<'_>,
-    batch: Option<&Map<String, Value>>,
-) -> Result<Option<Map<String, Value>>, ValidationError> {
-    let own = match call.get("integrations") {
-        None => None,
-        Some(slot) if matches!(slot.field(), Field::Null) => None,
-        Some(slot) => Some(raw::slot_map(slot).ok_or_else(|| not_an_object("integrations"))?),
-    };
-    match (own, batch) {
-        (Some(mut own), Some(batch)) => {
-            for (k, v) in batch {
-                if !own.contains_key(k) {
-                    own.insert(k.clone(), v.clone());
-                }
-            }
-            call.insert_value("integrations", Value::Object(own.clone()));
-            Ok(Some(own))
-        }
-        (None, Some(batch)) => {
-            call.insert_value("integrations", Value::Object(batch.clone()));
-            Ok(Some(batch.clone()))
-        }
-        (own, None) => Ok(own),
-    }
-}
-
-pub(crate) fn not_an_object(key: &str) -> ValidationError {
-    ValidationError::new(
-        ErrorCode::InvalidField,
-        format!("'{key}' must be an object"),
-    )
-}
-
 /// Keeps a client `messageId` of 1 to 100 printable characters, generates
 /// a UUID v4 when it is absent or `null`, and rejects anything else. The id
 /// is sent in the `X-Sluice-Message-Id` header of every delivery, so a
@@ -279,8 +227,8 @@ fn put_time(call: &mut RawObject<'_>, key: &'static str, t: DateTime<Utc>) {
 }
 
 /// Ensures `context` exists and fills `context.ip` from the request when the
-/// client did not set one. `merge_context` already rejected a non-object and
-/// opened the call's own one.
+/// client did not set one. `merge::open_context` already rejected a
+/// non-object and opened the call's own one.
 fn fill_context_ip(call: &mut RawObject<'_>, received: &Received) {
     let with_ip = |ip: Option<Value>| {
         let mut context = RawObject::default();

@@ -9,6 +9,8 @@
 //! - [`limits`]: size and count limits, with the defaults from the spec.
 //! - [`parse`]: request body → [`Envelope`] (write key, validated events).
 //! - [`enrich`]: messageId, receivedAt, clock-skew corrected timestamp, context.ip.
+//! - [`merge`]: batch-level `context`/`integrations` merged into each item,
+//!   within the per-event size and nesting limits.
 //! - [`time`]: lenient timestamp parsing and canonical rendering.
 //! - [`text`]: repairs of raw JSON text (lone UTF-16 surrogate escapes) before parsing.
 //! - [`shape`]: what an event looks like to the source schema, its rules and
@@ -28,6 +30,7 @@ pub mod enrich;
 pub mod error;
 pub mod kind;
 pub mod limits;
+pub mod merge;
 pub mod outline;
 pub mod parse;
 pub(crate) mod raw;

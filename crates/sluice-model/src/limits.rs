@@ -3,7 +3,9 @@
 /// Limits applied to collection requests. Sizes count decompressed bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
-    /// Largest single call, and largest item of a batch, as raw JSON text.
+    /// Largest single call, and largest item of a batch, as raw JSON text;
+    /// a batch item counts the batch-level `context`/`integrations` merged
+    /// into it too ([`crate::merge`]).
     pub max_call_bytes: usize,
     /// Largest batch request body.
     pub max_batch_bytes: usize,

@@ -2,8 +2,10 @@
 //!
 //! Order of checks: body size (before any parsing, so an oversized body costs
 //! nothing), lone-surrogate repair, JSON syntax, then for a batch the item
-//! count, and per item its raw size, shape, type, required fields and
-//! enrichment. The first error rejects the whole request.
+//! count, and per item its raw size, shape, type, its size and nesting with
+//! the batch-level `context`/`integrations` merged in ([`crate::merge`]),
+//! required fields and enrichment. The first error rejects the whole
+//! request.
 
 use std::net::IpAddr;
 
@@ -11,7 +13,8 @@ use chrono::{DateTime, Utc};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use crate::enrich::{BatchDefaults, Received, enrich, not_an_object, time_field};
+use crate::enrich::{BatchDefaults, Received, enrich, time_field};
+use crate::merge::{BatchObject, not_an_object};
 use crate::raw::{self, Field, RawObject, value_field};
 use crate::{Endpoint, ErrorCode, EventType, Limits, Outline, Shape, ValidationError, text};
 
@@ -177,7 +180,7 @@ fn parse_batch(
             ),
         ));
     }
-    let defaults = batch_defaults(&top)?;
+    let defaults = batch_defaults(&top, limits)?;
     let mut write_key = top.write_key.and_then(string_of);
     let received = Received::new(ctx, extras);
     let mut events = Vec::with_capacity(raw_items.len());
@@ -268,7 +271,10 @@ fn read_envelope(body: &[u8]) -> Result<RawEnvelope<'_>, ValidationError> {
 /// Batch-level `context`, `integrations` and `sentAt`. The batch-level
 /// `messageId` (analytics-go v2) identifies the request, not any item, and is
 /// ignored.
-fn batch_defaults(top: &RawEnvelope<'_>) -> Result<BatchDefaults, ValidationError> {
+fn batch_defaults(
+    top: &RawEnvelope<'_>,
+    limits: &Limits,
+) -> Result<BatchDefaults, ValidationError> {
     let mut shared: Map<String, Value> = Map::new();
     for (key, raw) in [
         ("context", top.context),
@@ -281,9 +287,10 @@ fn batch_defaults(top: &RawEnvelope<'_>) -> Result<BatchDefaults, ValidationErro
         }
     }
     Ok(BatchDefaults {
-        context: object_field(&mut shared, "context")?,
-        integrations: object_field(&mut shared, "integrations")?,
+        context: object_field(&mut shared, "context")?.map(BatchObject::new),
+        integrations: object_field(&mut shared, "integrations")?.map(BatchObject::new),
         sent_at: time_field(value_field(shared.get("sentAt")), "sentAt")?,
+        max_event_bytes: limits.max_call_bytes,
     })
 }
 

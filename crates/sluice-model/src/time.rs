@@ -17,7 +17,11 @@ use chrono::{DateTime, FixedOffset, NaiveDate, NaiveDateTime, NaiveTime, Seconds
 ///   assumed (naive timestamps from scripts are overwhelmingly UTC, and
 ///   rejecting them would lose the whole request).
 ///
-/// Returns `None` for anything else, including out-of-range fields.
+/// Returns `None` for anything else, including out-of-range fields and an
+/// instant whose UTC date leaves years 0000–9999 (`9999-12-31T23:59:59-01:00`):
+/// [`format()`] would render it with a signed, expanded year
+/// (`+10000-01-01T…`), which JavaScript's `Date` and Python's
+/// `fromisoformat` cannot read.
 pub fn parse(s: &str) -> Option<DateTime<Utc>> {
     let mut cur = Cursor(s.trim().as_bytes());
     let year = cur.digits(4)?;
@@ -39,7 +43,7 @@ pub fn parse(s: &str) -> Option<DateTime<Utc>> {
     let date = NaiveDate::from_ymd_opt(i32::try_from(year).ok()?, month, day)?;
     let time = NaiveTime::from_hms_nano_opt(hour, minute, second, nanos)?;
     let utc = NaiveDateTime::new(date, time).checked_sub_offset(offset)?;
-    Some(utc.and_utc())
+    Some(utc.and_utc()).filter(is_renderable)
 }
 
 /// Renders `t` as ISO 8601 UTC with exactly three fractional digits and `Z`
@@ -50,7 +54,8 @@ pub fn format(t: &DateTime<Utc>) -> String {
 }
 
 /// Whether `t` renders as a plain four-digit-year timestamp that [`parse`]
-/// reads back. Arithmetic on client timestamps can leave that range.
+/// reads back. [`parse`] refuses any other instant; arithmetic on client
+/// timestamps can still leave that range.
 pub(crate) fn is_renderable(t: &DateTime<Utc>) -> bool {
     use chrono::Datelike;
     (0..=9999).contains(&t.year())

@@ -152,3 +152,46 @@ fn renderable_range_is_four_digit_years() {
     assert!(!is_renderable(&utc(10000, 1, 1, 0, 0, 0, 0)));
     assert!(!is_renderable(&utc(-1, 1, 1, 0, 0, 0, 0)));
 }
+
+#[test]
+fn refuses_offsets_that_move_the_utc_instant_past_year_9999() {
+    assert_eq!(parse("9999-12-31T23:59:59-01:00"), None);
+    assert_eq!(parse("9999-12-31T23:30:00-0100"), None);
+    assert_eq!(
+        parse("9999-12-31T22:59:59.999-01:00"),
+        Some(utc(9999, 12, 31, 23, 59, 59, 999_000_000))
+    );
+    assert_eq!(
+        parse("9999-12-31T23:59:59.999Z"),
+        Some(utc(9999, 12, 31, 23, 59, 59, 999_000_000))
+    );
+}
+
+#[test]
+fn refuses_offsets_that_move_the_utc_instant_before_year_0000() {
+    assert_eq!(parse("0000-01-01T00:00:00+01:00"), None);
+    assert_eq!(parse("0000-01-01T00:59:59+01"), None);
+    assert_eq!(
+        parse("0000-01-01T01:00:00+01:00"),
+        Some(utc(0, 1, 1, 0, 0, 0, 0))
+    );
+    assert_eq!(
+        parse("0000-01-01T00:00:00Z"),
+        Some(utc(0, 1, 1, 0, 0, 0, 0))
+    );
+}
+
+#[test]
+fn every_parsed_instant_formats_as_a_four_digit_year_that_parses_back() {
+    for text in [
+        "0000-01-01T00:00:00Z",
+        "0000-01-01T12:00:00+11:59",
+        "9999-12-31T23:59:59.999Z",
+        "9999-12-31T00:00:00-23:59",
+    ] {
+        let t = parse(text).expect("in range");
+        let rendered = format(&t);
+        assert_eq!(rendered.len(), "0000-01-01T00:00:00.000Z".len(), "{text}");
+        assert_eq!(parse(&rendered), Some(t), "{text}");
+    }
+}

@@ -138,3 +138,27 @@ fn lone_surrogates_are_repaired_not_rejected() {
     assert_eq!(field(&event, "properties")["ok"], "😀");
     assert_eq!(field(&event, "properties")["lit"], "\\udc00");
 }
+
+#[test]
+fn duplicate_envelope_keys_are_refused_and_other_duplicates_keep_the_last_value() {
+    for key in ["batch", "context", "integrations", "sentAt", "writeKey"] {
+        let body = match key {
+            "batch" => r#"{"batch":[],"batch":[]}"#.to_owned(),
+            _ => format!(r#"{{"batch":[],"{key}":null,"{key}":null}}"#),
+        };
+        let error = crate::support::rejected(batch(&body));
+        assert_eq!(error.code, sluice_model::ErrorCode::InvalidJson, "{key}");
+        assert!(
+            error
+                .message
+                .starts_with(&format!("invalid request body: duplicate field `{key}`")),
+            "{}",
+            error.message
+        );
+    }
+    let body = r#"{"messageId":"a","messageId":"b","batch":[
+        {"type":"identify","userId":"first","userId":"last","context":{"a":1,"a":2}}]}"#;
+    let event = one(batch(body));
+    assert_eq!(field(&event, "userId"), "last");
+    assert_eq!(field(&event, "context")["a"], 2);
+}

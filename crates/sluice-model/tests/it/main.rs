@@ -4,6 +4,7 @@ mod batch;
 mod enrichment;
 mod fuzz;
 mod limits;
+mod merged;
 mod required;
 mod shapes;
 mod stored;

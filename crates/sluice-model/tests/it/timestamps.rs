@@ -143,6 +143,23 @@ fn unparsable_timestamp_is_rejected_naming_the_field() {
 }
 
 #[test]
+fn timestamp_outside_years_0000_to_9999_in_utc_is_rejected() {
+    for (key, value) in [
+        ("timestamp", "9999-12-31T23:59:59-01:00"),
+        ("originalTimestamp", "0000-01-01T00:00:00+01:00"),
+        ("sentAt", "9999-12-31T23:00:00-0100"),
+    ] {
+        let body = format!(r#"{{"batch":[{{"type":"identify","userId":"u","{key}":"{value}"}}]}}"#);
+        let error = rejected(batch(&body));
+        assert_eq!(error.code, ErrorCode::InvalidField);
+        assert_eq!(
+            error.message,
+            format!("batch[0]: '{key}' is not an ISO 8601 date-time")
+        );
+    }
+}
+
+#[test]
 fn unparsable_batch_sent_at_is_rejected_without_index() {
     let error = rejected(batch(r#"{"sentAt":"later","batch":[]}"#));
     assert_eq!(error.message, "'sentAt' is not an ISO 8601 date-time");

@@ -97,3 +97,49 @@ async fn batch_of_2500_events_is_accepted_and_2501_is_not() {
     assert_eq!(usage["data"][0]["events"], json!(2500));
     assert_eq!(usage["data"][0]["api_calls"], json!(1));
 }
+
+#[tokio::test]
+async fn batch_context_merged_past_the_item_limit_is_refused_and_nothing_is_stored() {
+    let s = TestServer::start().await;
+    let (src, key) = s.source("web").await;
+    let items: Vec<Value> = (0..2500)
+        .map(|_| json!({"type": "track", "userId": "u", "event": "e"}))
+        .collect();
+    let context = json!({"blob": "x".repeat(300 * 1024)});
+    let body = json!({"batch": items, "context": context}).to_string();
+    assert!(body.len() < 500 * 1024);
+    let (status, body) = s.collect("/v1/batch", Some(&key), body).await;
+    assert_eq!((status, code(&body)), (400, "event_too_large"), "{body}");
+    let message = body["message"].as_str().unwrap_or("");
+    assert!(
+        message.starts_with("batch[0]: ") && message.contains("batch-level 'context' merged in"),
+        "{message}"
+    );
+    assert!(s.events(&src).await.is_empty());
+}
+
+#[tokio::test]
+async fn batch_context_nested_past_the_limit_once_merged_is_refused_and_nothing_is_stored() {
+    let s = TestServer::start().await;
+    let (src, key) = s.source("web").await;
+    let deep = |levels: usize| format!("{}{}", "[".repeat(levels), "]".repeat(levels));
+    let items =
+        r#"{"type":"page","userId":"u","name":"P"},{"type":"track","userId":"u","event":"E"}"#;
+    let batch = |levels| {
+        format!(
+            r#"{{"batch":[{items}],"context":{{"x":{}}}}}"#,
+            deep(levels)
+        )
+    };
+    let (status, body) = s.collect("/v1/batch", Some(&key), batch(126)).await;
+    assert_eq!((status, code(&body)), (400, "invalid_json"), "{body}");
+    assert!(s.events(&src).await.is_empty());
+    // Merged to exactly the limit is accepted (the event listing nests the
+    // events deeper still, so usage counts them).
+    let (status, body) = s.collect("/v1/batch", Some(&key), batch(125)).await;
+    assert_eq!(status, 200, "{body}");
+    let (_, usage) = s
+        .admin(reqwest::Method::GET, &format!("/sources/{src}/usage"), None)
+        .await;
+    assert_eq!(usage["data"][0]["events"], json!(2));
+}
