@@ -277,6 +277,7 @@ pub async fn run(
         privacy::JobConfig {
             poll_interval: Duration::from_millis(config.personas.poll_interval_ms),
             lease_ttl: Duration::from_secs(config.personas.lease_ttl_secs),
+            settle: privacy::settle_time(Duration::from_millis(config.storage.timeout_ms)),
         },
         Arc::new(move || wake_for_regulations.notify()),
         stop_rx.clone(),

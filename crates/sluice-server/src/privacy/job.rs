@@ -10,7 +10,9 @@
 
 use std::collections::BTreeSet;
 
-use chrono::Utc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
 use sluice_api::Hook;
 use sluice_store::{
     PERSONAS_SOURCE, PRIVACY_SOURCE, Regulation, RegulationCommit, Store, StoreError, SubjectData,
@@ -49,6 +51,22 @@ pub async fn pick(
         return Ok(None);
     }
     store.next_regulation(SCAN_SUBJECTS).await
+}
+
+/// How long `regulation` must still wait before its purge may scan, if
+/// it must: a suppressing regulation waits `settle` from its creation
+/// ([`super::settle_time`]). Others start at once.
+pub fn unsettled(
+    regulation: &Regulation,
+    settle: Duration,
+    now: DateTime<Utc>,
+) -> Option<Duration> {
+    if !regulation.suppresses_and_purges() {
+        return None;
+    }
+    let settle = chrono::Duration::from_std(settle).unwrap_or(chrono::Duration::MAX);
+    let ready = regulation.created_at.checked_add_signed(settle)?;
+    (ready - now).to_std().ok().filter(|wait| !wait.is_zero())
 }
 
 /// Why `regulation` cannot be carried out, if it cannot.

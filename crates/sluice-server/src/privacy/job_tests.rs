@@ -16,6 +16,7 @@ use super::job;
 const CONFIG: JobConfig = JobConfig {
     poll_interval: Duration::from_millis(20),
     lease_ttl: Duration::from_secs(15),
+    settle: Duration::from_millis(300),
 };
 
 /// A new SQLite store in a temporary directory (kept alive by the guard).
@@ -138,4 +139,107 @@ async fn an_idle_job_neither_takes_nor_renews_the_lease() {
             .expect("lease"),
         "an idle poll left the lease taken"
     );
+}
+
+/// Another node may accept a call for a subject until it applies the
+/// suppression (up to a sync later), and that call may commit up to the
+/// storage timeout after its check: a purge that scanned at once missed it,
+/// kept it, and the profile engine rebuilt the deleted profile from it.
+#[tokio::test]
+async fn a_suppressing_regulation_purges_calls_committed_until_it_settles() {
+    let (_dir, store) = fresh_store().await;
+    store
+        .create_source(NewSource {
+            id: "src_a".into(),
+            name: "a".into(),
+            enabled: true,
+            write_key_hash: "h".into(),
+            write_key_hint: "k…".into(),
+        })
+        .await
+        .expect("source");
+    let append = |id: &'static str| {
+        let store = store.clone();
+        async move {
+            store
+                .append(AppendRequest {
+                    source_id: "src_a".into(),
+                    received_at: Utc::now(),
+                    events: vec![NewEvent {
+                        message_id: id.into(),
+                        event_type: "track".into(),
+                        body: format!(
+                            r#"{{"messageId":"{id}","type":"track","event":"e","userId":"u1"}}"#
+                        ),
+                        ..NewEvent::default()
+                    }],
+                })
+                .await
+                .expect("append");
+        }
+    };
+    append("before").await;
+    store
+        .create_regulation(NewRegulation {
+            id: "reg_s".into(),
+            regulation_type: "SUPPRESS_WITH_DELETE".into(),
+            subject_ids: vec!["u1".into()],
+            source_id: None,
+            suppress: Some(true),
+            purge: true,
+            notify: false,
+            now: Utc::now(),
+        })
+        .await
+        .expect("regulation");
+    let wake: sluice_api::Hook = Arc::new(|| {});
+    let mut failures = super::failures::Failures::default();
+    let first = super::round(store.as_ref(), "job", CONFIG, &wake, &mut failures).await;
+    assert!(
+        matches!(first, Err(wait) if wait <= CONFIG.settle),
+        "the purge waits for the regulation to settle: {first:?}"
+    );
+    // A node that had not yet applied the suppression commits a call now.
+    append("late").await;
+    tokio::time::sleep(CONFIG.settle).await;
+    assert_eq!(
+        super::round(store.as_ref(), "job", CONFIG, &wake, &mut failures).await,
+        Ok(true)
+    );
+    let detail = store.get_regulation("reg_s").await.expect("get");
+    let detail = detail.expect("found");
+    assert_eq!(detail.regulation.status, "FINISHED");
+    assert_eq!(
+        detail.subjects[0].events_purged, 2,
+        "the late call is purged too"
+    );
+}
+
+#[test]
+fn only_suppressing_purges_wait_to_settle() {
+    let now = Utc::now();
+    let regulation = |kind: &str, purge: bool| sluice_store::Regulation {
+        id: "r".into(),
+        regulation_type: kind.into(),
+        source_id: None,
+        status: "INITIALIZED".into(),
+        purge,
+        notify: true,
+        subjects: 1,
+        subjects_done: 0,
+        created_at: now,
+        finished_at: None,
+        error: None,
+    };
+    let settle = Duration::from_secs(11);
+    let wait = job::unsettled(&regulation("SUPPRESS_WITH_DELETE", true), settle, now);
+    assert_eq!(wait, Some(settle));
+    let later = now + chrono::Duration::seconds(11);
+    assert_eq!(
+        job::unsettled(&regulation("SUPPRESS_WITH_DELETE", true), settle, later),
+        None
+    );
+    for (kind, purge) in [("DELETE_ONLY", true), ("SUPPRESS_ONLY", false)] {
+        assert_eq!(job::unsettled(&regulation(kind, purge), settle, now), None);
+    }
 }

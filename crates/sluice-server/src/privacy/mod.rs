@@ -3,7 +3,8 @@
 //!   changes to its in-memory set and flushes suppressed counts, every
 //!   [`SUPPRESSION_SYNC`];
 //! - the regulation job: on exactly one node at a time (a lease in the
-//!   database), it takes the oldest unfinished regulation, finds each
+//!   database), it takes the oldest unfinished regulation (a suppressing
+//!   one once it has settled: [`settle_time`]), finds each
 //!   pending subject's data in one pass over the events, and commits the
 //!   purge and the delete notifications a slice of subjects at a time. Each
 //!   slice commits with the subjects' `done` marks, so after `kill -9` the
@@ -38,6 +39,19 @@ pub const SUPPRESSION_SYNC: Duration = Duration::from_millis(500);
 pub struct JobConfig {
     pub poll_interval: Duration,
     pub lease_ttl: Duration,
+    /// How long after its creation a suppressing regulation's purge may
+    /// start ([`settle_time`]).
+    pub settle: Duration,
+}
+
+/// How long a `SUPPRESS_WITH_DELETE` regulation waits before its purge
+/// scans: until every node has applied the suppression (one sync, and one
+/// more for a sync already under way) and every call that passed a node's
+/// check before that has committed or failed (`storage.timeout_ms` bounds
+/// an ingest commit). A scan any earlier could miss such a call, keep it,
+/// and let the profile engine rebuild the deleted profile from it.
+pub fn settle_time(storage_timeout: Duration) -> Duration {
+    storage_timeout + 2 * SUPPRESSION_SYNC
 }
 
 /// Keeps `suppressions` current until `stop` flips.
@@ -112,7 +126,8 @@ pub fn spawn_job(
 }
 
 /// One round: `Ok(true)` when there was work, `Ok(false)` when idle,
-/// `Err(wait)` after a failed try to be retried after `wait`.
+/// `Err(wait)` after a failed try to be retried after `wait`, or when the
+/// oldest regulation may not start for `wait` yet.
 async fn round(
     store: &dyn Store,
     owner: &str,
@@ -128,6 +143,9 @@ async fn round(
             return Ok(false);
         }
     };
+    if let Some(wait) = job::unsettled(&regulation, config.settle, Utc::now()) {
+        return Err(wait);
+    }
     let outcome = match job::unworkable(store, &regulation).await {
         Ok(Some(reason)) => {
             give_up(store, owner, &regulation.id, &reason).await;
