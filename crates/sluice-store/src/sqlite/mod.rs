@@ -44,6 +44,8 @@
 //!   Event bodies and the profile engine's copies of call properties are
 //!   JSON text or LZ4 blobs against a built-in dictionary (`bodies`); SQL
 //!   reads them through `body_json(body)`.
+//! - `<path>.lock`: empty; the running process holds an exclusive `flock`
+//!   on it (`lock.rs`).
 //! - `<path>-wal`, `<path>-shm`: SQLite's write-ahead log and its index,
 //!   created by SQLite with the database's permissions. A background thread
 //!   checkpoints the WAL into the database after commits (see
@@ -56,8 +58,10 @@
 //! drops uncommitted ones, so the database holds every acknowledged write
 //! (plus, possibly, a last group that committed but whose callers died before
 //! hearing back: a client retry then stores a duplicate, which Segment's
-//! at-least-once contract allows). Deliveries leased by the previous process keep their
-//! `lease_until` and are claimed again once it passes. [`SqliteStore::close`]
+//! at-least-once contract allows). Only one process opens a database at a
+//! time (`lock.rs`), so the leases the previous process held (deliveries it
+//! had claimed, the profile engine's, the regulation job's) are freed at
+//! open and its work resumes at once. [`SqliteStore::close`]
 //! drains queued writes before stopping; dropping the store without closing
 //! lets the writer thread finish queued jobs on its own.
 //!
@@ -73,6 +77,7 @@ mod deliveries;
 mod delivery;
 mod destinations;
 mod ingest;
+mod lock;
 mod message_ids;
 mod pool;
 mod profiles;
@@ -110,18 +115,21 @@ impl SqliteStore {
     pub async fn open(config: SqliteConfig) -> Result<SqliteStore> {
         let opened = tokio::task::spawn_blocking(move || -> Result<_> {
             prepare_file(&config.path)?;
+            let lock = lock::acquire(&config.path)?;
             let conn = schema::open_writer(&config)?;
+            lock::release_dead_leases(&conn)?;
             let checkpoint_conn = schema::open_checkpointer(&config)?;
-            Ok((conn, checkpoint_conn, config))
+            Ok((lock, conn, checkpoint_conn, config))
         })
         .await
         .map_err(|e| StoreError::Backend(format!("open task: {e}")))??;
-        let (conn, checkpoint_conn, config) = opened;
+        let (lock, conn, checkpoint_conn, config) = opened;
         let limits = GroupLimits {
             max_weight: config.max_group_events.max(1),
             max_jobs: config.max_group_jobs.max(1),
         };
-        let writer = Writer::spawn(conn, Checkpointer::spawn(checkpoint_conn, &config)?, limits)?;
+        let checkpointer = Checkpointer::spawn(checkpoint_conn, &config)?;
+        let writer = Writer::spawn(conn, checkpointer, limits, lock)?;
         let readers = Arc::new(ReadPool::new(
             config.path.clone(),
             config.busy_timeout,

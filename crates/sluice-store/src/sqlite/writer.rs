@@ -34,6 +34,7 @@ use rusqlite::Connection;
 use tokio::sync::{mpsc, oneshot};
 
 use super::checkpoint::Checkpointer;
+use super::lock::ProcessLock;
 use crate::{Result, StoreError, WriteLoad};
 
 /// How many jobs may wait for the writer before callers wait to enqueue.
@@ -83,18 +84,23 @@ enum Msg {
 
 impl Writer {
     /// Starts the writer thread owning `conn`; it nudges `checkpointer`
-    /// after commits and stops it on exit.
+    /// after commits and stops it on exit, and holds `lock` until then.
     pub(super) fn spawn(
         conn: Connection,
         checkpointer: Checkpointer,
         limits: GroupLimits,
+        lock: ProcessLock,
     ) -> Result<Writer> {
         let (queue, rx) = mpsc::channel(QUEUE_DEPTH);
         let counters = Arc::new(Counters::default());
         let counted = counters.clone();
         let thread = std::thread::Builder::new()
             .name("sluice-sqlite-writer".into())
-            .spawn(move || writer_loop(conn, rx, checkpointer, limits, &counted))
+            .spawn(move || {
+                // Held until the last write is done (`lock`).
+                let _lock = lock;
+                writer_loop(conn, rx, checkpointer, limits, &counted);
+            })
             .map_err(|e| StoreError::Backend(format!("spawn writer thread: {e}")))?;
         Ok(Writer {
             queue,

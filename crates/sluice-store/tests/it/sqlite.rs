@@ -199,3 +199,81 @@ async fn opening_tightens_a_loose_database_file() {
     let mode = std::fs::metadata(&path).expect("stat").permissions().mode();
     assert_eq!(mode & 0o777, 0o600);
 }
+
+/// Two processes on one data directory would run two of everything; the
+/// second open names the lock file instead (after a short wait, for a store
+/// of the same process that is still finishing its writes).
+#[tokio::test]
+async fn a_database_in_use_cannot_be_opened_again_until_it_is_closed() {
+    let (dir, store) = fresh().await;
+    let second = SqliteStore::open(SqliteConfig::new(db_path(&dir))).await;
+    let Err(e) = second else {
+        panic!("a second store opened the database in use")
+    };
+    assert!(
+        e.to_string().contains("another Sluice process") && e.to_string().contains(".lock"),
+        "{e}"
+    );
+    store.close().await;
+    drop(store);
+    let _again = open_in(&dir).await;
+}
+
+/// Holding the lock, a newly opened store knows the leases in the database
+/// are a dead process's: the profile engine, the regulation job and the
+/// claimed deliveries resume at once, not when the leases lapse.
+#[tokio::test]
+async fn reopening_frees_the_leases_of_the_process_before() {
+    use sluice_store::{DeliveryStore, ProfileStore, RegulationStore};
+    use std::time::Duration;
+
+    let (dir, store) = fresh().await;
+    store
+        .append(request("src_1", &["m1"]))
+        .await
+        .expect("append");
+    let hour = Duration::from_secs(3600);
+    let now = Utc::now();
+    assert!(
+        store
+            .take_profile_lease("dead", now, hour)
+            .await
+            .expect("lease")
+            .is_some()
+    );
+    assert!(
+        store
+            .take_regulation_lease("dead", now, hour)
+            .await
+            .expect("lease")
+    );
+    assert_eq!(
+        store.claim_due(now, 10, hour).await.expect("claim").len(),
+        1
+    );
+    // The process dies holding them all (no release, no close).
+    drop(store);
+
+    let store = open_in(&dir).await;
+    let now = Utc::now();
+    assert!(
+        store
+            .take_profile_lease("next", now, hour)
+            .await
+            .expect("lease")
+            .is_some(),
+        "the profile engine waits for a dead process's lease"
+    );
+    assert!(
+        store
+            .take_regulation_lease("next", now, hour)
+            .await
+            .expect("lease"),
+        "the regulation job waits for a dead process's lease"
+    );
+    assert_eq!(
+        store.claim_due(now, 10, hour).await.expect("claim").len(),
+        1,
+        "a delivery claimed by a dead process waits for its lease"
+    );
+}
