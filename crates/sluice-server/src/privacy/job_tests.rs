@@ -28,9 +28,7 @@ async fn fresh_store() -> (tempfile::TempDir, Arc<dyn Store>) {
     (dir, Arc::new(store))
 }
 
-#[tokio::test]
-async fn an_engine_step_in_flight_during_a_purge_cannot_recreate_the_user() {
-    let (_dir, store) = fresh_store().await;
+async fn create_source_a(store: &dyn Store) {
     store
         .create_source(NewSource {
             id: "src_a".into(),
@@ -41,6 +39,12 @@ async fn an_engine_step_in_flight_during_a_purge_cannot_recreate_the_user() {
         })
         .await
         .expect("source");
+}
+
+#[tokio::test]
+async fn an_engine_step_in_flight_during_a_purge_cannot_recreate_the_user() {
+    let (_dir, store) = fresh_store().await;
+    create_source_a(store.as_ref()).await;
     store
         .append(AppendRequest {
             source_id: "src_a".into(),
@@ -148,16 +152,7 @@ async fn an_idle_job_neither_takes_nor_renews_the_lease() {
 #[tokio::test]
 async fn a_suppressing_regulation_purges_calls_committed_until_it_settles() {
     let (_dir, store) = fresh_store().await;
-    store
-        .create_source(NewSource {
-            id: "src_a".into(),
-            name: "a".into(),
-            enabled: true,
-            write_key_hash: "h".into(),
-            write_key_hint: "k…".into(),
-        })
-        .await
-        .expect("source");
+    create_source_a(store.as_ref()).await;
     let append = |id: &'static str| {
         let store = store.clone();
         async move {
