@@ -333,6 +333,10 @@ test('regulations: the API refuses a bad id, a suppress-and-delete purges the us
   await page.getByLabel('User ids').fill('u1\nnever-seen');
   await page.getByRole('button', { name: 'Create regulation' }).click();
   await page.waitForURL(/\/regulations\/reg_[A-Za-z0-9]+\?created=1$/);
+  // A suppressing purge waits until the suppression holds everywhere; the
+  // page says so, and that notifications are still to come.
+  await page.locator('#settling').waitFor();
+  assert.match(await page.locator('#no-notifications').textContent(), /None yet/);
   const url = page.url().split('?')[0];
   await until(url, '#reg-status .pill.finished', 30_000);
   const subjects = await page.locator('#subjects tbody tr').allTextContents();

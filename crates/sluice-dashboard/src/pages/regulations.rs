@@ -195,6 +195,9 @@ pub async fn show(
     };
     let status = r["status"].as_str().unwrap_or("");
     let open = status != "FINISHED" && status != "FAILED";
+    let suppresses = r["regulationType"]
+        .as_str()
+        .is_some_and(|t| t.starts_with("SUPPRESS_WITH_DELETE"));
     let subjects = r["subjectDetails"].as_array().cloned().unwrap_or_default();
     let notes = r["notifications"].as_array().cloned().unwrap_or_default();
     let body = html! {
@@ -208,6 +211,9 @@ pub async fn show(
             dt { "Source" } dd { @match r["source_id"].as_str() { Some(sid) => (source_name(sid)), None => "All sources" } }
             dt { "Created (UTC)" } dd { (short_time(&r["createdAt"])) }
             dt { "Finished (UTC)" } dd { @if r["finishedAt"].is_null() { "Not yet" } @else { (short_time(&r["finishedAt"])) } }
+        }
+        @if open && status == "INITIALIZED" && suppresses {
+            p.help #settling { "The purge starts once the suppression holds on every node and every call accepted before it has been stored: storage.timeout_ms plus a second after creation (about 11 s by default)." }
         }
         @if open { p.help { "This page refreshes until the regulation finishes." } }
         h2 { "Subjects" }
@@ -233,7 +239,9 @@ pub async fn show(
             }
         }
         h2 { "Delete notifications" }
-        @if notes.is_empty() {
+        @if notes.is_empty() && open {
+            p #no-notifications { "None yet: they are sent as the purge reaches each subject." }
+        } @else if notes.is_empty() {
             p #no-notifications { "None sent: the type notifies nobody, or no connected destination received this user's data." }
         } @else {
             div.table-wrap {

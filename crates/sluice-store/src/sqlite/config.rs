@@ -42,6 +42,10 @@ pub struct SqliteConfig {
     /// How long a statement waits for a lock held by another process (for
     /// example a backup tool) before failing.
     pub busy_timeout: Duration,
+    /// How long opening waits for another process to release the database
+    /// (`<path>.lock`) before failing: a restart that does not wait for the
+    /// old process to finish stopping. 60 s.
+    pub lock_wait: Duration,
     /// Read-only connections kept for concurrent reads (at least 1).
     pub read_connections: usize,
     /// Upper bound on the events written by one group commit. Bounds the
@@ -59,6 +63,7 @@ impl SqliteConfig {
             path: path.into(),
             synchronous: Synchronous::Full,
             busy_timeout: Duration::from_secs(5),
+            lock_wait: Duration::from_secs(60),
             read_connections: 4,
             max_group_events: 8192,
             max_group_jobs: 1024,

@@ -12,7 +12,9 @@
 //!
 //! # Invariant
 //! While a store is open, its process holds an exclusive `flock` on
-//! `<database>.lock`; a second open fails at once, naming the file. The
+//! `<database>.lock`; a second open waits for it (`SqliteConfig::lock_wait`,
+//! 60 s: an old process may still be finishing its sends), then fails
+//! naming the file. The
 //! lock belongs to the writer thread (the only writer), so it is held as
 //! long as anything may still write, and the kernel drops it when the
 //! process dies, `kill -9` included.
@@ -46,25 +48,36 @@ pub(super) fn lock_path(database: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// How long an open waits for the lock: a store of this process that was
-/// just dropped lets its writer thread finish queued writes first.
-const WAIT_FOR_LOCK: Duration = Duration::from_secs(3);
-
-/// Takes the exclusive lock for `database`, waiting up to
-/// [`WAIT_FOR_LOCK`], or fails when another process keeps it.
-pub(super) fn acquire(database: &Path) -> Result<ProcessLock> {
+/// Takes the exclusive lock for `database`, waiting up to `wait` while
+/// another process holds it, or fails naming the lock file. The wait
+/// covers a restart that does not wait for the old process to exit: a
+/// stopping Sluice finishes its requests and the webhook sends in flight
+/// first (`shutdown_grace_ms` of each, seconds), then exits and drops the
+/// lock. Meanwhile the new process has bound its port, so connections wait
+/// in its accept queue rather than being refused.
+pub(super) fn acquire(database: &Path, wait: Duration) -> Result<ProcessLock> {
     let path = lock_path(database);
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
+    let mut options = std::fs::OpenOptions::new();
+    options.create(true).truncate(false).write(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let file = options
         .open(&path)
         .map_err(|e| StoreError::Backend(format!("open {}: {e}", path.display())))?;
-    let deadline = Instant::now() + WAIT_FOR_LOCK;
+    let started = Instant::now();
     let mut locked = try_lock(&file);
+    let mut told = false;
     while matches!(&locked, Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
-        && Instant::now() < deadline
+        && started.elapsed() < wait
     {
+        if !told && started.elapsed() >= Duration::from_secs(1) {
+            told = true;
+            tracing::info!(
+                lock = %path.display(),
+                wait_secs = wait.as_secs(),
+                "another process holds the database; waiting for it to exit"
+            );
+        }
         std::thread::sleep(Duration::from_millis(20));
         locked = try_lock(&file);
     }

@@ -115,7 +115,7 @@ impl SqliteStore {
     pub async fn open(config: SqliteConfig) -> Result<SqliteStore> {
         let opened = tokio::task::spawn_blocking(move || -> Result<_> {
             prepare_file(&config.path)?;
-            let lock = lock::acquire(&config.path)?;
+            let lock = lock::acquire(&config.path, config.lock_wait)?;
             let conn = schema::open_writer(&config)?;
             lock::release_dead_leases(&conn)?;
             let checkpoint_conn = schema::open_checkpointer(&config)?;

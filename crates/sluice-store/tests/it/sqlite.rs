@@ -201,12 +201,14 @@ async fn opening_tightens_a_loose_database_file() {
 }
 
 /// Two processes on one data directory would run two of everything; the
-/// second open names the lock file instead (after a short wait, for a store
-/// of the same process that is still finishing its writes).
+/// second open names the lock file instead, once its wait for the first to
+/// exit (`lock_wait`) has passed.
 #[tokio::test]
 async fn a_database_in_use_cannot_be_opened_again_until_it_is_closed() {
     let (dir, store) = fresh().await;
-    let second = SqliteStore::open(SqliteConfig::new(db_path(&dir))).await;
+    let mut config = SqliteConfig::new(db_path(&dir));
+    config.lock_wait = std::time::Duration::from_millis(300);
+    let second = SqliteStore::open(config).await;
     let Err(e) = second else {
         panic!("a second store opened the database in use")
     };
@@ -276,4 +278,20 @@ async fn reopening_frees_the_leases_of_the_process_before() {
         1,
         "a delivery claimed by a dead process waits for its lease"
     );
+}
+
+/// A restart that does not wait for the old process to exit (`kill; start`,
+/// a rolling update) waits for it: a stopping Sluice finishes its requests
+/// and webhook sends first, which takes seconds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_open_waits_for_the_process_before_to_finish_stopping() {
+    let (dir, store) = fresh().await;
+    let stopping = tokio::spawn(async move {
+        tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+        store.close().await;
+        drop(store);
+    });
+    let reopened = SqliteStore::open(SqliteConfig::new(db_path(&dir))).await;
+    assert!(reopened.is_ok(), "{:?}", reopened.err());
+    stopping.await.expect("stopped");
 }

@@ -149,7 +149,7 @@ async fn groups_that_change_nothing_do_not_put_off_the_shrink() {
         max_weight: 100,
         max_jobs: 100,
     };
-    let lock = super::super::lock::acquire(&path).expect("lock");
+    let lock = super::super::lock::acquire(&path, Duration::ZERO).expect("lock");
     let writer = Writer::spawn(conn, checkpointer(&path), limits, lock).expect("writer");
     writer
         .run(1, |c| {
