@@ -2,13 +2,12 @@
 //! and let the policy decide.
 
 use bytes::Bytes;
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use sluice_signing::standard;
-use sluice_store::{
-    AttemptReport, Destination, DueDelivery, Outcome, StandardWebhooks, WebhookSettings,
-};
+use sluice_store::{AttemptReport, Destination, DueDelivery, Outcome, StandardWebhooks};
 
 use super::failure_log::FailureLog;
 use crate::payload;
@@ -20,7 +19,7 @@ pub(super) async fn attempt(
     sender: &Sender,
     policy: &RetryPolicy,
     due: DueDelivery,
-    dest: &Destination,
+    dest: &Arc<Destination>,
     log: &FailureLog,
 ) -> AttemptReport {
     let started = Utc::now();
@@ -57,7 +56,7 @@ pub(super) async fn attempt(
         body,
         signature,
         standard,
-        secrets: destination_secrets(&dest.settings),
+        destination: Some(Arc::clone(dest)),
     };
     let results = sender
         .send_all_trusting(
@@ -90,22 +89,6 @@ pub(super) async fn attempt(
         attempts: results.into_iter().map(|r| r.attempt).collect(),
         outcome,
     }
-}
-
-/// The destination's signing secrets, hidden in stored responses: the
-/// shared secret, and each Standard Webhooks secret whole and without its
-/// `whsec_` prefix (the base64 key a receiver's code works with).
-fn destination_secrets(settings: &WebhookSettings) -> Vec<String> {
-    let mut secrets: Vec<String> = settings.shared_secret.iter().cloned().collect();
-    if let Some(s) = &settings.standard_webhooks {
-        for secret in std::iter::once(&s.secret).chain(s.previous_secret.as_ref()) {
-            secrets.push(secret.clone());
-            if let Some(key) = secret.strip_prefix("whsec_") {
-                secrets.push(key.to_owned());
-            }
-        }
-    }
-    secrets
 }
 
 /// The Standard Webhooks headers for one attempt at `now`: signed with the

@@ -94,7 +94,7 @@ mod tests {
             body: Bytes::from_static(b"{}"),
             signature: signature.map(str::to_owned),
             standard: None,
-            secrets: Vec::new(),
+            destination: None,
         }
     }
 

@@ -26,7 +26,7 @@ use http::header::{ACCEPT, AUTHORIZATION, RETRY_AFTER};
 use http::{HeaderMap, HeaderValue, Method, Request, Uri};
 use http_body_util::Full;
 use sluice_outbound::{Blocked, Masker, NetworkPolicy, redact};
-use sluice_store::{Attempt, WebhookUrl};
+use sluice_store::{Attempt, Destination, WebhookSettings, WebhookUrl};
 
 use crate::config::DeliveryConfig;
 use crate::error::DeliveryError;
@@ -56,10 +56,11 @@ pub struct Job {
     pub signature: Option<String>,
     /// Standard Webhooks headers, when the destination opted in.
     pub standard: Option<StandardHeaders>,
-    /// The destination's own secrets (shared secret, Standard Webhooks
-    /// secrets), hidden in the stored response should a receiver echo them.
-    /// URL credentials and sensitive static headers are added per URL.
-    pub secrets: Vec<String>,
+    /// The destination the attempt is for: its signing secrets are hidden
+    /// in a stored response should a receiver echo them (looked at only when
+    /// a response body is kept). URL credentials and sensitive static
+    /// headers come from the URL.
+    pub destination: Option<Arc<Destination>>,
 }
 
 /// The three Standard Webhooks header values of one attempt.
@@ -331,13 +332,35 @@ impl Sender {
             .iter()
             .map(String::as_str)
             .chain(redact::sensitive_header_values(&self.masker, &url.headers))
-            .chain(job.secrets.iter().map(String::as_str))
+            .chain(
+                job.destination
+                    .iter()
+                    .flat_map(|d| signing_secrets(&d.settings)),
+            )
             .collect();
         match redact::redact(&body, &secrets, cut) {
             Cow::Borrowed(_) => body,
             Cow::Owned(hidden) => hidden,
         }
     }
+}
+
+/// A destination's signing secrets: the shared secret, and each Standard
+/// Webhooks secret whole and without its `whsec_` prefix (the base64 key a
+/// receiver's code works with).
+fn signing_secrets(settings: &WebhookSettings) -> impl Iterator<Item = &str> {
+    let standard = settings.standard_webhooks.iter().flat_map(|s| {
+        std::iter::once(&s.secret)
+            .chain(s.previous_secret.as_ref())
+            .flat_map(|secret| {
+                std::iter::once(secret.as_str()).chain(secret.strip_prefix("whsec_"))
+            })
+    });
+    settings
+        .shared_secret
+        .as_deref()
+        .into_iter()
+        .chain(standard)
 }
 
 /// A response that arrived in time.

@@ -90,7 +90,7 @@ proptest! {
                 body: Bytes::from(bytes),
                 signature: Some("0123abcd".into()),
                 standard: None,
-                secrets: Vec::new(),
+                destination: None,
             };
             let headers = build_headers(&target, &job);
             prop_assert!(

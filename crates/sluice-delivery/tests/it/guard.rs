@@ -59,7 +59,7 @@ fn job() -> Job {
         body: Bytes::from_static(b"{}"),
         signature: None,
         standard: None,
-        secrets: Vec::new(),
+        destination: None,
     }
 }
 

@@ -63,7 +63,7 @@ async fn a_connection_the_receiver_closed_is_not_reused() {
             body: Bytes::from_static(b"{}"),
             signature: None,
             standard: None,
-            secrets: Vec::new(),
+            destination: None,
         };
         let result = sender.send_one(&url(&target), &job).await;
         assert_eq!(

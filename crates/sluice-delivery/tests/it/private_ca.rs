@@ -84,7 +84,7 @@ async fn network_guard_still_refuses_loopback_with_a_ca_bundle() {
         body: Bytes::from_static(b"{}"),
         signature: None,
         standard: None,
-        secrets: Vec::new(),
+        destination: None,
     };
     let results = sender
         .send_all_trusting(&[url(&rx.url())], Some(&ca), &job)

@@ -137,7 +137,7 @@ async fn a_fatal_alert_in_the_handshake_is_retried_and_says_nothing_was_sent() {
         body: Bytes::from_static(b"{}"),
         signature: None,
         standard: None,
-        secrets: Vec::new(),
+        destination: None,
     };
     let result = sender
         .send_one(&url(&format!("https://127.0.0.1:{port}/hook")), &job)
