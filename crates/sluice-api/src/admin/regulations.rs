@@ -65,6 +65,13 @@ pub fn regulation_kind(name: &str) -> Option<(Option<bool>, bool, bool)> {
     })
 }
 
+/// Whether a regulation type suppresses its subjects and purges their data
+/// (`SUPPRESS_WITH_DELETE`, `SUPPRESS_WITH_DELETE_INTERNAL`): its purge waits
+/// until the suppression holds on every node (`docs/privacy.md`).
+pub fn suppresses_and_purges(name: &str) -> bool {
+    matches!(regulation_kind(name), Some((Some(true), true, _)))
+}
+
 /// Checks a request body; every error names its field.
 fn parse(body: &Map<String, Value>) -> Result<(String, Vec<String>, Option<String>), ApiError> {
     // A misspelt `source_id` must not widen a deletion to every source.

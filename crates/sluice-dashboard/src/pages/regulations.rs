@@ -197,7 +197,7 @@ pub async fn show(
     let open = status != "FINISHED" && status != "FAILED";
     let suppresses = r["regulationType"]
         .as_str()
-        .is_some_and(|t| t.starts_with("SUPPRESS_WITH_DELETE"));
+        .is_some_and(sluice_api::admin::regulations::suppresses_and_purges);
     let subjects = r["subjectDetails"].as_array().cloned().unwrap_or_default();
     let notes = r["notifications"].as_array().cloned().unwrap_or_default();
     let body = html! {

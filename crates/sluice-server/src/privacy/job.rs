@@ -61,7 +61,7 @@ pub fn unsettled(
     settle: Duration,
     now: DateTime<Utc>,
 ) -> Option<Duration> {
-    if !regulation.suppresses_and_purges() {
+    if !sluice_api::admin::regulations::suppresses_and_purges(&regulation.regulation_type) {
         return None;
     }
     let settle = chrono::Duration::from_std(settle).unwrap_or(chrono::Duration::MAX);

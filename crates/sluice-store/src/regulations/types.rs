@@ -41,16 +41,6 @@ pub struct Regulation {
     pub error: Option<String>,
 }
 
-impl Regulation {
-    /// Whether it suppresses its subjects and purges their data
-    /// (`SUPPRESS_WITH_DELETE`, `SUPPRESS_WITH_DELETE_INTERNAL`): its purge
-    /// must also catch calls that passed a node's suppression check before
-    /// that node learned of it.
-    pub fn suppresses_and_purges(&self) -> bool {
-        self.purge && self.regulation_type.starts_with("SUPPRESS_WITH_DELETE")
-    }
-}
-
 /// One subject of a regulation and what the job found for it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RegulationSubject {
