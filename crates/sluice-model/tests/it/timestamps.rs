@@ -205,3 +205,29 @@ fn server_keys_are_appended_in_order_after_client_keys() {
         ]
     );
 }
+
+/// `testdata/timestamps/vectors.json` is shared with the Go library, which
+/// checks caller-set timestamps before queueing them (a timestamp the
+/// server refuses would fail its whole batch): the grammar must agree.
+#[test]
+fn the_shared_timestamp_vectors_hold() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/timestamps/vectors.json");
+    let text = std::fs::read_to_string(path).expect("read the vectors");
+    let vectors: serde_json::Value = serde_json::from_str(&text).expect("json");
+    let list = |key: &str| -> Vec<String> {
+        vectors[key]
+            .as_array()
+            .expect("a list")
+            .iter()
+            .map(|v| v.as_str().expect("a string").to_owned())
+            .collect()
+    };
+    let (valid, invalid) = (list("valid"), list("invalid"));
+    assert!(!valid.is_empty() && !invalid.is_empty());
+    for s in &valid {
+        assert!(sluice_model::time::parse(s).is_some(), "{s:?} refused");
+    }
+    for s in &invalid {
+        assert!(sluice_model::time::parse(s).is_none(), "{s:?} accepted");
+    }
+}
