@@ -211,7 +211,10 @@ fn server_keys_are_appended_in_order_after_client_keys() {
 /// server refuses would fail its whole batch): the grammar must agree.
 #[test]
 fn the_shared_timestamp_vectors_hold() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/timestamps/vectors.json");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../testdata/timestamps/vectors.json"
+    );
     let text = std::fs::read_to_string(path).expect("read the vectors");
     let vectors: serde_json::Value = serde_json::from_str(&text).expect("json");
     let list = |key: &str| -> Vec<String> {
