@@ -150,18 +150,48 @@ impl SourceRules {
 
     /// The body without its blocked trait keys, or `None` when the call
     /// carries none of them (the body is then used as it is).
+    ///
+    /// An identify's blocked keys go from `context.traits` as well as from
+    /// `traits`: RudderStack's libraries send an identify's traits only
+    /// there, analytics.js copies them there, and the profile engine reads
+    /// `context.traits` when `traits` is empty, so a key left there would
+    /// reach profiles and destinations all the same. A group's
+    /// `context.traits` are the user's, not the group's, and stay.
     pub fn strip_traits(&self, shape: &Shape, body: &str) -> Option<String> {
         let blocked = self.blocked_traits(shape.kind);
-        if !shape.fields.iter().any(|(k, _)| blocked.contains(k)) {
+        if blocked.is_empty() {
+            return None;
+        }
+        let identify = shape.kind == "identify";
+        if !identify && !shape.fields.iter().any(|(k, _)| blocked.contains(k)) {
             return None;
         }
         let mut message: Map<String, Value> = serde_json::from_str(body).ok()?;
-        let traits = message.get_mut("traits")?.as_object_mut()?;
-        for key in blocked {
-            traits.shift_remove(key);
+        let mut removed = remove_keys(message.get_mut("traits"), blocked);
+        if identify {
+            let context_traits = message
+                .get_mut("context")
+                .and_then(Value::as_object_mut)
+                .and_then(|c| c.get_mut("traits"));
+            removed |= remove_keys(context_traits, blocked);
+        }
+        if !removed {
+            return None;
         }
         serde_json::to_string(&message).ok()
     }
+}
+
+/// Removes `keys` from `value` when it is an object; whether any was there.
+fn remove_keys(value: Option<&mut Value>, keys: &[String]) -> bool {
+    let Some(object) = value.and_then(Value::as_object_mut) else {
+        return false;
+    };
+    let mut removed = false;
+    for key in keys {
+        removed |= object.shift_remove(key).is_some();
+    }
+    removed
 }
 
 /// A list of distinct, non-empty names under `key` of `obj`.
@@ -244,6 +274,31 @@ mod tests {
             None
         );
         let group = r#"{"type":"group","traits":{"ssn":"1"}}"#;
+        assert_eq!(rules.strip_traits(&Shape::of(group, "group"), group), None);
+    }
+
+    #[test]
+    fn blocked_identify_traits_leave_context_traits_too() {
+        let rules = SourceRules::parse(&json!({"blocked_identify_traits": ["ssn"]})).unwrap();
+        // RudderStack: the traits only in `context.traits`.
+        let rudder = r#"{"type":"identify","userId":"u","context":{"traits":{"ssn":"1","plan":"pro"},"ip":"1.2.3.4"}}"#;
+        let out = rules
+            .strip_traits(&Shape::of(rudder, "identify"), rudder)
+            .unwrap();
+        assert_eq!(
+            out,
+            r#"{"type":"identify","userId":"u","context":{"traits":{"plan":"pro"},"ip":"1.2.3.4"}}"#
+        );
+        // analytics.js: the same key in both places; neither keeps it.
+        let both = r#"{"type":"identify","traits":{"ssn":"1"},"context":{"traits":{"ssn":"1"}}}"#;
+        let out = rules.strip_traits(&Shape::of(both, "identify"), both).unwrap();
+        assert_eq!(
+            out,
+            r#"{"type":"identify","traits":{},"context":{"traits":{}}}"#
+        );
+        // A group's `context.traits` are the user's: untouched.
+        let rules = SourceRules::parse(&json!({"blocked_group_traits": ["ssn"]})).unwrap();
+        let group = r#"{"type":"group","traits":{"n":1},"context":{"traits":{"ssn":"1"}}}"#;
         assert_eq!(rules.strip_traits(&Shape::of(group, "group"), group), None);
     }
 

@@ -288,3 +288,44 @@ async fn blocked_calls_feed_no_computed_trait() {
     assert_eq!(profile["computed_traits"].get("orders"), None, "{profile}");
     s.stop().await;
 }
+
+#[tokio::test]
+async fn a_blocked_identify_trait_sent_in_context_traits_reaches_neither_profile_nor_destination()
+{
+    let s = TestServer::start().await;
+    let (src, key) = s.source("web").await;
+    let rx = Receiver::start().await;
+    s.webhook(&src, json!([rx.url()]), None).await;
+    let (status, body) = put_rules(&s, &src, json!({"blocked_identify_traits": ["ssn"]})).await;
+    assert_eq!(status, 200, "{body}");
+    // RudderStack's libraries send an identify's traits in `context.traits`
+    // only; analytics.js copies them there as well.
+    let rudder = json!({"userId": "u1", "messageId": "m-rudder",
+                        "context": {"traits": {"ssn": "123-45", "plan": "pro"}}});
+    let both = json!({"userId": "u2", "messageId": "m-both", "traits": {"ssn": "999"},
+                      "context": {"traits": {"ssn": "999"}}});
+    for call in [rudder, both] {
+        let (status, _) = s
+            .collect("/v1/identify", Some(&key), call.to_string())
+            .await;
+        assert_eq!(status, 200);
+    }
+    let got = rx.wait_for(2, Duration::from_secs(10)).await;
+    for r in &got {
+        let body = String::from_utf8_lossy(&r.body);
+        assert!(!body.contains("ssn"), "{body}");
+    }
+    let plan = eventually(15, || async {
+        let (_, profile) = s.admin(Method::GET, "/profiles/u1", None).await;
+        (profile["traits"]["plan"] == json!("pro")).then_some(profile)
+    })
+    .await;
+    assert_eq!(plan["traits"], json!({"plan": "pro"}), "{plan}");
+    let u2 = eventually(15, || async {
+        let (status, profile) = s.admin(Method::GET, "/profiles/u2", None).await;
+        (status == 200).then_some(profile)
+    })
+    .await;
+    assert_eq!(u2["traits"], json!({}), "{u2}");
+    s.stop().await;
+}

@@ -29,17 +29,25 @@ pub(crate) fn subject_index(identities: &[(String, usize)]) -> SubjectIndex {
 
 /// The subject an event belongs to, from its `userId`, `anonymousId` and
 /// `previousId` (an alias names either kind).
+///
+/// An event that names a `userId` belongs to that user alone: it is never
+/// matched through its `anonymousId`, which a shared device gives to
+/// several people (the profile engine's identity rules keep such a call
+/// with the `userId`'s profile too). Its `previousId` still matches: an
+/// alias from the subject's id is the subject's own data.
 pub(crate) fn identity_parts(
     index: &SubjectIndex,
     user: Option<String>,
     anon: Option<String>,
     previous: Option<String>,
 ) -> Option<usize> {
-    user.and_then(|u| index.users.get(&u).copied())
-        .or_else(|| anon.and_then(|a| index.anons.get(&a).copied()))
-        .or_else(|| {
-            previous.and_then(|p| index.users.get(&p).or_else(|| index.anons.get(&p)).copied())
-        })
+    let own = match user {
+        Some(u) => index.users.get(&u).copied(),
+        None => anon.and_then(|a| index.anons.get(&a).copied()),
+    };
+    own.or_else(|| {
+        previous.and_then(|p| index.users.get(&p).or_else(|| index.anons.get(&p)).copied())
+    })
 }
 
 /// What a finished subject is stored as: the SHA-256 of the user id, so the
@@ -91,6 +99,23 @@ mod tests {
         assert_eq!(
             identity_parts(&index, Some("zz".into()), Some("u1".into()), None),
             None
+        );
+    }
+
+    #[test]
+    fn another_users_call_on_a_shared_device_is_not_the_subjects() {
+        let index = subject_index(&[("user:alice".into(), 0), ("anon:dev1".into(), 0)]);
+        assert_eq!(
+            identity_parts(&index, Some("bob".into()), Some("dev1".into()), None),
+            None
+        );
+        assert_eq!(
+            identity_parts(&index, None, Some("dev1".into()), None),
+            Some(0)
+        );
+        assert_eq!(
+            identity_parts(&index, Some("bob".into()), None, Some("alice".into())),
+            Some(0)
         );
     }
 

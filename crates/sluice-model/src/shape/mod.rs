@@ -10,15 +10,14 @@
 //! (tests, and events parsed without shapes): it skips every other value
 //! without building it.
 
-use std::fmt;
+mod light;
 
-use serde::Deserialize;
-use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
 use crate::EventType;
 use crate::raw::{Field, RawObject, Slot};
+use light::Light;
 
 /// A JSON type, as a bit so that a set of types is one byte.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,7 +99,10 @@ pub struct Shape {
     /// The track event name, or the page or screen name.
     pub name: Option<String>,
     /// Top-level keys of `properties` (track, page, screen) or `traits`
-    /// (identify, group), with their JSON types, in body order.
+    /// (identify, group), with their JSON types, in body order. An
+    /// identify whose `traits` is absent or empty gives the keys of
+    /// `context.traits` instead, where RudderStack's libraries put them:
+    /// the traits the profile engine reads (and source rules block).
     pub fields: Vec<(String, JsonType)>,
 }
 
@@ -129,11 +131,11 @@ impl Shape {
             "identify" | "group" => (None, light.traits),
             _ => (None, None),
         };
-        Shape {
-            kind,
-            name,
-            fields: fields.map(|k| k.0).unwrap_or_default(),
+        let mut fields = fields.map(|k| k.0).unwrap_or_default();
+        if kind == "identify" && fields.is_empty() {
+            fields = light.context.and_then(|c| c.0).unwrap_or_default();
         }
+        Shape { kind, name, fields }
     }
 }
 
@@ -152,10 +154,34 @@ pub(crate) fn of_call(call: &RawObject<'_>, event_type: EventType) -> Shape {
         EventType::Identify | EventType::Group => (None, call.get("traits")),
         EventType::Alias => (None, None),
     };
+    let mut fields = object.map(slot_fields).unwrap_or_default();
+    if event_type == EventType::Identify && fields.is_empty() {
+        fields = call.get("context").map(context_traits).unwrap_or_default();
+    }
     Shape {
         kind: event_type.as_str(),
         name,
-        fields: object.map(slot_fields).unwrap_or_default(),
+        fields,
+    }
+}
+
+/// The keys of `context.traits` (empty when either is not an object).
+fn context_traits(context: &Slot<'_>) -> Vec<(String, JsonType)> {
+    match context {
+        Slot::Raw(raw) => crate::scan::members(raw.get())
+            .and_then(|mut members| {
+                members.find_map(|m| match m {
+                    Ok((key, value)) if key == "traits" => Some(text_fields(value)),
+                    _ => None,
+                })
+            })
+            .unwrap_or_default(),
+        Slot::Owned(Value::Object(map)) => match map.get("traits") {
+            Some(traits) => slot_fields(&Slot::Owned(traits.clone())),
+            None => Vec::new(),
+        },
+        Slot::Owned(_) => Vec::new(),
+        Slot::Object(object) => object.get("traits").map(slot_fields).unwrap_or_default(),
     }
 }
 
@@ -176,7 +202,12 @@ fn slot_fields(slot: &Slot<'_>) -> Vec<(String, JsonType)> {
 /// with [`crate::scan`]: values are skipped, types come from their first
 /// character.
 fn raw_fields(raw: &RawValue) -> Vec<(String, JsonType)> {
-    let Some(members) = crate::scan::members(raw.get()) else {
+    text_fields(raw.get())
+}
+
+/// [`raw_fields`] of validated JSON text.
+fn text_fields(text: &str) -> Vec<(String, JsonType)> {
+    let Some(members) = crate::scan::members(text) else {
         return Vec::new();
     };
     let mut fields = Vec::with_capacity(8);
@@ -192,130 +223,6 @@ fn raw_fields(raw: &RawValue) -> Vec<(String, JsonType)> {
 /// The `&'static` name of a call type; empty for an unknown one.
 fn static_kind(name: &str) -> &'static str {
     EventType::from_name(name).map_or("", EventType::as_str)
-}
-
-#[derive(Deserialize)]
-struct Light {
-    #[serde(rename = "type", default)]
-    kind: Option<Str>,
-    #[serde(default)]
-    event: Option<Str>,
-    #[serde(default)]
-    name: Option<Str>,
-    #[serde(default)]
-    properties: Option<Keys>,
-    #[serde(default)]
-    traits: Option<Keys>,
-}
-
-/// A string, or nothing when the value is of another type.
-struct Str(Option<String>);
-
-/// Keys of an object with their types; empty when the value is not an object.
-struct Keys(Vec<(String, JsonType)>);
-
-impl<'de> Deserialize<'de> for Str {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let kind = d.deserialize_any(TypeVisitor)?;
-        Ok(Str(kind.1))
-    }
-}
-
-impl<'de> Deserialize<'de> for Keys {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(KeysVisitor)
-    }
-}
-
-/// A value's type (and its text when it is a string); contents skipped.
-struct Typed(JsonType, Option<String>);
-
-impl<'de> Deserialize<'de> for Typed {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(TypeVisitor)
-    }
-}
-
-struct TypeVisitor;
-
-impl<'de> Visitor<'de> for TypeVisitor {
-    type Value = Typed;
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("any JSON value")
-    }
-    fn visit_unit<E: de::Error>(self) -> Result<Typed, E> {
-        Ok(Typed(JsonType::Null, None))
-    }
-    fn visit_none<E: de::Error>(self) -> Result<Typed, E> {
-        Ok(Typed(JsonType::Null, None))
-    }
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Typed, E> {
-        Ok(Typed(JsonType::Boolean, None))
-    }
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Typed, E> {
-        Ok(Typed(JsonType::Number, None))
-    }
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Typed, E> {
-        Ok(Typed(JsonType::Number, None))
-    }
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Typed, E> {
-        Ok(Typed(JsonType::Number, None))
-    }
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<Typed, E> {
-        Ok(Typed(JsonType::String, Some(v.to_owned())))
-    }
-    fn visit_string<E: de::Error>(self, v: String) -> Result<Typed, E> {
-        Ok(Typed(JsonType::String, Some(v)))
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Typed, A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(Typed(JsonType::Array, None))
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Typed, A::Error> {
-        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-        Ok(Typed(JsonType::Object, None))
-    }
-}
-
-struct KeysVisitor;
-
-impl<'de> Visitor<'de> for KeysVisitor {
-    type Value = Keys;
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("any JSON value")
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Keys, A::Error> {
-        let mut keys = Vec::new();
-        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
-            let Typed(t, _) = map.next_value()?;
-            keys.push((key.into_owned(), t));
-        }
-        Ok(Keys(keys))
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Keys, A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(Keys(Vec::new()))
-    }
-    fn visit_unit<E: de::Error>(self) -> Result<Keys, E> {
-        Ok(Keys(Vec::new()))
-    }
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Keys, E> {
-        Ok(Keys(Vec::new()))
-    }
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Keys, E> {
-        Ok(Keys(Vec::new()))
-    }
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Keys, E> {
-        Ok(Keys(Vec::new()))
-    }
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Keys, E> {
-        Ok(Keys(Vec::new()))
-    }
-    fn visit_str<E: de::Error>(self, _: &str) -> Result<Keys, E> {
-        Ok(Keys(Vec::new()))
-    }
 }
 
 #[cfg(test)]
@@ -357,6 +264,19 @@ mod tests {
         assert_eq!(s.name, None);
         assert_eq!(s.fields.len(), 2);
         assert_eq!(s.fields[0].0, "email");
+    }
+
+    #[test]
+    fn identify_without_traits_lists_context_traits_keys() {
+        let body = r#"{"type":"identify","traits":{},"context":{"ip":"1.2.3.4","traits":{"ssn":"1","plan":"pro"}}}"#;
+        let keys = |s: Shape| s.fields.into_iter().map(|(k, _)| k).collect::<Vec<_>>();
+        assert_eq!(keys(Shape::of(body, "identify")), ["ssn", "plan"]);
+        let own = r#"{"type":"identify","traits":{"a":1},"context":{"traits":{"ssn":"1"}}}"#;
+        assert_eq!(keys(Shape::of(own, "identify")), ["a"]);
+        let group = r#"{"type":"group","context":{"traits":{"ssn":"1"}}}"#;
+        assert!(Shape::of(group, "group").fields.is_empty());
+        let odd = r#"{"type":"identify","context":"x"}"#;
+        assert!(Shape::of(odd, "identify").fields.is_empty());
     }
 
     #[test]
