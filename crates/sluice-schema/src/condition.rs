@@ -21,6 +21,7 @@ use serde_json::{Map, Value};
 use crate::RuleError;
 use crate::path::PropertyPath;
 use crate::shape::Shape;
+use sluice_model::EventType;
 
 #[derive(Debug, Clone, PartialEq)]
 enum Field {
@@ -230,6 +231,38 @@ fn same(a: &Value, b: &Value) -> bool {
     }
 }
 
+/// Checks that a `type` condition's operands are call types, as calls
+/// carry them (lower case): a typo or `"Group"` would never match, silently.
+/// Only for filters being saved ([`crate::FilterSet::parse_new`]); stored
+/// ones load as they were saved.
+pub(crate) fn check_call_types(doc: &Value, at: &str) -> Result<(), RuleError> {
+    if doc.get("field").and_then(Value::as_str) != Some("type") {
+        return Ok(());
+    }
+    let named: Vec<(String, &Value)> = match doc.get("values") {
+        Some(Value::Array(values)) => values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (format!("{at}.values[{i}]"), v))
+            .collect(),
+        _ => doc
+            .get("value")
+            .map(|v| (format!("{at}.value"), v))
+            .into_iter()
+            .collect(),
+    };
+    match named
+        .into_iter()
+        .find(|(_, v)| v.as_str().and_then(EventType::from_name).is_none())
+    {
+        Some((field, _)) => Err(RuleError::new(
+            field,
+            "must be a call type: track, page, screen, identify, group or alias",
+        )),
+        None => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -329,5 +362,31 @@ mod tests {
                 "{doc}"
             );
         }
+    }
+
+    #[test]
+    fn type_conditions_being_saved_name_only_call_types() {
+        let cases = [
+            (
+                json!({"field": "type", "op": "in", "values": ["track", "Group"]}),
+                "when.values[1]",
+            ),
+            (
+                json!({"field": "type", "op": "eq", "value": "idenitfy"}),
+                "when.value",
+            ),
+            (
+                json!({"field": "type", "op": "not_in", "values": [3]}),
+                "when.values[0]",
+            ),
+        ];
+        for (doc, field) in cases {
+            assert!(Condition::parse(&doc, "when").is_ok(), "stored ones load");
+            assert_eq!(check_call_types(&doc, "when").unwrap_err().field, field);
+        }
+        let good = json!({"field": "type", "op": "in", "values": ["alias", "group"]});
+        assert!(check_call_types(&good, "when").is_ok());
+        let other = json!({"field": "event", "op": "eq", "value": "Group"});
+        assert!(check_call_types(&other, "when").is_ok());
     }
 }

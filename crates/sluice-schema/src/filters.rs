@@ -73,6 +73,20 @@ pub enum FilterOutcome {
 }
 
 impl FilterSet {
+    /// [`FilterSet::parse`] for filters being saved, which must also name
+    /// only call types in `type` conditions. Stored filters load with
+    /// `parse`, so that a set saved before this check keeps working.
+    pub fn parse_new(doc: &Value) -> Result<FilterSet, RuleError> {
+        let set = FilterSet::parse(doc)?;
+        let list = doc.get("filters").and_then(Value::as_array);
+        for (i, filter) in list.into_iter().flatten().enumerate() {
+            if let Some(when) = filter.get("when") {
+                crate::condition::check_call_types(when, &format!("filters[{i}].when"))?;
+            }
+        }
+        Ok(set)
+    }
+
     /// Parses `{"filters": [...]}`, naming the offending field on error.
     pub fn parse(doc: &Value) -> Result<FilterSet, RuleError> {
         let obj = doc

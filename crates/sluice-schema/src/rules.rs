@@ -291,7 +291,9 @@ mod tests {
         );
         // analytics.js: the same key in both places; neither keeps it.
         let both = r#"{"type":"identify","traits":{"ssn":"1"},"context":{"traits":{"ssn":"1"}}}"#;
-        let out = rules.strip_traits(&Shape::of(both, "identify"), both).unwrap();
+        let out = rules
+            .strip_traits(&Shape::of(both, "identify"), both)
+            .unwrap();
         assert_eq!(
             out,
             r#"{"type":"identify","traits":{},"context":{"traits":{}}}"#

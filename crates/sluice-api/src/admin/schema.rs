@@ -226,7 +226,7 @@ pub async fn put_filters(
         ));
     }
     let doc = Value::Object(body);
-    FilterSet::parse(&doc).map_err(invalid)?;
+    FilterSet::parse_new(&doc).map_err(invalid)?;
     app.store
         .put_destination_filters(&id, &doc.to_string())
         .await?;

@@ -143,7 +143,6 @@ impl<'de> Visitor<'de> for KeysVisitor {
     }
 }
 
-
 struct ContextVisitor;
 
 impl<'de> Visitor<'de> for ContextVisitor {

@@ -290,8 +290,7 @@ async fn blocked_calls_feed_no_computed_trait() {
 }
 
 #[tokio::test]
-async fn a_blocked_identify_trait_sent_in_context_traits_reaches_neither_profile_nor_destination()
-{
+async fn a_blocked_identify_trait_sent_in_context_traits_reaches_neither_profile_nor_destination() {
     let s = TestServer::start().await;
     let (src, key) = s.source("web").await;
     let rx = Receiver::start().await;

@@ -238,6 +238,11 @@ async fn unusable_filters_are_a_400_naming_the_field() {
                              "when": {"field": "type", "op": "matches", "values": []}}]}),
             "filters[0].when.op",
         ),
+        (
+            json!({"filters": [{"name": "a", "action": "drop",
+                             "when": {"field": "type", "op": "in", "values": ["track", "Group"]}}]}),
+            "filters[0].when.values[1]",
+        ),
         (json!({"filters": "none"}), "filters"),
     ];
     for (doc, field) in cases {
