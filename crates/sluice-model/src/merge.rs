@@ -9,7 +9,12 @@
 //!   as compact JSON (`,"context":{…}` when the item has no `context`, each
 //!   appended `,"key":value` when it has one): the per-event limit of the
 //!   spec holds for the event as stored, so a large batch `context` cannot
-//!   ride along on thousands of tiny items.
+//!   ride along on thousands of tiny items. The merge may add at most
+//!   [`MERGE_ALLOWANCE`] beyond the limit: clients check the limit on the
+//!   item they send, and analytics-java puts its `context.library` (about
+//!   120 bytes) at batch level, so an item at exactly its own 32 KiB cap
+//!   must still pass. The allowance bounds what a batch's `context` adds to
+//!   the whole request at 2500 × 1 KiB, a few times the request's own size.
 //! - **Nesting.** A batch-level member sits one level deeper in the item
 //!   than in the batch, so it may nest at most [`MAX_DEPTH`] − 2 levels
 //!   below its key (the item's object and `context` are the first two).
@@ -30,6 +35,10 @@ use crate::{ErrorCode, ValidationError};
 /// The deepest nesting of objects and arrays a call may have, counting the
 /// call's own object as the first: serde_json's parser refuses more.
 pub const MAX_DEPTH: usize = 127;
+
+/// Bytes the batch-level objects may add to an item beyond the per-event
+/// limit (see the module doc).
+pub const MERGE_ALLOWANCE: usize = 1024;
 
 /// How deep a batch-level member's value may nest: the item's object and
 /// the `context` (or `integrations`) object are the two levels above it.
@@ -122,16 +131,18 @@ struct Added {
 }
 
 /// Refuses an item that, once the batch objects are merged into it, would
-/// be larger than `max_bytes` (its `raw_len` counted as received) or nest
-/// deeper than [`MAX_DEPTH`]. `context` must already be opened
+/// be larger than `max_bytes` plus [`MERGE_ALLOWANCE`] (its `raw_len`
+/// counted as received, which the caller has checked against `max_bytes`)
+/// or nest deeper than [`MAX_DEPTH`]. `context` must already be opened
 /// ([`open_context`]); `own_integrations` is the item's own object.
 pub(crate) fn check(
     call: &RawObject<'_>,
     raw_len: usize,
     own_integrations: Option<&Map<String, Value>>,
     batch: [Option<&BatchObject>; 2],
-    max_bytes: usize,
+    per_event: usize,
 ) -> Result<(), ValidationError> {
+    let max_bytes = per_event + MERGE_ALLOWANCE;
     let [context, integrations] = batch;
     let present = [("context", context), ("integrations", integrations)];
     let whole: usize = present
@@ -181,7 +192,8 @@ pub(crate) fn check(
             ErrorCode::EventTooLarge,
             format!(
                 "event is {total} bytes with the batch-level {} merged in, over the limit of \
-                 {max_bytes}",
+                 {max_bytes} ({per_event} per event, and {MERGE_ALLOWANCE} more for what the \
+                 batch adds)",
                 merged_names(context.is_some(), integrations.is_some())
             ),
         ));

@@ -2,6 +2,7 @@
 //! per-event size and nesting limits hold for the item as merged.
 
 use serde_json::{Value, json};
+use sluice_model::merge::MERGE_ALLOWANCE;
 use sluice_model::{ErrorCode, Limits};
 
 use crate::support::{batch, batch_with, field, one, padded, rejected};
@@ -28,22 +29,47 @@ fn item(extra: &str, len: usize) -> String {
 
 const CONTEXT: &str = r#"{"library":{"name":"analytics-go","version":"2.1.0"}}"#;
 
-#[test]
-fn item_at_the_limit_with_the_batch_context_merged_is_accepted_and_one_byte_more_is_not() {
-    // `,"context":{…}` is appended to an item without a context.
-    let merged = r#","context":"#.len() + CONTEXT.len();
-    let fits = item("", LIMITS.max_call_bytes - merged);
-    let top = format!(r#""context":{CONTEXT}"#);
-    let event = one(batch_with(&body(&[fits], &top), &LIMITS));
-    assert_eq!(field(&event, "context")["library"]["name"], "analytics-go");
+/// Most bytes an item may have with the batch-level members merged in.
+const MERGED_LIMIT: usize = 300 + MERGE_ALLOWANCE;
 
-    let over = item("", LIMITS.max_call_bytes - merged + 1);
+/// A batch context larger than the allowance, so that the merged limit
+/// can be reached by items under their own limit.
+fn big_context() -> String {
+    format!(r#"{{"blob":"{}"}}"#, "x".repeat(1100))
+}
+
+#[test]
+fn an_item_at_its_own_limit_still_takes_a_small_batch_context() {
+    // analytics-java: items up to its own 32 KiB cap, `context.library` at
+    // batch level.
+    let top = format!(r#""context":{CONTEXT}"#);
+    let event = one(batch_with(
+        &body(&[item("", LIMITS.max_call_bytes)], &top),
+        &LIMITS,
+    ));
+    assert_eq!(field(&event, "context")["library"]["name"], "analytics-go");
+}
+
+#[test]
+fn the_merge_adds_at_most_the_allowance_beyond_the_limit_and_one_byte_more_is_refused() {
+    let context = big_context();
+    // `,"context":{…}` is appended to an item without a context.
+    let merged = r#","context":"#.len() + context.len();
+    let top = format!(r#""context":{context}"#);
+    let fits = item("", MERGED_LIMIT - merged);
+    let event = one(batch_with(&body(&[fits], &top), &LIMITS));
+    assert_eq!(
+        field(&event, "context")["blob"].as_str().map(str::len),
+        Some(1100)
+    );
+
+    let over = item("", MERGED_LIMIT - merged + 1);
     let error = rejected(batch_with(&body(&[item("", 60), over], &top), &LIMITS));
     assert_eq!(error.code, ErrorCode::EventTooLarge);
     assert_eq!(
         error.message,
-        "batch[1]: event is 301 bytes with the batch-level 'context' merged in, over the limit \
-         of 300"
+        "batch[1]: event is 1325 bytes with the batch-level 'context' merged in, over the limit \
+         of 1324 (300 per event, and 1024 more for what the batch adds)"
     );
 }
 
@@ -58,7 +84,7 @@ fn tiny_items_under_a_huge_batch_context_are_refused_before_any_is_stored() {
             && error
                 .message
                 .contains("with the batch-level 'context' merged in")
-            && error.message.ends_with("over the limit of 32768"),
+            && error.message.contains("over the limit of 33792"),
         "{}",
         error.message
     );
@@ -66,7 +92,7 @@ fn tiny_items_under_a_huge_batch_context_are_refused_before_any_is_stored() {
 
 #[test]
 fn batch_members_the_item_overrides_do_not_count() {
-    let big = "x".repeat(1000);
+    let big = "x".repeat(2000);
     let top =
         format!(r#""context":{{"big":"{big}","locale":"fr"}},"integrations":{{"X":"{big}"}}"#);
     let own = r#","context":{"big":1},"integrations":{"X":true}"#;
@@ -78,39 +104,40 @@ fn batch_members_the_item_overrides_do_not_count() {
 
 #[test]
 fn appended_members_count_exactly_against_the_limit() {
-    let top = r#""context":{"big":"0123456789","ip":"1.2.3.4","n":1e2}"#;
-    // Appended to the item's own context: `,"ip":"1.2.3.4"` and `,"n":100.0`.
-    let merged = r#","ip":"1.2.3.4""#.len() + r#","n":100.0"#.len();
+    let pad = "p".repeat(1100);
+    let top = format!(r#""context":{{"big":"0123456789","ip":"1.2.3.4","n":1e2,"pad":"{pad}"}}"#);
+    // Appended to the item's own context: `,"ip":"1.2.3.4"`, `,"n":100.0`
+    // and `,"pad":"…"`.
+    let merged =
+        r#","ip":"1.2.3.4""#.len() + r#","n":100.0"#.len() + r#","pad":"""#.len() + pad.len();
     let own = r#","context":{"big":"mine"}"#;
-    let fits = item(own, LIMITS.max_call_bytes - merged);
+    let fits = item(own, MERGED_LIMIT - merged);
     assert_eq!(
-        field(&one(batch_with(&body(&[fits], top), &LIMITS)), "context")["n"],
+        field(&one(batch_with(&body(&[fits], &top), &LIMITS)), "context")["n"],
         100.0
     );
-    let over = item(own, LIMITS.max_call_bytes - merged + 1);
-    let error = rejected(batch_with(&body(&[over], top), &LIMITS));
+    let over = item(own, MERGED_LIMIT - merged + 1);
+    let error = rejected(batch_with(&body(&[over], &top), &LIMITS));
     assert_eq!(error.code, ErrorCode::EventTooLarge);
 }
 
 #[test]
 fn a_null_item_context_is_replaced_by_the_batch_one_and_counted_so() {
-    let top = format!(r#""context":{CONTEXT}"#);
-    let fits = item(
-        r#","context":null"#,
-        LIMITS.max_call_bytes - CONTEXT.len() + 4,
-    );
+    let context = big_context();
+    let top = format!(r#""context":{context}"#);
+    let fits = item(r#","context":null"#, MERGED_LIMIT - context.len() + 4);
     let event = one(batch_with(&body(&[fits], &top), &LIMITS));
-    assert_eq!(field(&event, "context")["library"]["version"], "2.1.0");
-    let over = item(
-        r#","context":null"#,
-        LIMITS.max_call_bytes - CONTEXT.len() + 5,
+    assert_eq!(
+        field(&event, "context")["blob"].as_str().map(str::len),
+        Some(1100)
     );
+    let over = item(r#","context":null"#, MERGED_LIMIT - context.len() + 5);
     assert!(batch_with(&body(&[over], &top), &LIMITS).is_err());
 }
 
 #[test]
 fn batch_integrations_count_too_and_the_message_names_what_was_merged() {
-    let big = "x".repeat(300);
+    let big = "x".repeat(1300);
     let only = format!(r#""integrations":{{"Webhooks":{{"k":"{big}"}}}}"#);
     let error = rejected(batch_with(&body(&[item("", 60)], &only), &LIMITS));
     assert_eq!(error.code, ErrorCode::EventTooLarge);
