@@ -127,6 +127,10 @@ pub fn parse_secret(value: &Value) -> Result<Option<String>, ApiError> {
     match value {
         Value::Null => Ok(None),
         Value::String(s) if s.is_empty() => Ok(None),
+        Value::String(s) if s.trim().is_empty() => Err(ApiError::invalid(
+            "settings.sharedSecret",
+            "must not be only spaces (send \"\" or null to remove the secret)",
+        )),
         Value::String(s) if s.len() > 1024 => Err(ApiError::invalid(
             "settings.sharedSecret",
             "must be at most 1024 bytes",

@@ -63,6 +63,14 @@ fn omitted_secret_is_kept_and_null_removes_it() {
     assert_eq!(removed.shared_secret, None);
 }
 
+#[test]
+fn a_secret_of_only_spaces_is_refused() {
+    for secret in ["   ", "\t", " \n "] {
+        let e = err(json!({"urls": [], "sharedSecret": secret}));
+        assert!(e.starts_with("settings.sharedSecret:"), "{e}");
+    }
+}
+
 fn with_secret(secret: &str) -> WebhookSettings {
     WebhookSettings {
         urls: vec![],
