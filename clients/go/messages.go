@@ -12,7 +12,8 @@ import "time"
 // accepts, or the call returns an error: a MessageId of 1 to 100
 // characters with no control character and no space at either end, and a
 // Timestamp in ISO 8601 (such as 2009-11-10T23:00:00Z, with an optional
-// fraction and offset; UTC when the offset is absent). SentAt is normally
+// fraction and offset, UTC when the offset is absent; seconds may be left
+// out, and a date alone means midnight UTC). SentAt is normally
 // left empty: the Client sets it on the batch.
 type Message struct {
 	Type      string `json:"type,omitempty"`

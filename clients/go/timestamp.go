@@ -8,10 +8,13 @@ import (
 // validTimestamp reports whether s is a date-time the Sluice server
 // accepts: its lenient ISO 8601, after trimming surrounding white space,
 //
-//   - YYYY-MM-DD (year 0000 to 9999), then T, t or a space, then HH:MM:SS;
-//   - an optional fraction after . or , with at least one digit;
-//   - an optional offset Z, z, ±HH:MM, ±HHMM or ±HH (hours at most 23,
-//     minutes at most 59); without one, UTC is meant;
+//   - YYYY-MM-DD (year 0000 to 9999) alone, meaning midnight UTC, with
+//     nothing after it;
+//   - or YYYY-MM-DD, then T, t or a space, then HH:MM or HH:MM:SS;
+//   - after seconds only, an optional fraction after . or , with at least
+//     one digit;
+//   - after a time, an optional offset Z, z, ±HH:MM, ±HHMM or ±HH (hours
+//     at most 23, minutes at most 59); without one, UTC is meant;
 //
 // naming a real calendar date and time of day whose UTC instant is still
 // within years 0000 to 9999.
@@ -22,21 +25,19 @@ func validTimestamp(s string) bool {
 	month, ok3 := p.digits(2)
 	ok4 := p.byte("-")
 	day, ok5 := p.digits(2)
-	ok6 := p.byte("Tt ")
-	hour, ok7 := p.digits(2)
-	ok8 := p.byte(":")
-	minute, ok9 := p.digits(2)
-	ok10 := p.byte(":")
-	second, ok11 := p.digits(2)
-	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7 && ok8 && ok9 && ok10 && ok11) {
+	if !(ok1 && ok2 && ok3 && ok4 && ok5) {
 		return false
 	}
-	if p.byte(".,") && p.run() == 0 {
-		return false
-	}
-	offset, ok := p.offset()
-	if !ok || p.s != "" {
-		return false
+	hour, minute, second := 0, 0, 0
+	var offset time.Duration
+	if p.s != "" { // a date alone is midnight UTC
+		var ok bool
+		if hour, minute, second, ok = p.clock(); !ok {
+			return false
+		}
+		if offset, ok = p.offset(); !ok || p.s != "" {
+			return false
+		}
 	}
 	if month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || second > 59 {
 		return false
@@ -88,6 +89,28 @@ func (p *tsParser) run() int {
 	}
 	p.s = p.s[n:]
 	return n
+}
+
+// clock reads the separator and HH:MM, then optionally :SS and a fraction
+// (a fraction needs seconds: HH:MM.5 is then refused as an offset).
+func (p *tsParser) clock() (hour, minute, second int, ok bool) {
+	ok1 := p.byte("Tt ")
+	hour, ok2 := p.digits(2)
+	ok3 := p.byte(":")
+	minute, ok4 := p.digits(2)
+	if !(ok1 && ok2 && ok3 && ok4) {
+		return 0, 0, 0, false
+	}
+	if !p.byte(":") {
+		return hour, minute, 0, true
+	}
+	if second, ok = p.digits(2); !ok {
+		return 0, 0, 0, false
+	}
+	if p.byte(".,") && p.run() == 0 {
+		return 0, 0, 0, false
+	}
+	return hour, minute, second, true
 }
 
 // offset reads an optional UTC offset: Z, z, ±HH, ±HHMM or ±HH:MM.

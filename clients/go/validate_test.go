@@ -109,7 +109,9 @@ func TestCallerSetFieldsTheServerWouldRefuseAreRefusedByTheCall(t *testing.T) {
 		{"messageId with a newline", Message{MessageId: "order\n42"}, errInvalidMessageId},
 		{"messageId with a C1 control", Message{MessageId: "order\u008542"}, errInvalidMessageId},
 		{"messageId with DEL", Message{MessageId: "order\x7f"}, errInvalidMessageId},
-		{"SQL-style timestamp without seconds", Message{Timestamp: "2009-11-10 23:00"}, errInvalidTimestamp},
+		{"timestamp with hours only", Message{Timestamp: "2009-11-10 23"}, errInvalidTimestamp},
+		{"fraction without seconds", Message{Timestamp: "2009-11-10T23:00.5Z"}, errInvalidTimestamp},
+		{"date alone with an offset", Message{Timestamp: "2009-11-10+01:00"}, errInvalidTimestamp},
 		{"Go's time.String", Message{Timestamp: "2009-11-10 23:00:00 +0000 UTC"}, errInvalidTimestamp},
 		{"timestamp on February 30", Message{Timestamp: "2009-02-30T00:00:00Z"}, errInvalidTimestamp},
 		{"sentAt that is not a date", Message{SentAt: "yesterday"}, errInvalidSentAt},
@@ -138,6 +140,8 @@ func TestCallerSetFieldsTheServerWouldRefuseAreRefusedByTheCall(t *testing.T) {
 		{MessageId: "a b"},
 		{Timestamp: "2009-11-10T23:00:00+0000"}, // analytics-go v2's own format
 		{Timestamp: "2009-11-10 23:00:00"},
+		{Timestamp: "2009-11-10"},                                    // analytics-node passes a date alone through
+		{Timestamp: "2009-11-10 23:00", SentAt: "2009-11-10T23:01Z"}, // SQL-style, without seconds
 		{Timestamp: " 2009-11-10T23:00:00.123456789123Z ", SentAt: "2009-11-10t23:00:01,5-05"},
 	}
 	for _, m := range good {

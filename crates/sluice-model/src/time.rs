@@ -3,19 +3,28 @@
 //! Clients disagree on ISO 8601: analytics-go v2 sends whole seconds with a
 //! colon-less offset (`2009-11-10T23:00:00+0000`), browsers send milliseconds
 //! and `Z`, Python sends microseconds and `+00:00`, Go's RFC 3339 nano sends
-//! up to nine digits. Rejecting any of them would drop a whole batch, so
-//! [`parse()`] accepts all of them; [`format()`] renders one canonical form.
+//! up to nine digits, and analytics-node passes a caller's string through
+//! unchanged (`2024-05-06`, `2024-05-06T19:11Z`). Rejecting any of them would
+//! drop a whole batch, so [`parse()`] accepts all of them; [`format()`]
+//! renders one canonical form.
 
 use chrono::{DateTime, FixedOffset, NaiveDate, NaiveDateTime, NaiveTime, SecondsFormat, Utc};
 
 /// Parses an ISO 8601 date-time leniently:
 ///
-/// - `YYYY-MM-DD`, then `T`, `t` or a space, then `HH:MM:SS`;
-/// - optional fraction after `.` or `,`: any number of digits, of which the
-///   first nine (nanoseconds) count and the rest are dropped;
-/// - offset `Z`/`z`, `±HH:MM`, `±HHMM` or `±HH`; when missing, UTC is
-///   assumed (naive timestamps from scripts are overwhelmingly UTC, and
-///   rejecting them would lose the whole request).
+/// - `YYYY-MM-DD` alone, meaning 00:00:00 UTC of that day (no offset may
+///   follow it);
+/// - or `YYYY-MM-DD`, then `T`, `t` or a space, then `HH:MM` or `HH:MM:SS`;
+/// - after seconds only, an optional fraction after `.` or `,`: any number
+///   of digits, of which the first nine (nanoseconds) count and the rest
+///   are dropped;
+/// - after a time, offset `Z`/`z`, `±HH:MM`, `±HHMM` or `±HH`; when
+///   missing, UTC is assumed (naive timestamps from scripts are
+///   overwhelmingly UTC, and rejecting them would lose the whole request).
+///
+/// The date alone and the time without seconds are what Segment's own
+/// parser (`@segment/isodate`) takes and analytics-node passes through
+/// unchanged: refusing them would drop the whole batch.
 ///
 /// Returns `None` for anything else, including out-of-range fields and an
 /// instant whose UTC date leaves years 0000–9999 (`9999-12-31T23:59:59-01:00`):
@@ -29,19 +38,16 @@ pub fn parse(s: &str) -> Option<DateTime<Utc>> {
     let month = cur.digits(2)?;
     cur.expect(b'-')?;
     let day = cur.digits(2)?;
-    cur.expect_any(b"Tt ")?;
-    let hour = cur.digits(2)?;
-    cur.expect(b':')?;
-    let minute = cur.digits(2)?;
-    cur.expect(b':')?;
-    let second = cur.digits(2)?;
-    let nanos = fraction_nanos(&mut cur)?;
+    let date = NaiveDate::from_ymd_opt(i32::try_from(year).ok()?, month, day)?;
+    if cur.0.is_empty() {
+        // A date alone is midnight UTC; it stays within years 0000–9999.
+        return Some(date.and_time(NaiveTime::MIN).and_utc());
+    }
+    let time = clock(&mut cur)?;
     let offset = offset(&mut cur)?;
     if !cur.0.is_empty() {
         return None;
     }
-    let date = NaiveDate::from_ymd_opt(i32::try_from(year).ok()?, month, day)?;
-    let time = NaiveTime::from_hms_nano_opt(hour, minute, second, nanos)?;
     let utc = NaiveDateTime::new(date, time).checked_sub_offset(offset)?;
     Some(utc.and_utc()).filter(is_renderable)
 }
@@ -59,6 +65,20 @@ pub fn format(t: &DateTime<Utc>) -> String {
 pub(crate) fn is_renderable(t: &DateTime<Utc>) -> bool {
     use chrono::Datelike;
     (0..=9999).contains(&t.year())
+}
+
+/// Reads the separator and `HH:MM`, then optionally `:SS` and a fraction
+/// (a fraction needs seconds: `HH:MM.5` is refused by the offset).
+fn clock(cur: &mut Cursor<'_>) -> Option<NaiveTime> {
+    cur.expect_any(b"Tt ")?;
+    let hour = cur.digits(2)?;
+    cur.expect(b':')?;
+    let minute = cur.digits(2)?;
+    let (second, nanos) = match cur.expect(b':') {
+        Some(()) => (cur.digits(2)?, fraction_nanos(cur)?),
+        None => (0, 0),
+    };
+    NaiveTime::from_hms_nano_opt(hour, minute, second, nanos)
 }
 
 /// Reads an optional fraction and returns it as nanoseconds.

@@ -101,12 +101,75 @@ fn missing_offset_is_read_as_utc() {
 }
 
 #[test]
+fn date_alone_is_midnight_utc() {
+    assert_eq!(parse("2024-05-06"), Some(utc(2024, 5, 6, 0, 0, 0, 0)));
+    assert_eq!(parse(" 2024-05-06\n"), Some(utc(2024, 5, 6, 0, 0, 0, 0)));
+    assert_eq!(parse("0000-01-01"), Some(utc(0, 1, 1, 0, 0, 0, 0)));
+    assert_eq!(parse("9999-12-31"), Some(utc(9999, 12, 31, 0, 0, 0, 0)));
+    assert_eq!(parse("2024-02-29"), Some(utc(2024, 2, 29, 0, 0, 0, 0)));
+}
+
+#[test]
+fn date_alone_formats_as_midnight_utc_milliseconds() {
+    let t = parse("2024-05-06").expect("a date alone parses");
+    assert_eq!(format(&t), "2024-05-06T00:00:00.000Z");
+}
+
+#[test]
+fn time_without_seconds_takes_every_offset_form() {
+    let cases = [
+        ("2024-05-06T19:11", utc(2024, 5, 6, 19, 11, 0, 0)),
+        ("2024-05-06T19:11Z", utc(2024, 5, 6, 19, 11, 0, 0)),
+        ("2024-05-06t19:11z", utc(2024, 5, 6, 19, 11, 0, 0)),
+        ("2024-05-06 19:11", utc(2024, 5, 6, 19, 11, 0, 0)),
+        ("2024-05-06T19:11+02:00", utc(2024, 5, 6, 17, 11, 0, 0)),
+        ("2024-05-06T19:11+0200", utc(2024, 5, 6, 17, 11, 0, 0)),
+        ("2024-05-06T19:11+02", utc(2024, 5, 6, 17, 11, 0, 0)),
+        ("2024-05-06T19:11-05:30", utc(2024, 5, 7, 0, 41, 0, 0)),
+    ];
+    for (text, want) in cases {
+        assert_eq!(parse(text), Some(want), "{text}");
+    }
+}
+
+#[test]
+fn time_without_seconds_formats_as_utc_milliseconds() {
+    let t = parse("2024-05-06T19:11+02:00").expect("minutes parse");
+    assert_eq!(format(&t), "2024-05-06T17:11:00.000Z");
+    let t = parse("2024-05-06T19:11Z").expect("minutes parse");
+    assert_eq!(format(&t), "2024-05-06T19:11:00.000Z");
+}
+
+#[test]
+fn time_without_seconds_keeps_the_year_range() {
+    assert_eq!(parse("9999-12-31T23:59-01:00"), None);
+    assert_eq!(parse("0000-01-01T00:59+01"), None);
+    assert_eq!(
+        parse("0000-01-01T01:00+01:00"),
+        Some(utc(0, 1, 1, 0, 0, 0, 0))
+    );
+}
+
+#[test]
 fn rejects_malformed_and_out_of_range_text() {
     let bad = [
         "",
         "yesterday",
-        "2021-03-04",
-        "2021-03-04T05:06",
+        "May 6, 2024",
+        "1714972800",
+        "10000-01-01",
+        "2021-03-04T05",
+        "2021-03-04T0506",
+        "2021-03-04T05:06.5Z",
+        "2021-03-04T05:06,5",
+        "2021-03-04T05:06:",
+        "2021-03-04T",
+        "2021-03-04Z",
+        "2021-03-04+01:00",
+        "2021-03-04 +01:00",
+        "2021-02-30",
+        "2021-03-04T24:00",
+        "2021-03-04T05:60Z",
         "2021-3-04T05:06:07Z",
         "2021-03-04T05:06:07.Z",
         "2021-03-04T05:06:07+5",

@@ -91,6 +91,61 @@ fn analytics_go_v2_timestamp_format_is_accepted() {
     assert_eq!(field(&event, "timestamp"), "2009-11-10T23:00:00.000Z");
 }
 
+/// analytics-node passes a caller's string through unchanged, and Segment's
+/// parser takes a date alone and a time without seconds: refusing either
+/// would drop the whole batch.
+#[test]
+fn date_alone_and_time_without_seconds_are_accepted() {
+    for (key, sent, want) in [
+        ("timestamp", "2024-05-06", "2024-05-06T00:00:00.000Z"),
+        ("timestamp", "2024-05-06T19:11Z", "2024-05-06T19:11:00.000Z"),
+        (
+            "originalTimestamp",
+            "2024-05-06 19:11",
+            "2024-05-06T19:11:00.000Z",
+        ),
+        (
+            "timestamp",
+            "2024-05-06T19:11+02:00",
+            "2024-05-06T17:11:00.000Z",
+        ),
+        (
+            "timestamp",
+            "2024-05-06t19:11-0500",
+            "2024-05-07T00:11:00.000Z",
+        ),
+    ] {
+        let event = one(single(
+            EventType::Track,
+            &track(&format!(r#","{key}":"{sent}""#)),
+        ));
+        assert_eq!(field(&event, "timestamp"), want, "{sent}");
+        assert_eq!(field(&event, "originalTimestamp"), want, "{sent}");
+    }
+    let body = r#"{"sentAt":"2024-05-06T19:11Z","batch":[
+        {"type":"identify","userId":"u","timestamp":"2024-05-06"}]}"#;
+    let events = batch(body).expect("accepted").events;
+    assert_eq!(field(&events[0], "sentAt"), "2024-05-06T19:11:00.000Z");
+    assert_eq!(
+        field(&events[0], "originalTimestamp"),
+        "2024-05-06T00:00:00.000Z"
+    );
+}
+
+#[test]
+fn hours_alone_and_a_fraction_without_seconds_are_rejected() {
+    for value in ["2024-05-06T19", "2024-05-06T19:11.5Z", "2024-05-06Z"] {
+        let body =
+            format!(r#"{{"batch":[{{"type":"identify","userId":"u","timestamp":"{value}"}}]}}"#);
+        let error = rejected(batch(&body));
+        assert_eq!(error.code, ErrorCode::InvalidField, "{value}");
+        assert_eq!(
+            error.message,
+            "batch[0]: 'timestamp' is not an ISO 8601 date-time"
+        );
+    }
+}
+
 #[test]
 fn zero_and_nine_fractional_digits_are_accepted() {
     for (sent, want) in [
