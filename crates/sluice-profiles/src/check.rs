@@ -10,7 +10,7 @@ use crate::error::DefinitionError;
 use crate::filter::{Filter, check_path};
 
 /// Checks what the decoder cannot: required fields, windows, property
-/// paths and comparisons.
+/// paths, comparisons, and fields a kind or operator does not read.
 pub(crate) fn definition(d: &Definition) -> Result<(), DefinitionError> {
     match d {
         Definition::Trait(t) => computed_trait(t),
@@ -25,16 +25,24 @@ fn computed_trait(t: &TraitDefinition) -> Result<(), DefinitionError> {
             "must not be empty",
         ));
     }
-    let needs_property = !matches!(t.kind, TraitKind::Counter);
-    match t.property.as_deref().filter(|p| !p.trim().is_empty()) {
-        Some(p) => check_path("definition.property", p)?,
-        None if needs_property => {
+    // An empty property is no property (the dashboard sends the field as
+    // typed); a counter reads none, so one given is refused, not ignored.
+    let property = t.property.as_deref().filter(|p| !p.trim().is_empty());
+    match (t.kind, property) {
+        (TraitKind::Counter, Some(_)) => {
+            return Err(DefinitionError::new(
+                "definition.property",
+                "is not read by a counter, which counts events: leave it out",
+            ));
+        }
+        (TraitKind::Counter, None) => {}
+        (_, Some(p)) => check_path("definition.property", p)?,
+        (_, None) => {
             return Err(DefinitionError::new(
                 "definition.property",
                 "is required for this kind",
             ));
         }
-        None => {}
     }
     filters("definition.where", &t.filters)?;
     if let Some(w) = &t.window {
@@ -57,7 +65,17 @@ fn condition(field: &str, c: &Condition) -> Result<(), DefinitionError> {
         Condition::Or(items) => list(&format!("{field}.or"), items),
         Condition::Not(inner) => condition(&format!("{field}.not"), inner),
         Condition::Performed(p) => performed(&format!("{field}.performed"), p),
-        Condition::NotPerformed(p) => performed(&format!("{field}.not_performed"), p),
+        Condition::NotPerformed(p) => {
+            let field = format!("{field}.not_performed");
+            if p.count.is_some() {
+                return Err(DefinitionError::new(
+                    &format!("{field}.count"),
+                    "is not allowed: not_performed holds when no matching event was \
+                     performed (in the window); use performed with a count",
+                ));
+            }
+            performed(&field, p)
+        }
         Condition::Trait(cmp) => cmp.check(&format!("{field}.trait")),
         Condition::ComputedTrait(cmp) => cmp.check(&format!("{field}.computed_trait")),
         Condition::Audience(key) => {

@@ -161,3 +161,40 @@ fn references_are_named_by_the_json_path_of_their_first_use() {
     );
     assert_eq!(d.audience_ref_field("none"), "definition.condition");
 }
+
+#[test]
+fn fields_a_kind_or_operator_would_ignore_are_refused() {
+    assert_eq!(
+        condition_field(
+            json!({"not_performed": {"event": "Order Completed", "count": {"exactly": 5}}})
+        ),
+        "definition.condition.not_performed.count"
+    );
+    assert_eq!(
+        condition_field(json!({"and": [{"not_performed": {"event": "E", "count": {}}}]})),
+        "definition.condition.and[0].not_performed.count"
+    );
+    assert_eq!(
+        field(
+            "trait",
+            json!({"kind": "counter", "event": "E", "property": "total"})
+        ),
+        "definition.property"
+    );
+    let err = Definition::parse(
+        "trait",
+        &json!({"kind": "counter", "event": "E", "property": "total"}),
+    )
+    .map_err(|e| e.message);
+    assert!(
+        err.as_ref().is_err_and(|m| m.contains("counter")),
+        "{err:?}"
+    );
+    // What they are for still passes.
+    for ok in [
+        json!({"not_performed": {"event": "E", "window": {"days": 7}}}),
+        json!({"performed": {"event": "E", "count": {"exactly": 5}}}),
+    ] {
+        assert!(Definition::parse("audience", &json!({ "condition": ok })).is_ok());
+    }
+}
