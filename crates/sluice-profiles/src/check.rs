@@ -7,7 +7,7 @@
 
 use crate::definition::{Condition, Definition, Performed, TraitDefinition, TraitKind};
 use crate::error::DefinitionError;
-use crate::filter::{Filter, check_path};
+use crate::filter::{Filter, check_property_path};
 
 /// Checks what the decoder cannot: required fields, windows, property
 /// paths, comparisons, and fields a kind or operator does not read.
@@ -36,7 +36,7 @@ fn computed_trait(t: &TraitDefinition) -> Result<(), DefinitionError> {
             ));
         }
         (TraitKind::Counter, None) => {}
-        (_, Some(p)) => check_path("definition.property", p)?,
+        (_, Some(p)) => check_property_path("definition.property", p)?,
         (_, None) => {
             return Err(DefinitionError::new(
                 "definition.property",

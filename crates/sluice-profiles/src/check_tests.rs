@@ -198,3 +198,43 @@ fn fields_a_kind_or_operator_would_ignore_are_refused() {
         assert!(Definition::parse("audience", &json!({ "condition": ok })).is_ok());
     }
 }
+
+#[test]
+fn property_paths_destination_filters_refuse_are_refused_in_their_words() {
+    let refusal = |v: Value| Definition::parse("trait", &v).map_err(|e| e.to_string());
+    for bad in ["a..b", ".a", "a.", "a.b.c.d.e.f.g.h.i"] {
+        assert_eq!(
+            refusal(json!({"kind": "counter", "event": "E",
+                           "where": [{"property": bad, "op": "exists"}]})),
+            Err(format!(
+                "definition.where[0].property: invalid property path '{bad}': {}",
+                if bad.len() > 8 {
+                    "deeper than 8 segments"
+                } else {
+                    "empty segment"
+                }
+            ))
+        );
+        assert_eq!(
+            field(
+                "trait",
+                json!({"kind": "sum", "event": "E", "property": bad})
+            ),
+            "definition.property"
+        );
+        assert_eq!(
+            condition_field(json!({"not_performed": {"event": "E",
+                "where": [{"property": bad, "op": "exists"}]}})),
+            "definition.condition.not_performed.where[0].property"
+        );
+    }
+    // A dotted path is still a path; a trait key is read whole.
+    for ok in [
+        json!({"kind": "sum", "event": "E", "property": "cart.total"}),
+        json!({"kind": "counter", "event": "E", "where": [{"property": "a.b", "op": "exists"}]}),
+    ] {
+        assert!(Definition::parse("trait", &ok).is_ok(), "{ok}");
+    }
+    let key = json!({"condition": {"trait": {"key": "a..b", "op": "exists"}}});
+    assert!(Definition::parse("audience", &key).is_ok());
+}
