@@ -18,6 +18,7 @@
 
 mod admin;
 mod cap;
+mod deleted_destination;
 mod delivery;
 mod ingest;
 mod profile_events;
@@ -31,6 +32,7 @@ mod support;
 
 pub use admin::*;
 pub use cap::*;
+pub use deleted_destination::*;
 pub use delivery::*;
 pub use ingest::*;
 pub use profile_events::*;
@@ -57,6 +59,7 @@ macro_rules! conformance_tests {
             destination_with_a_missing_source_is_not_found,
             duplicate_destination_id_is_a_conflict,
             delete_destination_discards_its_pending_deliveries,
+            deleting_a_destination_takes_it_out_of_computed_traits_and_audiences,
             append_commits_events_deliveries_and_usage_together,
             recent_events_are_newest_first_with_an_exclusive_cursor,
             usage_counts_calls_and_events_per_utc_day,
