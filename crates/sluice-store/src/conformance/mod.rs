@@ -28,6 +28,7 @@ mod regulations;
 mod retention;
 mod scheduled;
 mod schema;
+mod scoped_purge;
 mod support;
 
 pub use admin::*;
@@ -42,6 +43,7 @@ pub use regulations::*;
 pub use retention::*;
 pub use scheduled::*;
 pub use schema::*;
+pub use scoped_purge::*;
 
 /// Declares one `#[tokio::test]` per conformance check. `$fresh` is an
 /// expression evaluating to a future of `(guard, store)`; see the module docs.
@@ -102,6 +104,7 @@ macro_rules! conformance_tests {
             a_failed_regulation_keeps_its_error_and_is_over,
             a_subject_without_stored_events_is_found_through_its_profile,
             a_scoped_purge_takes_its_source_out_of_the_profile,
+            a_scoped_purge_makes_the_profile_due_for_evaluation_at_once,
         );
     };
     (@each $fresh:expr; $($check:ident),* $(,)?) => {

@@ -218,7 +218,7 @@ pub(super) async fn commit(
             .map_err(backend)?;
         let Some(pending) = pending else { continue };
         let position: i64 = get(&pending, 0)?;
-        purge(&tx, subject, scoped.as_deref()).await?;
+        purge(&tx, subject, scoped.as_deref(), commit.now).await?;
         let name = pseudonym(&subject.subject_id);
         if notify {
             super::notify::notifications(&tx, &commit.regulation_id, subject, &name, commit.now)
@@ -265,10 +265,15 @@ pub(super) async fn commit(
 
 /// Purges a subject; `scope` keeps the profiles but takes that source out
 /// of them (see `strip_source`).
-async fn purge(tx: &Transaction<'_>, subject: &SubjectPurge, scope: Option<&str>) -> Result<()> {
+async fn purge(
+    tx: &Transaction<'_>,
+    subject: &SubjectPurge,
+    scope: Option<&str>,
+    now: DateTime<Utc>,
+) -> Result<()> {
     let profiles = scope.is_none();
     if let Some(source) = scope {
-        strip_source(tx, &subject.profile_ids, source).await?;
+        strip_source(tx, &subject.profile_ids, source, ms(now)).await?;
     }
     if profiles {
         // First: it locks computations, which an edit locks before the
@@ -300,9 +305,18 @@ async fn purge(tx: &Transaction<'_>, subject: &SubjectPurge, scope: Option<&str>
 
 /// A source-scoped purge keeps the profiles (they are workspace-wide) but
 /// takes the source out of them: its behavioural rows, and its name from
-/// the document's `sources`, so a rerun finds nothing of it left. Computed
-/// values follow at the profile's next evaluation.
-async fn strip_source(tx: &Transaction<'_>, ids: &[String], source: &str) -> Result<()> {
+/// the document's `sources`, so a rerun finds nothing of it left. Each
+/// profile is made due at `now`, in this transaction (so a crash cannot
+/// lose it): the profile engine's next sweep re-evaluates it from the calls
+/// left and sends what changed. The purge never calls the engine.
+async fn strip_source(tx: &Transaction<'_>, ids: &[String], source: &str, now: i64) -> Result<()> {
+    tx.execute(
+        "UPDATE profiles SET next_change_at = $2
+         WHERE id = ANY($1) AND (next_change_at IS NULL OR next_change_at > $2)",
+        &[&ids, &now],
+    )
+    .await
+    .map_err(backend)?;
     tx.execute(
         "DELETE FROM profile_events WHERE profile_id = ANY($1) AND source_id = $2",
         &[&ids, &source],

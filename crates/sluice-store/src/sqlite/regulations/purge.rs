@@ -174,7 +174,7 @@ fn purge_all(c: &Connection, commit: &RegulationCommit) -> Result<()> {
         purge_events(c, &subject.event_seqs)?;
         match scoped.as_deref() {
             None => purge_profiles(c, &subject.profile_ids)?,
-            Some(source) => strip_source(c, &subject.profile_ids, source)?,
+            Some(source) => strip_source(c, &subject.profile_ids, source, now)?,
         }
         let name = pseudonym(&subject.subject_id);
         if notify {
@@ -254,10 +254,13 @@ fn purge_profiles(c: &Connection, ids: &[String]) -> Result<()> {
 
 /// A source-scoped purge keeps the profiles (they are workspace-wide) but
 /// takes the source out of them: its behavioural rows, and its name from
-/// the document's `sources`, so a rerun finds nothing of it left. Computed
-/// values follow at the profile's next evaluation.
-fn strip_source(c: &Connection, ids: &[String], source: &str) -> Result<()> {
+/// the document's `sources`, so a rerun finds nothing of it left. Each
+/// profile is made due at `now`, in this transaction (so a crash cannot
+/// lose it): the profile engine's next sweep re-evaluates it from the calls
+/// left and sends what changed. The purge never calls the engine.
+fn strip_source(c: &Connection, ids: &[String], source: &str, now: i64) -> Result<()> {
     for id in ids {
+        crate::sqlite::profiles::scheduled::due_again(c, id, now)?;
         c.prepare_cached("DELETE FROM profile_events WHERE profile_id = ?1 AND source_id = ?2")?
             .execute(params![id, source])?;
         c.prepare_cached(
