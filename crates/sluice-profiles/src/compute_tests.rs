@@ -2,7 +2,6 @@ use serde_json::{Value, json};
 
 use super::*;
 use crate::definition::Definition;
-use crate::filter::MAX_PATH_LEN;
 use crate::profile::{Call, Profile, ProfileEvent};
 
 fn track(p: &mut Profile, seq: i64, ts: i64, event: &str, props: Value) {
@@ -220,91 +219,6 @@ fn audiences_see_earlier_values_by_key() {
     assert_eq!(
         evaluate("nested", &nested, &p, 5000, &mut eval),
         Some(json!(true))
-    );
-}
-
-#[test]
-fn invalid_definitions_name_the_field() {
-    let err = |class: &str, v: Value| Definition::parse(class, &v).unwrap_err().field;
-    assert_eq!(
-        err("trait", json!({"kind": "sum", "event": "E"})),
-        "definition.property"
-    );
-    assert_eq!(
-        err(
-            "trait",
-            json!({"kind": "counter", "event": "E", "window": {}})
-        ),
-        "definition.window"
-    );
-    assert_eq!(
-        err("trait", json!({"kind": "nope", "event": "E"})),
-        "definition.kind"
-    );
-    assert_eq!(err("trait", json!("counter")), "definition");
-    assert_eq!(err("trait", json!([1])), "definition[0]");
-    assert_eq!(
-        err(
-            "audience",
-            json!({"condition": {"and": [{"performed": {"event": "E", "count": {"at_least": 1e308}}}]}})
-        ),
-        "definition.condition.and[0].performed.count.at_least",
-        "a value the decoder refuses is named by its JSON path"
-    );
-    assert_eq!(
-        err(
-            "audience",
-            json!({"condition": {"and": [{"performed": {"type": "page", "window": {"days": 0}}}]}})
-        ),
-        "definition.condition[0].window"
-    );
-}
-
-#[test]
-fn paths_and_keys_longer_than_destination_filters_allow_are_refused() {
-    let long = "p".repeat(MAX_PATH_LEN + 1);
-    let fits = "p".repeat(MAX_PATH_LEN);
-    let err = |class: &str, v: Value| Definition::parse(class, &v).map_err(|e| e.field);
-    assert_eq!(
-        err(
-            "trait",
-            json!({"kind": "sum", "event": "E", "property": long})
-        ),
-        Err("definition.property".into())
-    );
-    assert!(
-        err(
-            "trait",
-            json!({"kind": "sum", "event": "E", "property": fits})
-        )
-        .is_ok()
-    );
-    assert_eq!(
-        err(
-            "trait",
-            json!({"kind": "counter", "event": "E", "where": [{"property": long, "op": "exists"}]})
-        ),
-        Err("definition.where[0].property".into())
-    );
-    assert_eq!(
-        err(
-            "audience",
-            json!({"condition": {"computed_trait": {"key": long, "op": "exists"}}})
-        ),
-        Err("definition.condition.key".into())
-    );
-    assert!(
-        err(
-            "trait",
-            json!({"kind": "counter", "event": "E", "property": ""})
-        )
-        .is_ok(),
-        "a counter reads no property, so an empty one is still accepted"
-    );
-    let stored = json!({"kind": "sum", "event": "E", "property": long}).to_string();
-    assert!(
-        Definition::from_stored("trait", &stored).is_ok(),
-        "a definition saved before the limit keeps running"
     );
 }
 

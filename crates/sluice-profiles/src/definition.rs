@@ -7,8 +7,9 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::check::{Refers, reference_field};
 use crate::error::DefinitionError;
-use crate::filter::{Compare, Filter, check_path};
+use crate::filter::{Compare, Filter};
 
 /// Upper bound of a window: about ten years.
 const MAX_WINDOW_MS: i64 = 10 * 366 * 24 * 3600 * 1000;
@@ -34,7 +35,8 @@ impl Window {
         d + h + s
     }
 
-    fn check(&self, field: &str) -> Result<(), DefinitionError> {
+    /// Refuses an empty or over-long window at `field`.
+    pub(crate) fn check(&self, field: &str) -> Result<(), DefinitionError> {
         let ms = self.millis();
         if ms <= 0 {
             return Err(DefinitionError::new(
@@ -172,7 +174,7 @@ impl Definition {
             TRAIT => Definition::Trait(from_json(value)?),
             _ => Definition::Audience(from_json(value)?),
         };
-        parsed.check()?;
+        crate::check::definition(&parsed)?;
         Ok(parsed)
     }
 
@@ -196,36 +198,6 @@ impl Definition {
         .unwrap_or(Value::Null)
     }
 
-    fn check(&self) -> Result<(), DefinitionError> {
-        match self {
-            Definition::Trait(t) => {
-                if t.event.trim().is_empty() {
-                    return Err(DefinitionError::new(
-                        "definition.event",
-                        "must not be empty",
-                    ));
-                }
-                let needs_property = !matches!(t.kind, TraitKind::Counter);
-                match t.property.as_deref().filter(|p| !p.trim().is_empty()) {
-                    Some(p) => check_path("definition.property", p)?,
-                    None if needs_property => {
-                        return Err(DefinitionError::new(
-                            "definition.property",
-                            "is required for this kind",
-                        ));
-                    }
-                    None => {}
-                }
-                check_filters("definition.where", &t.filters)?;
-                if let Some(w) = &t.window {
-                    w.check("definition.window")?;
-                }
-                Ok(())
-            }
-            Definition::Audience(a) => check_condition("definition.condition", &a.condition),
-        }
-    }
-
     /// Keys of other audiences this one refers to.
     pub fn audience_refs(&self) -> BTreeSet<String> {
         self.refs(|c| match c {
@@ -240,6 +212,26 @@ impl Definition {
             Condition::ComputedTrait(cmp) => Some(&cmp.key),
             _ => None,
         })
+    }
+
+    /// The JSON path of the first condition comparing the computed trait
+    /// `key`, to name it in a refusal (`definition.condition` if none).
+    pub fn computed_trait_ref_field(&self, key: &str) -> String {
+        self.reference_field(key, Refers::ComputedTrait)
+    }
+
+    /// The JSON path of the first reference to the audience `key`.
+    pub fn audience_ref_field(&self, key: &str) -> String {
+        self.reference_field(key, Refers::Audience)
+    }
+
+    fn reference_field(&self, key: &str, to: Refers) -> String {
+        const ROOT: &str = "definition.condition";
+        match self {
+            Definition::Audience(a) => reference_field(&a.condition, ROOT, key, to),
+            Definition::Trait(_) => None,
+        }
+        .unwrap_or_else(|| ROOT.to_owned())
     }
 
     fn refs(&self, pick: impl Fn(&Condition) -> Option<&String>) -> BTreeSet<String> {
@@ -263,57 +255,6 @@ fn from_json<T: DeserializeOwned>(value: &Value) -> Result<T, DefinitionError> {
         };
         DefinitionError::new(&field, e.into_inner())
     })
-}
-
-fn check_filters(field: &str, filters: &[Filter]) -> Result<(), DefinitionError> {
-    for (i, f) in filters.iter().enumerate() {
-        f.check(&format!("{field}[{i}]"))?;
-    }
-    Ok(())
-}
-
-fn check_condition(field: &str, c: &Condition) -> Result<(), DefinitionError> {
-    match c {
-        Condition::And(items) | Condition::Or(items) => {
-            if items.is_empty() {
-                return Err(DefinitionError::new(field, "needs at least one condition"));
-            }
-            for (i, item) in items.iter().enumerate() {
-                check_condition(&format!("{field}[{i}]"), item)?;
-            }
-            Ok(())
-        }
-        Condition::Not(inner) => check_condition(&format!("{field}.not"), inner),
-        Condition::Performed(p) | Condition::NotPerformed(p) => {
-            if !["track", "page", "screen"].contains(&p.kind.as_str()) {
-                return Err(DefinitionError::new(
-                    &format!("{field}.type"),
-                    "must be track, page or screen",
-                ));
-            }
-            if p.kind == "track" && p.event.as_deref().is_none_or(|e| e.trim().is_empty()) {
-                return Err(DefinitionError::new(
-                    &format!("{field}.event"),
-                    "is required",
-                ));
-            }
-            check_filters(&format!("{field}.where"), &p.filters)?;
-            if let Some(w) = &p.window {
-                w.check(&format!("{field}.window"))?;
-            }
-            Ok(())
-        }
-        Condition::Trait(cmp) | Condition::ComputedTrait(cmp) => cmp.check(field),
-        Condition::Audience(key) => {
-            if key.trim().is_empty() {
-                return Err(DefinitionError::new(
-                    &format!("{field}.audience"),
-                    "must not be empty",
-                ));
-            }
-            Ok(())
-        }
-    }
 }
 
 fn collect_refs(

@@ -8,9 +8,10 @@ use crate::error::DefinitionError;
 /// Longest property path or trait key a definition may name, in bytes: the
 /// limit of destination filters' paths (`sluice-schema`), so a path that
 /// one accepts the other does too.
-pub const MAX_PATH_LEN: usize = 256;
+pub const MAX_PATH_LEN: usize = sluice_schema::path::MAX_LEN;
 
-/// Refuses an empty or over-long property path or key at `field`.
+/// Refuses an empty or over-long trait key at `field` (a key is read
+/// whole, dots and all).
 pub(crate) fn check_path(field: &str, path: &str) -> Result<(), DefinitionError> {
     if path.trim().is_empty() {
         return Err(DefinitionError::new(field, "must not be empty"));
@@ -22,6 +23,17 @@ pub(crate) fn check_path(field: &str, path: &str) -> Result<(), DefinitionError>
         ));
     }
     Ok(())
+}
+
+/// Refuses a property path at `field` that destination filters would
+/// refuse, with their words, through their parser
+/// ([`sluice_schema::PropertyPath`]): empty, an empty segment (`a..b`,
+/// `.a`, `a.`), deeper than its segment limit, or too long.
+pub(crate) fn check_property_path(field: &str, path: &str) -> Result<(), DefinitionError> {
+    check_path(field, path)?;
+    sluice_schema::PropertyPath::parse(path, field)
+        .map(drop)
+        .map_err(|e| DefinitionError::new(&e.field, e.message))
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -72,7 +84,7 @@ fn check_op(field: &str, op: Op, value: Option<&Value>) -> Result<(), Definition
 
 impl Filter {
     pub fn check(&self, field: &str) -> Result<(), DefinitionError> {
-        check_path(&format!("{field}.property"), &self.property)?;
+        check_property_path(&format!("{field}.property"), &self.property)?;
         check_op(field, self.op, self.value.as_ref())
     }
 

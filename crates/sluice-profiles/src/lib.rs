@@ -4,6 +4,8 @@
 //! Modules:
 //! - [`definition`]: computed-trait kinds and the audience condition
 //!   language, parsed with errors naming the field; keys; cycle detection.
+//! - `check`: the semantic checks of a parsed definition, each refusal
+//!   naming the field by its full JSON path.
 //! - [`filter`]: property filters and comparisons.
 //! - [`reads`]: which event properties the definitions read, and a parse
 //!   of an event's properties that keeps only those.
@@ -18,6 +20,7 @@
 //! The first six are pure and unit-tested without I/O; the engine wraps
 //! them. Why this shape, the limits and the timing: `docs/personas.md`.
 
+mod check;
 pub mod compute;
 pub mod definition;
 pub mod engine;

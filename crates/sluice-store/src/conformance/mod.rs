@@ -18,6 +18,7 @@
 
 mod admin;
 mod cap;
+mod deleted_destination;
 mod delivery;
 mod ingest;
 mod profile_events;
@@ -27,10 +28,12 @@ mod regulations;
 mod retention;
 mod scheduled;
 mod schema;
+mod scoped_purge;
 mod support;
 
 pub use admin::*;
 pub use cap::*;
+pub use deleted_destination::*;
 pub use delivery::*;
 pub use ingest::*;
 pub use profile_events::*;
@@ -40,6 +43,7 @@ pub use regulations::*;
 pub use retention::*;
 pub use scheduled::*;
 pub use schema::*;
+pub use scoped_purge::*;
 
 /// Declares one `#[tokio::test]` per conformance check. `$fresh` is an
 /// expression evaluating to a future of `(guard, store)`; see the module docs.
@@ -57,6 +61,7 @@ macro_rules! conformance_tests {
             destination_with_a_missing_source_is_not_found,
             duplicate_destination_id_is_a_conflict,
             delete_destination_discards_its_pending_deliveries,
+            deleting_a_destination_takes_it_out_of_computed_traits_and_audiences,
             append_commits_events_deliveries_and_usage_together,
             recent_events_are_newest_first_with_an_exclusive_cursor,
             usage_counts_calls_and_events_per_utc_day,
@@ -99,6 +104,7 @@ macro_rules! conformance_tests {
             a_failed_regulation_keeps_its_error_and_is_over,
             a_subject_without_stored_events_is_found_through_its_profile,
             a_scoped_purge_takes_its_source_out_of_the_profile,
+            a_scoped_purge_makes_the_profile_due_for_evaluation_at_once,
         );
     };
     (@each $fresh:expr; $($check:ident),* $(,)?) => {

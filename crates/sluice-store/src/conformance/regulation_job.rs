@@ -252,65 +252,9 @@ pub async fn a_subject_without_stored_events_is_found_through_its_profile(store:
     );
 }
 
-/// A source-scoped purge keeps the profile but takes the source out of it:
-/// its behavioural rows and its name in the document.
-pub async fn a_scoped_purge_takes_its_source_out_of_the_profile(store: Shared) {
-    source(&store, "src_a").await;
-    source(&store, "src_b").await;
-    profile_of_u1(
-        &store,
-        r#"{"userIds":["u1"],"sources":["src_a","src_b"]}"#,
-        &["src_a", "src_b"],
-    )
-    .await;
-    let mut scoped = regulation("reg_1", "DELETE_ONLY", &["u1"], None, true);
-    scoped.source_id = Some("src_a".into());
-    store.create_regulation(scoped).await.expect("create");
-    assert!(
-        store
-            .take_regulation_lease("job", at(2), TTL)
-            .await
-            .expect("job lease")
-    );
-    let committed = store
-        .commit_regulation(RegulationCommit {
-            owner: "job".into(),
-            regulation_id: "reg_1".into(),
-            now: at(3),
-            subjects: vec![SubjectPurge {
-                subject_id: "u1".into(),
-                event_seqs: Vec::new(),
-                profile_ids: vec!["prf_u1".into()],
-                affected_sources: vec!["src_a".into()],
-            }],
-        })
-        .await
-        .expect("purge");
-    assert!(committed);
-    let kept = store
-        .load_profiles(vec!["prf_u1".into()], true)
-        .await
-        .expect("load");
-    assert_eq!(kept.len(), 1, "the profile stays");
-    let sources: Vec<&str> = kept[0]
-        .events
-        .iter()
-        .map(|e| e.source_id.as_str())
-        .collect();
-    assert_eq!(sources, ["src_b"]);
-    let doc: serde_json::Value = serde_json::from_str(&kept[0].doc).expect("doc");
-    assert_eq!(doc["sources"], serde_json::json!(["src_b"]), "{doc}");
-    assert_eq!(doc["userIds"], serde_json::json!(["u1"]), "{doc}");
-    let found = store
-        .find_subject_data(vec!["u1".into()], None)
-        .await
-        .expect("find");
-    assert_eq!(found[0].profile_sources, ["src_b"]);
-}
-
 /// Commits u1's profile `prf_u1` with `doc` and behavioural rows from
 /// `sources` (one each), as the profile engine would.
-async fn profile_of_u1(store: &Shared, doc: &str, sources: &[&str]) {
+pub(super) async fn profile_of_u1(store: &Shared, doc: &str, sources: &[&str]) {
     store
         .take_profile_lease("engine", at(1), TTL)
         .await

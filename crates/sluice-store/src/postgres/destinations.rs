@@ -231,8 +231,9 @@ pub(super) async fn update_destination(
     Ok(Some(dest))
 }
 
-/// Deletes the destination and its connections; its pending deliveries are
-/// discarded (finished deliveries stay as history). One transaction.
+/// Deletes the destination and its connections, to sources and to computed
+/// traits and audiences; its pending deliveries are discarded (finished
+/// deliveries stay as history). One transaction.
 pub(super) async fn delete_destination(
     client: &mut Client,
     id: &str,
@@ -249,6 +250,8 @@ pub(super) async fn delete_destination(
     )
     .await
     .map_err(backend)?;
+    // Before the deliveries: the lock order of an engine step.
+    super::profiles::defs::forget_destination(&tx, id).await?;
     tx.execute(
         "DELETE FROM destination_filters WHERE destination_id = $1",
         &[&id],

@@ -13,7 +13,8 @@
 //! - `profiles`: one row per person, the profile document as JSON text (the
 //!   store does not read it: identities and traits, rewritten only when they
 //!   change) and `next_change_at`, when a time window next changes one of
-//!   its values.
+//!   its values, or when its values must be evaluated again for another
+//!   reason (a source-scoped purge removed calls they were built from).
 //! - `profile_events`: the person's behavioural calls, one row each,
 //!   appended once and never rewritten (keyed by profile, then `(ts, seq)`).
 //!   A merge moves rows to the surviving profile; the per-profile cap

@@ -28,6 +28,11 @@
 //!   delivery engine reads) and marks the subjects done, in ONE transaction,
 //!   only while the caller holds the lease. Crash before: the step is redone
 //!   from scratch; after: never redone. So a notification is created once.
+//!   A source-scoped step keeps the profiles, strips the source from them
+//!   and, in the same transaction, makes each due for evaluation at the
+//!   step's time (`next_change_at`): the profile engine's sweep picks them
+//!   up and recomputes their values from what is left. The job never calls
+//!   the engine; the mark is its only, durable, message to it.
 //! - Notification events are never matched as the subject's data.
 //! - **No profile commit across a purge.** While it purges, the job holds
 //!   the profile engine's lease ([`RegulationStore::seize_profile_lease`]):

@@ -175,14 +175,16 @@ pub(super) fn update_destination(
     Ok(Some(dest))
 }
 
-/// Deletes the destination and its connections; its pending deliveries are
-/// discarded (finished deliveries stay as history).
+/// Deletes the destination and its connections, to sources and to computed
+/// traits and audiences; its pending deliveries are discarded (finished
+/// deliveries stay as history).
 pub(super) fn delete_destination(conn: &Connection, id: &str, now: DateTime<Utc>) -> Result<bool> {
     let deleted = conn
         .prepare_cached("DELETE FROM destinations WHERE id = ?1")?
         .execute([id])?;
     conn.prepare_cached("DELETE FROM destination_sources WHERE destination_id = ?1")?
         .execute([id])?;
+    super::profiles::defs::forget_destination(conn, id)?;
     conn.prepare_cached("DELETE FROM destination_filters WHERE destination_id = ?1")?
         .execute([id])?;
     conn.prepare_cached(

@@ -62,7 +62,7 @@ async fn check_graph(
         .find(|r| !traits.iter().any(|t| &t.key == r))
     {
         return Err(ApiError::invalid(
-            "definition.condition",
+            &def.computed_trait_ref_field(&missing),
             format!("computed trait {missing:?} does not exist"),
         ));
     }
@@ -76,7 +76,7 @@ async fn check_graph(
     for r in &mine {
         if r != key && !refs.contains_key(r) {
             return Err(ApiError::invalid(
-                "definition.condition",
+                &def.audience_ref_field(r),
                 format!("audience {r:?} does not exist"),
             ));
         }

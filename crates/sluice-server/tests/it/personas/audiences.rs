@@ -146,7 +146,7 @@ async fn an_audience_over_a_computed_trait_follows_its_value_and_a_missing_trait
     assert_eq!(code, 400, "{body}");
     assert_eq!(
         body["message"],
-        json!("definition.condition: computed trait \"orders\" does not exist"),
+        json!("definition.condition.computed_trait.key: computed trait \"orders\" does not exist"),
         "{body}"
     );
     // The trait itself is not connected: only the audience sends.

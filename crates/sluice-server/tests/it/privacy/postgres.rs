@@ -85,3 +85,17 @@ async fn two_nodes_notify_once_and_both_block_a_suppressed_user() {
     a.stop().await;
     b.stop().await;
 }
+
+/// The source-scoped deletion of `scoped.rs` on PostgreSQL: the purge's
+/// mark brings the person's new values to the receiver.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_source_scoped_deletion_recomputes_traits_and_audiences_at_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let schema = format!("sluice_scoped_{}_{nanos}", std::process::id());
+    let s = TestServer::start_with(pg_config(dir.path(), &schema)).await;
+    super::scoped::recomputes_at_once(&s).await;
+    s.stop().await;
+}

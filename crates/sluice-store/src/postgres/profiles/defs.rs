@@ -109,6 +109,44 @@ pub(super) async fn get_one(c: &impl GenericClient, id: &str) -> Result<Option<C
     row.as_ref().map(computation).transpose()
 }
 
+/// Takes a deleted destination out of every computation, as
+/// `sqlite/profiles/defs.rs` does. The computations are locked in id order
+/// first, as an engine step locks them (see `scheduled.rs`), so the two
+/// serialise without deadlock, and the caller discards the deliveries only
+/// after.
+pub(in crate::postgres) async fn forget_destination(
+    c: &impl GenericClient,
+    destination: &str,
+) -> Result<()> {
+    let rows = c
+        .query(
+            "SELECT id, destination_ids FROM computations
+             WHERE destination_ids::jsonb ? $1 ORDER BY id FOR NO KEY UPDATE",
+            &[&destination],
+        )
+        .await
+        .map_err(backend)?;
+    for row in &rows {
+        let id: String = get(row, 0)?;
+        let list: String = get(row, 1)?;
+        let mut ids: Vec<String> = serde_json::from_str(&list).map_err(json_error)?;
+        ids.retain(|d| d != destination);
+        c.execute(
+            "UPDATE computations SET destination_ids = $2 WHERE id = $1",
+            &[&id, &to_json(&ids)],
+        )
+        .await
+        .map_err(backend)?;
+    }
+    for sql in [
+        "DELETE FROM computation_sends WHERE destination_id = $1",
+        "DELETE FROM profile_jobs WHERE kind = 'backfill' AND destination_id = $1",
+    ] {
+        c.execute(sql, &[&destination]).await.map_err(backend)?;
+    }
+    Ok(())
+}
+
 pub(super) async fn update(
     client: &mut deadpool_postgres::Object,
     id: &str,

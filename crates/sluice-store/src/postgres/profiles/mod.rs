@@ -3,7 +3,7 @@
 //! person's behavioural events in `events.rs`, window changes prepared
 //! ahead of their time in `scheduled.rs`.
 
-mod defs;
+pub(super) mod defs;
 mod engine;
 pub(super) mod events;
 pub(super) mod scheduled;

@@ -1,9 +1,11 @@
 //! [`RegulationStore`] for [`PostgresStore`]: requests and suppressions in
-//! `admin.rs`, the job's scan and its one-transaction purge in `purge.rs`.
+//! `admin.rs`, the job's scan and its one-transaction purge in `purge.rs`,
+//! the purge's delete notifications in `notify.rs`.
 //! Suppression versions are assigned under a transaction-scoped advisory
 //! lock, so they commit in order and pollers never skip one.
 
 mod admin;
+mod notify;
 mod purge;
 
 use std::time::Duration;

@@ -9,8 +9,8 @@ use deadpool_postgres::{GenericClient, Transaction};
 
 use super::super::profiles::scheduled::remove_profiles;
 use super::super::rows::{backend, big, get, ms};
-use crate::regulations::{delete_notification, identity_parts, pseudonym, status, subject_index};
-use crate::{PERSONAS_SOURCE, PRIVACY_SOURCE, RegulationCommit, Result, SubjectData, SubjectPurge};
+use crate::regulations::{identity_parts, pseudonym, status, subject_index};
+use crate::{PRIVACY_SOURCE, RegulationCommit, Result, SubjectData, SubjectPurge};
 
 pub(super) async fn take_lease(
     c: &impl GenericClient,
@@ -218,10 +218,11 @@ pub(super) async fn commit(
             .map_err(backend)?;
         let Some(pending) = pending else { continue };
         let position: i64 = get(&pending, 0)?;
-        purge(&tx, subject, scoped.as_deref()).await?;
+        purge(&tx, subject, scoped.as_deref(), commit.now).await?;
         let name = pseudonym(&subject.subject_id);
         if notify {
-            notifications(&tx, &commit.regulation_id, subject, &name, commit.now).await?;
+            super::notify::notifications(&tx, &commit.regulation_id, subject, &name, commit.now)
+                .await?;
         }
         tx.execute(
             "UPDATE regulation_subjects SET done = true, subject_id = $3,
@@ -264,10 +265,15 @@ pub(super) async fn commit(
 
 /// Purges a subject; `scope` keeps the profiles but takes that source out
 /// of them (see `strip_source`).
-async fn purge(tx: &Transaction<'_>, subject: &SubjectPurge, scope: Option<&str>) -> Result<()> {
+async fn purge(
+    tx: &Transaction<'_>,
+    subject: &SubjectPurge,
+    scope: Option<&str>,
+    now: DateTime<Utc>,
+) -> Result<()> {
     let profiles = scope.is_none();
     if let Some(source) = scope {
-        strip_source(tx, &subject.profile_ids, source).await?;
+        strip_source(tx, &subject.profile_ids, source, ms(now)).await?;
     }
     if profiles {
         // First: it locks computations, which an edit locks before the
@@ -299,9 +305,18 @@ async fn purge(tx: &Transaction<'_>, subject: &SubjectPurge, scope: Option<&str>
 
 /// A source-scoped purge keeps the profiles (they are workspace-wide) but
 /// takes the source out of them: its behavioural rows, and its name from
-/// the document's `sources`, so a rerun finds nothing of it left. Computed
-/// values follow at the profile's next evaluation.
-async fn strip_source(tx: &Transaction<'_>, ids: &[String], source: &str) -> Result<()> {
+/// the document's `sources`, so a rerun finds nothing of it left. Each
+/// profile is made due at `now`, in this transaction (so a crash cannot
+/// lose it): the profile engine's next sweep re-evaluates it from the calls
+/// left and sends what changed. The purge never calls the engine.
+async fn strip_source(tx: &Transaction<'_>, ids: &[String], source: &str, now: i64) -> Result<()> {
+    tx.execute(
+        "UPDATE profiles SET next_change_at = $2
+         WHERE id = ANY($1) AND (next_change_at IS NULL OR next_change_at > $2)",
+        &[&ids, &now],
+    )
+    .await
+    .map_err(backend)?;
     tx.execute(
         "DELETE FROM profile_events WHERE profile_id = ANY($1) AND source_id = $2",
         &[&ids, &source],
@@ -317,71 +332,5 @@ async fn strip_source(tx: &Transaction<'_>, ids: &[String], source: &str) -> Res
     )
     .await
     .map_err(backend)?;
-    Ok(())
-}
-
-async fn notifications(
-    tx: &Transaction<'_>,
-    regulation_id: &str,
-    subject: &SubjectPurge,
-    name: &str,
-    now: DateTime<Utc>,
-) -> Result<()> {
-    for source in &subject.affected_sources {
-        let rows = if source == PERSONAS_SOURCE {
-            tx.query(
-                "SELECT DISTINCT d.id FROM destinations d
-                 JOIN computations c ON c.deleted_at IS NULL AND c.destination_ids::jsonb ? d.id
-                 WHERE d.enabled AND d.kind = 'Webhooks' ORDER BY d.id",
-                &[],
-            )
-            .await
-        } else {
-            tx.query(
-                "SELECT d.id FROM destinations d
-                 JOIN destination_sources ds ON ds.destination_id = d.id
-                 WHERE ds.source_id = $1 AND d.enabled AND d.kind = 'Webhooks' ORDER BY d.id",
-                &[source],
-            )
-            .await
-        }
-        .map_err(backend)?;
-        if rows.is_empty() {
-            continue;
-        }
-        let (message_id, body) = delete_notification(regulation_id, source, subject, now);
-        let seq: i64 = get(
-            &tx.query_one(
-                "INSERT INTO events (source_id, message_id, event_type, received_at, body)
-                 VALUES ($1, $2, 'delete', $3, $4) RETURNING seq",
-                &[&PRIVACY_SOURCE, &message_id, &ms(now), &body],
-            )
-            .await
-            .map_err(backend)?,
-            0,
-        )?;
-        for row in &rows {
-            let destination: String = get(row, 0)?;
-            let delivery: i64 = get(
-                &tx.query_one(
-                    "INSERT INTO deliveries (event_seq, destination_id, source_id, state,
-                                             attempts, next_attempt_at, updated_at)
-                     VALUES ($1, $2, $3, 'pending', 0, $4, $4) RETURNING id",
-                    &[&seq, &destination, source, &ms(now)],
-                )
-                .await
-                .map_err(backend)?,
-                0,
-            )?;
-            tx.execute(
-                "INSERT INTO regulation_notifications
-                   (regulation_id, subject_id, source_id, destination_id, delivery_id)
-                 VALUES ($1, $2, $3, $4, $5)",
-                &[&regulation_id, &name, source, &destination, &delivery],
-            )
-            .await
-            .map_err(backend)?;
-        }
-    }
     Ok(())
 }

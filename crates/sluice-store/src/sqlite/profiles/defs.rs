@@ -161,6 +161,34 @@ pub(super) fn delete(conn: &Connection, id: &str, now: DateTime<Utc>) -> Result<
     Ok(n > 0)
 }
 
+/// Takes a deleted destination out of every computation: its
+/// `destination_ids`, its send counts and the backfills still to run for
+/// it (as a deleted source leaves destinations' `source_ids`).
+/// `messages_sent` keeps counting what was sent to it.
+pub(in crate::sqlite) fn forget_destination(conn: &Connection, destination: &str) -> Result<()> {
+    let rows: Vec<(String, String)> = conn
+        .prepare_cached(
+            "SELECT c.id, c.destination_ids FROM computations c
+             WHERE EXISTS (SELECT 1 FROM json_each(c.destination_ids) j WHERE j.value = ?1)",
+        )?
+        .query_map(params![destination], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    for (id, list) in rows {
+        let mut ids: Vec<String> = serde_json::from_str(&list)
+            .map_err(|e| StoreError::Backend(format!("computation destinations: {e}")))?;
+        ids.retain(|d| d != destination);
+        conn.prepare_cached("UPDATE computations SET destination_ids = ?2 WHERE id = ?1")?
+            .execute(params![id, to_json(&ids)])?;
+    }
+    conn.prepare_cached("DELETE FROM computation_sends WHERE destination_id = ?1")?
+        .execute(params![destination])?;
+    conn.prepare_cached(
+        "DELETE FROM profile_jobs WHERE kind = 'backfill' AND destination_id = ?1",
+    )?
+    .execute(params![destination])?;
+    Ok(())
+}
+
 pub(super) fn list_values(
     conn: &Connection,
     computation_id: &str,

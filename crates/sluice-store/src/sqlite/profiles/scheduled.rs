@@ -225,7 +225,7 @@ pub(in crate::sqlite) fn remove_profile(conn: &Connection, profile: &str) -> Res
 }
 
 /// Makes `profile` due again by `at`.
-pub(super) fn due_again(conn: &Connection, profile: &str, at: i64) -> Result<()> {
+pub(in crate::sqlite) fn due_again(conn: &Connection, profile: &str, at: i64) -> Result<()> {
     conn.prepare_cached(
         "UPDATE profiles SET next_change_at = ?2
          WHERE id = ?1 AND (next_change_at IS NULL OR next_change_at > ?2)",

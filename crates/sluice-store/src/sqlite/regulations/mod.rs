@@ -1,5 +1,6 @@
 //! [`RegulationStore`] for [`SqliteStore`]: requests and suppressions in
-//! `admin.rs`, the job's scan and its one-transaction purge in `purge.rs`.
+//! `admin.rs`, the job's scan and its one-transaction purge in `purge.rs`,
+//! the purge's delete notifications in `notify.rs`.
 //!
 //! The writer runs with `secure_delete = ON` (see `schema.rs`), so every
 //! update and delete zeroes the space it frees: neither a purged row nor a
@@ -9,6 +10,7 @@
 //! empties the WAL, whose older frames still held the purged rows.
 
 mod admin;
+mod notify;
 mod purge;
 
 use std::time::Duration;

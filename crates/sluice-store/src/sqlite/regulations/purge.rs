@@ -1,7 +1,6 @@
 //! The regulation job: its lease, the scan for a subject's data (on a read
 //! connection, so ingest is not held up) and the one-transaction purge.
 
-use std::collections::HashMap;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -9,8 +8,8 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use super::super::rows::ms;
 use super::super::tombstones;
-use crate::regulations::{delete_notification, identity_parts, pseudonym, status, subject_index};
-use crate::{PERSONAS_SOURCE, PRIVACY_SOURCE, RegulationCommit, Result, SubjectData, SubjectPurge};
+use crate::regulations::{identity_parts, pseudonym, status, subject_index};
+use crate::{PRIVACY_SOURCE, RegulationCommit, Result, SubjectData};
 
 pub(super) fn take_lease(
     c: &Connection,
@@ -175,11 +174,17 @@ fn purge_all(c: &Connection, commit: &RegulationCommit) -> Result<()> {
         purge_events(c, &subject.event_seqs)?;
         match scoped.as_deref() {
             None => purge_profiles(c, &subject.profile_ids)?,
-            Some(source) => strip_source(c, &subject.profile_ids, source)?,
+            Some(source) => strip_source(c, &subject.profile_ids, source, now)?,
         }
         let name = pseudonym(&subject.subject_id);
         if notify {
-            write_notifications(c, &commit.regulation_id, subject, &name, commit.now)?;
+            super::notify::write_notifications(
+                c,
+                &commit.regulation_id,
+                subject,
+                &name,
+                commit.now,
+            )?;
         }
         c.prepare_cached(
             "UPDATE regulation_subjects SET done = 1, subject_id = ?3, affected_sources = ?4,
@@ -249,10 +254,13 @@ fn purge_profiles(c: &Connection, ids: &[String]) -> Result<()> {
 
 /// A source-scoped purge keeps the profiles (they are workspace-wide) but
 /// takes the source out of them: its behavioural rows, and its name from
-/// the document's `sources`, so a rerun finds nothing of it left. Computed
-/// values follow at the profile's next evaluation.
-fn strip_source(c: &Connection, ids: &[String], source: &str) -> Result<()> {
+/// the document's `sources`, so a rerun finds nothing of it left. Each
+/// profile is made due at `now`, in this transaction (so a crash cannot
+/// lose it): the profile engine's next sweep re-evaluates it from the calls
+/// left and sends what changed. The purge never calls the engine.
+fn strip_source(c: &Connection, ids: &[String], source: &str, now: i64) -> Result<()> {
     for id in ids {
+        crate::sqlite::profiles::scheduled::due_again(c, id, now)?;
         c.prepare_cached("DELETE FROM profile_events WHERE profile_id = ?1 AND source_id = ?2")?
             .execute(params![id, source])?;
         c.prepare_cached(
@@ -262,71 +270,6 @@ fn strip_source(c: &Connection, ids: &[String], source: &str) -> Result<()> {
              WHERE id = ?1 AND json_type(doc, '$.sources') = 'array'",
         )?
         .execute(params![id, source])?;
-    }
-    Ok(())
-}
-
-/// One notification event per affected source with at least one enabled
-/// Webhooks destination, one pending delivery per destination. The
-/// destinations of [`PERSONAS_SOURCE`] are those connected to a live
-/// computed trait or audience.
-fn write_notifications(
-    c: &Connection,
-    regulation_id: &str,
-    subject: &SubjectPurge,
-    name: &str,
-    now: DateTime<Utc>,
-) -> Result<()> {
-    let mut destinations_of = c.prepare_cached(
-        "SELECT d.id FROM destinations d
-         JOIN destination_sources ds ON ds.destination_id = d.id
-         WHERE ds.source_id = ?1 AND d.enabled = 1 AND d.kind = 'Webhooks' ORDER BY d.id",
-    )?;
-    let mut of_computations = c.prepare_cached(
-        "SELECT DISTINCT d.id FROM destinations d, computations c, json_each(c.destination_ids) j
-         WHERE j.value = d.id AND c.deleted_at IS NULL AND d.enabled = 1 AND d.kind = 'Webhooks'
-         ORDER BY d.id",
-    )?;
-    let mut by_source: HashMap<&str, Vec<String>> = HashMap::new();
-    for source in &subject.affected_sources {
-        let ids = if source == PERSONAS_SOURCE {
-            of_computations
-                .query_map([], |r| r.get(0))?
-                .collect::<rusqlite::Result<Vec<String>>>()?
-        } else {
-            destinations_of
-                .query_map([source], |r| r.get(0))?
-                .collect::<rusqlite::Result<Vec<String>>>()?
-        };
-        by_source.insert(source, ids);
-    }
-    for source in &subject.affected_sources {
-        let destinations = by_source.get(source.as_str()).cloned().unwrap_or_default();
-        if destinations.is_empty() {
-            continue;
-        }
-        let (message_id, body) = delete_notification(regulation_id, source, subject, now);
-        let seq = c
-            .prepare_cached(
-                "INSERT INTO events (source_id, message_id, event_type, received_at, body)
-                 VALUES (?1, ?2, 'delete', ?3, ?4)",
-            )?
-            .insert(params![PRIVACY_SOURCE, message_id, ms(now), body])?;
-        for destination in destinations {
-            let delivery = c
-                .prepare_cached(
-                    "INSERT INTO deliveries (event_seq, destination_id, source_id, state,
-                                             attempts, next_attempt_at, updated_at)
-                     VALUES (?1, ?2, ?3, 'pending', 0, ?4, ?4)",
-                )?
-                .insert(params![seq, destination, source, ms(now)])?;
-            c.prepare_cached(
-                "INSERT INTO regulation_notifications
-                   (regulation_id, subject_id, source_id, destination_id, delivery_id)
-                 VALUES (?1, ?2, ?3, ?4, ?5)",
-            )?
-            .execute(params![regulation_id, name, source, destination, delivery])?;
-        }
     }
     Ok(())
 }
