@@ -83,6 +83,9 @@ const arrived = (messageId) => receiver.waitFor((r) => r.json?.messageId === mes
 const neverArrived = (messageId) => !receiver.received.some((r) => r.json?.messageId === messageId);
 
 test('the schema lists what the source sent with volumes, and a track event is blocked from its row', async () => {
+  // Longer than a block list takes (200 characters), though ingest records it.
+  const long = `Long ${'L'.repeat(245)}`;
+  await send('track', { userId: 'u1', event: long, messageId: 'long-1' });
   await send('track', { userId: 'u1', event: 'Order Completed', messageId: 'oc-1', properties: { total: 20, env: 'prod' } });
   await send('track', { userId: 'u1', event: 'Order Completed', messageId: 'oc-2', properties: { total: '30' } });
   await send('track', { userId: 'u1', event: 'Debug Ping', messageId: 'dp-1' });
@@ -93,6 +96,10 @@ test('the schema lists what the source sent with volumes, and a track event is b
   const cells = await row.locator('td').allTextContents();
   assert.equal(cells[0], 'track');
   assert.equal(cells[4], '2', '24 h volume');
+  // Its row says why it cannot be blocked instead of a Block button that always fails.
+  const longRow = page.locator('#schema tbody tr', { hasText: long });
+  assert.match(await longRow.textContent(), /Cannot be blocked: longer than 200 characters/);
+  assert.equal(await longRow.getByRole('button').count(), 0);
   // A property seen as a number and as a string shows both types.
   await page.goto(`${schema}?kind=property`);
   const total = page.locator('#schema tbody tr', { hasText: 'total' });
@@ -411,6 +418,14 @@ test('every new page: labelled controls, AA text contrast, and nothing scrolls s
     `/audiences/${audiences.data[0].id}`,
     '/profiles?id=b1',
   ];
+  // Long names wrap or scroll inside their own box: a source name in the
+  // usage selector, a userId in the profile's title, property keys and
+  // values in its newest events.
+  const wide = await sluice.admin('POST', '/api/v1/sources', { name: `Storefront ${'web '.repeat(12)}(long name)` });
+  const longId = 'U'.repeat(150);
+  await send('track', { userId: longId, event: 'Wide', messageId: 'wide-1', properties: { ['k'.repeat(120)]: 'v'.repeat(300) } });
+  await until(`${sluice.url}/profiles?id=${longId}`, '#profile-events li');
+  paths.push(`/usage?source=${wide.id}`, `/profiles?id=${longId}`, `/profiles?id=${'Z'.repeat(150)}`);
   for (const path of paths) {
     await page.goto(`${sluice.url}${path}`);
     const { bad, unlabeled } = await page.evaluate(contrastCheck);
@@ -425,6 +440,7 @@ test('every new page: labelled controls, AA text contrast, and nothing scrolls s
   await p.getByRole('heading', { name: 'Overview' }).waitFor();
   for (const path of paths) {
     await p.goto(`${sluice.url}${path}`);
+    await p.evaluate(() => document.querySelectorAll('details').forEach((d) => { d.open = true; }));
     const width = await p.evaluate(() => document.documentElement.scrollWidth);
     assert.ok(width <= 375, `${path} is ${width}px wide`);
   }

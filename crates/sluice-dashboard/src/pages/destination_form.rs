@@ -1,6 +1,7 @@
 //! The destination form, shared by creation and editing: the sources to
-//! connect, up to five webhook URLs each with optional static headers, an
-//! optional shared secret. Each field is checked on its own by the admin
+//! connect, up to five webhook URLs each with optional static headers (a
+//! form sending more is refused as the API refuses them, never cut short),
+//! an optional shared secret. Each field is checked on its own by the admin
 //! API's validation functions, so every error shows next to its field, in
 //! the API's words; the API's handlers then check everything again.
 
@@ -50,6 +51,9 @@ pub fn field_of(message: &str) -> String {
     }
     if path.starts_with("source_ids") {
         return "sources".into();
+    }
+    if path == "settings.urls" {
+        return "urls".into();
     }
     if path.starts_with("settings.sharedSecret") {
         return "secret".into();
@@ -136,7 +140,7 @@ pub fn render(s: &Session, sources: &[Source], e: &Entered, mode: &Mode) -> Mark
             fieldset #urls tabindex="-1" {
                 legend { "2. Webhook URLs (up to " (MAX_URLS) ")" }
                 p.help { "Each a full URL with http:// or https://. Static headers are sent with every request to that URL, one per line as " code { "Name: value" } "." }
-                @for i in 0..MAX_URLS {
+                @for i in 0..MAX_URLS.max(e.urls.len()) {
                     @let (url, headers) = e.urls.get(i).cloned().unwrap_or_default();
                     div.url-entry data-url-row=(i) {
                         div.field {
@@ -184,6 +188,49 @@ pub fn render(s: &Session, sources: &[Source], e: &Entered, mode: &Mode) -> Mark
     }
 }
 
+/// Every `urlN`/`headersN` row the form carries, not just the ones it
+/// shows: rows `0..MAX_URLS` at their own index, then any further rows
+/// with something in them, in order (a form that sends more rows than the
+/// API takes is refused below, never cut short).
+fn url_rows(form: &Form) -> Vec<(String, String)> {
+    let mut extra: BTreeMap<usize, (String, String)> = BTreeMap::new();
+    for (key, value) in &form.0 {
+        let (index, is_url) = match (key.strip_prefix("url"), key.strip_prefix("headers")) {
+            (Some(i), _) => (i, true),
+            (_, Some(i)) => (i, false),
+            _ => continue,
+        };
+        // Only the names the form itself would use (`url5`, not `url05`).
+        let Some(i) = index
+            .parse::<usize>()
+            .ok()
+            .filter(|i| i.to_string() == index)
+        else {
+            continue;
+        };
+        if i < MAX_URLS || value.trim().is_empty() {
+            continue;
+        }
+        let row = extra.entry(i).or_default();
+        let slot = if is_url { &mut row.0 } else { &mut row.1 };
+        if slot.is_empty() {
+            *slot = value.trim().to_owned();
+        }
+    }
+    let row = |i: usize| {
+        (
+            form.get(&format!("url{i}")).to_owned(),
+            form.get(&format!("headers{i}")).to_owned(),
+        )
+    };
+    (0..MAX_URLS).map(row).chain(extra.into_values()).collect()
+}
+
+/// The admin API's message for too many URLs (`settings.urls`).
+fn too_many_urls(got: usize) -> String {
+    format!("settings.urls: at most {MAX_URLS} webhook URLs are allowed, got {got}")
+}
+
 /// Reads the form and checks each field with the admin API's functions.
 /// Returns what was entered (with any errors), the URL entries, and the
 /// `sharedSecret` value to send: `None` when editing and the field was left
@@ -193,14 +240,7 @@ pub fn validate(form: &Form, editing: bool, rules: &Rules) -> (Entered, Vec<Valu
         kind: form.get("type").to_owned(),
         name: form.get("name").to_owned(),
         sources: form.all("source"),
-        urls: (0..MAX_URLS)
-            .map(|i| {
-                (
-                    form.get(&format!("url{i}")).to_owned(),
-                    form.get(&format!("headers{i}")).to_owned(),
-                )
-            })
-            .collect(),
+        urls: url_rows(form),
         ..Entered::default()
     };
     if let Err(err) = non_empty("name", &e.name) {
@@ -226,6 +266,15 @@ pub fn validate(form: &Form, editing: bool, rules: &Rules) -> (Entered, Vec<Valu
                 e.errors.insert(field_of(&err.message), err.message);
             }
         }
+    }
+    // The API's own refusal, in its words: a 6th row is never dropped.
+    let filled = e
+        .urls
+        .iter()
+        .filter(|(u, h)| !u.is_empty() || !h.is_empty())
+        .count();
+    if filled > MAX_URLS {
+        e.errors.insert("urls".into(), too_many_urls(filled));
     }
     // Said beside any other error, unless a URL row already has one (the
     // URL it names may be the one meant).
@@ -256,54 +305,5 @@ pub fn validate(form: &Form, editing: bool, rules: &Rules) -> (Entered, Vec<Valu
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn api_messages_map_to_their_form_fields() {
-        assert_eq!(field_of("name: must not be empty"), "name");
-        assert_eq!(
-            field_of("settings.urls[3].url: must use the http or https protocol"),
-            "url3"
-        );
-        assert_eq!(
-            field_of("settings.urls[1].headers.X-A: value has characters"),
-            "headers1"
-        );
-        assert_eq!(
-            field_of("settings.sharedSecret: must be at most 1024 bytes"),
-            "secret"
-        );
-        assert_eq!(
-            field_of("source_ids: source src_x does not exist"),
-            "sources"
-        );
-        assert_eq!(field_of("something else"), "form");
-    }
-
-    #[test]
-    fn the_error_summary_follows_the_form() {
-        let mut keys = vec![
-            "secret", "headers1", "url1", "urls", "name", "url0", "form", "sources", "url10",
-        ];
-        keys.sort_by_key(|k| position(k));
-        assert_eq!(
-            keys,
-            [
-                "name", "sources", "url0", "url1", "headers1", "url10", "urls", "secret", "form"
-            ]
-        );
-    }
-
-    #[test]
-    fn header_lines_need_a_colon() {
-        let h = header_lines("f", "X-A: 1\n\n  X-B:two  ").unwrap();
-        assert_eq!(h["X-A"], "1");
-        assert_eq!(h["X-B"], "two");
-        assert!(
-            header_lines("f", "nope")
-                .unwrap_err()
-                .starts_with("f: each line")
-        );
-    }
-}
+#[path = "destination_form_tests.rs"]
+mod tests;

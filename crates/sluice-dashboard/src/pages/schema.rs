@@ -14,6 +14,7 @@ use maud::{Markup, html};
 use serde_json::{Map, Value, json};
 use sluice_api::admin::extract::{JsonObject, Params};
 use sluice_api::admin::schema as api;
+use sluice_schema::rules::MAX_NAME;
 
 use crate::Dash;
 use crate::form::Form;
@@ -83,6 +84,40 @@ fn toggle(s: &Session, id: &str, list: &str, name: &str, blocked: bool, back: &s
             } @else {
                 input type="hidden" name="block" value="1";
                 button.small.danger type="submit" aria-label={ "Block " (name) } { "Block" }
+            }
+        }
+    }
+}
+
+/// Why `name` cannot go on a block list, if it cannot: the rules take
+/// names of 1 to [`MAX_NAME`] characters, and ingest records longer ones.
+fn unblockable(name: &str) -> Option<String> {
+    if name.is_empty() {
+        Some("Cannot be blocked: the name is empty.".into())
+    } else if name.chars().count() > MAX_NAME {
+        Some(format!(
+            "Cannot be blocked: longer than {MAX_NAME} characters."
+        ))
+    } else {
+        None
+    }
+}
+
+/// A row's "Blocking" cell: the toggle, or why there is none (rather than
+/// a Block button the rules would always refuse).
+fn block_cell(
+    s: &Session,
+    id: &str,
+    list: Option<&str>,
+    name: &str,
+    blocked: bool,
+    back: &str,
+) -> Markup {
+    html! {
+        @if let Some(l) = list {
+            @match unblockable(name).filter(|_| !blocked) {
+                Some(why) => span.muted { (why) },
+                None => (toggle(s, id, l, name, blocked, back)),
             }
         }
     }
@@ -182,7 +217,7 @@ pub async fn show(
                                 td { (e["types"].as_array().map(|t| t.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(", ")).unwrap_or_default()) }
                                 td.num { (e["volume_24h"]) } td.num { (e["volume_7d"]) } td.num { (e["volume_30d"]) }
                                 td { (short_time(&e["last_seen"])) }
-                                td { @if let Some(l) = list { (toggle(&s, &id, l, n, blocked, &here)) } }
+                                td { (block_cell(&s, &id, list, n, blocked, &here)) }
                             }
                         }
                     }
@@ -304,3 +339,7 @@ pub async fn plan(
     save(&dash, &id, rules).await?;
     Ok(see_other(&format!("/sources/{id}/schema?saved=1#plan-h")))
 }
+
+#[cfg(test)]
+#[path = "schema_tests.rs"]
+mod tests;

@@ -7,7 +7,9 @@ use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{AppendHeaders, IntoResponse, Response};
 use maud::html;
+use percent_encoding::percent_decode_str;
 use sluice_api::admin::admin_token_matches;
+use url::Url;
 
 use crate::Dash;
 use crate::form::Form;
@@ -16,12 +18,43 @@ use crate::session::{
     SESSION_COOKIE, SESSION_SECS, SIGNIN_COOKIE, cookie, is_https, random, set_cookie, tokens_match,
 };
 
-/// Only same-site paths are followed after sign-in.
+/// Where to go after sign-in: `next` when it is a path (and query) of this
+/// dashboard, otherwise `/`. Anything else could send a signed-in user to
+/// another site (an open redirect).
 fn safe_next(next: Option<&str>) -> &str {
     match next {
-        Some(n) if n.starts_with('/') && !n.starts_with("//") && !n.contains('\\') => n,
+        Some(n) if is_local_path(n) => n,
         _ => "/",
     }
+}
+
+/// A same-origin relative path: one `/`, then visible ASCII only, no `\`
+/// and no `#`. Browsers drop tabs and newlines from a URL and read `\` as
+/// `/`, so `/\t/evil.example` would become the scheme-relative
+/// `//evil.example`; refusing every control character, space and
+/// backslash leaves nothing for them to rewrite. The path is checked again
+/// percent-decoded (for a proxy that decodes it) and resolved as a browser
+/// resolves it (WHATWG URL), which must stay on this origin and not start
+/// with `//`.
+fn is_local_path(n: &str) -> bool {
+    let plain = |s: &str| {
+        s.starts_with('/')
+            && !s[1..].starts_with(['/', '\\'])
+            && !s.contains('\\')
+            && !s.chars().any(|c| c.is_control() || c.is_whitespace())
+    };
+    if !plain(n) || !n.chars().all(|c| c.is_ascii_graphic() && c != '#') {
+        return false;
+    }
+    let path = n.split('?').next().unwrap_or("");
+    if !plain(&percent_decode_str(path).decode_utf8_lossy()) {
+        return false;
+    }
+    let Ok(base) = Url::parse("http://dashboard.invalid/") else {
+        return false;
+    };
+    base.join(n)
+        .is_ok_and(|u| u.origin() == base.origin() && !u.path().starts_with("//"))
 }
 
 fn render(next: &str, error: Option<&str>, https: bool, status: StatusCode) -> Response {
@@ -118,4 +151,71 @@ pub async fn sign_out(
         see_other("/signin"),
     )
         .into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn next_refuses_every_way_off_this_origin() {
+        for hostile in [
+            "",
+            "evil.example",
+            "https://evil.example/x",
+            "http:evil.example",
+            "javascript:alert(1)",
+            "//evil.example/x",
+            "///evil.example",
+            "/\\evil.example",
+            "\\/evil.example",
+            "/\\/evil.example",
+            // What a browser strips or reads as `/`.
+            "/\t/evil.example/x",
+            "/\n/evil.example/x",
+            "/\r/evil.example/x",
+            "/\r\n/evil.example",
+            "\t//evil.example",
+            " //evil.example",
+            "/ /evil.example",
+            "/\u{0}/evil.example",
+            "/\u{7f}/evil.example",
+            "/\u{a0}/evil.example",
+            "/\u{2028}/evil.example",
+            "/\u{ff0f}evil.example",
+            // Percent-encoded, for a proxy that decodes the path once.
+            "/%09/evil.example",
+            "/%2F/evil.example",
+            "/%2fevil.example",
+            "/%5Cevil.example",
+            "/%0a/evil.example",
+            // Resolved by the browser to a path starting with `//`.
+            "/..//evil.example",
+            "/.//evil.example",
+            "/a/../..//evil.example",
+            // Not a plain path and query.
+            "/sources#frag",
+            "?next=/",
+        ] {
+            assert_eq!(safe_next(Some(hostile)), "/", "{hostile:?}");
+        }
+        assert_eq!(safe_next(None), "/");
+    }
+
+    #[test]
+    fn next_keeps_the_dashboards_own_paths() {
+        for good in [
+            "/",
+            "/sources",
+            "/sources/src_abc123/schema?kind=track&sort=name",
+            "/profiles?id=a%2Fb%20c&before=12",
+            "/profiles?id=%C3%A9",
+            "/usage?source=src_x",
+            "/destinations/dst_x/deliveries?state=failed",
+            "/sources/%FF",
+            "/a/b/../c",
+        ] {
+            assert_eq!(safe_next(Some(good)), good, "{good:?}");
+        }
+    }
 }
