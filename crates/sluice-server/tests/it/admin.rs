@@ -271,6 +271,18 @@ async fn wrong_methods_and_malformed_ids_answer_in_the_json_error_shape() {
             !body.to_string().contains("abc"),
             "{path}: the parameter is not quoted"
         );
+        let kind = if path.starts_with("/deliveries") {
+            "delivery"
+        } else if path.starts_with("/sources") {
+            "source"
+        } else {
+            "computed trait"
+        };
+        assert_eq!(
+            body["message"],
+            json!(format!("{kind} not found")),
+            "{path}"
+        );
     }
     let r = s
         .http
