@@ -255,9 +255,12 @@ pub(crate) fn check_call_types(doc: &Value, at: &str) -> Result<(), RuleError> {
         .into_iter()
         .find(|(_, v)| v.as_str().and_then(EventType::from_name).is_none())
     {
-        Some((field, _)) => Err(RuleError::new(
+        Some((field, value)) => Err(RuleError::new(
             field,
-            "must be a call type: track, page, screen, identify, group or alias",
+            format!(
+                "{value} is not a call type (track, page, screen, identify, group or alias, \
+                 in lower case)"
+            ),
         )),
         None => Ok(()),
     }

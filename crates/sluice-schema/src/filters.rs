@@ -74,12 +74,21 @@ pub enum FilterOutcome {
 
 impl FilterSet {
     /// [`FilterSet::parse`] for filters being saved, which must also name
-    /// only call types in `type` conditions. Stored filters load with
-    /// `parse`, so that a set saved before this check keeps working.
-    pub fn parse_new(doc: &Value) -> Result<FilterSet, RuleError> {
+    /// only call types in `type` conditions. A filter kept exactly as it is
+    /// in `previous` (the set stored before) is not checked again, so that
+    /// a set saved before this check loads and can still be edited; stored
+    /// sets load with `parse`.
+    pub fn parse_new(doc: &Value, previous: Option<&Value>) -> Result<FilterSet, RuleError> {
         let set = FilterSet::parse(doc)?;
+        let kept: &[Value] = previous
+            .and_then(|p| p.get("filters"))
+            .and_then(Value::as_array)
+            .map_or(&[], Vec::as_slice);
         let list = doc.get("filters").and_then(Value::as_array);
         for (i, filter) in list.into_iter().flatten().enumerate() {
+            if kept.contains(filter) {
+                continue;
+            }
             if let Some(when) = filter.get("when") {
                 crate::condition::check_call_types(when, &format!("filters[{i}].when"))?;
             }
@@ -508,5 +517,28 @@ mod tests {
         for (doc, field) in cases {
             assert_eq!(FilterSet::parse(&doc).unwrap_err().field, field, "{doc}");
         }
+    }
+
+    #[test]
+    fn a_filter_saved_before_the_call_type_check_can_be_kept_but_not_added_or_changed() {
+        let legacy = json!({"name": "old", "action": "drop",
+                            "when": {"field": "type", "op": "in", "values": ["Group"]}});
+        let pii = json!({"name": "no pii", "action": "drop_fields", "fields": ["context.ip"]});
+        let stored = json!({"filters": [legacy.clone(), pii]});
+        // Deleting the other filter keeps the legacy one as it was: saved.
+        let kept = json!({"filters": [legacy.clone()]});
+        assert!(FilterSet::parse_new(&kept, Some(&stored)).is_ok());
+        // Without it stored, or changed, it is checked.
+        let e = FilterSet::parse_new(&kept, None).unwrap_err();
+        assert_eq!(e.field, "filters[0].when.values[0]");
+        assert!(
+            e.message.contains("\"Group\" is not a call type"),
+            "{}",
+            e.message
+        );
+        let mut changed = legacy;
+        changed["name"] = json!("renamed");
+        let doc = json!({"filters": [changed]});
+        assert!(FilterSet::parse_new(&doc, Some(&stored)).is_err());
     }
 }

@@ -226,7 +226,12 @@ pub async fn put_filters(
         ));
     }
     let doc = Value::Object(body);
-    FilterSet::parse_new(&doc).map_err(invalid)?;
+    let stored = app.store.list_destination_filters().await?;
+    let previous: Option<Value> = stored
+        .into_iter()
+        .find(|(d, _)| *d == id)
+        .and_then(|(_, text)| serde_json::from_str(&text).ok());
+    FilterSet::parse_new(&doc, previous.as_ref()).map_err(invalid)?;
     app.store
         .put_destination_filters(&id, &doc.to_string())
         .await?;

@@ -129,7 +129,7 @@ pub fn parse_secret(value: &Value) -> Result<Option<String>, ApiError> {
         Value::String(s) if s.is_empty() => Ok(None),
         Value::String(s) if s.trim().is_empty() => Err(ApiError::invalid(
             "settings.sharedSecret",
-            "must not be only spaces (send \"\" or null to remove the secret)",
+            "must not be only spaces (leave it empty for no secret)",
         )),
         Value::String(s) if s.len() > 1024 => Err(ApiError::invalid(
             "settings.sharedSecret",

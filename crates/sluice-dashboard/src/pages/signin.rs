@@ -28,11 +28,12 @@ fn safe_next(next: Option<&str>) -> &str {
     }
 }
 
-/// A same-origin relative path: one `/`, then visible ASCII only, no `\`
-/// and no `#`. Browsers drop tabs and newlines from a URL and read `\` as
-/// `/`, so `/\t/evil.example` would become the scheme-relative
-/// `//evil.example`; refusing every control character, space and
-/// backslash leaves nothing for them to rewrite. The path is checked again
+/// A same-origin relative path: one `/`, then visible ASCII only, no `#`,
+/// and no `\` before the query. Browsers drop tabs and newlines from a URL
+/// and read `\` in a path as `/`, so `/\t/evil.example` would become the
+/// scheme-relative `//evil.example`; refusing every control character,
+/// space and path backslash leaves nothing for them to rewrite (a query's
+/// `\` stays a `\`: `/profiles?id=CORP\alice`). The path is checked again
 /// percent-decoded (for a proxy that decodes it) and resolved as a browser
 /// resolves it (WHATWG URL), which must stay on this origin and not start
 /// with `//`.
@@ -43,10 +44,10 @@ fn is_local_path(n: &str) -> bool {
             && !s.contains('\\')
             && !s.chars().any(|c| c.is_control() || c.is_whitespace())
     };
-    if !plain(n) || !n.chars().all(|c| c.is_ascii_graphic() && c != '#') {
+    let path = n.split('?').next().unwrap_or("");
+    if !plain(path) || !n.chars().all(|c| c.is_ascii_graphic() && c != '#') {
         return false;
     }
-    let path = n.split('?').next().unwrap_or("");
     if !plain(&percent_decode_str(path).decode_utf8_lossy()) {
         return false;
     }
@@ -214,6 +215,7 @@ mod tests {
             "/destinations/dst_x/deliveries?state=failed",
             "/sources/%FF",
             "/a/b/../c",
+            "/profiles?id=CORP\\alice",
         ] {
             assert_eq!(safe_next(Some(good)), good, "{good:?}");
         }

@@ -41,7 +41,8 @@ pub(crate) fn identity_parts(
     anon: Option<String>,
     previous: Option<String>,
 ) -> Option<usize> {
-    let own = match user {
+    // An empty `userId` is absent, as ingest and the profile engine take it.
+    let own = match user.filter(|u| !u.is_empty()) {
         Some(u) => index.users.get(&u).copied(),
         None => anon.and_then(|a| index.anons.get(&a).copied()),
     };
@@ -112,6 +113,11 @@ mod tests {
         assert_eq!(
             identity_parts(&index, None, Some("dev1".into()), None),
             Some(0)
+        );
+        assert_eq!(
+            identity_parts(&index, Some(String::new()), Some("dev1".into()), None),
+            Some(0),
+            "an empty userId is absent"
         );
         assert_eq!(
             identity_parts(&index, Some("bob".into()), None, Some("alice".into())),

@@ -134,7 +134,10 @@ impl Draft {
         let mut d = Map::new();
         d.insert("kind".into(), json!(self.kind));
         d.insert("event".into(), json!(self.event));
-        if !self.property.is_empty() {
+        // The form keeps a property typed before the kind became `counter`
+        // (the field is labelled "all kinds but counter"); a counter has
+        // none, and the API refuses one, so it is left out.
+        if !self.property.is_empty() && self.kind != "counter" {
             d.insert("property".into(), json!(self.property));
         }
         let filters = self.where_list();
@@ -240,6 +243,7 @@ mod tests {
             ],
             window_n: "7".into(),
             window_unit: "days".into(),
+            property: "typed before switching to counter".into(),
             ..Draft::default()
         };
         assert_eq!(
