@@ -47,10 +47,11 @@ pub struct EngineConfig {
     /// another node after this. The holder renews it once a third of it
     /// has passed.
     pub lease_ttl: Duration,
-    /// Events read per step. 500: a step's working set is about 20 KB per
-    /// event, and steps of 2,000 raised a node's peak RSS by some 40 MB
-    /// while it caught up on a backlog, for no faster catch-up
-    /// (BENCHMARKS.md, session 8).
+    /// Events read per step. 250: a step's working set is about 20 KB per
+    /// event; steps of 2,000 raised a node's peak RSS by some 40 MB while it
+    /// caught up on a backlog, for no faster catch-up (BENCHMARKS.md,
+    /// session 8), and steps of 500 about 4 MB over 250 during an ingest
+    /// burst, for a catch-up about 7 % faster (session 19).
     pub batch: u32,
     /// Step aside while ingest (or, without definitions, delivery)
     /// saturates the store's writer (see `pace`).
@@ -71,7 +72,7 @@ impl Default for EngineConfig {
             node_id: format!("node-{}", uuid::Uuid::new_v4().simple()),
             poll_interval: Duration::from_millis(200),
             lease_ttl: Duration::from_secs(15),
-            batch: 500,
+            batch: 250,
             defer_to_ingest: true,
             schedule_ahead: Duration::from_secs(60),
             space_id: DEFAULT_SPACE_ID.to_owned(),

@@ -132,7 +132,7 @@ pub struct PersonasConfig {
     /// The engine lease: a dead node's work moves to another node after
     /// this (15 s).
     pub lease_ttl_secs: u64,
-    /// Events read per engine step (500; see docs/configuration.md).
+    /// Events read per engine step (250; see docs/configuration.md).
     pub batch_events: u32,
     /// Defer engine steps during ingest bursts (both backends) and, without
     /// definitions, while delivery saturates SQLite's writer (true);
@@ -155,7 +155,7 @@ impl Default for PersonasConfig {
             enabled: true,
             poll_interval_ms: 200,
             lease_ttl_secs: 15,
-            batch_events: 500,
+            batch_events: 250,
             defer_to_ingest: true,
             schedule_ahead_secs: 60,
             space_id: sluice_profiles::engine::DEFAULT_SPACE_ID.to_owned(),
