@@ -6,7 +6,7 @@
 //! of every other error, as admin-api.md says. axum's own rejection would
 //! be a plain-text 400 that quotes the parameter.
 
-use axum::extract::{FromRequestParts, Path};
+use axum::extract::{FromRequestParts, MatchedPath, Path};
 use axum::http::request::Parts;
 use serde::de::DeserializeOwned;
 
@@ -26,14 +26,22 @@ where
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
         match Path::<T>::from_request_parts(parts, state).await {
             Ok(Path(value)) => Ok(PathParam(value)),
-            Err(_) => Err(ApiError::not_found(resource_of(parts.uri.path()))),
+            Err(_) => {
+                let route = parts
+                    .extensions
+                    .get::<MatchedPath>()
+                    .map_or(parts.uri.path(), MatchedPath::as_str);
+                Err(ApiError::not_found(resource_of(route)))
+            }
         }
     }
 }
 
-/// The kind of resource a path names, for the same `404` message an
-/// unknown id of that kind gets (`source not found`).
-fn resource_of(path: &str) -> &'static str {
+/// The kind of resource a route names, as the handlers' own `404`
+/// messages call it (`source not found`): the last collection segment
+/// before its first parameter (`/sources/{id}/schema` → "source",
+/// `/api/v1/deliveries/abc/replay` → "delivery").
+pub fn resource_of(route: &str) -> &'static str {
     const KINDS: &[(&str, &str)] = &[
         ("sources", "source"),
         ("destinations", "destination"),
@@ -43,8 +51,11 @@ fn resource_of(path: &str) -> &'static str {
         ("regulations", "regulation"),
         ("profiles", "profile"),
     ];
-    path.split('/')
-        .find_map(|segment| KINDS.iter().find(|(c, _)| *c == segment).map(|(_, k)| *k))
+    route
+        .split('/')
+        .take_while(|segment| !segment.starts_with('{'))
+        .filter_map(|segment| KINDS.iter().find(|(c, _)| *c == segment).map(|(_, k)| *k))
+        .last()
         .unwrap_or("resource")
 }
 
@@ -53,14 +64,20 @@ mod tests {
     use super::resource_of;
 
     #[test]
-    fn an_id_that_does_not_parse_is_named_by_the_kind_its_path_names() {
-        assert_eq!(resource_of("/api/v1/sources/%FF"), "source");
-        assert_eq!(resource_of("/api/v1/deliveries/abc/replay"), "delivery");
-        assert_eq!(
-            resource_of("/api/v1/destinations/%FF/filters"),
-            "destination"
-        );
-        assert_eq!(resource_of("/api/v1/computed-traits/%FF"), "computed trait");
-        assert_eq!(resource_of("/api/v1/elsewhere/%FF"), "resource");
+    fn an_id_that_does_not_parse_is_named_by_the_kind_its_route_names() {
+        for (route, kind) in [
+            ("/api/v1/sources/{id}", "source"),
+            ("/sources/{id}/debugger/newer", "source"),
+            ("/destinations/{id}/deliveries", "destination"),
+            ("/api/v1/deliveries/abc/replay", "delivery"),
+            ("/api/v1/destinations/%FF/filters", "destination"),
+            ("/computed-traits/{id}", "computed trait"),
+            ("/audiences/{id}", "audience"),
+            ("/regulations/{id}", "regulation"),
+            ("/elsewhere/{id}", "resource"),
+            ("", "resource"),
+        ] {
+            assert_eq!(resource_of(route), kind, "{route}");
+        }
     }
 }

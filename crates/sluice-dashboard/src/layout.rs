@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use axum::extract::{FromRequestParts, MatchedPath, Request, State};
+use axum::extract::{FromRequestParts, Request, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
@@ -217,28 +217,6 @@ impl FromRequestParts<Arc<Dash>> for SignedIn {
 /// `/sources/nope` both say "source not found"), not axum's plain-text 400.
 pub struct PagePath<T>(pub T);
 
-/// The kind of resource a route's parameter names, as the handlers' own
-/// 404 messages call it: the segment before the first `{…}` of the route
-/// (`/sources/{id}/schema` → "source").
-pub fn resource_of(route: &str) -> &'static str {
-    let mut before = "";
-    for segment in route.split('/') {
-        if segment.starts_with('{') {
-            break;
-        }
-        before = segment;
-    }
-    match before {
-        "sources" => "source",
-        "destinations" => "destination",
-        "deliveries" => "delivery",
-        "computed-traits" => "computed trait",
-        "audiences" => "audience",
-        "regulations" => "regulation",
-        _ => "page",
-    }
-}
-
 impl<T, S> FromRequestParts<S> for PagePath<T>
 where
     T: DeserializeOwned + Send,
@@ -247,15 +225,10 @@ where
     type Rejection = PageError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, PageError> {
+        // The API's rejection already names the kind the route names.
         match PathParam::<T>::from_request_parts(parts, state).await {
             Ok(PathParam(value)) => Ok(PagePath(value)),
-            Err(_) => {
-                let route = parts
-                    .extensions
-                    .get::<MatchedPath>()
-                    .map_or("", MatchedPath::as_str);
-                Err(ApiError::not_found(resource_of(route)).into())
-            }
+            Err(e) => Err(e.into()),
         }
     }
 }
