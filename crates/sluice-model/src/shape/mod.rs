@@ -176,10 +176,7 @@ fn context_traits(context: &Slot<'_>) -> Vec<(String, JsonType)> {
                 })
             })
             .unwrap_or_default(),
-        Slot::Owned(Value::Object(map)) => match map.get("traits") {
-            Some(traits) => slot_fields(&Slot::Owned(traits.clone())),
-            None => Vec::new(),
-        },
+        Slot::Owned(Value::Object(map)) => map.get("traits").map(value_fields).unwrap_or_default(),
         Slot::Owned(_) => Vec::new(),
         Slot::Object(object) => object.get("traits").map(slot_fields).unwrap_or_default(),
     }
@@ -188,12 +185,20 @@ fn context_traits(context: &Slot<'_>) -> Vec<(String, JsonType)> {
 fn slot_fields(slot: &Slot<'_>) -> Vec<(String, JsonType)> {
     match slot {
         Slot::Raw(raw) => raw_fields(raw),
-        Slot::Owned(Value::Object(map)) => map
+        Slot::Owned(value) => value_fields(value),
+        Slot::Object(object) => object.fields(),
+    }
+}
+
+/// Top-level keys of a parsed object with their types; empty for any
+/// other value.
+fn value_fields(value: &Value) -> Vec<(String, JsonType)> {
+    match value {
+        Value::Object(map) => map
             .iter()
             .map(|(k, v)| (k.clone(), JsonType::of_value(v)))
             .collect(),
-        Slot::Owned(_) => Vec::new(),
-        Slot::Object(object) => object.fields(),
+        _ => Vec::new(),
     }
 }
 
