@@ -196,13 +196,19 @@ pub async fn get_filters(
     PathParam(id): PathParam<String>,
 ) -> ApiResult<Json<Value>> {
     find_destination(&app, &id).await?;
-    let stored = app.store.list_destination_filters().await?;
-    let doc = stored
-        .into_iter()
-        .find(|(d, _)| *d == id)
-        .and_then(|(_, text)| serde_json::from_str(&text).ok())
+    let doc = stored_filters(&app, &id)
+        .await?
         .unwrap_or_else(|| json!({"filters": []}));
     Ok(Json(doc))
+}
+
+/// The filter document stored for destination `id`, if any.
+async fn stored_filters(app: &AppState, id: &str) -> ApiResult<Option<Value>> {
+    let stored = app.store.list_destination_filters().await?;
+    Ok(stored
+        .into_iter()
+        .find(|(d, _)| d == id)
+        .and_then(|(_, text)| serde_json::from_str(&text).ok()))
 }
 
 /// `PUT /api/v1/destinations/{id}/filters`: replaces the filters. An
@@ -226,11 +232,7 @@ pub async fn put_filters(
         ));
     }
     let doc = Value::Object(body);
-    let stored = app.store.list_destination_filters().await?;
-    let previous: Option<Value> = stored
-        .into_iter()
-        .find(|(d, _)| *d == id)
-        .and_then(|(_, text)| serde_json::from_str(&text).ok());
+    let previous = stored_filters(&app, &id).await?;
     FilterSet::parse_new(&doc, previous.as_ref()).map_err(invalid)?;
     app.store
         .put_destination_filters(&id, &doc.to_string())
