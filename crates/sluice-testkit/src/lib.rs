@@ -10,6 +10,12 @@
 //! Helpers panic with a clear message instead of returning errors: they run
 //! only inside tests, where a panic is the failure report.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "used only by tests, where a panic with its message is the failure report"
+)]
+
 pub mod receiver;
 pub mod reply;
 mod tls;

@@ -28,6 +28,11 @@
 //! BENCHMARKS.md ("Session 6"). An operator who
 //! sets `MIMALLOC_ALLOW_THP` or `MIMALLOC_PURGE_DELAY` keeps their choice.
 
+#![allow(
+    unsafe_code,
+    reason = "mimalloc's and SQLite's C configuration entry points, prctl(2), and the allocator SQLite calls back into"
+)]
+
 use std::ffi::{c_int, c_long, c_void};
 use std::sync::Once;
 
