@@ -80,7 +80,7 @@ struct Cli {
     only: Vec<Scenario>,
     /// Worker threads of the load generator's runtime. One drives every
     /// scenario here with the least taken from the cores the server shares
-    /// (BENCHMARKS.md, session 16); 2 was the default before.
+    /// (BENCHMARKS.md, "Measured choices").
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=8))]
     load_threads: u8,
 }
