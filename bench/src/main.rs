@@ -120,8 +120,8 @@ fn main() -> anyhow::Result<()> {
         cli.only
     };
     // The load generator's own runtime; the sink runs on a separate one.
-    // Multi-threaded even with one worker: the PostgreSQL helpers use
-    // `block_in_place`.
+    // Multi-threaded even with one worker: the PostgreSQL functions of `pg`
+    // use `block_in_place`.
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(usize::from(cli.load_threads))
         .enable_all()
