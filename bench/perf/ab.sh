@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Interleaved A/B of builds: one `sluice-bench` run per argument, in the
 # order given, each summarised on one line of OUT. This is the loop behind
-# BENCHMARKS.md's A/B tables (sessions 11-13: "A C C A ...").
+# BENCHMARKS.md's A/B method ("The A/B method": runs in a balanced order
+# such as "A B B A").
 #
 #   cargo build --release -p sluice -p sluice-bench
 #   cp target/release/sluice /tmp/sluice-A     # and so on for each build

@@ -2,7 +2,7 @@
 # Prints, every 0.5 s, the cumulative CPU ticks (utime + stime, 100 per
 # second) of every running sluice-bench and sluice server process, so that
 # per-phase core use of the server and of the load generator can be read
-# off side by side (BENCHMARKS.md, session 10, "Single-call track").
+# off side by side (BENCHMARKS.md, "The A/B method").
 #
 #   bench/perf/cpu-sample.sh > cpu.txt &  target/release/sluice-bench --only ingest;  kill %1
 set -euo pipefail

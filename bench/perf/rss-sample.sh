@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Prints, every 0.25 s, the anonymous and file-backed resident memory (kB)
 # of every running sluice server (any binary named sluice*, such as the
-# copies an A/B passes with --sluice), so that the phase where a scenario's
-# peak RSS falls can be read off (BENCHMARKS.md, session 12, "Where the
-# targets stand").
+# copies an A/B run names with --sluice), so that the phase where a scenario's
+# peak RSS falls can be read off (BENCHMARKS.md,
+# "The A/B method").
 #
 #   bench/perf/rss-sample.sh > rss.txt &  target/release/sluice-bench --only end-to-end;  kill %1
 set -euo pipefail

@@ -4,9 +4,9 @@
 # (utime + stime, 100 per second) and, from schedstat, nanoseconds run and
 # nanoseconds waited runnable for a core. Differences between two lines of
 # a thread (pid, tid) give its cores and its run-queue wait over that stretch
-# (BENCHMARKS.md, session 11: the SQLite writer's wait, the load
-# generator's CPU per call). Uses shell builtins only, so that sampling
-# takes next to nothing from the cores it measures.
+# (BENCHMARKS.md, "The A/B method"; it showed the SQLite writer's wait and
+# the load generator's CPU per call). Uses shell builtins only, so that
+# sampling takes next to nothing from the cores it measures.
 #
 #   bench/perf/thread-sample.sh > threads.txt &
 #   target/release/sluice-bench --only ingest; kill %1

@@ -80,7 +80,7 @@ struct Cli {
     only: Vec<Scenario>,
     /// Worker threads of the load generator's runtime. One drives every
     /// scenario here with the least taken from the cores the server shares
-    /// (BENCHMARKS.md, session 16); 2 was the default before.
+    /// (BENCHMARKS.md, "Measured choices").
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=8))]
     load_threads: u8,
 }
@@ -120,8 +120,8 @@ fn main() -> anyhow::Result<()> {
         cli.only
     };
     // The load generator's own runtime; the sink runs on a separate one.
-    // Multi-threaded even with one worker: the PostgreSQL helpers use
-    // `block_in_place`.
+    // Multi-threaded even with one worker: the PostgreSQL functions of `pg`
+    // use `block_in_place`.
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(usize::from(cli.load_threads))
         .enable_all()

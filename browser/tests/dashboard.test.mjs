@@ -1,6 +1,7 @@
-// The dashboard in a real browser against the real binary: the spec's setup
-// flow, the live debugger, signed deliveries and the delivery log, a dead
-// delivery replayed, CSRF refusal, sign-out, and a phone-sized viewport.
+// The dashboard in a real browser against the real binary: the setup flow
+// (a source, a Webhooks destination, switched on), the live debugger,
+// signed deliveries and the delivery log, a dead delivery replayed, CSRF
+// refusal, sign-out, and a phone-sized viewport.
 // Screenshots of each main page are taken on every run; with
 // UPDATE_SCREENSHOTS=1 they replace those in docs/screenshots/ (otherwise they
 // go to a temporary directory, so a test run leaves the work tree clean).

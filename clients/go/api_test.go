@@ -14,7 +14,7 @@ import (
 
 // TestAPIMatchesSnapshot fails when the exported API drifts from api.txt,
 // the checked-in snapshot. After an intended change, refresh it with
-// go test -run TestAPIMatchesSnapshot -update and review the diff.
+// go test -run TestAPIMatchesSnapshot -update and read the diff.
 func TestAPIMatchesSnapshot(t *testing.T) {
 	got := renderAPI(t)
 	if *update {

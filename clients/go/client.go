@@ -61,11 +61,11 @@ type Client struct {
 	// twice.
 	Client http.Client
 
-	// FlushAt is the seed name of Size. When positive it takes precedence
+	// FlushAt is another name for Size. When positive it takes precedence
 	// over Size. The zero value defers to Size.
 	FlushAt int
 
-	// FlushAfter is the seed name of Interval. When positive it takes
+	// FlushAfter is another name for Interval. When positive it takes
 	// precedence over Interval. The zero value defers to Interval.
 	FlushAfter time.Duration
 

@@ -6,8 +6,8 @@
 //! server. hyper's client connection costs a task per connection, a channel
 //! hop and a wake-up each way per request: about 11.5 µs of generator CPU
 //! per single `/v1/track` call, against the server's 26 (BENCHMARKS.md,
-//! session 11). This connection writes each request with one `write` and
-//! parses the answer in its own buffer, as load generators such as wrk do.
+//! "Measured choices"). This connection writes each request with one `write`
+//! and parses the answer in its own buffer, as load generators such as wrk do.
 //!
 //! It reads only what Sluice answers on the collection API: a status line,
 //! headers, and a body of `Content-Length` bytes. An answer without a

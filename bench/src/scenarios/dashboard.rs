@@ -1,4 +1,4 @@
-//! Dashboard (issue 15): every page renders in under 200 ms on the server
+//! Dashboard: every page renders in under 200 ms on the server
 //! for a source with 1,000,000 stored events.
 //!
 //! One server, one source, a Webhooks destination to the sink (so the source

@@ -133,7 +133,8 @@ impl Plan {
             server,
             batch_events: scale(600_000, 20_000),
             // About 4 s of single calls: 60,000 (1.3 s) left each figure at
-            // the mercy of one noisy second (BENCHMARKS.md, session 11).
+            // the mercy of one noisy second (BENCHMARKS.md,
+            // "What is measured").
             track_events: scale(200_000, 2_000),
             drain_events: scale(200_000, 10_000),
             latency_rate: 2_000.0,

@@ -1,4 +1,4 @@
-//! Privacy (issue 13): what suppression costs ingest and how long a purge
+//! Privacy: what suppression costs ingest and how long a purge
 //! takes.
 //!
 //! - Suppression overhead: two servers side by side, one with 1,000,000

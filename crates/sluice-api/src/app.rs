@@ -3,7 +3,7 @@
 //! Collection calls (`POST /v1/{kind}`) are nearly all of Sluice's traffic.
 //! For a single `/v1/track` call, the router's own work around the handler
 //! took about a fifth of the request CPU in a profile (BENCHMARKS.md,
-//! session 11):
+//! "Measured choices"):
 //! - the route match and its parameters;
 //! - a clone of the route's boxed service;
 //! - the CORS layer rebuilding its headers, a `Vary` list joined anew

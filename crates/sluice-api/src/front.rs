@@ -6,8 +6,8 @@
 //! layer clones the whole service stack under it for every request (its
 //! `Next` owns one), and in a profile of single `/v1/track` calls those
 //! clones of the router's route, CORS and middleware stack took about 4 %
-//! of the request CPU (BENCHMARKS.md, session 8). This one calls the inner
-//! service in place, as tower-http's layers do; axum's routes are always
+//! of the request CPU (BENCHMARKS.md, "Measured choices"). This one calls the
+//! inner service in place, as tower-http's layers do; axum's routes are always
 //! ready, and readiness is passed through regardless.
 
 use std::convert::Infallible;

@@ -8,8 +8,8 @@
 //! [`sluice_delivery::payload::render_event`] (the bytes sent and signed)
 //! and, beside it, the top-level split it starts with
 //! ([`sluice_model::RawTop::parse`]) and one fixed-point scan of the whole
-//! body. Prints microseconds per call. BENCHMARKS.md, session 13, quotes
-//! this program's output (why rendering in one pass was not taken).
+//! body. Prints microseconds per call. BENCHMARKS.md, "Measured choices",
+//! quotes this program's output (why rendering in one pass was not taken).
 
 use std::hint::black_box;
 use std::time::Instant;

@@ -1,4 +1,4 @@
-//! Delivery policy knobs, with the defaults from the spec.
+//! Delivery policy knobs, with the defaults docs/delivery.md lists.
 //!
 //! Every timing is configurable so tests can run the whole retry policy in
 //! seconds; production keeps the defaults (5 s answer time, 4 h window).

@@ -8,7 +8,7 @@
 //! - [`config`]: [`DeliveryConfig`], every timing and limit, with spec defaults.
 //! - [`policy`]: the pure retry policy (classification, backoff, decision)
 //!   and the per-destination log-line budget.
-//! - [`payload`]: stored event → webhook message in the seed's shapes → bytes.
+//! - [`payload`]: stored event → webhook message (docs/webhook-payloads.md) → bytes.
 //! - [`sender`]: the shared HTTP client (and per-destination-CA clients);
 //!   one POST per URL, all URLs at once.
 //! - `engine`: the dispatcher, destination cache, grouped report writer and

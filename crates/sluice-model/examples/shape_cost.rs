@@ -8,7 +8,7 @@
 //! when the schema, rules or filters need shapes), and prints microseconds
 //! per event for each, three rounds. The system allocator, not the
 //! server's mimalloc, so allocation weighs more here than in `sluice`.
-//! BENCHMARKS.md, session 14, quotes this program's output.
+//! BENCHMARKS.md, "Measured choices", quotes this program's output.
 
 use std::hint::black_box;
 use std::time::Instant;

@@ -7,7 +7,9 @@
 //! appended in the order merged `context`/`integrations`, `type`,
 //! `messageId`, `receivedAt`, `timestamp`, `originalTimestamp`, `sentAt`,
 //! then `context` when the call still has none. Every delivered call carries
-//! a `context` object (seed.md), so one is created when absent.
+//! a `context` object, as Segment's own deliveries do (receivers read
+//! `context.ip` and `context.library` without checking), so one is created
+//! when absent.
 
 use std::cell::OnceCell;
 use std::net::IpAddr;

@@ -6,7 +6,8 @@
 //!
 //! Modules:
 //! - [`kind`]: the six call types and the collection endpoints that carry them.
-//! - [`limits`]: size and count limits, with the defaults from the spec.
+//! - [`limits`]: size and count limits, with Segment's defaults (32 KB a
+//!   call, 500 KB a batch).
 //! - [`parse`]: request body → [`Envelope`] (write key, validated events).
 //! - [`enrich`]: messageId, receivedAt, clock-skew corrected timestamp, context.ip.
 //! - [`merge`]: batch-level `context`/`integrations` merged into each item,

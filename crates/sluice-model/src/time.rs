@@ -53,8 +53,8 @@ pub fn parse(s: &str) -> Option<DateTime<Utc>> {
 }
 
 /// Renders `t` as ISO 8601 UTC with exactly three fractional digits and `Z`
-/// (`2009-11-10T23:00:00.000Z`): the form the spec prescribes for delivered
-/// messages, and what JavaScript's `Date.toISOString` produces.
+/// (`2009-11-10T23:00:00.000Z`): the form every delivered message carries
+/// (docs/webhook-payloads.md), and what JavaScript's `Date.toISOString` produces.
 pub fn format(t: &DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::Millis, true)
 }

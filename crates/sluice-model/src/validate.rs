@@ -3,8 +3,8 @@
 //! Identifiers (`userId`, `anonymousId`, `previousId`, `groupId`) may arrive
 //! as JSON numbers: several server libraries pass database ids straight
 //! through. They are accepted and rewritten in the body as their decimal
-//! string form (`42` → `"42"`), so destinations always see strings, as the
-//! message tables in the spec describe.
+//! string form (`42` → `"42"`), so destinations always see strings, the
+//! type Segment's Spec gives these ids.
 
 use serde_json::Value;
 

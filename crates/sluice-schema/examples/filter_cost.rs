@@ -7,7 +7,7 @@
 //! outline taken), applies the filters of `sluice-bench --only schema`
 //! (filters arm) to the stored text, and prints the microseconds per event
 //! of [`FilterSet::apply`] reading the text alone and reading it through the
-//! outline. BENCHMARKS.md, session 14, quotes this program's output.
+//! outline. BENCHMARKS.md, "Measured choices", quotes this program's output.
 
 use std::hint::black_box;
 use std::time::Instant;

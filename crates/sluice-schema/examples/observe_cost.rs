@@ -6,7 +6,7 @@
 //! Feeds [`Tracker::observe`] the shape of a call like `sluice-bench`'s (an
 //! event with five properties), as requests of one call and as batches of
 //! 100 such calls, and prints nanoseconds per call for each. BENCHMARKS.md,
-//! session 14, quotes this program's output.
+//! "Measured choices", quotes this program's output.
 
 use std::hint::black_box;
 use std::time::Instant;

@@ -5,6 +5,11 @@
 //! connection cap is then kept below whatever the soft limit is, leaving
 //! room for the database, delivery connections and the listener.
 
+#![allow(
+    unsafe_code,
+    reason = "getrlimit(2)/setrlimit(2) through libc; the standard library has no wrapper"
+)]
+
 /// The soft and hard `RLIMIT_NOFILE`, if they can be read.
 #[cfg(unix)]
 pub fn nofile() -> Option<(u64, u64)> {

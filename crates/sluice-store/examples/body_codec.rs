@@ -6,7 +6,7 @@
 //! the four timestamps Sluice adds), then times the store's codec
 //! (`encode_body` / `decode_body`, LZ4 against the built-in dictionary) and,
 //! beside it, plain LZ4 without a dictionary. Prints bytes and microseconds
-//! per call. BENCHMARKS.md, session 9, quotes this program's output.
+//! per call. BENCHMARKS.md, "Measured choices", quotes this program's output.
 
 use std::hint::black_box;
 use std::time::Instant;

@@ -1,4 +1,4 @@
-//! Test helpers for Sluice, shared by the delivery and server test suites.
+//! Test support for Sluice, shared by the delivery and server test suites.
 //!
 //! Modules:
 //! - [`receiver`]: [`Receiver`], a local HTTP/HTTPS webhook endpoint that
@@ -7,8 +7,14 @@
 //! - `tls`: in-process certificates for [`Receiver::start_tls`] (self-signed)
 //!   and [`Receiver::start_tls_private_ca`] (issued by a private CA).
 //!
-//! Helpers panic with a clear message instead of returning errors: they run
+//! Its functions panic with a clear message instead of returning errors: they run
 //! only inside tests, where a panic is the failure report.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "used only by tests, where a panic with its message is the failure report"
+)]
 
 pub mod receiver;
 pub mod reply;

@@ -2,12 +2,13 @@
 //!
 //! Ingest allocates many short-lived maps and strings per event; under
 //! glibc's allocator malloc/free were about a quarter of all instructions
-//! (BENCHMARKS.md), so Rust allocations go to mimalloc. [`tune`] sends
-//! SQLite's allocations there too: through glibc, each of the threads that
-//! touch the database (writer, checkpointer, readers on tokio's blocking
-//! pool) grew an arena of its own, and their fragments stayed resident
-//! (40–47 MB of the whole-population personas peak). One allocator that
-//! purges freed pages keeps the peak lower (BENCHMARKS.md, session 7).
+//! (BENCHMARKS.md, "Measured choices"), so Rust allocations go to mimalloc.
+//! [`tune`] sends SQLite's allocations there too: through glibc, each of the
+//! threads that touch the database (writer, checkpointer, readers on
+//! tokio's blocking pool) grew an arena of its own, and their fragments
+//! stayed resident (40–47 MB of the whole-population personas peak). One
+//! allocator that purges freed pages keeps the peak lower (BENCHMARKS.md,
+//! "Measured choices").
 //!
 //! Left at its defaults, mimalloc holds far more than the live heap: under
 //! heaptrack the whole-population personas phases peak at 54 MB of live
@@ -25,8 +26,13 @@
 //! `always`), and purges 100 ms after a page empties. An immediate purge
 //! (0 ms) saved a few MB more but cost 5–10 % more CPU per single call in
 //! `madvise` calls; 100 ms cost nothing measurable. Measured in
-//! BENCHMARKS.md ("Session 6"). An operator who
+//! BENCHMARKS.md ("Measured choices"). An operator who
 //! sets `MIMALLOC_ALLOW_THP` or `MIMALLOC_PURGE_DELAY` keeps their choice.
+
+#![allow(
+    unsafe_code,
+    reason = "mimalloc's and SQLite's C configuration entry points, prctl(2), and the allocator SQLite calls back into"
+)]
 
 use std::ffi::{c_int, c_long, c_void};
 use std::sync::Once;
@@ -86,8 +92,8 @@ fn disable_transparent_huge_pages() {}
 /// Points SQLite's memory allocator at mimalloc, and turns off SQLite's
 /// memory statistics (nothing reads them; keeping them takes a global mutex
 /// around every SQLite allocation, about 0.5 % of the writer thread's time
-/// draining a backlog: BENCHMARKS.md, session 18). Must run before SQLite
-/// is first used (it is, at the start of `serve`); later it cannot take
+/// draining a backlog: BENCHMARKS.md, "Measured choices"). Must run before
+/// SQLite is first used (it is, at the start of `serve`); later it cannot take
 /// effect, and SQLite keeps glibc. Runs once per process.
 fn sqlite_through_mimalloc() {
     // SQLite sizes are positive `int`s; a negative one never reaches here,

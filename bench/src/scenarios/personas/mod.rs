@@ -1,4 +1,5 @@
-//! Scenario personas: the profile engine's budgets (issues 11 and 12).
+//! Scenario personas: the profile engine's budgets (computed traits and
+//! audiences).
 //!
 //! - [`ingest`]: the same events into four fresh servers, engine off, on
 //!   with no definitions (the default), with 10 computed traits, with 20

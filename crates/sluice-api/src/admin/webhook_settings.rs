@@ -1,7 +1,8 @@
 //! Validation of Webhooks destination settings, and their masked view.
 //!
-//! Settings (seed): up to 5 URL entries, each a full http(s) URL with optional
-//! static `key: value` headers, and an optional `sharedSecret`. Every failure
+//! Settings, as Segment's Webhooks destination has them: up to 5 URL
+//! entries, each a full http(s) URL with optional static `key: value`
+//! headers, and an optional `sharedSecret`. Every failure
 //! names the offending field, e.g. `settings.urls[2].headers.X-A: …`.
 //!
 //! A URL whose host literally names a blocked address (loopback, private,

@@ -1,4 +1,4 @@
-//! `/destinations/new`: the spec's setup flow on one form (see
+//! `/destinations/new`: the whole setup (sources, URLs, secret) on one form (see
 //! [`super::destination_form`]). Saved switched off; the destination's page
 //! has the switch.
 

@@ -8,7 +8,7 @@
 //! the dispatcher claimed a batch, handed nearly all of it back, and did so
 //! again each time a send finished: store writes for nothing, and each
 //! handed-back delivery 100 ms late. A window closing for 100,000 audience
-//! members at once is exactly that backlog (BENCHMARKS.md, session 6).
+//! members at once is exactly that backlog (BENCHMARKS.md, "Measured choices").
 //!
 //! The rule: when every row of the last claim went to lanes that have
 //! handed back for want of room ("saturated"), the next claim takes no more

@@ -1,4 +1,5 @@
-//! Webhook bodies: one JSON message per POST, in the seed's shapes.
+//! Webhook bodies: one JSON message per POST, in the shapes
+//! docs/webhook-payloads.md describes.
 //!
 //! The body is built from the stored (already validated and enriched) event
 //! and rendered with [`sluice_signing::json`], so the bytes on the wire equal
@@ -166,7 +167,7 @@ fn own_fields(kind: &str) -> Option<&'static [Own]> {
 }
 
 /// The delete notification: only `type`, `userId` and `timestamp`, no
-/// `version` (the one shape the seed leaves unversioned).
+/// `version` (the one message shape without it).
 pub fn delete_message(user_id: &str, timestamp: &str) -> Value {
     let mut out = Map::new();
     out.insert("type".into(), Value::from("delete"));

@@ -61,8 +61,8 @@ pub fn classify_status(status: u16) -> Class {
 }
 
 /// Classifies a transport error. A bad certificate will still be bad on the
-/// next attempt, and the spec says such endpoints get an error and no
-/// request; other TLS failures are the connection's, and retried.
+/// next attempt, and an endpoint whose certificate is not trusted gets an
+/// error and no request; other TLS failures are the connection's, and retried.
 pub fn classify_error(error: TransportError) -> Class {
     match error {
         TransportError::Timeout

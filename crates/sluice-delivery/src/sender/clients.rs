@@ -16,8 +16,8 @@
 //! exchange with one timeout. A general-purpose client layers redirect
 //! tracking, retries and its own timers over its pool, and paid for them on
 //! every send: about a third of the delivery workers' time when draining a
-//! backlog (BENCHMARKS.md, session 10). Why not hyper-util's pool either:
-//! see `pool`.
+//! backlog (BENCHMARKS.md, "Measured choices"). Why not hyper-util's pool
+//! either: see `pool`.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

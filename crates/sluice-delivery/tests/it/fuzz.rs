@@ -6,8 +6,9 @@
 //! headers must be valid HTTP. Bounded in cases, so
 //! it runs in `scripts/test` on stable Rust.
 //!
-//! `messageId` is drawn from printable text here: which ids ingest accepts
-//! (and so which reach the header) is decided with issue 9's validation.
+//! `messageId` is drawn from printable text here: ingest accepts only 1 to
+//! 100 printable characters (docs/collection-api.md), so nothing else can
+//! reach the header.
 
 use std::net::{IpAddr, Ipv4Addr};
 

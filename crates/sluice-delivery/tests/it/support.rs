@@ -1,5 +1,5 @@
 //! Shared fixtures: a real SQLite store in a temp dir, the real engine with
-//! short timings, and helpers to create destinations and append events.
+//! short timings, and functions that create destinations and append events.
 
 use sluice_store::CatalogStore;
 use sluice_store::DeliveryStore;

@@ -1,4 +1,4 @@
-//! Shared fixtures: a pinned request context and call helpers.
+//! Shared fixtures: a pinned request context and functions that make calls.
 
 use std::net::{IpAddr, Ipv4Addr};
 
@@ -8,7 +8,8 @@ use sluice_model::{
     Endpoint, Envelope, Event, EventType, Limits, RequestContext, ValidationError, parse_request,
 };
 
-/// The arrival time of every test request: the wire.md skew example's.
+/// The arrival time of every test request: the one of the clock-skew
+/// example in docs/collection-api.md.
 pub const RECEIVED_AT: &str = "2024-05-06T19:11:01.266Z";
 pub const CLIENT_IP: IpAddr = IpAddr::V4(Ipv4Addr::new(203, 0, 113, 7));
 

@@ -9,6 +9,11 @@
 //! of taking a share of ingest's throughput. Store calls stay where they are
 //! (reader pool, writer thread, PostgreSQL connections).
 
+#![allow(
+    unsafe_code,
+    reason = "getpriority(2)/setpriority(2) on the calling thread through libc; the standard library has no wrapper"
+)]
+
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::mpsc;
 

@@ -64,7 +64,8 @@ impl Work {
     fn create(&mut self) -> String {
         // 16 alphanumerics (95 random bits), like every other Sluice id: the
         // id is a key in each of the person's event rows, and a UUID's 32
-        // hex digits cost 16 bytes more per row (BENCHMARKS.md, session 9).
+        // hex digits cost 16 bytes more per row (BENCHMARKS.md, "Measured
+        // choices").
         let id = sluice_store::keys::new_id("prf");
         let fresh = Profile {
             dirty: true,

@@ -49,9 +49,9 @@ pub struct EngineConfig {
     pub lease_ttl: Duration,
     /// Events read per step. 250: a step's working set is about 20 KB per
     /// event; steps of 2,000 raised a node's peak RSS by some 40 MB while it
-    /// caught up on a backlog, for no faster catch-up (BENCHMARKS.md,
-    /// session 8), and steps of 500 about 4 MB over 250 during an ingest
-    /// burst, for a catch-up about 7 % faster (session 19).
+    /// caught up on a backlog, for no faster catch-up, and steps of 500
+    /// about 4 MB over 250 during an ingest burst, for a catch-up about 7 %
+    /// faster (BENCHMARKS.md, "Measured choices").
     pub batch: u32,
     /// Step aside while ingest (or, without definitions, delivery)
     /// saturates the store's writer (see `pace`).

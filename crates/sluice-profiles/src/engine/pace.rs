@@ -30,7 +30,8 @@
 //! So a burst costs ingest and delivery a bounded share, the engine still
 //! moves during it, and it catches up at full speed once the burst is over.
 //! Below the thresholds nothing is deferred: at 2,000 events a second (the
-//! rate issue 11 asks the engine to follow within a second) the engine with
+//! load at which an event's trait and audience changes must reach the
+//! receiver within a second, a budget in BENCHMARKS.md) the engine with
 //! definitions runs every round.
 
 use std::time::{Duration, Instant};

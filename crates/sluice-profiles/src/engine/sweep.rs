@@ -23,7 +23,8 @@ use crate::profile::Profile;
 /// Profiles re-evaluated per sweep or job commit. A page holds its
 /// profiles with their events in memory: pages of 2,000 raised the
 /// whole-population phases' peak RSS by 8-10 MB over pages of 1,000, for
-/// no faster backfill, first sync or expiry (BENCHMARKS.md, session 19).
+/// no faster backfill, first sync or expiry (BENCHMARKS.md, "Measured
+/// choices").
 pub const PAGE: u32 = 1000;
 
 /// Scheduled changes applied per settle.

@@ -58,7 +58,8 @@ pub struct LimitsConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct DeliverySettings {
-    /// Time an endpoint has to answer, headers and body (5 s, per the spec).
+    /// Time an endpoint has to answer, headers and body (5 s, the answer time
+    /// docs/receivers.md asks of receivers).
     pub timeout_ms: u64,
     /// How long a failing message is retried after its arrival (4 h).
     pub retry_window_secs: u64,

@@ -1,5 +1,11 @@
 //! Black-box tests: the real server on an ephemeral port, spoken to over HTTP.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failure panics with its message (clippy.toml allows it only inside #[test] functions)"
+)]
+
 mod admin;
 mod backlog;
 mod blocking;

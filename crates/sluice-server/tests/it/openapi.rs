@@ -30,7 +30,7 @@ fn checked_in_document_is_what_the_code_generates() {
          Regenerate it with either of:\n  \
          UPDATE_OPENAPI=1 cargo test -p sluice-server --test it openapi\n  \
          cargo run -p sluice -- openapi > docs/openapi.json\n\
-         and commit the result (review the diff: it is the API change)."
+         and commit the result (read the diff: it is the API change)."
     );
 }
 

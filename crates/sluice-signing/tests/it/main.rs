@@ -1,6 +1,12 @@
 //! Integration tests: the cross-language vectors in `testdata/` that
 //! `testdata/js-json/check.mjs` checks against Node itself.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failure panics with its message (clippy.toml allows it only inside #[test] functions)"
+)]
+
 mod js_json_vectors;
 mod signature_vectors;
 

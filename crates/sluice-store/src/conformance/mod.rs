@@ -16,6 +16,12 @@
 //! Times used are whole milliseconds (what every backend keeps) and fixed,
 //! so checks are deterministic; `claim_due` and `replay` take explicit times.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code compiled into the library: a failed check panics with its message"
+)]
+
 mod admin;
 mod cap;
 mod deleted_destination;

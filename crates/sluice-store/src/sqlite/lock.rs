@@ -27,6 +27,11 @@
 //! SQLite's own POSIX locks on the database file, which closing another
 //! descriptor of that file would drop: hence a file of its own.)
 
+#![allow(
+    unsafe_code,
+    reason = "flock(2) through libc: the standard library's File::try_lock needs a newer Rust than rust-version"
+)]
+
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

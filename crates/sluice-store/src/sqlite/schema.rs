@@ -237,14 +237,14 @@ CREATE INDEX IF NOT EXISTS deliveries_discarded ON deliveries (id) WHERE state =
 /// order; see `deliveries::prune_chunk`), and keeping it cost every append
 /// a fourth B-tree insert: without it batch ingest took 7 % less CPU per
 /// event and ran 7-8 % faster, and each event takes about 17 bytes less
-/// (BENCHMARKS.md, session 7).
+/// (BENCHMARKS.md, "Measured choices").
 const NO_RECEIVED_AT_INDEX: &str = "
 DROP INDEX IF EXISTS events_received_at;
 ";
 
 /// Version 11: no index on `events.message_id` either. Its random keys cost
 /// each append an insert at a random place in a B-tree that grows with the
-/// table (5-10 % of batch ingest; BENCHMARKS.md, sessions 7 and 8). Its
+/// table (5-10 % of batch ingest; BENCHMARKS.md, "Measured choices"). Its
 /// readers, the delivery log's messageId filter and the admin API's, now
 /// find events through a bloom filter per block of seqs (see
 /// `message_ids`); the filters of existing events are built at open.
@@ -277,8 +277,8 @@ INSERT OR REPLACE INTO meta (key, value) VALUES ('event_body_format', 'lz4-dicti
 /// Version 13: attempts keyed by their delivery. The table was a rowid
 /// table plus an index on `(delivery_id, id)`, and its only readers look
 /// attempts up by delivery: every reported attempt cost two B-tree inserts
-/// and about 22 bytes for the index and the rowid (BENCHMARKS.md, session
-/// 9). Now the rows live in one B-tree keyed by `(delivery_id, n)`, `n`
+/// and about 22 bytes for the index and the rowid (BENCHMARKS.md,
+/// "Measured choices"). Now the rows live in one B-tree keyed by `(delivery_id, n)`, `n`
 /// counting a delivery's attempts from 1 in the order they were written;
 /// the migration numbers existing rows in their old `id` order.
 const ATTEMPTS_BY_DELIVERY: &str = "
@@ -332,9 +332,9 @@ const STATEMENT_CACHE: usize = 96;
 /// 48 MB more resident memory once the profile engine's random inserts
 /// filled it, for no throughput measurable above the noise (interleaved
 /// `sluice-bench --only ingest`, engine off: batch 78.7k against 72.5k ev/s,
-/// track 11.1k against 10.6k, runs of one binary 20 % apart; BENCHMARKS.md).
-/// Auto-checkpoint is only a safety net behind the checkpoint thread (16384
-/// pages, 64 MiB). `secure_delete` zeroes what updates and deletes free, so
+/// track 11.1k against 10.6k, runs of one binary 20 % apart; BENCHMARKS.md,
+/// "Measured choices"). Auto-checkpoint is only a safety net behind the
+/// checkpoint thread (16384 pages, 64 MiB). `secure_delete` zeroes what updates and deletes free, so
 /// a purged user leaves no stale copy in free space (`docs/privacy.md`);
 /// ingest only inserts, so it costs ingest nothing.
 pub(super) fn open_writer(config: &SqliteConfig) -> Result<Connection> {
@@ -382,7 +382,7 @@ pub(super) fn open_checkpointer(config: &SqliteConfig) -> Result<Connection> {
 /// reads are mostly long sequential passes (the profile engine's, exports)
 /// that the OS page cache serves as well, and four readers' full default
 /// caches were 8 MB of the whole-population personas peak (it fell from
-/// 120 to 112 MB; BENCHMARKS.md, session 7).
+/// 120 to 112 MB; BENCHMARKS.md, "Measured choices").
 pub(super) fn open_reader(path: &std::path::Path, busy_timeout: Duration) -> Result<Connection> {
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let conn = Connection::open_with_flags(path, flags)?;

@@ -1,8 +1,8 @@
 //! A source's recent events without an index on `events (source_id, seq)`.
 //!
 //! That index cost every stored event a second B-tree insert and 38 bytes
-//! (a 20-character source id and the seq, per event; BENCHMARKS.md, session
-//! 9), for one reader: the debugger's and the admin API's page of a
+//! (a 20-character source id and the seq, per event; BENCHMARKS.md,
+//! "Measured choices"), for one reader: the debugger's and the admin API's page of a
 //! source's newest calls. Instead each block of `message_ids::BLOCK`
 //! consecutive seqs records which sources it holds, once the block is
 //! complete, beside its message-id filter. A page walks the blocks newest

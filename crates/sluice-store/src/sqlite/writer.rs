@@ -10,11 +10,12 @@
 //!   job has a savepoint of its own, except that consecutive ingest appends
 //!   share one: a savepoint copies every page a job is first to touch into
 //!   its journal, which for appends (the tail pages of the same tables,
-//!   again and again) cost 3-4 % of ingest CPU (BENCHMARKS.md, session 7).
-//!   An append fails only when the database does (I/O error, disk full);
-//!   the appends before it in its run are then rolled back with it and
-//!   answered with an error, so their callers answer 5xx and clients send
-//!   again: nothing acknowledged is lost, nothing half-written commits;
+//!   again and again) cost 3-4 % of ingest CPU (BENCHMARKS.md, "Measured
+//!   choices"). An append fails only when the database does (I/O error,
+//!   disk full); the appends before it in its run are then rolled back
+//!   with it and answered with an error, so their callers answer 5xx and
+//!   clients send again: nothing acknowledged is lost, nothing half-written
+//!   commits;
 //! - no caller hears "ok" before its data is committed;
 //! - if the commit itself fails, every job in the group hears the error.
 //!

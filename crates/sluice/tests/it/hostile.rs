@@ -13,6 +13,10 @@ use crate::durability::stored_ids;
 use crate::process::{Sluice, basic, create_source, start, start_limited};
 
 /// The test process opens over a thousand sockets of its own.
+#[allow(
+    unsafe_code,
+    reason = "getrlimit(2)/setrlimit(2) through libc; the standard library has no wrapper"
+)]
 fn raise_own_open_file_limit() {
     let mut lim = libc::rlimit {
         rlim_cur: 0,

@@ -6,7 +6,7 @@
 //! through a channel to the connection's task, the response back through
 //! another) and goes through its pool's checkout bookkeeping. Draining a
 //! backlog, that layer took about 14 % of the delivery workers' samples
-//! (BENCHMARKS.md, sessions 12 and 13). Here a send takes an idle
+//! (BENCHMARKS.md, "Measured choices"). Here a send takes an idle
 //! connection, writes the request and reads the answer by polling the
 //! connection itself, then puts it back.
 //!

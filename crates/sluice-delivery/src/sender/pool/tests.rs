@@ -173,7 +173,7 @@ async fn a_connection_whose_answer_was_cut_at_the_cap_is_not_kept() {
 
 /// Every send's future embeds the exchange's: the rare paths (connecting,
 /// HTTP/2) are boxed so that it stays small. Inlined, they made it 8,128
-/// bytes and raised peak RSS by about 7 MB (BENCHMARKS.md, session 13).
+/// bytes and raised peak RSS by about 7 MB (BENCHMARKS.md, "Measured choices").
 #[test]
 fn an_exchange_future_stays_small() {
     let pool = pool(Duration::from_secs(1));

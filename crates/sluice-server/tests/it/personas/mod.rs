@@ -1,6 +1,6 @@
 //! Computed traits and audiences end to end: calls in through the
 //! collection API, identify messages out at a real receiver, signed.
-//! One module per behaviour; the shared setup and helpers are here.
+//! One module per behaviour; the shared setup is here.
 
 mod audiences;
 mod identity;

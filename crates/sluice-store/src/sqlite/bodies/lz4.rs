@@ -5,8 +5,8 @@
 //! zeroes an 8 KB hash table and hashes the dictionary into it (some 850
 //! positions) before it looks at the input. For a 500-byte call that was
 //! two thirds of the compression time on the ingest path (`perf`, single
-//! calls, BENCHMARKS.md session 12). Here the dictionary's table is built
-//! once, and each call starts from a copy of it.
+//! calls, BENCHMARKS.md, "Measured choices"). Here the dictionary's table is
+//! built once, and each call starts from a copy of it.
 //!
 //! The output is a standard LZ4 block (the format's spec:
 //! `lz4_Block_format.md` in the lz4 repository), so any LZ4 decoder given

@@ -2,9 +2,9 @@
 //! (schema version 12).
 //!
 //! Why: the stored JSON was half of the disk a delivered event costs (536 of
-//! 1,335 bytes, BENCHMARKS.md session 8), and most of it is the same keys in
-//! every call: `"context":{"library":{"name":"analytics-…`, four
-//! timestamps, the spec's property names. A general-purpose compressor finds
+//! 1,335 bytes, BENCHMARKS.md, "Measured choices"), and most of it is the same
+//! keys in every call: `"context":{"library":{"name":"analytics-…`, four
+//! timestamps, the Segment Spec's property names. A general-purpose compressor finds
 //! little to share inside one 500-byte call (LZ4 alone: 541 to 427 bytes);
 //! seeded with the vocabulary every Segment call draws on, it has most of a
 //! call's keys before it starts (541 to about 240). LZ4 rather than zstd or

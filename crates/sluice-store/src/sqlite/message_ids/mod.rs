@@ -3,7 +3,7 @@
 //! Message ids are random, so an index on them costs each append an insert
 //! at a random place in a B-tree that grows with the table: every group
 //! commit dirtied leaf pages all over it, 5-10 % of batch ingest
-//! (BENCHMARKS.md, sessions 7 and 8). Lookups by message id are rare: the
+//! (BENCHMARKS.md, "Measured choices"). Lookups by message id are rare: the
 //! delivery log's filter and the admin API's `?message_id=`. So instead
 //! each block of [`BLOCK`] consecutive seqs gets one bloom filter of its
 //! message ids, written once, when the block is complete.
