@@ -53,7 +53,10 @@ impl PostgresConfig {
     /// The server the URL names, for messages: `postgres at HOST:PORT/DB`,
     /// never the user or password.
     pub(super) fn server_name(&self) -> String {
-        let Ok(parsed) = self.url.parse::<tokio_postgres::Config>() else {
+        let Some(parsed) = super::tls::split(&self.url)
+            .ok()
+            .and_then(|(conn, _)| conn.parse::<tokio_postgres::Config>().ok())
+        else {
             return "postgres (URL does not parse)".into();
         };
         let hosts: Vec<String> = parsed
@@ -105,6 +108,11 @@ mod tests {
         assert_eq!(named, "postgres at db.internal:6543/events");
         assert_eq!(
             PostgresConfig::new("postgres://u@h/d").server_name(),
+            "postgres at h:5432/d"
+        );
+        assert_eq!(
+            PostgresConfig::new("postgres://u@h/d?sslmode=verify-full&sslrootcert=/ca.pem")
+                .server_name(),
             "postgres at h:5432/d"
         );
     }

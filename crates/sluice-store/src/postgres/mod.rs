@@ -59,6 +59,7 @@ mod schema;
 mod source_schema;
 mod sources;
 mod store_impl;
+mod tls;
 mod vacuum;
 mod writer;
 
@@ -81,7 +82,7 @@ impl PostgresStore {
     /// Fails when the server cannot be reached within
     /// [`PostgresConfig::connect_timeout`].
     pub async fn open(config: PostgresConfig) -> Result<PostgresStore> {
-        let pool = schema::pool(&config)?;
+        let (pool, tls) = schema::pool(&config)?;
         schema::migrate(&pool, config.checked_schema()?)
             .await
             .map_err(|e| match e {
@@ -92,6 +93,9 @@ impl PostgresStore {
                 }
                 other => other,
             })?;
+        if let Ok(client) = pool.get().await {
+            tls::describe(&client, &tls, &config.server_name()).await;
+        }
         let limits = GroupLimits {
             max_events: config.max_group_events.max(1),
             max_jobs: config.max_group_jobs.max(1),

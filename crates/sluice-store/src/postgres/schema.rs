@@ -9,8 +9,6 @@
 //! trace.
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
-use tokio_postgres::NoTls;
-use tokio_postgres::config::SslMode;
 
 use super::config::PostgresConfig;
 use super::rows::{backend, get, pool_error};
@@ -254,20 +252,16 @@ const MIGRATIONS: &[(&str, &str)] = &[
 /// of the schema, so separate schemas migrate independently.
 const MIGRATION_LOCK: i32 = 0x534c_5549;
 
-/// Builds the pool. Connections are made lazily; each one starts with
-/// `search_path` set to the configured schema.
-pub(super) fn pool(config: &PostgresConfig) -> Result<Pool> {
-    let mut pg: tokio_postgres::Config = config
-        .url
+/// Builds the pool and says which TLS settings it uses. Connections are
+/// made lazily; each one starts with `search_path` set to the configured
+/// schema.
+pub(super) fn pool(config: &PostgresConfig) -> Result<(Pool, super::tls::TlsParams)> {
+    let (conn, tls) = super::tls::split(&config.url)
+        .map_err(|e| StoreError::Backend(format!("postgres URL: {e}")))?;
+    let mut pg: tokio_postgres::Config = conn
         .parse()
         .map_err(|e| StoreError::Backend(format!("postgres URL: {e}")))?;
-    if pg.get_ssl_mode() == SslMode::Require {
-        return Err(StoreError::Backend(
-            "postgres URL asks for sslmode=require, but this build connects without TLS; \
-             see docs/postgres.md"
-                .into(),
-        ));
-    }
+    pg.ssl_mode(super::tls::negotiated(tls.mode));
     if let Some(schema) = config.checked_schema()? {
         let options = match pg.get_options() {
             Some(given) => format!("{given} -c search_path={schema}"),
@@ -281,7 +275,7 @@ pub(super) fn pool(config: &PostgresConfig) -> Result<Pool> {
     pg.connect_timeout(config.connect_timeout);
     let manager = Manager::from_config(
         pg,
-        NoTls,
+        super::tls::connector(&tls)?,
         ManagerConfig {
             recycling_method: RecyclingMethod::Fast,
         },
@@ -292,6 +286,7 @@ pub(super) fn pool(config: &PostgresConfig) -> Result<Pool> {
         .wait_timeout(Some(config.connect_timeout))
         .create_timeout(Some(config.connect_timeout))
         .build()
+        .map(|pool| (pool, tls))
         .map_err(|e| StoreError::Backend(format!("postgres pool: {e}")))
 }
 

@@ -18,6 +18,7 @@ use tokio_postgres::NoTls;
 mod conformance {
     sluice_store::conformance_tests!(super::fresh());
 }
+mod tls;
 
 const URL_VAR: &str = "SLUICE_TEST_POSTGRES_URL";
 
