@@ -60,6 +60,7 @@ mod source_schema;
 mod sources;
 mod store_impl;
 mod tls;
+mod upkeep;
 mod vacuum;
 mod writer;
 
@@ -82,7 +83,7 @@ impl PostgresStore {
     /// Fails when the server cannot be reached within
     /// [`PostgresConfig::connect_timeout`].
     pub async fn open(config: PostgresConfig) -> Result<PostgresStore> {
-        let (pool, tls) = schema::pool(&config)?;
+        let schema::Opened { pool, tls, guard } = schema::pool(&config)?;
         schema::migrate(&pool, config.checked_schema()?)
             .await
             .map_err(|e| match e {
@@ -102,6 +103,12 @@ impl PostgresStore {
             max_bytes: config.max_group_bytes.max(1),
         };
         let writer = Writer::spawn(pool.clone(), limits);
+        upkeep::spawn(
+            pool.clone(),
+            guard,
+            config.upkeep_interval,
+            config.idle_timeout,
+        );
         tracing::info!(
             schema = config.schema.as_deref().unwrap_or("<search_path>"),
             pool_size = config.pool_size,

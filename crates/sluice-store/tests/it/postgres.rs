@@ -19,6 +19,7 @@ mod conformance {
     sluice_store::conformance_tests!(super::fresh());
 }
 mod tls;
+mod upkeep;
 
 const URL_VAR: &str = "SLUICE_TEST_POSTGRES_URL";
 
