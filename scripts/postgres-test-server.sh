@@ -4,6 +4,7 @@
 #   scripts/postgres-test-server.sh install # only make sure the server binaries are there
 #   scripts/postgres-test-server.sh start   # install if needed, init, start; prints the URL
 #   scripts/postgres-test-server.sh url     # prints the URL of the running server
+#   scripts/postgres-test-server.sh ca      # prints the path of the CA that issued its certificate
 #   scripts/postgres-test-server.sh stop    # stops it (the data stays until `clean`)
 #   scripts/postgres-test-server.sh clean   # stops it and deletes its data
 #
@@ -11,7 +12,8 @@
 #         cargo test -p sluice-store --features postgres
 #
 # The server listens on 127.0.0.1 only, with trust authentication (local
-# tests, never production), data under target/pg-test (override with
+# tests, never production), TLS on (a certificate for `localhost` only, not
+# for 127.0.0.1, issued by a CA made here: the TLS tests check both names), data under target/pg-test (override with
 # SLUICE_PG_TEST_DIR), port 55432 or the next free one (override the start
 # with SLUICE_PG_TEST_PORT). Every command is idempotent.
 #
@@ -27,6 +29,7 @@ base=${SLUICE_PG_TEST_DIR:-$repo/target/pg-test}
 data=$base/data
 log=$base/server.log
 port_file=$base/port
+tls=$base/tls
 database=sluice_test
 superuser=postgres
 
@@ -87,6 +90,32 @@ port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 running() { [[ -f $data/postmaster.pid ]] && as_user "$bindir/pg_ctl" -D "$data" status >/dev/null 2>&1; }
 
+# A CA and a server certificate for `localhost`, made once with openssl.
+make_certs() {
+    [[ -f $tls/server.pem && -f $tls/ca.pem ]] && return 0
+    command -v openssl >/dev/null || die "openssl is needed for the server's TLS certificate"
+    mkdir -p "$tls"
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 3650 \
+        -subj "/CN=Sluice test CA" -keyout "$tls/ca.key" -out "$tls/ca.pem" \
+        -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" \
+        >/dev/null 2>&1 || die "openssl could not make the test CA"
+    openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+        -subj "/CN=localhost" -keyout "$tls/server.key" -out "$tls/server.csr" >/dev/null 2>&1 ||
+        die "openssl could not make the server key"
+    printf '%s\n' "subjectAltName=DNS:localhost" "basicConstraints=critical,CA:FALSE" \
+        "keyUsage=critical,digitalSignature" "extendedKeyUsage=serverAuth" >"$tls/server.ext"
+    openssl x509 -req -in "$tls/server.csr" -CA "$tls/ca.pem" -CAkey "$tls/ca.key" \
+        -CAcreateserial -days 3650 -extfile "$tls/server.ext" -out "$tls/server.pem" >/dev/null 2>&1 ||
+        die "openssl could not sign the server certificate"
+    chmod 600 "$tls/server.key" "$tls/ca.key"
+    [[ -z $run_as ]] || chown "$run_as" "$tls/server.key" "$tls/server.pem"
+}
+
+ca() {
+    [[ -f $tls/ca.pem ]] || die "no CA yet; run: scripts/postgres-test-server.sh start"
+    echo "$tls/ca.pem"
+}
+
 url() {
     [[ -f $port_file ]] && port_in_use "$(cat "$port_file")" ||
         die "not running; run: scripts/postgres-test-server.sh start"
@@ -108,6 +137,7 @@ start() {
         as_user "$bindir/initdb" -D "$data" -U "$superuser" --auth=trust --encoding=UTF8 \
             --locale=C >"$base/initdb.log" 2>&1 || die "initdb failed; see $base/initdb.log"
     fi
+    make_certs
     if running; then
         url
         return 0
@@ -124,7 +154,7 @@ start() {
         # Sockets off: TCP on loopback only, so nothing depends on /var/run.
         # fsync off: a test server trades crash safety for speed.
         if as_user "$bindir/pg_ctl" -D "$data" -l "$log" -w -t 60 \
-            -o "-c listen_addresses=127.0.0.1 -p $port -c unix_socket_directories='' -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300" \
+            -o "-c listen_addresses=127.0.0.1 -p $port -c unix_socket_directories='' -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300 -c ssl=on -c ssl_cert_file=$tls/server.pem -c ssl_key_file=$tls/server.key" \
             start >/dev/null; then
             break
         fi
@@ -158,6 +188,7 @@ case ${1:-} in
     start) start ;;
     stop) stop ;;
     url) url ;;
+    ca) ca ;;
     clean) stop; rm -rf "$base" ;;
-    *) die "usage: $0 install|start|stop|url|clean" ;;
+    *) die "usage: $0 install|start|stop|url|ca|clean" ;;
 esac

@@ -75,7 +75,7 @@ impl Report {
         Report {
             meta: Meta {
                 date: chrono::Utc::now().format("%Y-%m-%d %H:%M UTC").to_string(),
-                commit: resources::commit(),
+                commit: resources::commit(&plan.sluice),
                 mode: if plan.quick { "quick" } else { "full" },
                 synchronous: plan.server.synchronous.clone(),
                 backend: match plan.server.backend {

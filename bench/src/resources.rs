@@ -126,21 +126,36 @@ pub fn machine() -> Machine {
     }
 }
 
-/// `git rev-parse --short HEAD` of the working directory, if any.
-pub fn commit() -> String {
-    Command::new("git")
-        .args(["rev-parse", "--short", "HEAD"])
+/// The commit the measured binary was built from, as `sluice --version`
+/// prints it (`sluice 0.1.0 (abc1234)`): the working directory's commit may
+/// be another, when `--sluice` names a binary built elsewhere.
+pub fn commit(sluice: &std::path::Path) -> String {
+    Command::new(sluice)
+        .arg("--version")
         .output()
         .ok()
         .filter(|o| o.status.success())
         .and_then(|o| String::from_utf8(o.stdout).ok())
-        .map(|s| s.trim().to_owned())
+        .and_then(|version| built_from(&version).map(str::to_owned))
         .unwrap_or_else(|| "unknown".into())
+}
+
+/// The commit in `sluice --version`'s output, between its parentheses.
+fn built_from(version: &str) -> Option<&str> {
+    let (_, rest) = version.split_once('(')?;
+    let (commit, _) = rest.split_once(')')?;
+    Some(commit.trim()).filter(|c| !c.is_empty())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_commit_is_read_from_the_version_line() {
+        assert_eq!(built_from("sluice 0.1.0 (abc1234)\n"), Some("abc1234"));
+        assert_eq!(built_from("sluice 0.1.0\n"), None);
+    }
 
     #[test]
     fn own_usage_is_readable() {

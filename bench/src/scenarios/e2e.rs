@@ -77,7 +77,8 @@ async fn saturation(
         "end-to-end backlog: every accepted event delivered once, signed",
         done.is_some() && out.failures == 0 && events > 0 && audit.is_clean(),
         format!(
-            "{} failed ingest requests; {}",
+            "{}{} failed ingest requests; {}",
+            drain_late(done.is_some(), plan.delivery_limit),
             out.failures,
             audit_detail(&audit)
         ),
@@ -173,4 +174,18 @@ async fn latency(
         ),
     );
     Ok(())
+}
+
+/// Says why a drain that completed only after `limit` fails the check,
+/// beside an audit that may by then read "exactly once": the check is also
+/// about draining within the limit, which `--wait` sets.
+fn drain_late(drained: bool, limit: Duration) -> String {
+    if drained {
+        String::new()
+    } else {
+        format!(
+            "not every accepted event arrived within {}s (the drain limit; raise it with --wait); ",
+            limit.as_secs()
+        )
+    }
 }

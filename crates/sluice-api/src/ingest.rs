@@ -170,9 +170,10 @@ pub(crate) async fn handle(
     let (parts, body) = request.into_parts();
     let headers = &parts.headers;
     // A key in the header is checked before anything is spent on the body.
-    let header_route = basic_write_key(headers)
-        .map(|key| authorize(app, &key))
-        .transpose()?;
+    let header_route = match basic_write_key(headers) {
+        Some(key) => Some(authorize(app, &key).await?),
+        None => None,
+    };
     // Without a key in the header the body is all we have to go on: such
     // requests draw on the small anonymous share of the body budget.
     let (bytes, _held) = read_capped(
@@ -205,7 +206,7 @@ pub(crate) async fn handle(
             let key = envelope.write_key.as_deref().ok_or_else(|| {
                 ApiError::unauthorized("missing write key: use HTTP Basic auth or 'writeKey'")
             })?;
-            authorize(app, key)?
+            authorize(app, key).await?
         }
     };
     app.suppressions
@@ -242,10 +243,11 @@ fn accepted() -> Response {
         .into_response()
 }
 
-fn authorize(app: &AppState, key: &str) -> ApiResult<Arc<SourceRoute>> {
+async fn authorize(app: &AppState, key: &str) -> ApiResult<Arc<SourceRoute>> {
     let route = app
         .routes
-        .lookup(key)
+        .resolve(key)
+        .await
         .ok_or_else(|| ApiError::unauthorized("invalid write key"))?;
     if !route.enabled {
         return Err(ApiError::unauthorized("source is disabled"));
@@ -305,7 +307,7 @@ pub async fn project_settings(
     PathParam(key): PathParam<String>,
     headers: HeaderMap,
 ) -> ApiResult<impl IntoResponse> {
-    authorize(&app, &key)?;
+    authorize(&app, &key).await?;
     // Point the browser library back at the host it fetched settings from,
     // so it does not fall back to Segment's own API host, and with the
     // scheme it used: analytics.js assumes https when `protocol` is absent.

@@ -9,7 +9,10 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use tokio::sync::Semaphore;
 
 use sluice_schema::{FilterSet, SourceRules};
 use sluice_store::{Store, StoreError, keys};
@@ -48,7 +51,30 @@ pub struct RouteTable {
     store: Arc<dyn Store>,
     current: Arc<RwLock<Arc<Snapshot>>>,
     generations: Arc<AtomicU64>,
+    misses: Arc<Misses>,
 }
+
+/// Store look-ups of write keys the snapshot does not know: a key created
+/// on another node is good at once, not after the next refresh (Segment's
+/// libraries do not retry a 401, so those calls would be lost). Bounded so
+/// that a client sending a wrong key cannot turn each call into a read.
+struct Misses {
+    /// Look-ups in flight at once; a miss past them is answered from the
+    /// snapshot alone.
+    permits: Semaphore,
+    /// Keys the store did not know either, by digest, until the instant
+    /// they may be looked up again.
+    unknown: Mutex<HashMap<[u8; 32], Instant>>,
+}
+
+/// Store look-ups of unknown keys in flight at once, per node.
+const MISS_LOOKUPS: usize = 4;
+
+/// How long a key the store did not know is not looked up again.
+const UNKNOWN_KEY_TTL: Duration = Duration::from_secs(1);
+
+/// Unknown keys remembered at most; past it the memory starts afresh.
+const UNKNOWN_KEYS_MAX: usize = 4096;
 
 impl RouteTable {
     /// Builds the table from the store.
@@ -57,6 +83,10 @@ impl RouteTable {
             store,
             current: Arc::new(RwLock::new(Arc::new(Snapshot::default()))),
             generations: Arc::new(AtomicU64::new(0)),
+            misses: Arc::new(Misses {
+                permits: Semaphore::new(MISS_LOOKUPS),
+                unknown: Mutex::new(HashMap::new()),
+            }),
         };
         table.reload().await?;
         Ok(table)
@@ -115,16 +145,74 @@ impl RouteTable {
         Ok(())
     }
 
+    /// [`RouteTable::lookup`], and for a key the snapshot does not know,
+    /// the store: when the key is a source's there, the table is reloaded
+    /// (its destinations come with it) and the route returned. At most
+    /// [`MISS_LOOKUPS`] such reads run at once, and a key the store did not
+    /// know is not read again for [`UNKNOWN_KEY_TTL`].
+    pub async fn resolve(&self, write_key: &str) -> Option<Arc<SourceRoute>> {
+        let digest = keys::secret_digest(write_key);
+        if let Some(route) = self.lookup_digest(&digest) {
+            return Some(route);
+        }
+        let now = Instant::now();
+        if self.misses.recently_unknown(&digest, now) {
+            return None;
+        }
+        let _permit = self.misses.permits.try_acquire().ok()?;
+        let found = self
+            .store
+            .get_source_by_key_hash(&keys::hash_secret(write_key))
+            .await
+            .ok()
+            .flatten();
+        if found.is_none() {
+            self.misses.remember_unknown(digest, now);
+            return None;
+        }
+        if let Err(e) = self.reload().await {
+            tracing::warn!(error = %e, "reloading routes for a write key new to this node");
+        }
+        self.lookup_digest(&digest)
+    }
+
     /// The route of the source owning `write_key`, if any. The key is
     /// hashed once; the final comparison of digests is constant time.
     pub fn lookup(&self, write_key: &str) -> Option<Arc<SourceRoute>> {
-        let digest = keys::secret_digest(write_key);
+        self.lookup_digest(&keys::secret_digest(write_key))
+    }
+
+    fn lookup_digest(&self, digest: &[u8; 32]) -> Option<Arc<SourceRoute>> {
         let snapshot = match self.current.read() {
             Ok(guard) => Arc::clone(&guard),
             Err(poisoned) => Arc::clone(&poisoned.into_inner()),
         };
-        let (stored, route) = snapshot.by_key_hash.get_key_value(&digest)?;
-        keys::digests_match(stored, &digest).then(|| Arc::clone(route))
+        let (stored, route) = snapshot.by_key_hash.get_key_value(digest)?;
+        keys::digests_match(stored, digest).then(|| Arc::clone(route))
+    }
+}
+
+impl Misses {
+    fn recently_unknown(&self, digest: &[u8; 32], now: Instant) -> bool {
+        let unknown = match self.unknown.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        unknown.get(digest).is_some_and(|until| *until > now)
+    }
+
+    fn remember_unknown(&self, digest: [u8; 32], now: Instant) {
+        let mut unknown = match self.unknown.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if unknown.len() >= UNKNOWN_KEYS_MAX {
+            unknown.retain(|_, until| *until > now);
+            if unknown.len() >= UNKNOWN_KEYS_MAX {
+                unknown.clear();
+            }
+        }
+        unknown.insert(digest, now + UNKNOWN_KEY_TTL);
     }
 }
 

@@ -17,7 +17,7 @@ use tracing_subscriber::EnvFilter;
 #[derive(Parser)]
 #[command(
     name = "sluice",
-    version,
+    version = concat!(env!("CARGO_PKG_VERSION"), " (", env!("SLUICE_COMMIT"), ")"),
     about = "Self-hosted, Segment-compatible event pipeline"
 )]
 struct Cli {

@@ -91,7 +91,12 @@ impl DeliveryEngine {
             let _ = stop_tx.send(true);
         });
         let (report_tx, report_rx) = mpsc::unbounded_channel();
-        let reporter = tokio::spawn(reporter::run(store.clone(), report_rx, handle.wake.clone()));
+        let reporter = tokio::spawn(reporter::run(
+            store.clone(),
+            report_rx,
+            handle.wake.clone(),
+            config.lease,
+        ));
         let signals = Signals {
             wake: handle.wake.clone(),
             invalidate: handle.invalidate.clone(),

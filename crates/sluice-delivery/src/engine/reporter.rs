@@ -1,29 +1,40 @@
 //! Writes attempt reports to the store in groups: whatever has finished
 //! while the previous write was running goes into the next `report` call,
 //! so the store's group commit does the batching.
+//!
+//! A write that fails (the database restarting, a network blip) is tried
+//! again until it is durable, for as long as the deliveries' lease lasts:
+//! an outcome dropped early means its delivery is sent again when the lease
+//! ends, a duplicate for every send of the outage. Only once the lease has
+//! run out, when another worker may already have claimed the delivery, is
+//! the group given up; the pure [`next_pause`] decides.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use sluice_store::{AttemptReport, Outcome, Store};
 use tokio::sync::{Notify, mpsc};
 
 /// Most reports written in one call.
 const MAX_GROUP: usize = 512;
-/// Pauses between tries of a failing write; after the last one the group is
-/// dropped and its deliveries come back when their leases end.
-const RETRY_PAUSES: [Duration; 3] = [
-    Duration::from_millis(50),
-    Duration::from_millis(250),
-    Duration::from_secs(1),
-];
+
+/// The first pause after a failed write; each next one doubles, up to
+/// [`MAX_PAUSE`].
+const FIRST_PAUSE: Duration = Duration::from_millis(50);
+const MAX_PAUSE: Duration = Duration::from_secs(2);
+
+/// A warning is logged for the first failed try of a group and then at most
+/// this often, each counting the tries since.
+const WARN_EVERY: Duration = Duration::from_secs(10);
 
 /// Runs until every sender of `rx` is gone and the queue is drained.
-/// `wake` is poked after writing a retry so the dispatcher re-reads `next_due`.
+/// `wake` is poked after writing a retry so the dispatcher re-reads
+/// `next_due`; `lease` bounds how long a failing write is tried.
 pub(super) async fn run(
     store: Arc<dyn Store>,
     mut rx: mpsc::UnboundedReceiver<AttemptReport>,
     wake: Arc<Notify>,
+    lease: Duration,
 ) {
     while let Some(first) = rx.recv().await {
         let mut group = vec![first];
@@ -36,24 +47,101 @@ pub(super) async fn run(
         let has_retry = group
             .iter()
             .any(|r| matches!(r.outcome, Outcome::Retry { .. }));
-        write(store.as_ref(), group).await;
+        write(store.as_ref(), group, lease).await;
         if has_retry {
             wake.notify_one();
         }
     }
 }
 
-async fn write(store: &dyn Store, group: Vec<AttemptReport>) {
-    for pause in RETRY_PAUSES {
-        match store.report(group.clone()).await {
-            Ok(()) => return,
-            Err(e) => {
-                tracing::warn!(error = %e, reports = group.len(), "writing delivery reports failed");
-                tokio::time::sleep(pause).await;
+async fn write(store: &dyn Store, group: Vec<AttemptReport>, lease: Duration) {
+    let started = Instant::now();
+    let mut tries: u32 = 0;
+    let mut warned: Option<Instant> = None;
+    loop {
+        let error = match store.report(group.clone()).await {
+            Ok(()) => {
+                if tries > 0 {
+                    tracing::info!(
+                        reports = group.len(),
+                        tries = tries + 1,
+                        "delivery reports written"
+                    );
+                }
+                return;
             }
+            Err(e) => e,
+        };
+        tries += 1;
+        let Some(pause) = next_pause(tries, started.elapsed(), lease) else {
+            tracing::error!(
+                error = %error,
+                reports = group.len(),
+                tries,
+                "dropping delivery reports after their lease ran out; those deliveries \
+                 will be claimed and sent again"
+            );
+            return;
+        };
+        if warned.is_none_or(|at| at.elapsed() >= WARN_EVERY) {
+            warned = Some(Instant::now());
+            tracing::warn!(error = %error, reports = group.len(), tries, "writing delivery reports failed; trying again");
         }
+        tokio::time::sleep(pause).await;
     }
-    if let Err(e) = store.report(group).await {
-        tracing::error!(error = %e, "dropping delivery reports; their leases will expire and they will be retried");
+}
+
+/// The pause before try `tries + 1` of a write whose tries began `elapsed`
+/// ago, or `None` once another try could only end after `lease`: the
+/// deliveries may be someone else's by then.
+pub(super) fn next_pause(tries: u32, elapsed: Duration, lease: Duration) -> Option<Duration> {
+    let doubled = FIRST_PAUSE.saturating_mul(1 << tries.saturating_sub(1).min(16));
+    let pause = doubled.min(MAX_PAUSE);
+    (elapsed + pause < lease).then_some(pause)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LEASE: Duration = Duration::from_secs(60);
+
+    #[test]
+    fn pauses_double_from_50_ms_up_to_2_s() {
+        let pauses: Vec<_> = (1..=8)
+            .map(|t| next_pause(t, Duration::ZERO, LEASE))
+            .collect();
+        let ms = |n| Some(Duration::from_millis(n));
+        assert_eq!(
+            pauses,
+            [
+                ms(50),
+                ms(100),
+                ms(200),
+                ms(400),
+                ms(800),
+                ms(1600),
+                ms(2000),
+                ms(2000)
+            ]
+        );
+        assert_eq!(next_pause(u32::MAX, Duration::ZERO, LEASE), ms(2000));
+    }
+
+    #[test]
+    fn a_write_is_tried_for_the_whole_lease_and_no_longer() {
+        assert!(next_pause(30, Duration::from_secs(57), LEASE).is_some());
+        assert_eq!(next_pause(30, Duration::from_secs(58), LEASE), None);
+        assert_eq!(next_pause(1, LEASE, LEASE), None);
+    }
+
+    #[test]
+    fn a_30_s_outage_is_outlasted_with_the_default_lease() {
+        let mut elapsed = Duration::ZERO;
+        let mut tries = 0;
+        while elapsed < Duration::from_secs(30) {
+            tries += 1;
+            elapsed += next_pause(tries, elapsed, LEASE).expect("still inside the lease");
+        }
     }
 }

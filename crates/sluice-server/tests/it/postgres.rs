@@ -265,3 +265,29 @@ async fn two_nodes_compute_each_trait_change_once_and_hand_over() {
     .await;
     b.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_key_created_on_one_node_is_good_on_the_other_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let schema = format!("sluice_it_{}_{nanos}", std::process::id());
+    let a = TestServer::start_with(pg_config(dir.path(), &schema)).await;
+    let b = TestServer::start_with(pg_config(dir.path(), &schema)).await;
+    let call = json!({"userId": "u", "event": "e"}).to_string();
+    // Several sources, each used on B the moment A answers: B's routing
+    // refresh (every 500 ms) cannot have run for most of them.
+    for i in 0..5 {
+        let (_, key) = a.source(&format!("new-{i}")).await;
+        let (status, body) = b.collect("/v1/track", Some(&key), call.clone()).await;
+        assert_eq!(
+            status, 200,
+            "key of source {i} refused by the other node: {body}"
+        );
+    }
+    let (status, body) = b
+        .collect("/v1/track", Some("not-a-key-of-anyone"), call.clone())
+        .await;
+    assert_eq!((status, body["code"].as_str()), (401, Some("unauthorized")));
+}

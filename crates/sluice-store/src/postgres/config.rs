@@ -31,12 +31,19 @@ pub struct PostgresConfig {
     /// Deliveries this node settles before a drained backlog earns a
     /// `VACUUM deliveries` (see `postgres/vacuum.rs`); 0 never vacuums.
     pub vacuum_after_settled: u64,
+    /// How often the pool's upkeep runs: closing idle connections, and
+    /// checking that no newer Sluice has migrated the database (see
+    /// `postgres/upkeep.rs`).
+    pub upkeep_interval: Duration,
+    /// A pooled connection unused this long is closed.
+    pub idle_timeout: Duration,
 }
 
 impl PostgresConfig {
     /// Defaults for the database at `url`: 16 connections, default schema,
     /// 10 s connect timeout, groups of up to 8192 events, 1024 calls or
-    /// 16 MiB of bodies; a vacuum after 50,000 settled deliveries.
+    /// 16 MiB of bodies; a vacuum after 50,000 settled deliveries; upkeep
+    /// every 15 s, closing connections idle for 5 minutes.
     pub fn new(url: impl Into<String>) -> Self {
         PostgresConfig {
             url: url.into(),
@@ -47,13 +54,18 @@ impl PostgresConfig {
             max_group_jobs: 1024,
             max_group_bytes: 16 << 20,
             vacuum_after_settled: 50_000,
+            upkeep_interval: Duration::from_secs(15),
+            idle_timeout: Duration::from_secs(300),
         }
     }
 
     /// The server the URL names, for messages: `postgres at HOST:PORT/DB`,
     /// never the user or password.
     pub(super) fn server_name(&self) -> String {
-        let Ok(parsed) = self.url.parse::<tokio_postgres::Config>() else {
+        let Some(parsed) = super::tls::split(&self.url)
+            .ok()
+            .and_then(|(conn, _)| conn.parse::<tokio_postgres::Config>().ok())
+        else {
             return "postgres (URL does not parse)".into();
         };
         let hosts: Vec<String> = parsed
@@ -105,6 +117,11 @@ mod tests {
         assert_eq!(named, "postgres at db.internal:6543/events");
         assert_eq!(
             PostgresConfig::new("postgres://u@h/d").server_name(),
+            "postgres at h:5432/d"
+        );
+        assert_eq!(
+            PostgresConfig::new("postgres://u@h/d?sslmode=verify-full&sslrootcert=/ca.pem")
+                .server_name(),
             "postgres at h:5432/d"
         );
     }

@@ -59,6 +59,8 @@ mod schema;
 mod source_schema;
 mod sources;
 mod store_impl;
+mod tls;
+mod upkeep;
 mod vacuum;
 mod writer;
 
@@ -81,7 +83,7 @@ impl PostgresStore {
     /// Fails when the server cannot be reached within
     /// [`PostgresConfig::connect_timeout`].
     pub async fn open(config: PostgresConfig) -> Result<PostgresStore> {
-        let pool = schema::pool(&config)?;
+        let schema::Opened { pool, tls, guard } = schema::pool(&config)?;
         schema::migrate(&pool, config.checked_schema()?)
             .await
             .map_err(|e| match e {
@@ -92,12 +94,21 @@ impl PostgresStore {
                 }
                 other => other,
             })?;
+        if let Ok(client) = pool.get().await {
+            tls::describe(&client, &tls, &config.server_name()).await;
+        }
         let limits = GroupLimits {
             max_events: config.max_group_events.max(1),
             max_jobs: config.max_group_jobs.max(1),
             max_bytes: config.max_group_bytes.max(1),
         };
         let writer = Writer::spawn(pool.clone(), limits);
+        upkeep::spawn(
+            pool.clone(),
+            guard,
+            config.upkeep_interval,
+            config.idle_timeout,
+        );
         tracing::info!(
             schema = config.schema.as_deref().unwrap_or("<search_path>"),
             pool_size = config.pool_size,

@@ -8,12 +8,12 @@
 //! to do. PostgreSQL DDL is transactional, so a failed migration leaves no
 //! trace.
 
-use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
-use tokio_postgres::NoTls;
-use tokio_postgres::config::SslMode;
+use deadpool_postgres::{Hook, Manager, ManagerConfig, Pool, QueueMode, RecyclingMethod, Runtime};
 
 use super::config::PostgresConfig;
 use super::rows::{backend, get, pool_error};
+use super::tls::TlsParams;
+use super::upkeep::SchemaGuard;
 use crate::{Result, StoreError};
 
 /// Version 1. Notes on choices:
@@ -254,20 +254,24 @@ const MIGRATIONS: &[(&str, &str)] = &[
 /// of the schema, so separate schemas migrate independently.
 const MIGRATION_LOCK: i32 = 0x534c_5549;
 
+/// The pool, with what was decided in building it.
+pub(super) struct Opened {
+    pub(super) pool: Pool,
+    pub(super) tls: TlsParams,
+    /// Refuses the pool's connections once the schema is newer than
+    /// [`MIGRATIONS`] (see `upkeep.rs`).
+    pub(super) guard: SchemaGuard,
+}
+
 /// Builds the pool. Connections are made lazily; each one starts with
 /// `search_path` set to the configured schema.
-pub(super) fn pool(config: &PostgresConfig) -> Result<Pool> {
-    let mut pg: tokio_postgres::Config = config
-        .url
+pub(super) fn pool(config: &PostgresConfig) -> Result<Opened> {
+    let (conn, tls) = super::tls::split(&config.url)
+        .map_err(|e| StoreError::Backend(format!("postgres URL: {e}")))?;
+    let mut pg: tokio_postgres::Config = conn
         .parse()
         .map_err(|e| StoreError::Backend(format!("postgres URL: {e}")))?;
-    if pg.get_ssl_mode() == SslMode::Require {
-        return Err(StoreError::Backend(
-            "postgres URL asks for sslmode=require, but this build connects without TLS; \
-             see docs/postgres.md"
-                .into(),
-        ));
-    }
+    pg.ssl_mode(super::tls::negotiated(tls.mode));
     if let Some(schema) = config.checked_schema()? {
         let options = match pg.get_options() {
             Some(given) => format!("{given} -c search_path={schema}"),
@@ -281,17 +285,26 @@ pub(super) fn pool(config: &PostgresConfig) -> Result<Pool> {
     pg.connect_timeout(config.connect_timeout);
     let manager = Manager::from_config(
         pg,
-        NoTls,
+        super::tls::connector(&tls)?,
         ManagerConfig {
             recycling_method: RecyclingMethod::Fast,
         },
     );
+    let guard = SchemaGuard::new(i32::try_from(MIGRATIONS.len()).unwrap_or(i32::MAX));
+    let (on_create, on_recycle) = (guard.clone(), guard.clone());
     Pool::builder(manager)
+        .post_create(Hook::sync_fn(move |_, _| on_create.check()))
+        .pre_recycle(Hook::sync_fn(move |_, _| on_recycle.check()))
         .max_size(config.pool_size.max(2))
+        // The connection used last is handed out first, so work keeps a
+        // few connections warm and the rest age out (see `upkeep.rs`);
+        // first-in-first-out would touch every one in turn and keep all.
+        .queue_mode(QueueMode::Lifo)
         .runtime(Runtime::Tokio1)
         .wait_timeout(Some(config.connect_timeout))
         .create_timeout(Some(config.connect_timeout))
         .build()
+        .map(|pool| Opened { pool, tls, guard })
         .map_err(|e| StoreError::Backend(format!("postgres pool: {e}")))
 }
 

@@ -18,6 +18,8 @@ use tokio_postgres::NoTls;
 mod conformance {
     sluice_store::conformance_tests!(super::fresh());
 }
+mod tls;
+mod upkeep;
 
 const URL_VAR: &str = "SLUICE_TEST_POSTGRES_URL";
 
