@@ -6,7 +6,7 @@
 //! reach clients only as `unavailable` (503, retry later), never with their
 //! text.
 
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::time::Duration;
 
 use axum::Json;
 use axum::http::header::RETRY_AFTER;
@@ -15,6 +15,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::json;
 use sluice_model::ValidationError;
 use sluice_store::StoreError;
+use sluice_store::log_gate::LogGate;
 
 /// `Retry-After` on every `503`, in seconds.
 pub const RETRY_AFTER_SECS: &str = "1";
@@ -72,38 +73,7 @@ impl From<ValidationError> for ApiError {
 /// Store failures logged at most once a second: during an outage (a full
 /// disk, a database down) every request fails alike, and a line per request
 /// would flood the log. Each line counts the ones left out since the last.
-static OUTAGE_LOG: LogGate = LogGate::new();
-
-struct LogGate {
-    /// Unix second of the last line written.
-    last: AtomicI64,
-    suppressed: AtomicU64,
-}
-
-impl LogGate {
-    const fn new() -> Self {
-        LogGate {
-            last: AtomicI64::new(i64::MIN),
-            suppressed: AtomicU64::new(0),
-        }
-    }
-
-    /// `Some(lines left out since the last)` when a line may be written now.
-    fn allow(&self) -> Option<u64> {
-        let now = chrono::Utc::now().timestamp();
-        let last = self.last.load(Ordering::Relaxed);
-        if now > last
-            && self
-                .last
-                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
-                .is_ok()
-        {
-            return Some(self.suppressed.swap(0, Ordering::Relaxed));
-        }
-        self.suppressed.fetch_add(1, Ordering::Relaxed);
-        None
-    }
-}
+static OUTAGE_LOG: LogGate = LogGate::new(Duration::from_secs(1));
 
 impl ApiError {
     /// The store did not answer within `storage.timeout_ms`. The write may
@@ -164,23 +134,3 @@ impl IntoResponse for ApiError {
 }
 
 pub type ApiResult<T> = Result<T, ApiError>;
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_log_gate_lets_one_line_a_second_through_and_counts_the_rest() {
-        let gate = LogGate::new();
-        assert_eq!(gate.allow(), Some(0), "the first line goes out");
-        // Still within the second of the last line (pinned, so the clock
-        // cannot tick over during the test): left out and counted.
-        gate.last.store(i64::MAX, Ordering::Relaxed);
-        assert_eq!(gate.allow(), None);
-        assert_eq!(gate.allow(), None);
-        // A later second: one line, carrying the count.
-        gate.last.store(0, Ordering::Relaxed);
-        assert_eq!(gate.allow(), Some(2));
-        assert_eq!(gate.suppressed.load(Ordering::Relaxed), 0);
-    }
-}

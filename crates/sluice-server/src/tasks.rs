@@ -54,7 +54,11 @@ impl PendingCap {
                     "destinations over delivery.max_pending_per_destination: oldest pending deliveries dead-lettered"
                 );
             }
-            Err(e) => tracing::warn!(error = %e, "enforcing the pending cap"),
+            Err(e) => sluice_store::warn_every!(
+                sluice_store::log_gate::BACKGROUND_EVERY,
+                e,
+                "enforcing the pending cap"
+            ),
         }
     }
 }
@@ -82,7 +86,7 @@ pub fn spawn(
                 }
                 _ = refresh.tick() => {
                     if let Err(e) = routes.reload().await {
-                        tracing::warn!(error = %e, "refreshing routing table");
+                        sluice_store::warn_every!(sluice_store::log_gate::BACKGROUND_EVERY, e, "refreshing routing table");
                     }
                 }
                 _ = capping.tick() => cap.enforce(store.as_ref()).await,
@@ -91,7 +95,7 @@ pub fn spawn(
                     match store.prune(Utc::now() - keep).await {
                         Ok(0) => {}
                         Ok(n) => tracing::info!(events = n, "retention pruned delivered events"),
-                        Err(e) => tracing::warn!(error = %e, "retention"),
+                        Err(e) => sluice_store::warn_every!(sluice_store::log_gate::BACKGROUND_EVERY, e, "retention"),
                     }
                 }
             }
@@ -156,7 +160,11 @@ async fn flush_schema(store: &dyn Store, tracker: &Tracker) {
             now: Utc::now(),
         };
         if let Err(e) = store.flush_schema(flush).await {
-            tracing::warn!(error = %e, "writing the source schema; this interval's counts are lost");
+            sluice_store::warn_every!(
+                sluice_store::log_gate::BACKGROUND_EVERY,
+                e,
+                "writing the source schema; this interval's counts are lost"
+            );
         }
     }
 }

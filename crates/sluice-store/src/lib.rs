@@ -8,6 +8,7 @@
 //! Modules:
 //! - [`types`]: the records kept and the requests taken.
 //! - [`keys`]: ids, write keys and their hashes (constant-time compare).
+//! - [`log_gate`]: rate limits for log lines that repeat during an outage.
 //! - [`error`]: the error type, [`StoreError`].
 //! - [`catalog`]: [`CatalogStore`], service settings, sources, destinations.
 //! - [`events`]: [`EventStore`], the commit path (events, outbox, usage in
@@ -31,6 +32,7 @@ pub mod delivery;
 pub mod error;
 pub mod events;
 pub mod keys;
+pub mod log_gate;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 pub mod profiles;

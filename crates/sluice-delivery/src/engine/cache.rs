@@ -55,7 +55,11 @@ impl DestinationCache {
             }
             Ok(None) => Lookup::Missing,
             Err(e) => {
-                tracing::warn!(error = %e, "reading destination failed");
+                sluice_store::warn_every!(
+                    sluice_store::log_gate::BACKGROUND_EVERY,
+                    e,
+                    "reading destination failed"
+                );
                 Lookup::Unavailable
             }
         }
@@ -72,7 +76,11 @@ impl DestinationCache {
                 true
             }
             Err(e) => {
-                tracing::warn!(error = %e, "listing destinations failed");
+                sluice_store::warn_every!(
+                    sluice_store::log_gate::BACKGROUND_EVERY,
+                    e,
+                    "listing destinations failed"
+                );
                 false
             }
         }

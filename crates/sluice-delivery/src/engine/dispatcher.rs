@@ -139,7 +139,11 @@ impl Dispatcher {
             {
                 Ok(claimed) => claimed,
                 Err(e) => {
-                    tracing::warn!(error = %e, "claiming deliveries failed");
+                    sluice_store::warn_every!(
+                        sluice_store::log_gate::BACKGROUND_EVERY,
+                        e,
+                        "claiming deliveries failed"
+                    );
                     self.idle(&mut stop, self.config.poll_interval).await;
                     continue;
                 }
@@ -347,7 +351,11 @@ impl Dispatcher {
                 .clamp(MIN_IDLE, poll.max(MIN_IDLE)),
             Ok(None) => poll,
             Err(e) => {
-                tracing::warn!(error = %e, "reading next due time failed");
+                sluice_store::warn_every!(
+                    sluice_store::log_gate::BACKGROUND_EVERY,
+                    e,
+                    "reading next due time failed"
+                );
                 poll
             }
         }

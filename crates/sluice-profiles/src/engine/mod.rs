@@ -157,7 +157,11 @@ pub fn start(
             let round = match engine.round().await {
                 Ok(round) => round,
                 Err(e) => {
-                    tracing::warn!(error = %e, "profile engine step failed; retrying");
+                    sluice_store::warn_every!(
+                        sluice_store::log_gate::BACKGROUND_EVERY,
+                        e,
+                        "profile engine step failed; retrying"
+                    );
                     // The outcome of a failed commit is unknown: read the
                     // cursor again before the next step.
                     engine.held = None;

@@ -72,10 +72,10 @@ pub fn spawn_sync(
                 }
                 _ = tick.tick() => {
                     if let Err(e) = suppressions.refresh(store.as_ref()).await {
-                        tracing::warn!(error = %e, "refreshing suppressions");
+                        sluice_store::warn_every!(sluice_store::log_gate::BACKGROUND_EVERY, e, "refreshing suppressions");
                     }
                     if let Err(e) = suppressions.flush(store.as_ref()).await {
-                        tracing::warn!(error = %e, "flushing suppressed counts");
+                        sluice_store::warn_every!(sluice_store::log_gate::BACKGROUND_EVERY, e, "flushing suppressed counts");
                     }
                 }
             }
@@ -139,7 +139,11 @@ async fn round(
         Ok(Some(next)) => next,
         Ok(None) => return Ok(false),
         Err(e) => {
-            tracing::warn!(error = %e, "regulation job");
+            sluice_store::warn_every!(
+                sluice_store::log_gate::BACKGROUND_EVERY,
+                e,
+                "regulation job"
+            );
             return Ok(false);
         }
     };
