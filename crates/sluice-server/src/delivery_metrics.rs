@@ -3,10 +3,11 @@
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
 use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::Registry;
 use sluice_delivery::EngineHandle;
 
-/// Registers `sluice_delivery_handed_back_total`.
+/// Registers `sluice_delivery_handed_back_total` and `sluice_cluster_nodes`.
 pub fn register(registry: &mut Registry, engine: EngineHandle) {
     registry.register_collector(Box::new(EngineCounters { engine }));
 }
@@ -27,6 +28,15 @@ impl Collector for EngineCounters {
             None,
             handed_back.metric_type(),
         )?;
-        handed_back.encode(metric)
+        handed_back.encode(metric)?;
+        let nodes = ConstGauge::new(i64::try_from(self.engine.nodes()).unwrap_or(i64::MAX));
+        let metric = encoder.encode_descriptor(
+            "sluice_cluster_nodes",
+            "Nodes delivering from this store, as this node last counted them; each sends \
+             at most its equal share of delivery.concurrency_per_destination",
+            None,
+            nodes.metric_type(),
+        )?;
+        nodes.encode(metric)
     }
 }

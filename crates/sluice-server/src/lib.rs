@@ -7,6 +7,8 @@
 //! - [`admin_token`]: the admin token, configured or generated once.
 //! - [`tasks`]: background upkeep (routing refresh, retention).
 //! - [`delivery_metrics`]: the delivery engine's counters on `/metrics`.
+//! - [`membership`]: this node's heartbeat, and the live node count that
+//!   splits per-destination concurrency.
 //! - [`serve`]: the HTTP accept loop with its timeouts, connection cap and
 //!   bounded shutdown.
 //! - [`rlimit`]: the open-file limit.
@@ -21,6 +23,7 @@ pub mod backup;
 pub mod bootstrap;
 pub mod config;
 pub mod delivery_metrics;
+pub mod membership;
 pub mod privacy;
 pub mod rlimit;
 pub mod serve;
@@ -241,6 +244,7 @@ pub async fn run(
     let engine_stop = wait_for(stop_rx.clone());
     let (engine, engine_task) =
         DeliveryEngine::start(store.clone(), delivery_config(&config)?, engine_stop)?;
+    let heartbeat = membership::spawn(store.clone(), engine.clone(), stop_rx.clone());
 
     let profiles = config.personas.enabled.then(|| {
         let wake_delivery = engine.clone();
@@ -380,6 +384,7 @@ pub async fn run(
     }
     let _ = regulation_job.await;
     let _ = suppression_sync.await;
+    let _ = heartbeat.await;
     opened.close().await;
     tracing::info!("stopped");
     Ok(())

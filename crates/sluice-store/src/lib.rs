@@ -11,6 +11,7 @@
 //! - [`log_gate`]: rate limits for log lines that repeat during an outage.
 //! - [`error`]: the error type, [`StoreError`].
 //! - [`catalog`]: [`CatalogStore`], service settings, sources, destinations.
+//! - [`cluster`]: [`ClusterStore`], which nodes are alive.
 //! - [`events`]: [`EventStore`], the commit path (events, outbox, usage in
 //!   one transaction), event reads, retention.
 //! - [`delivery`]: [`DeliveryStore`], leasing, reporting and reading
@@ -27,6 +28,7 @@
 //! and `report` attempts, and the admin API reads.
 
 pub mod catalog;
+pub mod cluster;
 pub mod conformance;
 pub mod delivery;
 pub mod error;
@@ -46,6 +48,7 @@ pub mod types;
 use std::time::Duration;
 
 pub use catalog::CatalogStore;
+pub use cluster::ClusterStore;
 pub use delivery::DeliveryStore;
 pub use error::StoreError;
 pub use events::EventStore;
@@ -69,6 +72,7 @@ pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 /// implementing all the sub-traits is a `Store`.
 pub trait Store:
     CatalogStore
+    + ClusterStore
     + EventStore
     + DeliveryStore
     + SchemaStore
@@ -82,6 +86,7 @@ pub trait Store:
 
 impl<T> Store for T where
     T: CatalogStore
+        + ClusterStore
         + EventStore
         + DeliveryStore
         + SchemaStore

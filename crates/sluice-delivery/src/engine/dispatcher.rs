@@ -13,8 +13,7 @@ use tokio::task::JoinSet;
 
 use super::cache::{DestinationCache, Lookup};
 use super::deliver;
-use super::failure_log::FailureLog;
-use super::health::Health;
+use super::lane::{self, Lane};
 use super::sizing::{self, ClaimSize, LaneRoom};
 use crate::config::DeliveryConfig;
 use crate::policy::RetryPolicy;
@@ -25,15 +24,6 @@ const MIN_IDLE: Duration = Duration::from_millis(5);
 /// How long a delivery handed back by a saturated destination waits before
 /// it can be claimed again.
 const RELEASE_DELAY: Duration = Duration::from_millis(100);
-
-/// One destination's share: its send slots and how many deliveries it holds
-/// (sending or waiting for a slot). Shared by its tasks behind one `Arc`.
-struct Lane {
-    slots: Semaphore,
-    held: AtomicUsize,
-    health: Health,
-    log: FailureLog,
-}
 
 /// Signals shared between the engine handle, the tasks and the loop.
 pub(super) struct Signals {
@@ -46,6 +36,8 @@ pub(super) struct Signals {
     /// Claimed deliveries handed back unsent because their destination (or
     /// the engine) had no room: counted for `/metrics`.
     pub handed_back: Arc<AtomicU64>,
+    /// Live nodes sharing `concurrency_per_destination` (see `lane.rs`).
+    pub nodes: Arc<AtomicUsize>,
 }
 
 pub(super) struct Dispatcher {
@@ -205,18 +197,16 @@ impl Dispatcher {
                 .send(deliver::discard(&due, "destination disabled"));
             return true;
         }
-        let per_dest = self.config.concurrency_per_destination;
+        let per_dest = self.per_dest();
         // Looked up before inserting: the entry API would copy the id for
         // every delivery.
         let lane = match self.lanes.get(&due.destination_id) {
-            Some(lane) => Arc::clone(lane),
+            Some(lane) => {
+                lane.resize(per_dest);
+                Arc::clone(lane)
+            }
             None => {
-                let lane = Arc::new(Lane {
-                    slots: Semaphore::new(per_dest),
-                    held: AtomicUsize::new(0),
-                    health: Health::default(),
-                    log: FailureLog::default(),
-                });
+                let lane = Arc::new(Lane::new(per_dest));
                 self.lanes
                     .insert(due.destination_id.clone(), Arc::clone(&lane));
                 lane
@@ -280,7 +270,7 @@ impl Dispatcher {
             let id = due.delivery_id;
             // Queued before the breaker opened: only one send goes out as the
             // probe, the rest wait like newly claimed deliveries.
-            let in_flight = per_dest.saturating_sub(lane.slots.available_permits());
+            let in_flight = lane.in_flight();
             if slot.is_some() && lane.health.open() && in_flight > 1 {
                 let wait = lane.health.hand_back_delay(base, cap);
                 let _ = reports.send(deliver::hold_back(&due, wait, window, &lane.log));
@@ -323,7 +313,7 @@ impl Dispatcher {
     /// ([`sizing`]): while they are all saturated, claim only what they can
     /// take.
     fn size_claim(&self) -> ClaimSize {
-        let cap = self.config.concurrency_per_destination + self.config.max_queued_per_destination;
+        let cap = self.per_dest() + self.config.max_queued_per_destination;
         let focus: Vec<LaneRoom> = self
             .focus
             .iter()
@@ -339,6 +329,12 @@ impl Dispatcher {
             .waiting_since
             .is_some_and(|since| since.elapsed() >= RELEASE_DELAY);
         sizing::size_claim(&focus, want, waited_out)
+    }
+
+    /// This node's share of `concurrency_per_destination`.
+    fn per_dest(&self) -> usize {
+        let nodes = self.signals.nodes.load(Ordering::Relaxed);
+        lane::share(self.config.concurrency_per_destination, nodes)
     }
 
     /// How long to sleep: until the next due delivery, at most the poll interval.

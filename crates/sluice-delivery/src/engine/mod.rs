@@ -18,12 +18,13 @@ mod deliver;
 mod dispatcher;
 mod failure_log;
 mod health;
+mod lane;
 mod reporter;
 mod sizing;
 
 use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use sluice_store::Store;
 use tokio::sync::{Notify, mpsc, watch};
@@ -43,6 +44,7 @@ pub struct EngineHandle {
     wake: Arc<Notify>,
     invalidate: Arc<AtomicBool>,
     handed_back: Arc<AtomicU64>,
+    nodes: Arc<AtomicUsize>,
 }
 
 impl EngineHandle {
@@ -66,6 +68,18 @@ impl EngineHandle {
     pub fn handed_back(&self) -> u64 {
         self.handed_back.load(Ordering::Relaxed)
     }
+
+    /// Tells the engine how many nodes deliver from the same store:
+    /// `concurrency_per_destination` is the deployment's limit, and each
+    /// node sends at most its equal share of it.
+    pub fn set_nodes(&self, nodes: usize) {
+        self.nodes.store(nodes.max(1), Ordering::Relaxed);
+    }
+
+    /// The node count last set (1 until then).
+    pub fn nodes(&self) -> usize {
+        self.nodes.load(Ordering::Relaxed)
+    }
 }
 
 impl DeliveryEngine {
@@ -84,6 +98,7 @@ impl DeliveryEngine {
             wake: Arc::new(Notify::new()),
             invalidate: Arc::new(AtomicBool::new(false)),
             handed_back: Arc::new(AtomicU64::new(0)),
+            nodes: Arc::new(AtomicUsize::new(1)),
         };
         let (stop_tx, stop_rx) = watch::channel(false);
         tokio::spawn(async move {
@@ -102,6 +117,7 @@ impl DeliveryEngine {
             invalidate: handle.invalidate.clone(),
             stop: stop_rx,
             handed_back: handle.handed_back.clone(),
+            nodes: handle.nodes.clone(),
         };
         let dispatcher = Dispatcher::new(store, config, sender, signals, report_tx);
         let task = tokio::spawn(async move {

@@ -291,3 +291,63 @@ async fn a_write_key_created_on_one_node_is_good_on_the_other_at_once() {
         .await;
     assert_eq!((status, body["code"].as_str()), (401, Some("unauthorized")));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_nodes_share_one_destinations_concurrency_limit() {
+    use crate::support::metric;
+    use sluice_testkit::Reply;
+
+    let dir = tempfile::tempdir().unwrap();
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let schema = format!("sluice_it_{}_{nanos}", std::process::id());
+    let config = || {
+        let mut config = pg_config(dir.path(), &schema);
+        config.delivery.concurrency_per_destination = 4;
+        config.delivery.timeout_ms = 5_000;
+        config
+    };
+    let a = TestServer::start_with(config()).await;
+    let b = TestServer::start_with(config()).await;
+    // Each node counts both once their heartbeats have crossed.
+    for node in [&a, &b] {
+        eventually(15, || async {
+            (metric(&node.metrics().await, "sluice_cluster_nodes") == 2.0).then_some(())
+        })
+        .await;
+    }
+    let (src, key) = a.source("shared").await;
+    let rx = Receiver::start().await;
+    // Every request is answered after 1.5 s: until then each holds a slot.
+    rx.set_default(Reply::status(200).delay(Duration::from_millis(1_500)));
+    a.webhook(&src, json!([rx.url()]), None).await;
+    let call = |i: usize| json!({"userId": "u", "event": "e", "messageId": format!("c-{i}")});
+    eventually(15, || async {
+        (b.collect("/v1/track", Some(&key), call(1000).to_string())
+            .await
+            .0
+            == 200)
+            .then_some(())
+    })
+    .await;
+    for i in 0..40 {
+        let node = if i % 2 == 0 { &a } else { &b };
+        let (status, _) = node
+            .collect("/v1/track", Some(&key), call(i).to_string())
+            .await;
+        assert_eq!(status, 200);
+    }
+    let got = rx.wait_for(8, Duration::from_secs(30)).await;
+    let first = got.iter().map(|r| r.arrived).min().expect("requests");
+    // No slot comes back before the first answer, 1.5 s after the first
+    // request: whatever arrived before then was sent at once.
+    let at_once = got
+        .iter()
+        .filter(|r| r.arrived.duration_since(first) < Duration::from_millis(1_400))
+        .count();
+    assert!(
+        at_once <= 4,
+        "{at_once} requests in flight at once; the deployment's limit is 4"
+    );
+}

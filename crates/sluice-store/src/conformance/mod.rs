@@ -24,6 +24,7 @@
 
 mod admin;
 mod cap;
+mod cluster;
 mod deleted_destination;
 mod delivery;
 mod ingest;
@@ -39,6 +40,7 @@ mod support;
 
 pub use admin::*;
 pub use cap::*;
+pub use cluster::*;
 pub use deleted_destination::*;
 pub use delivery::*;
 pub use ingest::*;
@@ -59,6 +61,8 @@ macro_rules! conformance_tests {
     ($fresh:expr) => {
         $crate::conformance_tests!(@each $fresh;
             meta_put_if_absent_keeps_the_first_value,
+            a_node_counts_itself_once_it_beats,
+            a_node_that_left_is_counted_when_it_beats_again,
             sources_round_trip_through_create_get_and_list,
             source_lookup_by_key_hash_follows_key_rotation,
             duplicate_source_id_or_write_key_is_a_conflict,

@@ -47,6 +47,7 @@
 //! closing the pool; dropping the store without closing lets the writer
 //! finish queued appends on its own.
 
+mod cluster;
 mod config;
 mod deliveries;
 mod delivery;

@@ -72,6 +72,7 @@
 mod backup;
 mod bodies;
 mod checkpoint;
+mod cluster;
 mod config;
 mod deliveries;
 mod delivery;

@@ -18,6 +18,7 @@ use tokio_postgres::NoTls;
 mod conformance {
     sluice_store::conformance_tests!(super::fresh());
 }
+mod cluster;
 mod tls;
 mod upkeep;
 

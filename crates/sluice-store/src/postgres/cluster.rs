@@ -1,0 +1,67 @@
+//! Membership on the shared database: `nodes (id, heartbeat_at)`, one row
+//! per live node, upserted by its heartbeat. A row silent for
+//! [`FORGET_AFTER_TTLS`] times the time-to-live is deleted by any node's
+//! heartbeat, so killed nodes do not pile up.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+
+use super::PostgresStore;
+use super::rows::{backend, get, ms};
+use crate::{ClusterStore, Result};
+
+/// Version 10.
+pub(super) const SCHEMA: &str = "
+CREATE TABLE nodes (
+    id           text PRIMARY KEY,
+    heartbeat_at bigint NOT NULL
+);
+";
+
+/// A silent node's row is kept this many TTLs, then deleted.
+const FORGET_AFTER_TTLS: i64 = 60;
+
+#[async_trait]
+impl ClusterStore for PostgresStore {
+    async fn heartbeat(
+        &self,
+        node: &str,
+        now: DateTime<Utc>,
+        ttl: Duration,
+    ) -> Result<Vec<String>> {
+        let now_ms = ms(now);
+        let ttl_ms = i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX);
+        let client = self.client().await?;
+        // One statement. Its select sees the table as it was before the
+        // statement, so the node's own row comes from the upsert's RETURNING.
+        let rows = client
+            .query(
+                "WITH beat AS (
+                     INSERT INTO nodes (id, heartbeat_at) VALUES ($1, $2)
+                     ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at
+                     RETURNING id
+                 ), forgotten AS (
+                     DELETE FROM nodes
+                     WHERE heartbeat_at < $2::bigint - $3::bigint * $4::bigint AND id <> $1
+                 )
+                 SELECT id FROM nodes WHERE heartbeat_at >= $2::bigint - $3::bigint AND id <> $1
+                 UNION SELECT id FROM beat
+                 ORDER BY id",
+                &[&node, &now_ms, &ttl_ms, &FORGET_AFTER_TTLS],
+            )
+            .await
+            .map_err(backend)?;
+        rows.iter().map(|r| get(r, 0)).collect()
+    }
+
+    async fn leave(&self, node: &str) -> Result<()> {
+        let client = self.client().await?;
+        client
+            .execute("DELETE FROM nodes WHERE id = $1", &[&node])
+            .await
+            .map_err(backend)?;
+        Ok(())
+    }
+}

@@ -1,0 +1,26 @@
+//! Membership of the embedded store: one process owns the file (see
+//! `lock.rs`), so the only live node is the caller. Nothing is written.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+
+use super::SqliteStore;
+use crate::{ClusterStore, Result};
+
+#[async_trait]
+impl ClusterStore for SqliteStore {
+    async fn heartbeat(
+        &self,
+        node: &str,
+        _now: DateTime<Utc>,
+        _ttl: Duration,
+    ) -> Result<Vec<String>> {
+        Ok(vec![node.to_owned()])
+    }
+
+    async fn leave(&self, _node: &str) -> Result<()> {
+        Ok(())
+    }
+}
