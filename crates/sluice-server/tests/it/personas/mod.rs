@@ -3,6 +3,7 @@
 //! One module per behaviour; the shared setup and helpers are here.
 
 mod audiences;
+mod defaults;
 mod identity;
 mod restart;
 mod traits;
