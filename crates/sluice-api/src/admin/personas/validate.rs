@@ -4,7 +4,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value};
-use sluice_profiles::definition::{find_cycle, is_snake_case, snake_case};
+use sluice_profiles::definition::find_cycle;
+use sluice_profiles::key::{is_snake_case, snake_case};
 use sluice_profiles::{AUDIENCE, Definition};
 use sluice_store::{Computation, Store};
 
