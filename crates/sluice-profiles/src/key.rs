@@ -28,6 +28,33 @@ use unicode_normalization::char::{decompose_compatible, is_combining_mark};
 /// The longest key.
 pub const MAX_KEY_CHARS: usize = 100;
 
+/// Why a name gives no key.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KeyError {
+    /// No letter or digit with a Latin spelling, or a digit first.
+    #[error("must start with a letter to derive a key (or give `key`)")]
+    NoLetterFirst,
+    /// The derived key is longer than [`MAX_KEY_CHARS`].
+    #[error(
+        "gives a key of {0} characters, over the {MAX_KEY_CHARS} a key may have: \
+         give a shorter `key`"
+    )]
+    TooLong(usize),
+}
+
+/// The snake_case key of a name, checked: what a definition created without
+/// `key` is sent under.
+pub fn derive_key(name: &str) -> Result<String, KeyError> {
+    let key = snake_case(name);
+    if !key.starts_with(|c: char| c.is_ascii_lowercase()) {
+        return Err(KeyError::NoLetterFirst);
+    }
+    if key.len() > MAX_KEY_CHARS {
+        return Err(KeyError::TooLong(key.len()));
+    }
+    Ok(key)
+}
+
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Class {
     Upper,

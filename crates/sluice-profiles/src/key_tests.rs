@@ -35,8 +35,20 @@ fn words_split_at_case_changes_as_lodash_and_inflection_do() {
 #[test]
 fn other_scripts_separate_and_give_no_key_alone() {
     assert_eq!(snake_case("VIP 顧客 List"), "vip_list");
-    assert_eq!(snake_case("顧客"), "");
-    assert!(!is_snake_case(&snake_case("18 Plus")));
+    assert_eq!(derive_key("顧客"), Err(KeyError::NoLetterFirst));
+    assert_eq!(derive_key("18 Plus"), Err(KeyError::NoLetterFirst));
+}
+
+#[test]
+fn a_long_name_is_refused_for_the_length_of_its_key() {
+    let name = "a".repeat(150);
+    assert_eq!(derive_key(&name), Err(KeyError::TooLong(150)));
+    let message = KeyError::TooLong(150).to_string();
+    assert!(message.contains("150 characters"), "{message}");
+    assert!(message.contains("100"), "{message}");
+    assert!(message.contains("`key`"), "{message}");
+    assert!(!message.contains("start with a letter"), "{message}");
+    assert_eq!(derive_key(&"a".repeat(100)), Ok("a".repeat(100)));
 }
 
 #[test]
