@@ -25,6 +25,7 @@ mod profile_events;
 mod profiles;
 mod regulation_job;
 mod regulations;
+mod resync;
 mod retention;
 mod scheduled;
 mod schema;
@@ -40,6 +41,7 @@ pub use profile_events::*;
 pub use profiles::*;
 pub use regulation_job::*;
 pub use regulations::*;
+pub use resync::*;
 pub use retention::*;
 pub use scheduled::*;
 pub use schema::*;
@@ -96,6 +98,7 @@ macro_rules! conformance_tests {
             touching_a_profile_withdraws_its_scheduled_change,
             a_taken_scheduled_message_refuses_its_withdrawal,
             editing_a_computation_drops_its_scheduled_changes,
+            a_disabled_destination_is_sent_nothing_and_resynced_when_enabled,
             suppression_changes_come_in_version_order_and_unsuppress_lifts,
             suppressed_counts_add_up_per_source_and_day,
             the_regulation_lease_is_exclusive_until_it_lapses,

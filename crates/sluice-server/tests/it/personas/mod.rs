@@ -6,6 +6,7 @@ mod audiences;
 mod defaults;
 mod identity;
 mod restart;
+mod resync;
 mod traits;
 
 use std::time::Duration;
