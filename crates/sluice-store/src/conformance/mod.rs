@@ -21,6 +21,7 @@ mod cap;
 mod deleted_destination;
 mod delivery;
 mod ingest;
+mod notices;
 mod profile_events;
 mod profiles;
 mod regulation_job;
@@ -37,6 +38,7 @@ pub use cap::*;
 pub use deleted_destination::*;
 pub use delivery::*;
 pub use ingest::*;
+pub use notices::*;
 pub use profile_events::*;
 pub use profiles::*;
 pub use regulation_job::*;
@@ -106,6 +108,7 @@ macro_rules! conformance_tests {
             a_profile_step_read_before_a_purge_is_refused_at_its_commit,
             a_failed_regulation_keeps_its_error_and_is_over,
             a_subject_without_stored_events_is_found_through_its_profile,
+            a_destination_reached_through_several_sources_is_notified_once,
             a_scoped_purge_takes_its_source_out_of_the_profile,
             a_scoped_purge_makes_the_profile_due_for_evaluation_at_once,
         );
