@@ -8,7 +8,7 @@
 //! - `profile_jobs`: pending whole-population work on one computation:
 //!   `recompute` (diff every profile's value against the stored one, send the
 //!   differences to every connected destination) or `backfill` (send every
-//!   stored value to one newly connected destination). `after_profile` is the
+//!   stored value to one newly connected destination, or one switched on). `after_profile` is the
 //!   job's durable position (profiles are walked in id order).
 //! - `profiles`: one row per person, the profile document as JSON text (the
 //!   store does not read it: identities and traits, rewritten only when they
