@@ -7,7 +7,9 @@ use reqwest::Method;
 use serde_json::{Value, json};
 
 use super::{create, setup, track, wait_bodies};
-use crate::support::{TestServer, eventually};
+use sluice_testkit::Receiver;
+
+use crate::support::{TestServer, eventually, test_config};
 
 async fn set_enabled(s: &TestServer, dest: &str, enabled: bool) {
     let (code, body) = s
@@ -153,5 +155,58 @@ async fn a_trait_connected_to_a_disabled_destination_sends_its_values_once_enabl
     })
     .await;
     assert_eq!(status["messages_sent"], json!(3));
+    s.stop().await;
+}
+
+/// The first sync is queued with the switch, in the store: a node whose
+/// engine is off takes the switch, and the next node to run the engine
+/// sends it.
+#[tokio::test]
+async fn the_first_sync_queued_by_switching_on_is_sent_by_the_next_engine() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = |engine: bool| {
+        let mut c = test_config(dir.path());
+        c.personas.poll_interval_ms = 20;
+        c.personas.enabled = engine;
+        c
+    };
+    let rx = Receiver::start().await;
+    let s = TestServer::start_with(config(true)).await;
+    let (_src, key) = s.source("app").await;
+    let (quiet, _) = s.source("quiet").await;
+    let dest = s.webhook(&quiet, json!([{"url": rx.url()}]), None).await;
+    set_enabled(&s, &dest, false).await;
+    identify(&s, &key, "u1", "pro").await;
+    identify(&s, &key, "u2", "pro").await;
+    eventually(10, || async {
+        let (code, _) = s.admin(Method::GET, "/profiles/u2", None).await;
+        (code == 200).then_some(())
+    })
+    .await;
+    let aud = create(
+        &s,
+        "/audiences",
+        json!({"name": "Pro Users", "destination_ids": [dest],
+               "definition": {"condition": {"trait": {"key": "plan", "op": "equals", "value": "pro"}}}}),
+    )
+    .await;
+    let path = format!("/audiences/{}", aud["id"].as_str().unwrap());
+    status_when(&s, &path, |st| st["size"] == json!(2)).await;
+    s.stop().await;
+
+    let s = TestServer::start_with(config(false)).await;
+    set_enabled(&s, &dest, true).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(rx.requests().is_empty(), "no engine ran here");
+    s.stop().await;
+
+    let s = TestServer::start_with(config(true)).await;
+    let got = rx.wait_for(2, Duration::from_secs(15)).await;
+    let mut users: Vec<Value> = got
+        .iter()
+        .map(|r| serde_json::from_slice::<Value>(&r.body).expect("json")["userId"].clone())
+        .collect();
+    users.sort_by_key(Value::to_string);
+    assert_eq!(users, [json!("u1"), json!("u2")]);
     s.stop().await;
 }
