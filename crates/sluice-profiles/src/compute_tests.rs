@@ -250,10 +250,10 @@ fn cycles_are_found_and_named() {
         Some(vec!["a".into(), "b".into(), "a".into()])
     );
     assert_eq!(
-        crate::definition::snake_case("High Value Users!"),
+        crate::key::snake_case("High Value Users!"),
         "high_value_users"
     );
-    assert_eq!(crate::definition::snake_case("ordersCount"), "orders_count");
+    assert_eq!(crate::key::snake_case("ordersCount"), "orders_count");
 }
 
 #[test]

@@ -306,35 +306,3 @@ pub fn find_cycle(refs: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<Strin
     refs.keys()
         .find_map(|k| visit(k, refs, &mut Vec::new(), &mut done))
 }
-
-/// The snake_case key of a name: lower-case ASCII letters and digits,
-/// other runs of characters become one `_`.
-pub fn snake_case(name: &str) -> String {
-    let mut out = String::new();
-    let mut prev_lower = false;
-    for ch in name.chars() {
-        if ch.is_ascii_alphanumeric() {
-            if ch.is_ascii_uppercase() && prev_lower && !out.ends_with('_') {
-                out.push('_');
-            }
-            out.push(ch.to_ascii_lowercase());
-            prev_lower = ch.is_ascii_lowercase() || ch.is_ascii_digit();
-        } else {
-            if !out.is_empty() && !out.ends_with('_') {
-                out.push('_');
-            }
-            prev_lower = false;
-        }
-    }
-    out.trim_end_matches('_').to_owned()
-}
-
-/// Whether `key` is already snake_case (what a given key must be).
-pub fn is_snake_case(key: &str) -> bool {
-    !key.is_empty()
-        && key.len() <= 100
-        && key.starts_with(|c: char| c.is_ascii_lowercase())
-        && key
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
-}

@@ -3,7 +3,8 @@
 //!
 //! Modules:
 //! - [`definition`]: computed-trait kinds and the audience condition
-//!   language, parsed with errors naming the field; keys; cycle detection.
+//!   language, parsed with errors naming the field; cycle detection.
+//! - [`key`]: keys derived from names (snake_case, accents folded).
 //! - `check`: the semantic checks of a parsed definition, each refusal
 //!   naming the field by its full JSON path.
 //! - [`filter`]: property filters and comparisons.
@@ -17,7 +18,7 @@
 //!   one lease-holding node, one transaction per step).
 //! - [`preview`]: a definition evaluated over stored profiles, unsaved.
 //!
-//! The first six are pure and unit-tested without I/O; the engine wraps
+//! The modules before `engine` are pure and unit-tested without I/O; the engine wraps
 //! them. Why this shape, the limits and the timing: `docs/personas.md`.
 
 mod check;
@@ -26,6 +27,7 @@ pub mod definition;
 pub mod engine;
 pub mod error;
 pub mod filter;
+pub mod key;
 pub mod message;
 pub mod preview;
 pub mod profile;

@@ -347,6 +347,7 @@ fn view(d: &RegulationDetail) -> Value {
             json!({
                 "subjectId": n.subject_id,
                 "source_id": n.source_id,
+                "source_ids": n.source_ids,
                 "destination_id": n.destination_id,
                 "delivery_id": n.delivery_id,
                 "state": n.state,

@@ -246,14 +246,17 @@ pub async fn show(
         } @else {
             div.table-wrap {
                 table #notifications {
-                    caption.sr-only { "One notification per subject, affected source and destination" }
-                    thead { tr { th scope="col" { "Subject" } th scope="col" { "Source" } th scope="col" { "Destination" } th scope="col" { "State" } th scope="col" .num { "Attempt rounds" } } }
+                    caption.sr-only { "One notification per subject and destination, with the affected sources that reach it" }
+                    thead { tr { th scope="col" { "Subject" } th scope="col" { "Sources" } th scope="col" { "Destination" } th scope="col" { "State" } th scope="col" .num { "Attempt rounds" } } }
                     tbody {
                         @for n in &notes {
                             @let did = n["destination_id"].as_str().unwrap_or("");
                             tr {
                                 td.wrap { code { (n["subjectId"].as_str().unwrap_or("")) } }
-                                td { (source_name(n["source_id"].as_str().unwrap_or(""))) }
+                                td.wrap {
+                                    @let sources = n["source_ids"].as_array().cloned().unwrap_or_else(|| vec![n["source_id"].clone()]);
+                                    @for (i, sid) in sources.iter().enumerate() { @if i > 0 { ", " } (source_name(sid.as_str().unwrap_or(""))) }
+                                }
                                 td { a href={ "/destinations/" (did) "/deliveries" } { (dest_name(did)) } " (delivery " (n["delivery_id"]) ")" }
                                 td { span class={ "pill " (n["state"].as_str().unwrap_or("")) } { (n["state"].as_str().unwrap_or("")) } }
                                 td.num { (n["attempts"]) }

@@ -1,5 +1,6 @@
 //! Whole-population jobs: the recompute after a definition change and the
-//! backfill of a newly connected destination, one page per commit.
+//! backfill of a newly connected destination (or of one switched on again,
+//! whose first sync it is), one page per commit.
 
 use std::collections::HashMap;
 

@@ -28,10 +28,12 @@ mod cluster;
 mod deleted_destination;
 mod delivery;
 mod ingest;
+mod notices;
 mod profile_events;
 mod profiles;
 mod regulation_job;
 mod regulations;
+mod resync;
 mod retention;
 mod scheduled;
 mod schema;
@@ -44,10 +46,12 @@ pub use cluster::*;
 pub use deleted_destination::*;
 pub use delivery::*;
 pub use ingest::*;
+pub use notices::*;
 pub use profile_events::*;
 pub use profiles::*;
 pub use regulation_job::*;
 pub use regulations::*;
+pub use resync::*;
 pub use retention::*;
 pub use scheduled::*;
 pub use schema::*;
@@ -106,6 +110,7 @@ macro_rules! conformance_tests {
             touching_a_profile_withdraws_its_scheduled_change,
             a_taken_scheduled_message_refuses_its_withdrawal,
             editing_a_computation_drops_its_scheduled_changes,
+            a_disabled_destination_is_sent_nothing_and_resynced_when_enabled,
             suppression_changes_come_in_version_order_and_unsuppress_lifts,
             suppressed_counts_add_up_per_source_and_day,
             the_regulation_lease_is_exclusive_until_it_lapses,
@@ -113,6 +118,7 @@ macro_rules! conformance_tests {
             a_profile_step_read_before_a_purge_is_refused_at_its_commit,
             a_failed_regulation_keeps_its_error_and_is_over,
             a_subject_without_stored_events_is_found_through_its_profile,
+            a_destination_reached_through_several_sources_is_notified_once,
             a_scoped_purge_takes_its_source_out_of_the_profile,
             a_scoped_purge_makes_the_profile_due_for_evaluation_at_once,
         );

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::support::{Shared, append, at, event};
+use super::support::{Shared, append, at, event, new_destination, source};
 use crate::{
     ComputationPatch, ComputedValue, CursorEvent, EmittedMessage, EventCursor, JobProgress,
     NewComputation, PERSONAS_SOURCE, ProfileCommit, ProfileRecord, StoreError, ValueChange,
@@ -187,6 +187,11 @@ pub async fn events_after_the_cursor_come_in_commit_order(store: Shared) {
 }
 
 pub async fn a_step_commits_profiles_values_messages_and_cursor_together(store: Shared) {
+    source(&store, "src_a").await;
+    store
+        .create_destination(new_destination("dst_a", &["src_a"]))
+        .await
+        .expect("destination");
     append(&store, "src_a", at(0), vec![event("m1", &[])]).await;
     store
         .create_computation(computation("ct_1", "orders"))

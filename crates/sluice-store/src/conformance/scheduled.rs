@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use super::support::{Shared, at};
+use super::support::{Shared, at, new_destination, source};
 use crate::{
     ComputationPatch, EmittedMessage, NewComputation, ProfileCommit, ProfileRecord, Schedule,
     ScheduledChange, ValueChange,
@@ -93,6 +93,11 @@ async fn sent(store: &Shared) -> u64 {
 
 /// Members `profiles` from a first step at 1 s.
 async fn members(store: &Shared, profiles: &[&str]) {
+    source(store, "src_a").await;
+    store
+        .create_destination(new_destination("dst_a", &["src_a"]))
+        .await
+        .expect("destination");
     store.create_computation(audience()).await.expect("create");
     store
         .take_profile_lease("a", at(0), TTL)

@@ -12,7 +12,7 @@ use super::PostgresStore;
 use super::rows::{backend, get, ms};
 use crate::{ClusterStore, Result};
 
-/// Version 10.
+/// Version 11.
 pub(super) const SCHEMA: &str = "
 CREATE TABLE nodes (
     id           text PRIMARY KEY,

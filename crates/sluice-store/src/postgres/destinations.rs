@@ -212,7 +212,11 @@ pub(super) async fn update_destination(
         connect(&tx, id, &source_ids).await?;
         dest.source_ids = source_ids;
     }
+    let was_enabled = dest.enabled;
     patch.apply_fields(&mut dest, now);
+    if dest.enabled && !was_enabled {
+        super::profiles::defs::resync_destination(&tx, id).await?;
+    }
     let settings = serde_json::to_string(&dest.settings).map_err(json_error)?;
     let stmt = tx
         .prepare_cached(

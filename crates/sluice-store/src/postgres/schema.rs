@@ -248,6 +248,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "profile event message ids",
         super::profiles::events::SCHEMA_V9,
     ),
+    (
+        "notification sources",
+        super::regulations::NOTIFICATION_SOURCES,
+    ),
     ("node membership", super::cluster::SCHEMA),
 ];
 

@@ -8,7 +8,7 @@
 //! - `profile_jobs`: pending whole-population work on one computation:
 //!   `recompute` (diff every profile's value against the stored one, send the
 //!   differences to every connected destination) or `backfill` (send every
-//!   stored value to one newly connected destination). `after_profile` is the
+//!   stored value to one newly connected destination, or one switched on). `after_profile` is the
 //!   job's durable position (profiles are walked in id order).
 //! - `profiles`: one row per person, the profile document as JSON text (the
 //!   store does not read it: identities and traits, rewritten only when they
@@ -31,6 +31,15 @@
 //!   evaluations after it closed; prepared, it costs only the sends.
 //! - `computation_sends`: messages put in the outbox per (computation,
 //!   destination).
+//!
+//! # Destinations that receive
+//! A step's messages get a delivery (and a count) only for destinations
+//! that exist and are enabled when it commits; a message with none is not
+//! written (a scheduled change of it is, without a message). Switching a
+//! destination on queues, in the same transaction, a `backfill` for it of
+//! every live computation connected to it (replacing one still queued)
+//! and withdraws their scheduled changes: the first sync of a destination
+//! that was sent nothing while it was off.
 //! - `profile_engine`: one row: the event cursor and the engine lease.
 //!
 //! # Invariants

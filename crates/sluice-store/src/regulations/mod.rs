@@ -7,7 +7,10 @@
 //!   the affected sources found and how many events were purged. A subject
 //!   row is the job's durable position: a done subject is never redone.
 //! - `regulation_notifications`: the delete notifications created, each the
-//!   id of a delivery in the outbox (its state is read from `deliveries`).
+//!   id of a delivery in the outbox (its state is read from `deliveries`),
+//!   one per subject and destination, with the affected sources that reach
+//!   the destination (`source_ids`, added by a later migration; `NULL` in
+//!   older rows) and the one it is filed under (`source_id`).
 //! - `suppressions`: suppressed user ids. A lifted suppression keeps its row
 //!   (`active = 0`) so that nodes polling by `version` see the change.
 //!   `version` is taken from a counter bumped under the writer's lock
@@ -57,7 +60,9 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use crate::Result;
-pub(crate) use shared::{delete_notification, identity_parts, pseudonym, subject_index};
+pub(crate) use shared::{
+    delete_notification, identity_parts, notices, pseudonym, source_ids, subject_index,
+};
 pub use types::*;
 
 /// The source id of delete notifications (never an affected source).

@@ -1,11 +1,11 @@
 //! Logic both backends share: matching events to subjects, pseudonyms and
 //! the notification body.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use chrono::{DateTime, SecondsFormat, Utc};
 
-use crate::{SubjectPurge, keys};
+use crate::{PERSONAS_SOURCE, SubjectPurge, keys};
 
 /// Identity value → subject position, by kind.
 #[derive(Debug, Default)]
@@ -59,13 +59,7 @@ pub(crate) fn pseudonym(user_id: &str) -> String {
 
 /// A delete notification's message id and stored body: exactly `type`,
 /// `userId` and `timestamp` (the delivery payload builder keeps only those).
-pub(crate) fn delete_notification(
-    regulation_id: &str,
-    source_id: &str,
-    subject: &SubjectPurge,
-    now: DateTime<Utc>,
-) -> (String, String) {
-    let _ = (regulation_id, source_id);
+pub(crate) fn delete_notification(subject: &SubjectPurge, now: DateTime<Utc>) -> (String, String) {
     let body = serde_json::json!({
         "type": "delete",
         "userId": subject.subject_id,
@@ -74,9 +68,85 @@ pub(crate) fn delete_notification(
     (keys::new_id("del"), body.to_string())
 }
 
+/// One delete notification of a subject: a destination, told once, and the
+/// affected sources it stands for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Notice {
+    pub destination_id: String,
+    /// Every affected source the destination is connected to, sorted.
+    pub source_ids: Vec<String>,
+    /// The source it is filed under: the first stored source, or the
+    /// profile engine's when it reached the destination only through a
+    /// computed trait or an audience.
+    pub source_id: String,
+}
+
+/// The notifications of one subject from the enabled destinations of each
+/// affected source: one per destination, however many of the subject's
+/// sources reach it (a receiver must act once: the bodies would be
+/// identical), in destination order.
+pub(crate) fn notices(by_source: &[(&str, Vec<String>)]) -> Vec<Notice> {
+    let mut per: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    for (source, destinations) in by_source {
+        for d in destinations {
+            per.entry(d.as_str()).or_default().insert(source);
+        }
+    }
+    per.into_iter()
+        .map(|(destination, sources)| {
+            let source_ids: Vec<String> = sources.iter().map(|s| (*s).to_owned()).collect();
+            let source_id = sources
+                .iter()
+                .find(|s| **s != PERSONAS_SOURCE)
+                .or_else(|| sources.first())
+                .map_or_else(String::new, |s| (*s).to_owned());
+            Notice {
+                destination_id: destination.to_owned(),
+                source_ids,
+                source_id,
+            }
+        })
+        .collect()
+}
+
+/// A stored notification's `source_ids`: the JSON list, or its
+/// `source_id` alone in a row written before the list was kept.
+pub(crate) fn source_ids(stored: Option<&str>, source_id: &str) -> Vec<String> {
+    stored
+        .and_then(|s| serde_json::from_str(s).ok())
+        .unwrap_or_else(|| vec![source_id.to_owned()])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_destination_reached_through_several_sources_is_told_once() {
+        let dests = |ids: &[&str]| ids.iter().map(|d| d.to_string()).collect::<Vec<_>>();
+        let by_source = [
+            ("personas", dests(&["dst_1", "dst_2"])),
+            ("src_a", dests(&["dst_1", "dst_3"])),
+            ("src_b", dests(&["dst_1"])),
+        ];
+        let got: Vec<(String, Vec<String>, String)> = notices(&by_source)
+            .into_iter()
+            .map(|n| (n.destination_id, n.source_ids, n.source_id))
+            .collect();
+        let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            got,
+            vec![
+                (
+                    "dst_1".into(),
+                    strings(&["personas", "src_a", "src_b"]),
+                    "src_a".into()
+                ),
+                ("dst_2".into(), strings(&["personas"]), "personas".into()),
+                ("dst_3".into(), strings(&["src_a"]), "src_a".into()),
+            ]
+        );
+    }
 
     #[test]
     fn events_match_their_subject_by_any_linked_identity() {

@@ -52,11 +52,16 @@ pub struct RegulationSubject {
     pub events_purged: u64,
 }
 
-/// One delete notification: a delivery in the outbox.
+/// One delete notification: a delivery in the outbox, one per subject and
+/// destination.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RegulationNotification {
     pub subject_id: String,
+    /// The source it is filed under: the first of `source_ids` other than
+    /// the profile engine's, if any.
     pub source_id: String,
+    /// Every affected source connected to the destination, sorted.
+    pub source_ids: Vec<String>,
     pub destination_id: String,
     pub delivery_id: i64,
     /// The delivery's state (`pending`, `succeeded`, `dead`, `discarded`),
@@ -105,8 +110,10 @@ pub struct SubjectPurge {
     /// by a regulation for every source; by a source-scoped one, kept but
     /// stripped of that source's behavioural rows and name.
     pub profile_ids: Vec<String>,
-    /// Affected sources, sorted; each gets one notification per enabled
-    /// Webhooks destination when the regulation notifies. The profile
+    /// Affected sources, sorted. When the regulation notifies, each enabled
+    /// Webhooks destination connected to one or more of them gets one
+    /// notification (not one per source: the bodies would be the same, and
+    /// a receiver must act once). The profile
     /// engine's [`PERSONAS_SOURCE`](crate::PERSONAS_SOURCE) stands for the
     /// destinations connected to computed traits and audiences.
     pub affected_sources: Vec<String>,

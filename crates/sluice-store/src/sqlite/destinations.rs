@@ -161,7 +161,11 @@ pub(super) fn update_destination(
         connect(conn, id, &source_ids)?;
         dest.source_ids = source_ids;
     }
+    let was_enabled = dest.enabled;
     patch.apply_fields(&mut dest, now);
+    if dest.enabled && !was_enabled {
+        super::profiles::defs::resync_destination(conn, id)?;
+    }
     conn.prepare_cached(
         "UPDATE destinations SET name = ?2, enabled = ?3, settings = ?4, updated_at = ?5 WHERE id = ?1",
     )?

@@ -4,7 +4,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value};
-use sluice_profiles::definition::{find_cycle, is_snake_case, snake_case};
+use sluice_profiles::definition::find_cycle;
+use sluice_profiles::key::{MAX_KEY_CHARS, derive_key, is_snake_case};
 use sluice_profiles::{AUDIENCE, Definition};
 use sluice_store::{Computation, Store};
 
@@ -98,21 +99,17 @@ async fn check_graph(
 pub fn key(body: &Map<String, Value>, name: &str) -> ApiResult<String> {
     match opt_field(body, "key", Value::as_str, "a string")? {
         Some(k) if is_snake_case(k) => Ok(k.to_owned()),
+        Some(k) if k.len() > MAX_KEY_CHARS => Err(ApiError::invalid(
+            "key",
+            format!("must be at most {MAX_KEY_CHARS} characters"),
+        )),
         Some(_) => Err(ApiError::invalid(
             "key",
             "must be snake_case: lower-case letters, digits and _, starting with a letter",
         )),
-        None => {
-            let k = snake_case(name);
-            if is_snake_case(&k) {
-                Ok(k)
-            } else {
-                Err(ApiError::invalid(
-                    "name",
-                    "must start with a letter to derive a key (or give `key`)",
-                ))
-            }
-        }
+        // A name that gives no key says why: no letter to start it, or a
+        // key longer than a key may be.
+        None => derive_key(name).map_err(|e| ApiError::invalid("name", e)),
     }
 }
 

@@ -3,8 +3,10 @@
 //! One module per behaviour; the shared setup is here.
 
 mod audiences;
+mod defaults;
 mod identity;
 mod restart;
+mod resync;
 mod traits;
 
 use std::time::Duration;

@@ -1,5 +1,5 @@
-//! Delete notifications: one per affected source and destination, exact
-//! shape, signed; scope; running a regulation twice.
+//! Delete notifications: one per destination however many affected sources
+//! reach it, exact shape, signed; scope; running a regulation twice.
 
 use std::collections::BTreeSet;
 
@@ -11,7 +11,7 @@ use super::{deletes, finished, hook, regulate, send, start, stored_mentions, wai
 use crate::support::eventually;
 
 #[tokio::test]
-async fn delete_only_notifies_each_affected_source_once_per_destination() {
+async fn delete_only_notifies_each_destination_once_however_many_sources_reach_it() {
     let (s, _dir) = start().await;
     let (a, key_a) = s.source("a").await;
     let (b, key_b) = s.source("b").await;
@@ -56,10 +56,19 @@ async fn delete_only_notifies_each_affected_source_once_per_destination() {
         detail["subjectDetails"][0]["affectedSources"],
         json!(expected)
     );
-    assert_eq!(detail["notifications"].as_array().map(Vec::len), Some(3));
+    // One per destination; the one connected to both affected sources
+    // names both.
+    let notes = detail["notifications"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(notes.len(), 2, "{notes:?}");
+    let mut sources: Vec<Value> = notes.iter().map(|n| n["source_ids"].clone()).collect();
+    sources.sort_by_key(|v| v.as_array().map_or(0, Vec::len));
+    assert_eq!(sources, [json!([a]), json!(expected)]);
 
-    let to_all = wait_deletes(&rx_all, 2).await;
-    assert_eq!(to_all.len(), 2, "one per affected source: {to_all:?}");
+    let to_all = wait_deletes(&rx_all, 1).await;
+    assert_eq!(to_all.len(), 1, "one per destination: {to_all:?}");
     assert_eq!(wait_deletes(&rx_ab, 1).await.len(), 1);
     for body in &to_all {
         let keys: BTreeSet<&str> = body
@@ -126,6 +135,50 @@ async fn destinations_of_computed_traits_are_told_of_a_deletion_though_no_source
     assert_eq!(told.len(), 1, "{told:?}");
     assert_eq!(told[0]["userId"], json!("u1"));
     assert_eq!(wait_deletes(&rx_source, 1).await.len(), 1);
+}
+
+#[tokio::test]
+async fn a_destination_of_a_source_and_a_computed_trait_is_told_of_a_deletion_once() {
+    let (s, _dir) = start().await;
+    let (a, key) = s.source("a").await;
+    let rx = Receiver::start().await;
+    let both = hook(&s, &[&a], &rx).await;
+    let (status, body) = s
+        .admin(
+            Method::POST,
+            "/computed-traits",
+            Some(json!({"name": "Orders", "destination_ids": [both],
+                        "definition": {"kind": "counter", "event": "Bought"}})),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    send(
+        &s,
+        &key,
+        "track",
+        json!({"userId": "u1", "event": "Bought"}),
+    )
+    .await;
+    // The call itself and the trait's identify.
+    rx.wait_for(2, std::time::Duration::from_secs(15)).await;
+
+    let id = regulate(&s, "DELETE_ONLY", &["u1"], None).await;
+    let detail = finished(&s, &id).await;
+    assert_eq!(
+        detail["subjectDetails"][0]["affectedSources"],
+        json!(["personas", a])
+    );
+    let told = wait_deletes(&rx, 1).await;
+    assert_eq!(told.len(), 1, "one notification per destination: {told:?}");
+    assert_eq!(told[0]["userId"], json!("u1"));
+    let notes = detail["notifications"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert_eq!(notes[0]["destination_id"], json!(both));
+    assert_eq!(notes[0]["source_id"], json!(a));
+    assert_eq!(notes[0]["source_ids"], json!(["personas", a]));
 }
 
 #[tokio::test]

@@ -147,6 +147,39 @@ pub(in crate::postgres) async fn forget_destination(
     Ok(())
 }
 
+/// Gives a destination that starts receiving (enabled after being
+/// disabled) a first sync of its own, as `sqlite/profiles/defs.rs` does.
+/// The computations are locked in id order first, as an engine step locks
+/// them, so a step that read the destination as disabled commits before
+/// the backfill is queued (and the backfill reads its values).
+pub(in crate::postgres) async fn resync_destination(
+    c: &impl GenericClient,
+    destination: &str,
+) -> Result<()> {
+    let rows = c
+        .query(
+            "SELECT id FROM computations
+             WHERE deleted_at IS NULL AND destination_ids::jsonb ? $1
+             ORDER BY id FOR NO KEY UPDATE",
+            &[&destination],
+        )
+        .await
+        .map_err(backend)?;
+    for row in &rows {
+        let id: String = get(row, 0)?;
+        super::scheduled::cancel_computation(c, &id).await?;
+        c.execute(
+            "DELETE FROM profile_jobs
+             WHERE computation_id = $1 AND kind = 'backfill' AND destination_id = $2",
+            &[&id, &destination],
+        )
+        .await
+        .map_err(backend)?;
+        queue_job(c, &id, "backfill", Some(destination)).await?;
+    }
+    Ok(())
+}
+
 pub(super) async fn update(
     client: &mut deadpool_postgres::Object,
     id: &str,

@@ -9,8 +9,8 @@ use super::super::rows::{backend, big, get, ms, opt_time, sql_limit, time};
 use super::defs::value;
 use super::scheduled;
 use crate::{
-    ComputedValue, CursorEvent, EventCursor, JobProgress, PERSONAS_SOURCE, ProfileCommit,
-    ProfileJob, ProfileRecord, Result, StoredEvent,
+    ComputedValue, CursorEvent, EventCursor, JobProgress, ProfileCommit, ProfileJob, ProfileRecord,
+    Result, StoredEvent,
 };
 
 pub(super) async fn take_lease(
@@ -310,70 +310,8 @@ pub(super) async fn commit(
     }
     // Changes prepared from a definition edited since are not written.
     let (fresh, stale) = scheduled::fresh(&tx, c).await?;
-    let mut seqs = std::collections::HashMap::new();
-    // Counters are added up here and written once per key, not per message.
-    let mut sends: std::collections::BTreeMap<(&str, &str), i64> = Default::default();
-    for m in &c.messages {
-        if m.destination_ids.is_empty() || stale.contains(m.message_id.as_str()) {
-            continue;
-        }
-        let due = m.deliver_at.map_or(now, ms);
-        let row = tx
-            .query_opt(
-                "INSERT INTO events (source_id, message_id, event_type, received_at, body)
-                 SELECT $1, $2, 'identify', $3, $4 WHERE EXISTS
-                   (SELECT 1 FROM computations WHERE id = $5 AND deleted_at IS NULL)
-                 RETURNING seq",
-                &[
-                    &PERSONAS_SOURCE,
-                    &m.message_id,
-                    &due,
-                    &m.body,
-                    &m.computation_id,
-                ],
-            )
-            .await
-            .map_err(backend)?;
-        let Some(row) = row else { continue };
-        let seq: i64 = get(&row, 0)?;
-        if m.deliver_at.is_some() {
-            seqs.insert(m.message_id.as_str(), seq);
-        }
-        tx.execute(
-            "INSERT INTO deliveries (event_seq, destination_id, source_id, state, attempts,
-                                     next_attempt_at, updated_at)
-             SELECT $1, d, $3, 'pending', 0, $4, $5 FROM UNNEST($2::text[]) AS d",
-            &[&seq, &m.destination_ids, &PERSONAS_SOURCE, &due, &now],
-        )
-        .await
-        .map_err(backend)?;
-        for d in &m.destination_ids {
-            *sends
-                .entry((m.computation_id.as_str(), d.as_str()))
-                .or_default() += 1;
-        }
-    }
-    scheduled::insert(&tx, &fresh, &seqs).await?;
-    let mut per_computation: std::collections::BTreeMap<&str, i64> = Default::default();
-    for ((computation, destination), n) in sends {
-        tx.execute(
-            "INSERT INTO computation_sends AS s (computation_id, destination_id, sent)
-             VALUES ($1, $2, $3)
-             ON CONFLICT (computation_id, destination_id) DO UPDATE SET sent = s.sent + $3",
-            &[&computation, &destination, &n],
-        )
-        .await
-        .map_err(backend)?;
-        *per_computation.entry(computation).or_default() += n;
-    }
-    for (computation, n) in per_computation {
-        tx.execute(
-            "UPDATE computations SET messages_sent = messages_sent + $2 WHERE id = $1",
-            &[&computation, &n],
-        )
-        .await
-        .map_err(backend)?;
-    }
+    let (seqs, silent) = super::outbox::write(&tx, c, &stale).await?;
+    scheduled::insert(&tx, &fresh, &seqs, &silent).await?;
     if !c.computed.is_empty() {
         tx.execute(
             "UPDATE computations SET last_computed_at = $2 WHERE id = ANY($1)",

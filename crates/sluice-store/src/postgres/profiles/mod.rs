@@ -6,6 +6,7 @@
 pub(super) mod defs;
 mod engine;
 pub(super) mod events;
+mod outbox;
 pub(super) mod scheduled;
 
 use std::time::Duration;

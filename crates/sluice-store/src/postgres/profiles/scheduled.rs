@@ -378,18 +378,21 @@ pub(super) async fn fresh<'c>(
 }
 
 /// Writes fresh changes; one whose message was not written (its
-/// computation is gone or it had no destination) is dropped. `seqs` maps
-/// the ids of the scheduled messages written to their event seqs.
+/// computation is gone) is dropped. `seqs` maps the ids of the scheduled
+/// messages written to their event seqs; a change whose message is
+/// `silent` (no destination of it receives) is written without one.
 pub(super) async fn insert(
     c: &impl GenericClient,
     fresh: &[&Schedule],
     seqs: &HashMap<&str, i64>,
+    silent: &HashSet<&str>,
 ) -> Result<()> {
     let (mut profiles, mut computations, mut ats, mut values, mut events) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for s in fresh {
         let seq = s.message_id.as_deref().and_then(|m| seqs.get(m).copied());
-        if s.message_id.is_some() && seq.is_none() {
+        let unsent = s.message_id.as_deref().is_none_or(|m| silent.contains(m));
+        if !unsent && seq.is_none() {
             continue;
         }
         profiles.push(s.change.profile_id.as_str());

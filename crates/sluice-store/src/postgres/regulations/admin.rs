@@ -4,6 +4,7 @@ use deadpool_postgres::GenericClient;
 use tokio_postgres::Row;
 
 use super::super::rows::{backend, get, ms, opt_time, sql_limit, time, unsigned};
+use crate::regulations::source_ids;
 use crate::regulations::status;
 use crate::{
     NewRegulation, Regulation, RegulationDetail, RegulationNotification, RegulationSubject, Result,
@@ -140,7 +141,7 @@ pub(super) async fn detail(c: &impl GenericClient, id: &str) -> Result<Option<Re
     let rows = c
         .query(
             "SELECT n.subject_id, n.source_id, n.destination_id, n.delivery_id,
-                    coalesce(d.state, 'purged'), coalesce(d.attempts, 0)::bigint
+                    coalesce(d.state, 'purged'), coalesce(d.attempts, 0)::bigint, n.source_ids
              FROM regulation_notifications n LEFT JOIN deliveries d ON d.id = n.delivery_id
              WHERE n.regulation_id = $1 ORDER BY n.delivery_id",
             &[&id],
@@ -149,9 +150,12 @@ pub(super) async fn detail(c: &impl GenericClient, id: &str) -> Result<Option<Re
         .map_err(backend)?;
     let mut notifications = Vec::with_capacity(rows.len());
     for row in &rows {
+        let source_id: String = get(row, 1)?;
+        let sources: Option<String> = get(row, 6)?;
         notifications.push(RegulationNotification {
             subject_id: get(row, 0)?,
-            source_id: get(row, 1)?,
+            source_ids: source_ids(sources.as_deref(), &source_id),
+            source_id,
             destination_id: get(row, 2)?,
             delivery_id: get(row, 3)?,
             state: get(row, 4)?,

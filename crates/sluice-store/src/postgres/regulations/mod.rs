@@ -73,6 +73,12 @@ INSERT INTO regulation_engine (id) VALUES (1);
 /// Version 5: why a regulation failed.
 pub(super) const SCHEMA_V5: &str = "ALTER TABLE regulations ADD COLUMN error text;";
 
+/// The affected sources a notification stands for, a JSON
+/// array (one notification per subject and destination); `NULL` in rows
+/// written before, which stood for their `source_id` alone.
+pub(super) const NOTIFICATION_SOURCES: &str =
+    "ALTER TABLE regulation_notifications ADD COLUMN source_ids text;";
+
 #[async_trait]
 impl RegulationStore for PostgresStore {
     async fn create_regulation(&self, new: NewRegulation) -> Result<Regulation> {

@@ -1,12 +1,11 @@
-//! The delete notifications of a purge step: one event per affected source
-//! and subject, one pending delivery per destination (see
-//! `sqlite/regulations/notify.rs`).
+//! The delete notifications of a purge step: one event per subject, one
+//! pending delivery per destination (see `sqlite/regulations/notify.rs`).
 
 use chrono::{DateTime, Utc};
 use deadpool_postgres::{GenericClient, Transaction};
 
-use super::super::rows::{backend, get, ms};
-use crate::regulations::delete_notification;
+use super::super::rows::{backend, get, json_error, ms};
+use crate::regulations::{delete_notification, notices};
 use crate::{PERSONAS_SOURCE, PRIVACY_SOURCE, Result, SubjectPurge};
 
 /// Writes the notifications of one subject (see `write_notifications` in
@@ -18,6 +17,7 @@ pub(super) async fn notifications(
     name: &str,
     now: DateTime<Utc>,
 ) -> Result<()> {
+    let mut by_source = Vec::new();
     for source in &subject.affected_sources {
         let rows = if source == PERSONAS_SOURCE {
             tx.query(
@@ -37,42 +37,55 @@ pub(super) async fn notifications(
             .await
         }
         .map_err(backend)?;
-        if rows.is_empty() {
-            continue;
-        }
-        let (message_id, body) = delete_notification(regulation_id, source, subject, now);
-        let seq: i64 = get(
+        let ids = rows
+            .iter()
+            .map(|r| get(r, 0))
+            .collect::<Result<Vec<String>>>()?;
+        by_source.push((source.as_str(), ids));
+    }
+    let notices = notices(&by_source);
+    if notices.is_empty() {
+        return Ok(());
+    }
+    let (message_id, body) = delete_notification(subject, now);
+    let seq: i64 = get(
+        &tx.query_one(
+            "INSERT INTO events (source_id, message_id, event_type, received_at, body)
+             VALUES ($1, $2, 'delete', $3, $4) RETURNING seq",
+            &[&PRIVACY_SOURCE, &message_id, &ms(now), &body],
+        )
+        .await
+        .map_err(backend)?,
+        0,
+    )?;
+    for n in notices {
+        let delivery: i64 = get(
             &tx.query_one(
-                "INSERT INTO events (source_id, message_id, event_type, received_at, body)
-                 VALUES ($1, $2, 'delete', $3, $4) RETURNING seq",
-                &[&PRIVACY_SOURCE, &message_id, &ms(now), &body],
+                "INSERT INTO deliveries (event_seq, destination_id, source_id, state,
+                                         attempts, next_attempt_at, updated_at)
+                 VALUES ($1, $2, $3, 'pending', 0, $4, $4) RETURNING id",
+                &[&seq, &n.destination_id, &n.source_id, &ms(now)],
             )
             .await
             .map_err(backend)?,
             0,
         )?;
-        for row in &rows {
-            let destination: String = get(row, 0)?;
-            let delivery: i64 = get(
-                &tx.query_one(
-                    "INSERT INTO deliveries (event_seq, destination_id, source_id, state,
-                                             attempts, next_attempt_at, updated_at)
-                     VALUES ($1, $2, $3, 'pending', 0, $4, $4) RETURNING id",
-                    &[&seq, &destination, source, &ms(now)],
-                )
-                .await
-                .map_err(backend)?,
-                0,
-            )?;
-            tx.execute(
-                "INSERT INTO regulation_notifications
-                   (regulation_id, subject_id, source_id, destination_id, delivery_id)
-                 VALUES ($1, $2, $3, $4, $5)",
-                &[&regulation_id, &name, source, &destination, &delivery],
-            )
-            .await
-            .map_err(backend)?;
-        }
+        let sources = serde_json::to_string(&n.source_ids).map_err(json_error)?;
+        tx.execute(
+            "INSERT INTO regulation_notifications
+               (regulation_id, subject_id, source_id, destination_id, delivery_id, source_ids)
+             VALUES ($1, $2, $3, $4, $5, $6)",
+            &[
+                &regulation_id,
+                &name,
+                &n.source_id,
+                &n.destination_id,
+                &delivery,
+                &sources,
+            ],
+        )
+        .await
+        .map_err(backend)?;
     }
     Ok(())
 }

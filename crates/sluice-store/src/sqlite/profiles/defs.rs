@@ -189,6 +189,34 @@ pub(in crate::sqlite) fn forget_destination(conn: &Connection, destination: &str
     Ok(())
 }
 
+/// Gives a destination that starts receiving (enabled after being
+/// disabled) a first sync of its own from every live computation connected
+/// to it: a backfill of every stored value, as on connecting, replacing one
+/// still queued. What it was sent before it was switched off may have been
+/// discarded, and what was computed meanwhile was not sent to it at all.
+/// Prepared window changes are withdrawn, as on connecting: their messages
+/// were made without it.
+pub(in crate::sqlite) fn resync_destination(conn: &Connection, destination: &str) -> Result<()> {
+    let ids: Vec<String> = conn
+        .prepare_cached(
+            "SELECT c.id FROM computations c WHERE c.deleted_at IS NULL
+             AND EXISTS (SELECT 1 FROM json_each(c.destination_ids) j WHERE j.value = ?1)
+             ORDER BY c.id",
+        )?
+        .query_map(params![destination], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    for id in ids {
+        super::scheduled::cancel_computation(conn, &id)?;
+        conn.prepare_cached(
+            "DELETE FROM profile_jobs
+             WHERE computation_id = ?1 AND kind = 'backfill' AND destination_id = ?2",
+        )?
+        .execute(params![id, destination])?;
+        queue_job(conn, &id, "backfill", Some(destination))?;
+    }
+    Ok(())
+}
+
 pub(super) fn list_values(
     conn: &Connection,
     computation_id: &str,

@@ -156,6 +156,18 @@ pub(super) fn next_job(conn: &Connection) -> Result<Option<ProfileJob>> {
         .optional()?)
 }
 
+/// Whether `destination` exists and is enabled: the engine's messages go
+/// only to destinations that receive, so a disabled one is neither sent
+/// nor counted what it would discard; enabling it again gives it a first
+/// sync of its own (`defs::resync_destination`).
+fn enabled(conn: &Connection, destination: &str) -> Result<bool> {
+    Ok(conn
+        .prepare_cached("SELECT enabled FROM destinations WHERE id = ?1")?
+        .query_row(params![destination], |r| r.get::<_, bool>(0))
+        .optional()?
+        .unwrap_or(false))
+}
+
 /// Whether `owner` holds the engine lease.
 pub(super) fn holds(conn: &Connection, owner: &str) -> Result<bool> {
     let holder: Option<String> = conn
@@ -253,13 +265,36 @@ pub(super) fn commit(
         }
     }
     let mut seqs = std::collections::HashMap::new();
+    // Scheduled messages with no destination receiving: their changes are
+    // written without a message.
+    let mut silent = std::collections::HashSet::new();
     // Counters are added up here and written once per key, not per message.
     let mut sends: std::collections::BTreeMap<(&str, &str), i64> = Default::default();
+    // Whether a destination receives, asked once per destination per step.
+    let mut receiving: std::collections::HashMap<&str, bool> = std::collections::HashMap::new();
     for m in &c.messages {
         if m.destination_ids.is_empty()
             || stale.contains(m.message_id.as_str())
             || !live(&m.computation_id)?
         {
+            continue;
+        }
+        let mut targets = Vec::with_capacity(m.destination_ids.len());
+        for d in &m.destination_ids {
+            let on = match receiving.get(d.as_str()) {
+                Some(&on) => on,
+                None => {
+                    let on = enabled(conn, d)?;
+                    receiving.insert(d, on);
+                    on
+                }
+            };
+            if on {
+                targets.push(d);
+            }
+        }
+        if targets.is_empty() {
+            silent.insert(m.message_id.as_str());
             continue;
         }
         let due = m.deliver_at.map_or(now, ms);
@@ -272,7 +307,7 @@ pub(super) fn commit(
         if m.deliver_at.is_some() {
             seqs.insert(m.message_id.as_str(), seq);
         }
-        for d in &m.destination_ids {
+        for d in targets {
             conn.prepare_cached(
                 "INSERT INTO deliveries (event_seq, destination_id, source_id, state, attempts,
                                          next_attempt_at, updated_at)
@@ -286,7 +321,8 @@ pub(super) fn commit(
     }
     for s in fresh {
         let seq = s.message_id.as_deref().and_then(|m| seqs.get(m).copied());
-        if s.message_id.is_none() || seq.is_some() {
+        let unsent = s.message_id.as_deref().is_none_or(|m| silent.contains(m));
+        if unsent || seq.is_some() {
             scheduled::insert(conn, &s.change, seq)?;
         }
     }

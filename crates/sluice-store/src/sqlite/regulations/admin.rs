@@ -3,6 +3,7 @@
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::super::rows::{count, ms, opt_time, small, sql_limit, time};
+use crate::regulations::source_ids;
 use crate::regulations::status;
 use crate::{
     NewRegulation, Regulation, RegulationDetail, RegulationNotification, RegulationSubject, Result,
@@ -116,15 +117,18 @@ pub(super) fn get(c: &Connection, id: &str) -> Result<Option<RegulationDetail>> 
         .collect::<rusqlite::Result<Vec<_>>>()?;
     let mut stmt = c.prepare_cached(
         "SELECT n.subject_id, n.source_id, n.destination_id, n.delivery_id,
-                coalesce(d.state, 'purged'), coalesce(d.attempts, 0)
+                coalesce(d.state, 'purged'), coalesce(d.attempts, 0), n.source_ids
          FROM regulation_notifications n LEFT JOIN deliveries d ON d.id = n.delivery_id
          WHERE n.regulation_id = ?1 ORDER BY n.delivery_id",
     )?;
     let notifications = stmt
         .query_map([id], |row| {
+            let source_id: String = row.get(1)?;
+            let sources: Option<String> = row.get(6)?;
             Ok(RegulationNotification {
                 subject_id: row.get(0)?,
-                source_id: row.get(1)?,
+                source_ids: source_ids(sources.as_deref(), &source_id),
+                source_id,
                 destination_id: row.get(2)?,
                 delivery_id: row.get(3)?,
                 state: row.get(4)?,

@@ -78,6 +78,12 @@ INSERT INTO regulation_engine (id) VALUES (1);
 /// Version 5: why a regulation failed.
 pub(super) const SCHEMA_V5: &str = "ALTER TABLE regulations ADD COLUMN error TEXT;";
 
+/// The affected sources a notification stands for, a JSON
+/// array (one notification per subject and destination); `NULL` in rows
+/// written before, which stood for their `source_id` alone.
+pub(super) const NOTIFICATION_SOURCES: &str =
+    "ALTER TABLE regulation_notifications ADD COLUMN source_ids TEXT;";
+
 #[async_trait]
 impl RegulationStore for SqliteStore {
     async fn create_regulation(&self, new: NewRegulation) -> Result<Regulation> {
