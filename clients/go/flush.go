@@ -30,6 +30,7 @@ func (k *core) loop() {
 	announced := false
 
 	for {
+		k.flushLossLog(false)
 		waiting, _, _, closed := k.q.state()
 		if closed && !announced {
 			announced = true
