@@ -1,0 +1,89 @@
+package bench
+
+import (
+	"slices"
+	"testing"
+	"time"
+)
+
+// The outage scenario: the collection API is away (it answers 503, as a
+// load balancer in front of a stopped server does) for outageLength while
+// the application makes outageRate calls per second, then it comes back.
+// Each library runs at its defaults. The figures are the caller's: how
+// long each call took, and how many messages were lost once the server
+// had returned and Close had flushed.
+const (
+	outageRate   = 5000
+	outageLength = 10 * time.Second
+	// deliverWithin bounds the wait for the backlog after the outage:
+	// longer than a batch's whole retry schedule (about 33 to 50 s).
+	deliverWithin = 60 * time.Second
+)
+
+// BenchmarkOutage runs the outage scenario once per library, whatever b.N
+// says (run it with -benchtime 1x). When the server is back, the program
+// goes on (as a server process would) until every message has arrived or
+// deliverWithin has passed, then closes the client. Reported: the slowest
+// call, the 99.9th and 99th percentiles, the calls refused with an error,
+// the messages lost after Close, and how long after the server's return
+// the backlog took to arrive (deliver-s).
+//
+// The "floor" entry makes no call at all: its figures are what the
+// machine's scheduler and the timing loop add to every call, so a
+// library's slowest call can be read against it.
+func BenchmarkOutage(b *testing.B) {
+	floor := library{"floor", func(*testing.B, string) (func() error, func() error) {
+		return func() error { return nil }, func() error { return nil }
+	}}
+	for _, lib := range append([]library{floor}, libraries...) {
+		b.Run(lib.name, func(b *testing.B) {
+			srv := newCollector(b, 0)
+			srv.down.Store(true)
+			track, closeFn := lib.open(b, srv.URL)
+
+			n := int(outageRate * outageLength / time.Second)
+			took := make([]time.Duration, n)
+			refused := 0
+			interval := time.Second / outageRate
+			b.ResetTimer()
+			start := time.Now()
+			for i := range n {
+				if wait := time.Until(start.Add(time.Duration(i) * interval)); wait > 0 {
+					time.Sleep(wait)
+				}
+				t0 := time.Now()
+				err := track()
+				took[i] = time.Since(t0)
+				if err != nil {
+					refused++
+				}
+			}
+			if rest := time.Until(start.Add(outageLength)); rest > 0 {
+				time.Sleep(rest)
+			}
+			srv.down.Store(false)
+			back := time.Now()
+			for srv.messages.Load() < int64(n) && lib.name != "floor" && time.Since(back) < deliverWithin {
+				time.Sleep(10 * time.Millisecond)
+			}
+			drain := time.Since(back)
+			err := closeFn()
+			b.StopTimer()
+			if err != nil {
+				b.Logf("Close: %v", err)
+			}
+
+			slices.Sort(took)
+			pct := func(p float64) float64 { return float64(took[int(float64(n-1)*p)].Nanoseconds()) }
+			b.ReportMetric(float64(took[n-1].Nanoseconds()), "max-ns/call")
+			b.ReportMetric(pct(0.999), "p99.9-ns/call")
+			b.ReportMetric(pct(0.99), "p99-ns/call")
+			b.ReportMetric(float64(refused), "refused")
+			if lib.name != "floor" {
+				b.ReportMetric(float64(int64(n)-srv.messages.Load()), "lost")
+			}
+			b.ReportMetric(drain.Seconds(), "deliver-s")
+			b.ReportMetric(time.Since(start).Seconds(), "total-s")
+		})
+	}
+}
