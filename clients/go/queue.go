@@ -40,6 +40,14 @@ type queue struct {
 	batchMax int           // messages in one batch
 	limit    int           // bytes of messages (with separators) in one batch
 	wake     chan struct{} // capacity 1: the loop has something to do
+
+	// retrying counts uploads waiting to retry. While one waits, the
+	// server is failing, and a batch starts only when a full request's
+	// worth waits (or on the FlushAfter tick, the buffer filling, or
+	// Close): during an outage the backlog goes out in few large batches,
+	// not thousands of small ones each retrying on its own, which would
+	// spend the CPU the application's calls need.
+	retrying atomic.Int64
 }
 
 func (q *queue) init(cfg *settings, limit int) {
@@ -60,8 +68,11 @@ func (q *queue) kick() {
 // due reports whether a batch should start now rather than at the next
 // FlushAfter tick. Called with mu held.
 func (q *queue) due() bool {
-	return len(q.waiting) >= q.flushAt || q.bytes > q.limit || q.held >= q.max ||
-		q.heldBytes > q.maxBytes-maxMessageBytes || q.waiters > 0 || q.closed
+	if len(q.waiting) >= q.batchMax || q.bytes > q.limit || q.held >= q.max ||
+		q.heldBytes > q.maxBytes-maxMessageBytes || q.waiters > 0 || q.closed {
+		return true
+	}
+	return len(q.waiting) >= q.flushAt && q.retrying.Load() == 0
 }
 
 // full reports whether a message of n bytes finds no room. Called with mu

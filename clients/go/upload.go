@@ -131,7 +131,12 @@ func (u *uploader) send(msgs []json.RawMessage) (r result) {
 		k.verbosef("attempt %d failed, retrying in %v: %v", attempt, wait, a.err)
 		u.slot = false
 		k.releaseSlot()
-		if cfg.sleep(k.ctx, wait) != nil {
+		k.q.retrying.Add(1)
+		slept := cfg.sleep(k.ctx, wait)
+		if k.q.retrying.Add(-1) == 0 {
+			k.notifyLoop() // small batches may start again
+		}
+		if slept != nil {
 			return r
 		}
 		k.stats.retried.Add(int64(len(msgs)))
