@@ -32,8 +32,11 @@
 // one request (500 000 bytes and 2500 messages), so after an outage, or
 // while the server is slow, batches grow with the backlog and delivery
 // catches up. At most 8 requests are in flight at once; an upload waiting
-// to retry gives its slot back while it waits. When a setting and its
-// synonym are both set, a positive FlushAt or FlushAfter wins; see Client.
+// to retry gives its slot back while it waits, and while one waits, a new
+// batch starts only when a full request's worth of messages waits (or
+// FlushAfter passes, or on Close), so an outage costs few requests. When a
+// setting and its synonym are both set, a positive FlushAt or FlushAfter
+// wins; see Client.
 //
 // # Outages and memory
 //

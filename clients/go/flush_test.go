@@ -197,6 +197,15 @@ func TestSettingsResolveSynonymsAndDefaults(t *testing.T) {
 		cfg.maxRetryAfter != 10*time.Second {
 		t.Fatalf("zero-value settings: %+v", cfg)
 	}
+	// Blocking is asked for explicitly; DropWhenFull, from the releases
+	// that blocked by default, wins over it.
+	if !(&Client{BlockWhenFull: true}).settings().block ||
+		(&Client{BlockWhenFull: true, DropWhenFull: true}).settings().block {
+		t.Fatal("BlockWhenFull does not block, or wins over DropWhenFull")
+	}
+	if cfg := (&Client{Size: 7}).settings(); cfg.batchMax != 7 || cfg.flushAt != 7 {
+		t.Fatalf("a caller's Size: flushAt %d, batchMax %d; want 7 and 7", cfg.flushAt, cfg.batchMax)
+	}
 	if cfg := (&Client{CloseTimeout: -time.Second}).settings(); cfg.closeTimeout != 0 {
 		t.Fatalf("negative CloseTimeout resolves to %v, want 0 (no deadline)", cfg.closeTimeout)
 	}
