@@ -18,6 +18,7 @@ mod personas;
 mod postgres;
 mod privacy;
 mod receivers;
+mod refusals;
 mod schema;
 mod signing_ca;
 mod support;
