@@ -153,6 +153,31 @@ func TestFullBufferRefusesAtOnceByDefaultAndLogsASummary(t *testing.T) {
 	}
 }
 
+// At the defaults the server being away costs memory, not time: 12,000
+// calls (more than the 10,000 messages after which calls used to wait)
+// against a server that answers 503 all return at once, and every message
+// is held for delivery.
+func TestCallsAtTheDefaultsDoNotWaitWhileTheServerIsDown(t *testing.T) {
+	srv := newRecorder(t, func(int, http.ResponseWriter) int { return 503 })
+	c, _ := newTestClient(t, srv.URL)
+	block := make(chan struct{})
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(block) }) })
+	c.tune.sleep = sleepUntil(block) // every retry waits until the test ends
+	c.CloseTimeout = time.Millisecond
+	within(t, "12,000 calls while the server is down", func() {
+		for i := range 12000 {
+			if err := c.Track(&Track{UserId: "u", Event: "e"}); err != nil {
+				t.Errorf("call %d: %v", i, err)
+				return
+			}
+		}
+	})
+	if s := c.Stats(); s.QueueDepth != 12000 || s.Waited != 0 || s.Dropped != 0 || s.QueueBytes <= 0 {
+		t.Fatalf("stats: %+v", s)
+	}
+}
+
 // The byte budget bounds the buffer whatever the message count: a call
 // whose message would pass it is refused at once, without waiting.
 func TestByteBudgetRefusesACallThatWouldPassIt(t *testing.T) {
