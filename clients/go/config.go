@@ -3,6 +3,7 @@ package analytics
 import (
 	"encoding/json"
 	"log"
+	"math"
 	"net/http"
 	"os"
 	"strings"
@@ -43,9 +44,15 @@ var Backo = backo.DefaultBacko()
 
 // Defaults and fixed limits.
 const (
-	defaultFlushAt      = 20
-	defaultFlushAfter   = 5 * time.Second
-	defaultMaxQueueSize = 10000
+	defaultFlushAt    = 20
+	defaultFlushAfter = 5 * time.Second
+	// defaultMaxQueueBytes is the default byte budget of the buffer.
+	// analytics-go v2 made its callers wait only once 1000 uploads of
+	// Size (250) messages were in flight, 100 more sat in its channel and
+	// a batch of 250 was filling: 250 350 messages. 128 MiB holds that
+	// many messages of up to 536 bytes of JSON; a typical track call is
+	// 200 to 400 bytes.
+	defaultMaxQueueBytes = 128 << 20
 	// defaultHTTPTimeout outlasts a Sluice server's own 10 s storage
 	// timeout, so that its answer arrives before the client gives up.
 	defaultHTTPTimeout = 30 * time.Second
@@ -58,6 +65,8 @@ const (
 	maxBatchMessages = 2500
 
 	defaultMaxAttempts = 10
+	// lossLogEvery is how often a kind of loss is summarised in the log.
+	lossLogEvery = 10 * time.Second
 	// defaultMaxRetryAfter caps a Retry-After header at analytics-go v2's
 	// longest backoff.
 	defaultMaxRetryAfter = 10 * time.Second
@@ -69,14 +78,18 @@ type settings struct {
 	url          string
 	key          string
 	flushAt      int
+	batchMax     int // messages per request: Size/FlushAt when set, else 2500
 	flushAfter   time.Duration
-	maxQueued    int
-	dropWhenFull bool
+	maxQueued    int // math.MaxInt unless MaxQueueSize is set
+	maxBytes     int
+	block        bool          // BlockWhenFull and not DropWhenFull
 	closeTimeout time.Duration // 0: no deadline
 	logger       *log.Logger
 	verbose      bool
 	http         *http.Client
 	onFailure    func(error, []json.RawMessage)
+	onSuccess    func([]json.RawMessage)
+	gzip         bool
 	contextJSON  []byte
 
 	// tuning, with every zero knob replaced by its default.
@@ -95,6 +108,18 @@ func flushCount(flushAt, size int) int {
 		n = size
 	}
 	return min(n, maxBatchMessages)
+}
+
+// batchCap is the most messages one request carries. A FlushAt or Size
+// set by the caller caps it, as Size did in analytics-go v2, for programs
+// that count on small requests; at the defaults a backlog may go out in
+// requests of up to 2500 messages (and 500 000 bytes), so delivery keeps
+// up after an outage.
+func batchCap(flushAt, size int) int {
+	if flushAt > 0 || size > 0 {
+		return flushCount(flushAt, size)
+	}
+	return maxBatchMessages
 }
 
 // flushInterval resolves FlushAfter and its synonym Interval the same way.
@@ -150,7 +175,10 @@ func (c *Client) settings() settings {
 		ctxJSON = []byte(`{"library":{"name":"analytics-go","version":"` + Version + `"}}`)
 	}
 	t := c.tune
-	t.maxAttempts = positive(t.maxAttempts, defaultMaxAttempts)
+	t.maxAttempts = positive(t.maxAttempts, positive(c.MaxAttempts, defaultMaxAttempts))
+	if t.backo == nil {
+		t.backo = c.Backo
+	}
 	if t.backo == nil {
 		t.backo = Backo
 	}
@@ -160,6 +188,7 @@ func (c *Client) settings() settings {
 	t.maxRetryAfter = positive(t.maxRetryAfter, defaultMaxRetryAfter)
 	t.maxUploads = positive(t.maxUploads, defaultMaxUploads)
 	t.maxBatchBytes = positive(t.maxBatchBytes, maxBatchBytes)
+	t.lossLogEvery = positive(t.lossLogEvery, lossLogEvery)
 	if t.now == nil {
 		t.now = time.Now
 	}
@@ -173,14 +202,18 @@ func (c *Client) settings() settings {
 		url:          strings.TrimRight(endpoint, "/") + "/v1/batch",
 		key:          c.key,
 		flushAt:      flushCount(c.FlushAt, c.Size),
+		batchMax:     batchCap(c.FlushAt, c.Size),
 		flushAfter:   flushInterval(c.FlushAfter, c.Interval),
-		maxQueued:    positive(c.MaxQueueSize, defaultMaxQueueSize),
-		dropWhenFull: c.DropWhenFull,
+		maxQueued:    positive(c.MaxQueueSize, math.MaxInt),
+		maxBytes:     positive(c.MaxQueueBytes, defaultMaxQueueBytes),
+		block:        c.BlockWhenFull && !c.DropWhenFull,
 		closeTimeout: max(c.CloseTimeout, 0),
 		logger:       logger,
 		verbose:      c.Verbose || debugEnabled(os.Getenv("DEBUG")),
 		http:         &hc,
 		onFailure:    c.OnFailure,
+		onSuccess:    c.OnSuccess,
+		gzip:         c.Gzip,
 		contextJSON:  ctxJSON,
 		tuning:       t,
 	}

@@ -16,6 +16,7 @@ type core struct {
 	closing atomic.Bool
 	q       queue
 	stats   counters
+	losses  lossLog
 
 	ctx    context.Context
 	cancel context.CancelFunc // Close gave up: abandon what is left
@@ -46,14 +47,15 @@ func newCore(cfg settings) *core {
 		closed: make(chan struct{}),
 	}
 	limit := cfg.maxBatchBytes - envelopeBytes(len(cfg.contextJSON)) - envelopeSlack
-	k.q.init(cfg.maxQueued, cfg.flushAt, limit)
+	k.q.init(&k.cfg, limit)
+	k.losses.every = cfg.lossLogEvery
 	k.ctx, k.cancel = context.WithCancel(context.Background())
 	return k
 }
 
 // enqueue validates, completes, encodes and queues a message; invalid is
-// the result of its v2 validation. When MaxQueueSize messages are held it
-// waits for room, unless DropWhenFull is set. Every message it does not
+// the result of its v2 validation. When the buffer is full it refuses the
+// message, or with BlockWhenFull waits for room. Every message it does not
 // queue is dropped through reject.
 func (k *core) enqueue(v interface{}, m *Message, typ string, invalid error) error {
 	k.stats.calls.Add(1)
@@ -75,7 +77,7 @@ func (k *core) enqueue(v interface{}, m *Message, typ string, invalid error) err
 		err := fmt.Errorf("%w: %d bytes of JSON, the limit is %d", ErrTooLarge, len(data), maxMessageBytes)
 		return k.reject(err, typ, m.MessageId, data)
 	}
-	n, err := k.q.push(data, !k.cfg.dropWhenFull, k.cfg.closeTimeout, k.ctx.Done(), &k.stats.waited)
+	n, err := k.q.push(data, k.cfg.block, k.cfg.closeTimeout, k.ctx.Done(), &k.stats.waited)
 	if err != nil {
 		return k.reject(err, typ, m.MessageId, data)
 	}
@@ -111,6 +113,7 @@ func (k *core) close() error {
 		<-k.done
 	}
 
+	k.flushLossLog(true)
 	k.lostMu.Lock()
 	lost, last := k.lost, k.lastLoss
 	k.lostMu.Unlock()

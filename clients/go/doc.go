@@ -1,14 +1,17 @@
 // Package analytics is the Go client library of Sluice, a self-hosted,
-// Segment-compatible event pipeline. It is a drop-in replacement for
-// analytics-go v2 (github.com/segmentio/analytics-go at 2.1.x): programs
-// written against v2 compile and behave the same after changing only the
-// import path.
+// Segment-compatible event pipeline. It stands in for analytics-go v2
+// (github.com/segmentio/analytics-go at 2.1.x): a program written against
+// v2 compiles the same after changing only the import path. The behaviours
+// that differ on purpose, each with its reason, are listed in one table in
+// the README's "Migrating from analytics-go v2": chiefly, calls never wait
+// on the network, losses are always logged, and one bad message no longer
+// sinks its batch.
 //
 // A Client sends Identify, Track, Page, Group and Alias calls to the
 // collection API of a Sluice server. Each call is validated and encoded
-// synchronously, then queued in memory; a background goroutine groups queued
-// messages into batches and uploads them with POST {Endpoint}/v1/batch, so no
-// call waits for an HTTP request.
+// synchronously, then buffered in memory; background goroutines group
+// buffered messages into batches and upload them with POST
+// {Endpoint}/v1/batch.
 //
 //	client := analytics.New("<WRITE_KEY>")
 //	defer client.Close()
@@ -21,70 +24,73 @@
 //
 // # Batching
 //
-// A batch is uploaded when FlushAt (synonym: Size, default 20) messages are
-// queued, when FlushAfter (synonym: Interval, default 5 seconds) has passed
-// since the last flush, when the queue is full, and on Close. FlushAt
-// decides when a flush starts, not how much it carries: a flush takes every
-// waiting message that fits in one request (500 000 bytes and 2500
-// messages), so when the server is slow the batches grow with the backlog
-// and throughput keeps up. At most 8 requests are in flight at once; an
-// upload waiting to retry gives its slot back while it waits, so batches
-// behind it keep flowing. Setting FlushAt or Size to 1 uploads every call
-// at once while an upload slot is free. When a setting and its synonym are both set, a positive FlushAt or
-// FlushAfter wins; see Client.
+// A batch is uploaded when FlushAt (synonym: Size, default 20) messages
+// wait, when FlushAfter (synonym: Interval, default 5 seconds) has passed
+// since the last flush, when the buffer is full, and on Close. A FlushAt or
+// Size set by the caller also caps the messages per request, as Size did
+// in v2. At the defaults a flush takes every waiting message that fits in
+// one request (500 000 bytes and 2500 messages), so after an outage, or
+// while the server is slow, batches grow with the backlog and delivery
+// catches up. At most 8 requests are in flight at once; an upload waiting
+// to retry gives its slot back while it waits, and while one waits, a new
+// batch starts only when a full request's worth of messages waits (or
+// FlushAfter passes, or on Close), so an outage costs few requests. When a
+// setting and its synonym are both set, a positive FlushAt or FlushAfter
+// wins; see Client.
 //
-// # Back-pressure and memory
+// # Outages and memory
 //
-// A Client holds at most MaxQueueSize (default 10000) messages: waiting,
-// or in a batch being uploaded or waiting to retry. A call made when it is
-// full waits for room, as a v2 call blocked on v2's queue, until an upload
-// ends (delivered, or given up after its retries); with a positive
-// CloseTimeout it waits at most that long, then drops its message with
-// ErrQueueFull. Setting DropWhenFull returns ErrQueueFull at once instead.
-// Memory is bounded by MaxQueueSize messages of at most 32768 bytes of
-// JSON each, plus one request body (at most 500 000 bytes) per request in
-// flight.
+// At the default settings a call never waits on the network. While the
+// server is away, messages stay in a buffer bounded by MaxQueueBytes
+// (default 128 MiB: 250 350 messages of up to 536 bytes of JSON, what v2
+// held before its calls started to wait) and their batches retry. A call
+// whose message would pass the budget is refused at once with
+// ErrQueueFull. Setting BlockWhenFull makes it wait for room instead, for
+// at most a positive CloseTimeout. Memory is bounded by the budget plus one
+// request body (at most 500 000 bytes) per request in flight.
 //
 // # Errors and delivery
 //
-// A call returns an error, and queues nothing, when the message is invalid
+// A call returns an error, and buffers nothing, when the message is invalid
 // (v2's messages, such as "You must pass 'event'."), when a caller-set
 // MessageId, Timestamp or SentAt would be refused by the server (a
 // MessageId must be 1 to 100 characters with no control character and no
 // space at either end; a timestamp must be the server's lenient ISO 8601),
-// when its JSON encoding exceeds 32768 bytes (ErrTooLarge), when the queue
-// stays full (ErrQueueFull), or after Close (ErrClosed). Calls never wait
-// for the network, only for room in a full queue.
+// when its JSON encoding exceeds 32768 bytes (ErrTooLarge), when the
+// buffer is full (ErrQueueFull), or after Close (ErrClosed).
 //
 // Uploads that fail with a network error, a 5xx status, 408 or 429 are
-// retried, up to 10 attempts in all, with exponential backoff and jitter:
-// Backo (the analytics-go v2 variable, from github.com/segmentio/backo-go)
-// gives the wait, 100 ms doubling up to 10 s by default, and a random extra
-// of up to half of it is added, so no wait is shorter than v2's. A
-// Retry-After header (seconds or an HTTP date, capped at 10 s, v2's longest
-// backoff) lengthens a wait but never shortens it. Other 4xx statuses are
-// not retried. When the server refuses a batch of several messages with
-// 400 or 413, the batch is sent again in halves, recursively, so that only
-// the refused messages fail; 401 and 403 (a bad write key) are not split.
+// retried, up to MaxAttempts (default 10) attempts in all, with
+// exponential backoff and jitter: the Client's Backo, else the package
+// variable Backo (v2's, from github.com/segmentio/backo-go), gives the
+// wait, 100 ms doubling up to 10 s by default, and a random extra of up to
+// half of it is added. A Retry-After header (capped at 10 s) lengthens a
+// wait but never shortens it. Other 4xx statuses are not retried. When a
+// Sluice server refuses a batch with 400, its answer names the refused
+// item ("index"); the library gives up that message alone and sends the
+// others again once. For 413, or a 400 that names no item, the batch is
+// sent again in halves, recursively, so that only the refused messages
+// fail; 401 and 403 (a bad write key) are not split.
 //
-// Every message that will not be delivered, for any reason (a refused
-// call, a batch given up after retries or on a final status, or abandoned
-// when a CloseTimeout passes), is counted in Stats and passed to OnFailure
-// when it is set. Delivery is at least once, so this is conservative: a
-// batch whose request was in flight when it failed may have been stored by
-// the server all the same. Stats also counts calls, messages sent and
-// retries, and gives the current queue depth.
+// Every message that will not be delivered, for any reason, is counted in
+// Stats, passed to OnFailure when it is set, and logged (see Logging).
+// Delivery is at least once, so this is conservative: a batch whose
+// request was in flight when it failed may have been stored by the server
+// all the same. OnSuccess, when set, receives every delivered batch.
 //
 // # Logging
 //
-// Batches that could not be delivered are always logged. Setting Verbose,
-// or the environment variable DEBUG=analytics, also logs every call refused
-// with an error (the caller has the error already), and batching and
+// Losses are always logged through Logger, whatever Verbose says, without
+// flooding it: the first loss of each kind (refused as invalid, too large,
+// on a full buffer or after Close; a batch not delivered) at once with its
+// error, then one summary line per kind every 10 seconds with the count,
+// and what remains when Close returns. Setting Verbose, or the environment
+// variable DEBUG=analytics, also logs every refused call, and batching and
 // upload activity.
 //
 // # Lifecycle
 //
-// Close flushes every queued message and waits, as v2's Close did, until
+// Close flushes every buffered message and waits, as v2's Close did, until
 // each has been delivered or has failed its retries; a positive
 // CloseTimeout bounds the wait. It returns an error when messages failed
 // or were abandoned after it began, and nil when all were delivered. A

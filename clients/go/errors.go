@@ -3,16 +3,16 @@ package analytics
 import "errors"
 
 // ErrClosed is returned by a call made after Close, by a call waiting for
-// room when Close gives up, and by every Close after the first (once the
-// first has finished).
+// room (BlockWhenFull) when Close gives up, and by every Close after the
+// first (once the first has finished).
 var ErrClosed = errors.New("analytics: client is closed")
 
-// ErrQueueFull is returned by a call when the Client already holds
-// MaxQueueSize messages that are not yet delivered, typically because the
-// endpoint is down or slow, and no room appeared: at once with
-// DropWhenFull, otherwise after waiting a positive CloseTimeout (with no
-// CloseTimeout, the call waits until room appears). The message is not
-// queued; the drop is counted and reported to OnFailure.
+// ErrQueueFull is returned by a call whose message would pass the
+// buffer's budget (MaxQueueBytes, or a positive MaxQueueSize) of messages
+// not yet delivered, typically because the endpoint is down or slow: at
+// once by default, or with BlockWhenFull after waiting a positive
+// CloseTimeout for room. The message is not buffered; the drop is counted,
+// logged and reported to OnFailure.
 var ErrQueueFull = errors.New("analytics: queue is full")
 
 // ErrTooLarge is returned, wrapped with the message's size, by a call whose

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
+	"sync"
 
 	analytics "github.com/sluice-dev/sluice/clients/go"
 )
@@ -67,7 +69,7 @@ func ExampleClient_Track() {
 	defer server.Close()
 	client := analytics.New("my-write-key")
 	client.Endpoint = server.URL
-	client.Logger = log.New(os.Stdout, "log: ", 0) // refused calls are logged only with Verbose
+	client.Logger = log.New(os.Stdout, "log: ", 0) // losses are logged, rate-limited
 
 	err := client.Track(&analytics.Track{AnonymousId: "a1b2", Event: "Signed Up"})
 	fmt.Println("err:", err)
@@ -82,10 +84,12 @@ func ExampleClient_Track() {
 
 	// Output:
 	// err: <nil>
+	// log: lost 1 message(s), refused as invalid: You must pass 'event'. (more of this kind are summarised every 10s)
 	// err: You must pass 'event'.
 	// err: analytics: 'timestamp' is not an ISO 8601 date-time
 	// POST /v1/batch: batch of 1 from key "my-write-key"
 	//   track event=Signed Up
+	// log: lost 1 more message(s), refused as invalid, since the last report; last error: analytics: 'timestamp' is not an ISO 8601 date-time
 }
 
 func ExampleClient_Identify() {
@@ -192,6 +196,40 @@ func Example_flushAt() {
 	// Output:
 	// POST /v1/batch: batch of 1 from key "my-write-key"
 	//   track userId=019mr8mf4r event=Deployed
+}
+
+// A Size (or FlushAt) set by the caller caps every request, as in
+// analytics-go v2: here five calls go out as requests of 3 and 2 messages.
+// At the defaults a backlog may go out in larger requests.
+func Example_size() {
+	var mu sync.Mutex
+	var sizes []int
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			Batch []json.RawMessage `json:"batch"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		mu.Lock()
+		sizes = append(sizes, len(body.Batch))
+		mu.Unlock()
+		fmt.Fprint(w, `{"success":true}`)
+	}))
+	defer server.Close()
+	client := analytics.New("my-write-key")
+	client.Endpoint = server.URL
+	client.Size = 3
+
+	for i := 0; i < 5; i++ {
+		_ = client.Track(&analytics.Track{UserId: "123456", Event: "Download",
+			Properties: map[string]interface{}{"version": i}})
+	}
+	_ = client.Close()
+
+	slices.Sort(sizes) // two uploads may finish in either order
+	fmt.Println("messages per request:", sizes)
+
+	// Output:
+	// messages per request: [2 3]
 }
 
 // OnFailure receives the batches that could not be delivered; here the

@@ -13,10 +13,12 @@ const envelopeSlack = 64
 // goroutine while an upload slot is free: at most maxUploads requests are
 // in flight. A batch starts when FlushAt messages wait, when FlushAfter has
 // passed since the last batch, when the waiting messages would pass the
-// batch byte limit, when the queue is full, and on Close. A batch takes
-// every waiting message that fits in 500 000 bytes and 2500 messages, not
-// just FlushAt of them, so when uploads are slow the batches grow with the
-// backlog. An upload waiting to retry gives its slot back, so new batches
+// batch byte limit, when the buffer is full, and on Close; while an upload
+// waits to retry, FlushAt alone starts no batch (see queue.retrying). At
+// the defaults a batch takes every waiting message that fits in 500 000
+// bytes and 2500 messages, not just FlushAt of them, so when uploads are
+// slow the batches grow with the backlog; a FlushAt or Size set by the
+// caller caps it. An upload waiting to retry gives its slot back, so new batches
 // keep flowing while it waits. The loop returns once Close has been called
 // and every message has been delivered or given up, which includes waiting
 // for every upload goroutine, sleeping ones too.
@@ -30,6 +32,7 @@ func (k *core) loop() {
 	announced := false
 
 	for {
+		k.flushLossLog(false)
 		waiting, _, _, closed := k.q.state()
 		if closed && !announced {
 			announced = true

@@ -1,6 +1,8 @@
 package analytics
 
 import (
+	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -37,12 +39,12 @@ func TestFlushesWhenSizeMessagesAreQueued(t *testing.T) {
 	}
 }
 
-func TestABacklogIsSentInBatchesLargerThanSize(t *testing.T) {
+func TestABacklogAtTheDefaultsIsSentInBatchesLargerThanFlushAt(t *testing.T) {
 	g := newGate()
 	srv := newRecorder(t, g.wait)
 	c, _ := newTestClient(t, srv.URL)
 	t.Cleanup(g.open)
-	c.Size = 1
+	c.FlushAfter = 10 * time.Millisecond // the first call goes alone; FlushAfter caps nothing
 	c.tune.maxUploads = 1
 	if err := c.Track(&Track{UserId: "u", Event: "first"}); err != nil {
 		t.Fatal(err)
@@ -65,6 +67,42 @@ func TestABacklogIsSentInBatchesLargerThanSize(t *testing.T) {
 	// limit allows.
 	if len(sizes) != 3 || sizes[0] != 1 || sizes[1] != maxBatchMessages || sizes[2] != 500 {
 		t.Fatalf("batch sizes %v, want [1 2500 500]", sizes)
+	}
+}
+
+// A Size set by the caller caps every request, as in analytics-go v2, even
+// when a backlog waits: programs may rely on small requests.
+func TestSizeSetByTheCallerCapsEveryRequestOfABacklog(t *testing.T) {
+	g := newGate()
+	srv := newRecorder(t, g.wait)
+	c, _ := newTestClient(t, srv.URL)
+	t.Cleanup(g.open)
+	c.Size = 3
+	c.tune.maxUploads = 1
+	for range 3 {
+		if err := c.Track(&Track{UserId: "u", Event: "first"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	<-g.started // the only upload slot is busy: the next 20 calls wait
+	for range 20 {
+		if err := c.Track(&Track{UserId: "u", Event: "backlog"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g.open()
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var sizes []int
+	total := 0
+	for _, r := range srv.requests() {
+		n := len(r.decode(t).Batch)
+		sizes = append(sizes, n)
+		total += n
+	}
+	if total != 23 || len(sizes) != 8 || slices.Max(sizes) != 3 {
+		t.Fatalf("batch sizes %v, want 23 messages in 8 requests of at most 3", sizes)
 	}
 }
 
@@ -146,7 +184,7 @@ func TestSettingsResolveSynonymsAndDefaults(t *testing.T) {
 	}
 
 	c := New("k")
-	if c.Endpoint != "http://localhost:8088" || c.Size != 20 || c.Interval != 5*time.Second || c.Logger == nil ||
+	if c.Endpoint != "http://localhost:8088" || c.Size != 0 || c.Interval != 5*time.Second || c.Logger == nil ||
 		c.Client.Timeout != 30*time.Second || c.CloseTimeout != 0 {
 		t.Fatalf("New's defaults: %+v", c)
 	}
@@ -154,9 +192,19 @@ func TestSettingsResolveSynonymsAndDefaults(t *testing.T) {
 	// and an HTTP timeout that outlasts the server's 10 s storage timeout.
 	cfg := (&Client{Endpoint: "http://h:1/"}).settings()
 	if cfg.url != "http://h:1/v1/batch" || cfg.flushAt != 20 || cfg.flushAfter != 5*time.Second ||
-		cfg.maxQueued != 10000 || cfg.closeTimeout != 0 || cfg.logger == nil || cfg.http.Timeout != 30*time.Second ||
+		cfg.batchMax != maxBatchMessages || cfg.maxQueued != math.MaxInt || cfg.maxBytes != 128<<20 ||
+		cfg.block || cfg.closeTimeout != 0 || cfg.logger == nil || cfg.http.Timeout != 30*time.Second ||
 		cfg.maxRetryAfter != 10*time.Second {
 		t.Fatalf("zero-value settings: %+v", cfg)
+	}
+	// Blocking is asked for explicitly; DropWhenFull, from the releases
+	// that blocked by default, wins over it.
+	if !(&Client{BlockWhenFull: true}).settings().block ||
+		(&Client{BlockWhenFull: true, DropWhenFull: true}).settings().block {
+		t.Fatal("BlockWhenFull does not block, or wins over DropWhenFull")
+	}
+	if cfg := (&Client{Size: 7}).settings(); cfg.batchMax != 7 || cfg.flushAt != 7 {
+		t.Fatalf("a caller's Size: flushAt %d, batchMax %d; want 7 and 7", cfg.flushAt, cfg.batchMax)
 	}
 	if cfg := (&Client{CloseTimeout: -time.Second}).settings(); cfg.closeTimeout != 0 {
 		t.Fatalf("negative CloseTimeout resolves to %v, want 0 (no deadline)", cfg.closeTimeout)

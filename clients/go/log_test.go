@@ -5,7 +5,9 @@ import (
 	"log"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 func TestDebugEnvTurnsOnLogging(t *testing.T) {
@@ -55,19 +57,33 @@ func TestVerboseTurnsOnLogging(t *testing.T) {
 	}
 }
 
-func TestQuietByDefaultButFailuresAreLogged(t *testing.T) {
+func TestLossesAreLoggedWithoutVerboseOneLinePerKindPerPeriod(t *testing.T) {
 	t.Setenv("DEBUG", "")
 	ok := newRecorder(t, nil)
 	c, logs := newTestClient(t, ok.URL)
+	var offset atomic.Int64
+	base := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	c.tune.now = func() time.Time { return base.Add(time.Duration(offset.Load())) }
 	if err := c.Track(&Track{UserId: "u", Event: "e"}); err != nil {
 		t.Fatal(err)
 	}
-	// Refused calls return their error; they are not logged as well.
-	if err := c.Track(&Track{UserId: "u"}); err == nil {
-		t.Fatal("a track without an event was accepted")
+	// v2-style code ignores the errors calls return: a systematic refusal
+	// must still leave a trace, without a line per call.
+	for range 5 {
+		if err := c.Track(&Track{UserId: "u"}); err == nil {
+			t.Fatal("a track without an event was accepted")
+		}
 	}
+	if out := logs.String(); out != "lost 1 message(s), refused as invalid: You must pass 'event'. (more of this kind are summarised every 10s)\n" {
+		t.Fatalf("after 5 refused calls the log holds:\n%s", out)
+	}
+	offset.Store(int64(11 * time.Second))
 	if err := c.Track(&Track{UserId: "u", Event: "e", Message: Message{MessageId: " x"}}); err == nil {
 		t.Fatal("a messageId starting with a space was accepted")
+	}
+	want := "lost 5 more message(s), refused as invalid, since the last report; last error: analytics: 'messageId'"
+	if out := logs.String(); strings.Count(out, "\n") != 2 || !strings.Contains(out, want) {
+		t.Fatalf("want a summary of 5 after the period, got:\n%s", out)
 	}
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
@@ -75,8 +91,12 @@ func TestQuietByDefaultButFailuresAreLogged(t *testing.T) {
 	if err := c.Track(&Track{UserId: "u", Event: "late"}); !errors.Is(err, ErrClosed) {
 		t.Fatalf("call after Close = %v", err)
 	}
-	if out := logs.String(); out != "" {
-		t.Fatalf("a run without delivery failures logged:\n%s", out)
+	if out := logs.String(); strings.Count(out, "\n") != 3 ||
+		!strings.Contains(out, "lost 1 message(s), refused because the client was closed") {
+		t.Fatalf("want a line for the call after Close, got:\n%s", out)
+	}
+	if s := c.Stats(); s.Refused != 7 || s.Dropped != 7 || s.Sent != 1 {
+		t.Fatalf("stats: %+v", s)
 	}
 
 	bad := newRecorder(t, func(int, http.ResponseWriter) int { return 400 })
@@ -87,7 +107,7 @@ func TestQuietByDefaultButFailuresAreLogged(t *testing.T) {
 	if err := c.Close(); err == nil {
 		t.Fatal("Close returned nil after its flush failed")
 	}
-	if out := logs.String(); !strings.Contains(out, "failed to deliver batch") || strings.Count(out, "\n") != 1 {
+	if out := logs.String(); !strings.Contains(out, "lost 1 message(s), not delivered") || strings.Count(out, "\n") != 1 {
 		t.Fatalf("want exactly one failure line, got:\n%s", out)
 	}
 }

@@ -32,13 +32,14 @@ func (g *gate) wait(n int, _ http.ResponseWriter) int {
 	return 200
 }
 
-func TestFullQueueMakesCallsWaitForRoomByDefault(t *testing.T) {
+func TestFullBufferMakesCallsWaitForRoomWithBlockWhenFull(t *testing.T) {
 	g := newGate()
 	srv := newRecorder(t, g.wait)
 	c, _ := newTestClient(t, srv.URL)
 	t.Cleanup(g.open) // runs before the client's Close
 	c.Size = 1
 	c.MaxQueueSize = 10
+	c.BlockWhenFull = true
 	c.tune.maxUploads = 1
 	for i := range 10 {
 		if err := c.Track(&Track{UserId: "u", Event: "e"}); err != nil {
@@ -78,6 +79,7 @@ func TestCallWaitingForRoomDropsItsMessageAfterCloseTimeout(t *testing.T) {
 	t.Cleanup(g.open)
 	c.Size = 1
 	c.MaxQueueSize = 2
+	c.BlockWhenFull = true
 	c.tune.maxUploads = 1
 	c.CloseTimeout = 30 * time.Millisecond
 	var f failures
@@ -96,14 +98,13 @@ func TestCallWaitingForRoomDropsItsMessageAfterCloseTimeout(t *testing.T) {
 	assertDropReported(t, c, &f, logs, m.MessageId, ErrQueueFull)
 }
 
-func TestDropWhenFullRefusesAtOnceAndReportsEveryDrop(t *testing.T) {
+func TestFullBufferRefusesAtOnceByDefaultAndLogsASummary(t *testing.T) {
 	g := newGate()
 	srv := newRecorder(t, g.wait)
 	c, logs := newTestClient(t, srv.URL)
 	t.Cleanup(g.open)
 	c.Size = 1
 	c.MaxQueueSize = 10
-	c.DropWhenFull = true
 	c.tune.maxUploads = 1
 	var f failures
 	c.OnFailure = f.record
@@ -127,8 +128,10 @@ func TestDropWhenFullRefusesAtOnceAndReportsEveryDrop(t *testing.T) {
 	if errs, count := f.snapshot(); len(errs) != 90 || count != 90 || !errors.Is(errs[0], ErrQueueFull) {
 		t.Fatalf("OnFailure got %d reports for %d messages", len(errs), count)
 	}
-	if n := strings.Count(logs.String(), "queue is full"); n != 0 {
-		t.Fatalf("%d drops logged without Verbose, want 0: the calls returned the error", n)
+	// One line at the first drop, the rest summarised later (here at Close).
+	if out := logs.String(); strings.Count(out, "\n") != 1 ||
+		!strings.Contains(out, "lost 1 message(s), refused because the buffer was full: analytics: queue is full") {
+		t.Fatalf("want one line for the first drop, got:\n%s", out)
 	}
 	if s := c.Stats(); s.Calls != 100 || s.Dropped != 90 || s.Waited != 0 || s.QueueDepth != 10 {
 		t.Fatalf("stats: %+v", s)
@@ -145,6 +148,67 @@ func TestDropWhenFullRefusesAtOnceAndReportsEveryDrop(t *testing.T) {
 	if n := len(srv.delivered(t)); n != 11 {
 		t.Fatalf("delivered %d, want 11", n)
 	}
+	if out := logs.String(); !strings.Contains(out, "lost 89 more message(s), refused because the buffer was full") {
+		t.Fatalf("no summary of the other 89 drops:\n%s", out)
+	}
+}
+
+// At the defaults the server being away costs memory, not time: 12,000
+// calls (more than the 10,000 messages after which calls used to wait)
+// against a server that answers 503 all return at once, and every message
+// is held for delivery.
+func TestCallsAtTheDefaultsDoNotWaitWhileTheServerIsDown(t *testing.T) {
+	srv := newRecorder(t, func(int, http.ResponseWriter) int { return 503 })
+	c, _ := newTestClient(t, srv.URL)
+	block := make(chan struct{})
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(block) }) })
+	c.tune.sleep = sleepUntil(block) // every retry waits until the test ends
+	c.CloseTimeout = time.Millisecond
+	within(t, "12,000 calls while the server is down", func() {
+		for i := range 12000 {
+			if err := c.Track(&Track{UserId: "u", Event: "e"}); err != nil {
+				t.Errorf("call %d: %v", i, err)
+				return
+			}
+		}
+	})
+	if s := c.Stats(); s.QueueDepth != 12000 || s.Waited != 0 || s.Dropped != 0 || s.QueueBytes <= 0 {
+		t.Fatalf("stats: %+v", s)
+	}
+}
+
+// The byte budget bounds the buffer whatever the message count: a call
+// whose message would pass it is refused at once, without waiting.
+func TestByteBudgetRefusesACallThatWouldPassIt(t *testing.T) {
+	g := newGate()
+	srv := newRecorder(t, g.wait)
+	c, _ := newTestClient(t, srv.URL)
+	t.Cleanup(g.open)
+	c.Size = 1
+	c.tune.maxUploads = 1
+	big := strings.Repeat("x", 1000)
+	c.MaxQueueBytes = 3500 // three messages of about 1080 bytes
+	accepted := 0
+	within(t, "calls against a stuck endpoint", func() {
+		for range 10 {
+			if err := c.Track(&Track{UserId: "u", Event: big}); err == nil {
+				accepted++
+			} else if !errors.Is(err, ErrQueueFull) {
+				t.Fatalf("unexpected error %v", err)
+			}
+		}
+	})
+	if s := c.Stats(); accepted != 3 || s.QueueDepth != 3 || s.QueueBytes > 3500 || s.Refused != 7 || s.Waited != 0 {
+		t.Fatalf("accepted %d; stats %+v", accepted, s)
+	}
+	g.open()
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s := c.Stats(); s.QueueBytes != 0 || s.Sent != 3 {
+		t.Fatalf("after Close: %+v", s)
+	}
 }
 
 func TestQueueBoundCountsMessagesBeingRetried(t *testing.T) {
@@ -152,7 +216,6 @@ func TestQueueBoundCountsMessagesBeingRetried(t *testing.T) {
 	c, _ := newTestClient(t, srv.URL)
 	c.MaxQueueSize = 3
 	c.Size = 3
-	c.DropWhenFull = true
 	block := make(chan struct{})
 	t.Cleanup(func() { close(block) })
 	c.tune.sleep = sleepUntil(block)
@@ -174,6 +237,7 @@ func TestCallsWaitingForRoomWhenCloseStartsAreDelivered(t *testing.T) {
 	t.Cleanup(g.open)
 	c.Size = 1
 	c.MaxQueueSize = 1
+	c.BlockWhenFull = true
 	c.tune.maxUploads = 1
 	if err := c.Track(&Track{UserId: "u", Event: "first"}); err != nil {
 		t.Fatal(err)
@@ -200,17 +264,18 @@ func TestCallsWaitingForRoomWhenCloseStartsAreDelivered(t *testing.T) {
 	}
 }
 
-// assertDropReported checks that one refused message was counted and
-// passed to OnFailure with the error want, and not logged (the call
-// returned the error; Verbose is off).
+// assertDropReported checks that one refused message was counted, passed
+// to OnFailure with the error want, and logged although Verbose is off
+// (v2-style code ignores the errors calls return).
 func assertDropReported(t *testing.T, c *Client, f *failures, logs *syncBuffer, id string, want error) {
 	t.Helper()
 	errs, count := f.snapshot()
 	if len(errs) != 1 || count != 1 || !errors.Is(errs[0], want) {
 		t.Fatalf("OnFailure got %v for %d messages, want one %v", errs, count, want)
 	}
-	if out := logs.String(); strings.Contains(out, "dropped track message "+id) {
-		t.Fatalf("a refused call was logged without Verbose:\n%s", out)
+	if out := logs.String(); strings.Contains(out, "dropped track message "+id) ||
+		!strings.Contains(out, "lost 1 message(s), refused") || !strings.Contains(out, want.Error()) {
+		t.Fatalf("want one loss line naming %v, and no per-call line without Verbose:\n%s", want, out)
 	}
 	if s := c.Stats(); s.Dropped != 1 {
 		t.Fatalf("stats: %+v, want 1 dropped", s)
@@ -235,7 +300,7 @@ func sleepUntil(release <-chan struct{}) func(context.Context, time.Duration) er
 // dropping its message.
 func TestFullQueueWithoutTimeoutWaitsUntilRoomAppears(t *testing.T) {
 	var q queue
-	q.init(1, 1, 1<<20)
+	q.init(&settings{maxQueued: 1, maxBytes: 1 << 20, flushAt: 1, batchMax: 1}, 1<<20)
 	var waited atomic.Int64
 	if _, err := q.push(json.RawMessage(`{}`), true, 0, nil, &waited); err != nil {
 		t.Fatal(err)
@@ -250,10 +315,11 @@ func TestFullQueueWithoutTimeoutWaitsUntilRoomAppears(t *testing.T) {
 		t.Fatalf("a call on a full queue returned %v instead of waiting", err)
 	case <-time.After(50 * time.Millisecond):
 	}
-	if batch := q.take(true); len(batch) != 1 {
+	batch := q.take(true)
+	if len(batch) != 1 {
 		t.Fatalf("took %d messages", len(batch))
 	}
-	q.release(1) // the upload ended
+	q.release(batch) // the upload ended
 	if err := <-pushed; err != nil {
 		t.Fatalf("the waiting call: %v", err)
 	}
@@ -265,7 +331,7 @@ func TestFullQueueWithoutTimeoutWaitsUntilRoomAppears(t *testing.T) {
 // Close giving up (CloseTimeout) ends the wait with ErrClosed.
 func TestFullQueueWaitEndsWhenCloseGivesUp(t *testing.T) {
 	var q queue
-	q.init(1, 1, 1<<20)
+	q.init(&settings{maxQueued: 1, maxBytes: 1 << 20, flushAt: 1, batchMax: 1}, 1<<20)
 	var waited atomic.Int64
 	if _, err := q.push(json.RawMessage(`{}`), true, 0, nil, &waited); err != nil {
 		t.Fatal(err)

@@ -70,7 +70,7 @@ func TestDoesNotRetryOtherClientErrors(t *testing.T) {
 				!strings.Contains(errs[0].Error(), "test failure") {
 				t.Fatalf("OnFailure got %v for %d messages", errs, count)
 			}
-			if !strings.Contains(logs.String(), "failed to deliver batch of 1 messages after 1 attempt(s)") {
+			if !strings.Contains(logs.String(), "lost 1 message(s), not delivered: analytics: server answered") {
 				t.Fatalf("failure not logged: %q", logs.String())
 			}
 		})

@@ -123,3 +123,42 @@ func TestCloseWaitsForUploadsWaitingToRetry(t *testing.T) {
 		t.Fatalf("delivered %d, want 1", n)
 	}
 }
+
+// While a batch waits to retry, the server is failing: at the defaults new
+// messages wait for a full request's worth instead of going out in small
+// batches that would each fail and retry on their own. When the retry
+// ends, they go out at once.
+func TestWhileABatchWaitsToRetrySmallBatchesWait(t *testing.T) {
+	srv := newRecorder(t, func(n int, _ http.ResponseWriter) int {
+		if n == 0 {
+			return 503
+		}
+		return 200
+	})
+	c, _ := newTestClient(t, srv.URL)
+	release := make(chan struct{})
+	var once sync.Once
+	open := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(open) // before Close, should the test fail early
+	c.tune.sleep = sleepUntil(release)
+	for range defaultFlushAt {
+		if err := c.Track(&Track{UserId: "u", Event: "first"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "the first attempt", func() bool { return len(srv.requests()) == 1 })
+	for range 100 {
+		if err := c.Track(&Track{UserId: "u", Event: "later"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(50 * time.Millisecond)
+	if n := len(srv.requests()); n != 1 {
+		t.Fatalf("%d requests while the first batch waits to retry, want 1", n)
+	}
+	open()
+	eventually(t, "the backlog after the retry", func() bool { return len(srv.delivered(t)) == 120 })
+	if n := len(srv.requests()); n != 3 {
+		t.Fatalf("%d requests, want 3: the failed one, its retry, the backlog", n)
+	}
+}

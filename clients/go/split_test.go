@@ -74,7 +74,7 @@ func TestBatchRefusedWith400IsSplitSoOnlyTheRefusedMessageFails(t *testing.T) {
 	if s := c.Stats(); s.Sent != 99 || s.Failed != 1 || s.Dropped != 1 || s.QueueDepth != 0 {
 		t.Fatalf("stats: %+v", s)
 	}
-	if n := strings.Count(logs.String(), "failed to deliver batch of 1 messages"); n != 1 {
+	if n := strings.Count(logs.String(), "lost 1 message(s), not delivered"); n != 1 {
 		t.Fatalf("want one failure line for the refused message:\n%s", logs.String())
 	}
 	// Halving finds one message among 100 in about 2 × log2(100) requests.

@@ -21,12 +21,14 @@ type Stats struct {
 	Retried int64
 
 	// Dropped counts messages that will not be delivered, for any reason:
-	// refused by their call (invalid, ErrTooLarge, ErrQueueFull,
-	// ErrClosed), given up after being sent (see Failed), or abandoned
-	// when Close timed out. Each drop is also reported to OnFailure, and
-	// logged (refused calls only with Verbose, since the call returned the
-	// error).
+	// refused by their call (see Refused), given up after being sent (see
+	// Failed), or abandoned when Close timed out. Each drop is also
+	// reported to OnFailure and logged (see Client.Logger).
 	Dropped int64
+
+	// Refused counts the Dropped messages that their call refused with an
+	// error: invalid, ErrTooLarge, ErrQueueFull or ErrClosed.
+	Refused int64
 
 	// Failed counts the Dropped messages whose batch was sent at least
 	// once: the server answered with a status that is not retried, the
@@ -36,19 +38,22 @@ type Stats struct {
 	// by the server all the same, since delivery is at least once.
 	Failed int64
 
-	// Waited counts calls that found the queue full and had to wait for
-	// room (back-pressure); with DropWhenFull, none wait.
+	// Waited counts calls that found the buffer full and waited for room
+	// (BlockWhenFull); without it, none wait.
 	Waited int64
 
 	// QueueDepth is the number of messages held now: waiting to be
-	// batched, or in a batch being uploaded or retried. It is at most
-	// MaxQueueSize.
+	// batched, or in a batch being uploaded or retried.
 	QueueDepth int
+
+	// QueueBytes is the JSON size of the messages held now, at most
+	// MaxQueueBytes.
+	QueueBytes int
 }
 
 // counters are the Client's running totals.
 type counters struct {
-	calls, sent, retried, dropped, failed, waited atomic.Int64
+	calls, sent, retried, dropped, refused, failed, waited atomic.Int64
 }
 
 // Stats returns the Client's counters and its current queue depth. It may be
@@ -64,17 +69,21 @@ func (c *Client) Stats() Stats {
 		Sent:       k.stats.sent.Load(),
 		Retried:    k.stats.retried.Load(),
 		Dropped:    k.stats.dropped.Load(),
+		Refused:    k.stats.refused.Load(),
 		Failed:     k.stats.failed.Load(),
 		Waited:     k.stats.waited.Load(),
 		QueueDepth: held,
+		QueueBytes: k.q.heldSize(),
 	}
 }
 
-// reject drops a message its call refused: it counts it, logs it with
-// Verbose (the caller gets the error) and reports it to OnFailure, then
-// returns err for the call.
+// reject drops a message its call refused: it counts it, logs it (at once
+// with Verbose, else through the rate-limited loss log) and reports it to
+// OnFailure, then returns err for the call.
 func (k *core) reject(err error, typ, id string, data json.RawMessage) error {
 	k.stats.dropped.Add(1)
+	k.stats.refused.Add(1)
+	k.noteLossLog(kindOf(err), 1, err)
 	if k.cfg.verbose {
 		if id == "" {
 			id = "(no messageId)"

@@ -31,6 +31,9 @@ type collector struct {
 	*httptest.Server
 	messages atomic.Int64
 	requests atomic.Int64
+	// down makes it answer 503, as a load balancer in front of a stopped
+	// server does (the outage benchmark).
+	down atomic.Bool
 }
 
 var bodies = sync.Pool{New: func() interface{} { return new(bytes.Buffer) }}
@@ -40,6 +43,11 @@ var messageIdKey = []byte(`"messageId":`)
 func newCollector(b *testing.B, delay time.Duration) *collector {
 	c := &collector{}
 	c.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if c.down.Load() {
+			_, _ = io.Copy(io.Discard, r.Body)
+			http.Error(w, `{"success":false,"code":"unavailable","message":"away"}`, http.StatusServiceUnavailable)
+			return
+		}
 		buf := bodies.Get().(*bytes.Buffer)
 		buf.Reset()
 		defer bodies.Put(buf)

@@ -2,7 +2,8 @@
 //!
 //! Every error body has the shape `{"success":false,"code":"…","message":"…"}`
 //! (segment-analytics-python reads `code` and `message` from every non-200
-//! answer and fails without them). Internal failures are logged here and
+//! answer and fails without them), plus `"index"` when one batch item was
+//! refused. Internal failures are logged here and
 //! reach clients only as `unavailable` (503, retry later), never with their
 //! text.
 
@@ -27,6 +28,8 @@ pub struct ApiError {
     pub status: StatusCode,
     pub code: &'static str,
     pub message: String,
+    /// The refused batch item, when one item sank the batch.
+    pub index: Option<usize>,
 }
 
 impl ApiError {
@@ -35,6 +38,7 @@ impl ApiError {
             status,
             code,
             message: message.into(),
+            index: None,
         }
     }
 
@@ -66,7 +70,10 @@ impl ApiError {
 
 impl From<ValidationError> for ApiError {
     fn from(e: ValidationError) -> Self {
-        ApiError::bad_request(e.code.as_str(), e.message)
+        ApiError {
+            index: e.index,
+            ..ApiError::bad_request(e.code.as_str(), e.message)
+        }
     }
 }
 
@@ -120,7 +127,10 @@ impl From<StoreError> for ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = json!({"success": false, "code": self.code, "message": self.message});
+        let mut body = json!({"success": false, "code": self.code, "message": self.message});
+        if let Some(index) = self.index {
+            body["index"] = json!(index);
+        }
         let mut response = (self.status, Json(body)).into_response();
         // Every 503 is temporary (storage, shutdown, the body budget): say
         // when to come back, so clients back off instead of hammering.

@@ -31,12 +31,16 @@ impl ErrorCode {
 }
 
 /// Why a request was rejected. `message` names the field and, in a batch,
-/// the item index (`batch[3]: track requires 'event'`).
+/// the item index (`batch[3]: track requires 'event'`); `index` carries that
+/// index for machines, so a client can drop the refused item alone and
+/// resend its siblings.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
 pub struct ValidationError {
     pub code: ErrorCode,
     pub message: String,
+    /// The refused batch item, when one item (not the batch) is at fault.
+    pub index: Option<usize>,
 }
 
 impl ValidationError {
@@ -44,6 +48,7 @@ impl ValidationError {
         ValidationError {
             code,
             message: message.into(),
+            index: None,
         }
     }
 }

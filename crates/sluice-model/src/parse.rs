@@ -371,7 +371,10 @@ fn string_of(raw: &RawValue) -> Option<String> {
 }
 
 fn at_index(index: usize, error: ValidationError) -> ValidationError {
-    ValidationError::new(error.code, format!("batch[{index}]: {}", error.message))
+    ValidationError {
+        index: Some(index),
+        ..ValidationError::new(error.code, format!("batch[{index}]: {}", error.message))
+    }
 }
 
 /// A body that is not valid JSON reports serde's reason with line and

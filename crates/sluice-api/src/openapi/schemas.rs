@@ -17,6 +17,12 @@ pub struct ErrorBody {
     /// A message for people; field errors start with the field's path.
     #[schema(example = "name: is required")]
     pub message: String,
+    /// Only when one batch item was refused (and so the whole batch): its
+    /// position in `batch`, from 0. A client can drop that item and resend
+    /// the others.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(example = 2, nullable = false)]
+    pub index: Option<usize>,
 }
 
 /// `{"data": [...]}`: a list that is not paged.

@@ -70,14 +70,23 @@ fn source_update_body_documents_the_fields_that_can_change() {
 #[test]
 fn error_schema_matches_what_api_error_serializes() {
     use axum::response::IntoResponse;
-    let response = crate::ApiError::not_found("source").into_response();
-    let body = body_json(response);
-    let names: Vec<String> = {
+    use sluice_model::{ErrorCode, ValidationError};
+    let keys = |error: crate::ApiError| -> Vec<String> {
+        let body = body_json(error.into_response());
         let mut v: Vec<String> = body.as_object().unwrap().keys().cloned().collect();
         v.sort();
         v
     };
-    assert_eq!(fields::<super::ErrorBody>(), names);
+    // A refused batch item carries every documented field, `index` included.
+    let item = ValidationError {
+        index: Some(2),
+        ..ValidationError::new(ErrorCode::MissingField, "batch[2]: track requires 'event'")
+    };
+    assert_eq!(fields::<super::ErrorBody>(), keys(item.into()));
+    // Every other error omits `index`.
+    let mut plain = fields::<super::ErrorBody>();
+    plain.retain(|f| f != "index");
+    assert_eq!(plain, keys(crate::ApiError::not_found("source")));
 }
 
 fn body_json(response: axum::response::Response) -> Value {

@@ -24,6 +24,7 @@ mod personas;
 mod postgres;
 mod privacy;
 mod receivers;
+mod refusals;
 mod schema;
 mod signing_ca;
 mod support;
