@@ -145,7 +145,9 @@ pub async fn sign_out(
     form: Form,
 ) -> PageResult {
     check_csrf(&session, &form)?;
-    dash.sessions.revoke(&session);
+    dash.sessions
+        .revoke(dash.app.store.as_ref(), &session)
+        .await?;
     let https = is_https(&headers, dash.app.trust_forwarded_for);
     Ok((
         AppendHeaders([(header::SET_COOKIE, set_cookie(SESSION_COOKIE, "", 0, https))]),

@@ -53,6 +53,7 @@ macro_rules! conformance_tests {
     ($fresh:expr) => {
         $crate::conformance_tests!(@each $fresh;
             meta_put_if_absent_keeps_the_first_value,
+            a_revoked_session_stays_revoked_until_it_expires_then_is_pruned,
             sources_round_trip_through_create_get_and_list,
             source_lookup_by_key_hash_follows_key_rotation,
             duplicate_source_id_or_write_key_is_a_conflict,
