@@ -9,6 +9,7 @@
 //!
 //! Modules:
 //! - [`session`]: signed session cookies and CSRF tokens.
+//! - [`throttle`]: slowing down repeated failed sign-ins (pure).
 //! - [`layout`]: page shell, navigation, security headers, error pages.
 //! - [`form`]: capped form bodies.
 //! - [`chart`]: inline SVG charts (pure).
@@ -22,9 +23,10 @@ pub mod form;
 pub mod layout;
 pub mod pages;
 pub mod session;
+pub mod throttle;
 pub mod widgets;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use axum::Router;
 use axum::middleware::{from_fn, from_fn_with_state};
@@ -37,6 +39,19 @@ use crate::session::Sessions;
 pub struct Dash {
     pub app: Arc<AppState>,
     pub sessions: Sessions,
+    pub throttle: Mutex<throttle::Throttle>,
+}
+
+impl Dash {
+    /// Runs `f` on the sign-in throttle (a poisoned lock is still usable:
+    /// the state is plain counters).
+    pub fn throttle<T>(&self, f: impl FnOnce(&mut throttle::Throttle) -> T) -> T {
+        let mut t = match self.throttle.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        f(&mut t)
+    }
 }
 
 /// The dashboard's routes, to merge next to the API's. It installs no
@@ -44,6 +59,7 @@ pub struct Dash {
 pub fn router(app: Arc<AppState>) -> Router {
     let dash = Arc::new(Dash {
         sessions: Sessions::new(app.admin_token_hash.clone()),
+        throttle: Mutex::default(),
         app,
     });
     use pages::*;

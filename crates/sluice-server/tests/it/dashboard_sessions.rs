@@ -1,10 +1,12 @@
 //! Dashboard sessions over HTTP against the real server: sign-out holds
-//! across a restart.
+//! across a restart, and sign-in failures are slowed down.
 
-use reqwest::header::{COOKIE, LOCATION};
+use std::time::Duration;
 
-use crate::dashboard::{client, cookie_named, hidden_csrf, session_cookie, set_cookies};
-use crate::support::{TestServer, test_config};
+use reqwest::header::{COOKIE, LOCATION, RETRY_AFTER};
+
+use crate::dashboard::{client, cookie_named, hidden_csrf, session_cookie, set_cookies, sign_in};
+use crate::support::{ADMIN_TOKEN, TestServer, test_config};
 
 /// Signs out the session of `cookie` through the page's own form.
 pub(crate) async fn sign_out(server: &TestServer, cookie: &str) {
@@ -65,5 +67,36 @@ async fn a_signed_out_session_cookie_stays_refused_after_a_restart() {
         accepted(&server, &kept).await,
         "sessions not signed out survive the restart"
     );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn repeated_wrong_tokens_are_slowed_down_then_the_operator_gets_back_in() {
+    let server = TestServer::start().await;
+    for n in 1..=6 {
+        let res = sign_in(&server, "wrong-token-0123456789", None).await;
+        assert_eq!(res.status(), 401, "failure {n} is answered at once");
+    }
+    // Now this address must wait, whatever it sends: the right token too.
+    let res = sign_in(&server, ADMIN_TOKEN, None).await;
+    assert_eq!(res.status(), 429);
+    let wait: u64 = res.headers()[RETRY_AFTER]
+        .to_str()
+        .expect("ascii")
+        .parse()
+        .expect("seconds");
+    assert!((1..=60).contains(&wait), "{wait}");
+    assert!(
+        !set_cookies(&res)
+            .iter()
+            .any(|c| c.starts_with("sluice_session="))
+    );
+    let html = res.text().await.expect("body");
+    assert!(html.contains("Too many failed sign-ins: wait"), "{html}");
+    assert!(html.contains("id=\"token-error\""), "{html}");
+    // After the wait, the right token signs in.
+    tokio::time::sleep(Duration::from_secs(wait)).await;
+    let res = sign_in(&server, ADMIN_TOKEN, None).await;
+    assert_eq!(res.status(), 303);
     server.stop().await;
 }
