@@ -71,6 +71,9 @@ pub fn router(app: Arc<AppState>) -> Router {
         .route("/sources", get(sources::list).post(sources::create))
         .route("/sources/{id}", get(sources::show))
         .route("/sources/{id}/rotate-key", post(sources::rotate))
+        .route("/sources/{id}/rename", post(lifecycle::rename_source))
+        .route("/sources/{id}/enabled", post(lifecycle::switch_source))
+        .route("/sources/{id}/delete", post(lifecycle::delete_source))
         .route("/debugger", get(debugger::choose))
         .route("/sources/{id}/debugger", get(debugger::show))
         .route("/sources/{id}/debugger/newer", get(debugger::newer))
@@ -89,6 +92,10 @@ pub fn router(app: Arc<AppState>) -> Router {
             get(edit_destination::form).post(edit_destination::submit),
         )
         .route("/destinations/{id}/enabled", post(destinations::switch))
+        .route(
+            "/destinations/{id}/delete",
+            post(lifecycle::delete_destination),
+        )
         .route("/destinations/{id}/test", post(test_event::send))
         .route("/destinations/{id}/filters", post(filters::add))
         .route("/destinations/{id}/filters/delete", post(filters::delete))

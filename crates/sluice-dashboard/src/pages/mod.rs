@@ -10,6 +10,8 @@
 //! - [`destination_form`]: the destination form, validated field by field.
 //! - [`new_destination`]: the setup flow on that form.
 //! - [`edit_destination`]: changing a destination's settings.
+//! - [`lifecycle`]: renaming, disabling and deleting sources, deleting
+//!   destinations, each after a confirmation page.
 //! - [`test_event`]: a signed test call through the real pipeline.
 //! - [`deliveries`]: the delivery log, its chart, replay.
 //! - [`schema`]: a source's schema, block toggles, the tracking plan.
@@ -25,6 +27,7 @@ pub mod destination_form;
 pub mod destinations;
 pub mod edit_destination;
 pub mod filters;
+pub mod lifecycle;
 pub mod new_destination;
 pub mod overview;
 pub mod personas;
