@@ -194,7 +194,7 @@ pub fn render(s: &Session, sources: &[Source], e: &Entered, mode: &Mode) -> Mark
 /// API takes is refused below, never cut short).
 fn url_rows(form: &Form) -> Vec<(String, String)> {
     let mut extra: BTreeMap<usize, (String, String)> = BTreeMap::new();
-    for (key, value) in &form.0 {
+    for (key, value) in &form.fields {
         let (index, is_url) = match (key.strip_prefix("url"), key.strip_prefix("headers")) {
             (Some(i), _) => (i, true),
             (_, Some(i)) => (i, false),
@@ -229,6 +229,37 @@ fn url_rows(form: &Form) -> Vec<(String, String)> {
 /// The admin API's message for too many URLs (`settings.urls`).
 fn too_many_urls(got: usize) -> String {
     format!("settings.urls: at most {MAX_URLS} webhook URLs are allowed, got {got}")
+}
+
+/// The cap of the destination forms: three times the admin API's, since
+/// form encoding spells a character of a header or a URL in up to three.
+pub const DESTINATION_FORM_BYTES: usize = 3 * sluice_api::admin::extract::MAX_ADMIN_BODY;
+
+/// The form's element id for a form field's name (`url1`, `headers1`,
+/// `name`, `secret`; `source` → `sources`).
+fn field_id(name: &str) -> String {
+    match name {
+        "source" => "sources".into(),
+        "name" | "secret" => name.into(),
+        n if n.starts_with("url") || n.starts_with("headers") => n.into(),
+        _ => "form".into(),
+    }
+}
+
+/// A form cut at its cap, shown again: what came before the cut, the
+/// error on the field that was cut, and nothing saved.
+pub fn cut_short(form: &Form, editing: bool, rules: &Rules) -> Option<Entered> {
+    let o = form.overflow.as_ref()?;
+    let (mut e, _, _) = validate(form, editing, rules);
+    e.errors.clear();
+    e.errors.insert(
+        field_id(&o.field),
+        format!(
+            "Too long: the whole form may be at most {}, and it was cut here. Nothing was saved; shorten this field and save again.",
+            o.limit_text()
+        ),
+    );
+    Some(e)
 }
 
 /// Reads the form and checks each field with the admin API's functions.

@@ -51,7 +51,7 @@ fn header_lines_need_a_colon() {
 }
 
 fn form(fields: &[(String, String)]) -> Form {
-    Form(fields.to_vec())
+    Form::new(fields.to_vec())
 }
 
 fn hooks(n: usize) -> Vec<(String, String)> {

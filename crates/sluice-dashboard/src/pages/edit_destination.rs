@@ -17,10 +17,12 @@ use sluice_outbound::Masker;
 use sluice_outbound::mask::mask_url;
 use sluice_store::{Destination, Source};
 
-use super::destination_form::{Entered, Mode, field_of, render, validate};
+use super::destination_form::{
+    DESTINATION_FORM_BYTES, Entered, Mode, cut_short, field_of, render, validate,
+};
 use crate::Dash;
-use crate::form::Form;
-use crate::layout::{PagePath, PageResult, SignedIn, check_csrf, page, see_other};
+use crate::form::FormUpTo;
+use crate::layout::{PagePath, PageResult, SignedIn, check_csrf_token, page, see_other};
 use crate::session::Session;
 
 async fn find(dash: &Dash, id: &str) -> PageResult<Destination> {
@@ -93,11 +95,14 @@ pub async fn submit(
     State(dash): State<Arc<Dash>>,
     SignedIn(s): SignedIn,
     PagePath(id): PagePath<String>,
-    form: Form,
+    FormUpTo(form): FormUpTo<DESTINATION_FORM_BYTES>,
 ) -> PageResult {
-    check_csrf(&s, &form)?;
+    check_csrf_token(&s, &form)?;
     let d = find(&dash, &id).await?;
-    let (mut e, urls, secret) = validate(&form, true, &dash.app.outbound);
+    let (mut e, urls, secret) = match cut_short(&form, true, &dash.app.outbound) {
+        Some(cut) => (cut, Vec::new(), None),
+        None => validate(&form, true, &dash.app.outbound),
+    };
     e.secret_hint = secret_hint(&d, &dash.app.outbound.masker);
     if e.errors.is_empty() {
         let mut settings = Map::new();

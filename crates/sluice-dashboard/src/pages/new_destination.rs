@@ -13,10 +13,12 @@ use sluice_api::admin::destinations as api;
 use sluice_api::admin::extract::JsonObject;
 use sluice_api::routes::WEBHOOKS;
 
-use super::destination_form::{Entered, Mode, field_of, render, validate};
+use super::destination_form::{
+    DESTINATION_FORM_BYTES, Entered, Mode, cut_short, field_of, render, validate,
+};
 use crate::Dash;
-use crate::form::Form;
-use crate::layout::{PageResult, SignedIn, check_csrf, page, see_other};
+use crate::form::FormUpTo;
+use crate::layout::{PageResult, SignedIn, check_csrf_token, page, see_other};
 
 const MODE: Mode = Mode {
     action: "/destinations/new",
@@ -55,10 +57,13 @@ pub async fn form(
 pub async fn submit(
     State(dash): State<Arc<Dash>>,
     SignedIn(s): SignedIn,
-    form: Form,
+    FormUpTo(form): FormUpTo<DESTINATION_FORM_BYTES>,
 ) -> PageResult {
-    check_csrf(&s, &form)?;
-    let (mut e, urls, secret) = validate(&form, false, &dash.app.outbound);
+    check_csrf_token(&s, &form)?;
+    let (mut e, urls, secret) = match cut_short(&form, false, &dash.app.outbound) {
+        Some(cut) => (cut, Vec::new(), None),
+        None => validate(&form, false, &dash.app.outbound),
+    };
     if e.errors.is_empty() {
         let body = json!({
             "name": e.name,

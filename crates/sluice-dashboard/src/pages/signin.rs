@@ -155,6 +155,9 @@ pub async fn submit(
     if !tokens_match(form.get("csrf"), expected) {
         return Err(PageError::Csrf);
     }
+    if let Some(o) = form.overflow {
+        return Err(PageError::FormTooLarge(o));
+    }
     let https = is_https(&headers, dash.app.trust_forwarded_for);
     let next = safe_next(Some(form.get("next"))).to_owned();
     let ip = client_address(&headers, &extensions, dash.app.trust_forwarded_for);
