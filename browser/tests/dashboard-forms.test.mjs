@@ -46,6 +46,22 @@ test('a regulation takes 4,000 pasted ids, far over 64 KiB', async () => {
   assert.equal(regs.data[0].subjects, 4000);
 });
 
+test('a file of 3,000 ids fills the ids field and creates the regulation', async () => {
+  await page.goto(`${sluice.url}/regulations`);
+  await page.getByLabel('Type').selectOption('SUPPRESS_ONLY');
+  await page.getByLabel('Or load the ids from a file').setInputFiles({
+    name: 'ids.txt',
+    mimeType: 'text/plain',
+    buffer: Buffer.from(ids(3000).replaceAll('\n', '\r\n')),
+  });
+  await page.waitForFunction(() => document.getElementById('reg-ids').value.length > 0);
+  assert.equal((await page.getByLabel('User ids').inputValue()).split('\n').length, 3000);
+  await page.getByRole('button', { name: 'Create regulation' }).click();
+  await page.waitForURL(/\/regulations\/reg_[A-Za-z0-9]+\?created=1$/);
+  const regs = await sluice.admin('GET', '/api/v1/regulations');
+  assert.equal(regs.data[0].subjects, 3000);
+});
+
 test('6,000 pasted ids get the API\'s limit on the form, still filled, not a bare error page', async () => {
   await page.goto(`${sluice.url}/regulations`);
   await page.getByLabel('Type').selectOption('DELETE_ONLY');

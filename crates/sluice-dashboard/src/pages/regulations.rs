@@ -97,6 +97,12 @@ async fn list_page(
                 p.help #reg-ids-help { "One userId per line, up to 5,000 ids of up to 1,024 bytes each." }
                 @if let Some(m) = &draft.ids_error { p #reg-ids-error .field-error role="alert" { (m) } }
             }
+            // Shown by the script, which reads the file into the field above.
+            div.field hidden {
+                label for="reg-ids-file" { "Or load the ids from a file" }
+                input #reg-ids-file type="file" accept=".txt,.csv,text/plain,text/csv" data-fill="reg-ids" aria-describedby="reg-ids-file-help";
+                p.help #reg-ids-file-help { "A text file with one userId per line; it fills the field above, where you can check it before creating." }
+            }
             div.field {
                 label for="reg-source" { "Source (optional)" }
                 select #reg-source name="source_id" aria-describedby="reg-source-help" {
