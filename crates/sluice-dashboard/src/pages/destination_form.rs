@@ -13,6 +13,7 @@ use sluice_api::admin::extract::non_empty;
 use sluice_api::admin::webhook_settings::{MAX_URLS, Rules, parse_entry, parse_secret};
 use sluice_store::Source;
 
+use super::destination_extras::{self as extras, Extras};
 use crate::form::Form;
 use crate::layout::csrf_field;
 use crate::session::Session;
@@ -31,6 +32,8 @@ pub struct Entered {
     /// destination saved unsigned on the next submit. Only ever the value
     /// this same request carried; a stored secret is never written here.
     pub secret: String,
+    /// Standard Webhooks signing and the CA bundle.
+    pub extras: Extras,
     /// Field id → message.
     pub errors: BTreeMap<String, String>,
 }
@@ -57,6 +60,15 @@ pub fn field_of(message: &str) -> String {
     }
     if path.starts_with("settings.sharedSecret") {
         return "secret".into();
+    }
+    if path.starts_with("settings.standardWebhooks.rotationOverlapSeconds") {
+        return "overlap".into();
+    }
+    if path.starts_with("settings.standardWebhooks") {
+        return "standard_secret".into();
+    }
+    if path.starts_with("settings.caBundle") {
+        return "ca_bundle".into();
     }
     if let Some(rest) = path.strip_prefix("settings.urls[") {
         let i: String = rest.chars().take_while(char::is_ascii_digit).collect();
@@ -98,10 +110,13 @@ fn position(field: &str) -> (u8, usize) {
         "sources" => (1, 0),
         "urls" => (2, usize::MAX),
         "secret" => (3, 0),
+        "standard_secret" => (4, 0),
+        "overlap" => (4, 1),
+        "ca_bundle" => (5, 0),
         _ => match (row("url"), row("headers")) {
             (Some(i), _) => (2, 2 * i),
             (_, Some(i)) => (2, 2 * i + 1),
-            _ => (4, 0),
+            _ => (6, 0),
         },
     }
 }
@@ -181,6 +196,7 @@ pub fn render(s: &Session, sources: &[Source], e: &Entered, mode: &Mode) -> Mark
                     @if let Some(m) = err("secret") { p #secret-error .field-error { (m) } }
                 }
             }
+            (extras::render(e, mode.editing))
             @if let Some(m) = err("form") { p.field-error { (m) } }
             @if !mode.editing { p.help { "The destination is saved switched off; switch it on from its page." } }
             button type="submit" { (mode.submit) }
@@ -240,7 +256,8 @@ pub const DESTINATION_FORM_BYTES: usize = 3 * sluice_api::admin::extract::MAX_AD
 fn field_id(name: &str) -> String {
     match name {
         "source" => "sources".into(),
-        "name" | "secret" => name.into(),
+        "name" | "secret" | "standard_secret" | "ca_bundle" => name.into(),
+        "overlap_hours" => "overlap".into(),
         n if n.starts_with("url") || n.starts_with("headers") => n.into(),
         _ => "form".into(),
     }
@@ -332,6 +349,7 @@ pub fn validate(form: &Form, editing: bool, rules: &Rules) -> (Entered, Vec<Valu
     if let Some(Err(err)) = secret.as_ref().map(parse_secret) {
         e.errors.insert("secret".into(), err.message);
     }
+    extras::read(form, &mut e);
     (e, urls, secret)
 }
 

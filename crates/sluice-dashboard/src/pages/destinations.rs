@@ -140,8 +140,12 @@ pub async fn show(
                     "On: requests carry webhook-id, webhook-timestamp and webhook-signature, signed with "
                     code { (sw.secret) }
                     @if let Some(until) = &sw.previous_secret_valid_until { " (the previous secret also signs until " (until) ")" }
-                    ". Set through the admin API (" code { "settings.standardWebhooks" } ")."
+                    ". Change it on " a href={ "/destinations/" (id) "/edit" } { "Edit settings" } "."
                 }
+            }
+            @if d.settings.ca_bundle.is_some() {
+                dt { "Private CA bundle" }
+                dd #ca-bundle { "Set: its certificates are trusted for this destination's https URLs beside the system's roots." }
             }
             dt { "Connected sources" }
             dd {

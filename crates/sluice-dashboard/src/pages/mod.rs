@@ -8,6 +8,7 @@
 //! - [`usage`]: calls and events per day per source.
 //! - [`destinations`]: the list, a destination's page, the on/off switch.
 //! - [`destination_form`]: the destination form, validated field by field.
+//! - [`destination_extras`]: its Standard Webhooks and CA bundle fields.
 //! - [`new_destination`]: the setup flow on that form.
 //! - [`edit_destination`]: changing a destination's settings.
 //! - [`lifecycle`]: renaming, disabling and deleting sources, deleting
@@ -23,6 +24,7 @@
 pub mod catalog;
 pub mod debugger;
 pub mod deliveries;
+pub mod destination_extras;
 pub mod destination_form;
 pub mod destinations;
 pub mod edit_destination;

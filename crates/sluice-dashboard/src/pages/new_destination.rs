@@ -8,11 +8,12 @@ use std::sync::Arc;
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use sluice_api::admin::destinations as api;
 use sluice_api::admin::extract::JsonObject;
 use sluice_api::routes::WEBHOOKS;
 
+use super::destination_extras as extras;
 use super::destination_form::{
     DESTINATION_FORM_BYTES, Entered, Mode, cut_short, field_of, render, validate,
 };
@@ -65,20 +66,27 @@ pub async fn submit(
         None => validate(&form, false, &dash.app.outbound),
     };
     if e.errors.is_empty() {
+        let mut settings = Map::new();
+        settings.insert("urls".into(), Value::Array(urls));
+        settings.insert("sharedSecret".into(), secret.unwrap_or(Value::Null));
+        extras::apply(&e.extras, false, &mut settings);
         let body = json!({
             "name": e.name,
             "type": e.kind,
             "enabled": false,
             "source_ids": e.sources,
-            "settings": {"urls": urls, "sharedSecret": secret.unwrap_or(Value::Null)},
+            "settings": settings,
         });
         let Value::Object(body) = body else {
             unreachable!("json! of an object literal is an object")
         };
         match api::create(State(dash.app.clone()), JsonObject(body)).await {
             Ok((_, created)) => {
-                let id = created.0.id;
-                return Ok(see_other(&format!("/destinations/{id}?created=1")));
+                let next = format!("/destinations/{}?created=1", created.0.id);
+                if extras::generates(&e.extras, false) {
+                    return Ok(extras::secret_once(&s, &created.0, &next));
+                }
+                return Ok(see_other(&next));
             }
             Err(err) if err.status == StatusCode::BAD_REQUEST => {
                 e.errors.insert(field_of(&err.message), err.message);
