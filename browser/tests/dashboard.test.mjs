@@ -106,7 +106,7 @@ test('setup flow: create a source, then a Webhooks destination with 2 URLs, head
   await shot(page, 'catalog');
   await page.getByRole('link', { name: 'Set up Webhooks' }).click();
   await page.getByLabel('Name').fill('Order hooks');
-  await page.getByLabel('web').check();
+  await page.getByLabel('web', { exact: true }).check();
   // A bad URL is refused next to its field, in the admin API's words.
   await page.getByLabel('URL 1', { exact: true }).fill('ftp://example.com/hook');
   await page.getByRole('button', { name: 'Save destination' }).click();
