@@ -221,7 +221,7 @@ test('a failing receiver makes a dead delivery; replay sends it again and it suc
 
   receiver.state.failing = false;
   await page.getByRole('button', { name: /^Replay delivery/ }).click();
-  await page.getByText('1 dead delivery(ies) replayed').waitFor();
+  await page.getByText('1 dead delivery replayed').waitFor();
   await until(page, `${log}?message_id=msg-fail-1`, '.pill.succeeded', 30_000);
   const ok = await receiver.waitFor((r) => r.json?.messageId === 'msg-fail-1' && !r.failed);
   assert.ok(ok.signed);

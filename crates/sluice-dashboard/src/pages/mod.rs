@@ -15,6 +15,7 @@
 //!   destinations, each after a confirmation page.
 //! - [`test_event`]: a signed test call through the real pipeline.
 //! - [`deliveries`]: the delivery log, its chart, replay.
+//! - [`delivery_window`]: its time window, replay since, each row's call.
 //! - [`schema`]: a source's schema, block toggles, the tracking plan.
 //! - [`filters`]: destination filters on the destination page.
 //! - [`personas`]: computed traits and audiences: lists, builder, members.
@@ -24,6 +25,7 @@
 pub mod catalog;
 pub mod debugger;
 pub mod deliveries;
+pub mod delivery_window;
 pub mod destination_extras;
 pub mod destination_form;
 pub mod destinations;
