@@ -99,3 +99,15 @@ test('a form without room to show it again gets a page that says what happened',
   const sources = await sluice.admin('GET', '/api/v1/sources');
   assert.equal(sources.data.length, 1);
 });
+
+test('a URL row shows every error: a bad scheme and a refused header together', async () => {
+  await page.goto(`${sluice.url}/destinations/new`);
+  await page.getByLabel('Name').fill('Two errors');
+  await page.getByLabel('URL 1', { exact: true }).fill('ftp://example.com/hook');
+  await page.getByLabel('Headers for URL 1 (optional)').fill('X-Signature: mine');
+  await page.getByRole('button', { name: 'Save destination' }).click();
+  await page.locator('#url0-error').waitFor();
+  assert.match(await page.locator('#url0-error').textContent(), /must use the http or https protocol/);
+  assert.match(await page.locator('#headers0-error').textContent(), /is set by Sluice and cannot be overridden/);
+  assert.equal(await page.locator('#errors li').count(), 2);
+});

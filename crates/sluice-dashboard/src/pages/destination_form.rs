@@ -10,7 +10,9 @@ use std::collections::BTreeMap;
 use maud::{Markup, html};
 use serde_json::{Map, Value, json};
 use sluice_api::admin::extract::non_empty;
-use sluice_api::admin::webhook_settings::{MAX_URLS, Rules, parse_entry, parse_secret};
+use sluice_api::admin::webhook_settings::{
+    MAX_URLS, Rules, parse_entry, parse_headers, parse_secret,
+};
 use sluice_store::Source;
 
 use super::destination_extras::{self as extras, Extras};
@@ -300,18 +302,25 @@ pub fn validate(form: &Form, editing: bool, rules: &Rules) -> (Entered, Vec<Valu
             continue;
         }
         let field = format!("settings.urls[{i}]");
-        let headers = match header_lines(&format!("{field}.headers"), headers) {
-            Ok(h) => h,
-            Err(m) => {
-                e.errors.insert(format!("headers{i}"), m);
-                continue;
-            }
-        };
-        let entry = json!({"url": url, "headers": headers});
-        match parse_entry(&field, &entry, rules) {
-            Ok(_) => urls.push(entry),
+        // The URL and the headers are checked apart, so that every error
+        // of the row shows: a bad scheme does not hide behind a bad header.
+        let url_ok = match parse_entry(&field, &json!({ "url": url }), rules) {
+            Ok(_) => true,
             Err(err) => {
                 e.errors.insert(field_of(&err.message), err.message);
+                false
+            }
+        };
+        let at = format!("{field}.headers");
+        let headers = header_lines(&at, headers).and_then(|h| {
+            let h = Value::Object(h);
+            parse_headers(&at, &h).map(|_| h).map_err(|err| err.message)
+        });
+        match headers {
+            Ok(h) if url_ok => urls.push(json!({"url": url, "headers": h})),
+            Ok(_) => {}
+            Err(m) => {
+                e.errors.insert(format!("headers{i}"), m);
             }
         }
     }
