@@ -77,6 +77,8 @@ async function until(url, selector, timeoutMs = 30_000) {
 test('each delivery row shows its call\'s type, name and userId', async () => {
   await send('page', { userId: 'u-1', name: 'Pricing', messageId: 'm-page-1' });
   await receiver.waitFor((r) => r.json?.messageId === 'm-page-1' && !r.failed);
+  await until(`${log()}?message_id=m-page-1`, '.pill.succeeded');
+  assert.match(await page.locator('.rounds').first().textContent(), / 1 attempt round · /);
   receiver.state.failing = true;
   await send('track', { userId: 'u-42', event: 'Order Completed', messageId: 'm-dead-1' });
   await until(`${log()}?state=dead`, '.pill.dead');

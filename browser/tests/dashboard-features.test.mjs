@@ -295,6 +295,7 @@ test('audience builder: a bad JSON condition is refused, structured conditions p
   await page.getByLabel('Trait value', { exact: true }).fill('pro');
   await page.getByRole('button', { name: 'Preview' }).click();
   assert.equal((await page.locator('#preview-count').textContent()).trim(), '1');
+  assert.match(await page.locator('#preview-line').textContent(), /^1 member among \d+ profiles?\./);
   await page.locator('#preview-sample').getByText('b1', { exact: true }).waitFor();
   await page.getByRole('button', { name: 'Save' }).click();
   await page.waitForURL(/\/audiences\/aud_[A-Za-z0-9]+\?created=1$/);

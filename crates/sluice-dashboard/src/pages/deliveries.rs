@@ -31,6 +31,7 @@ use crate::layout::{
     PagePath, PageResult, SignedIn, check_csrf, csrf_field, page, see_other, urlencode, when,
 };
 use crate::session::Session;
+use crate::widgets::plural;
 
 /// Deliveries per page.
 const PAGE: u32 = 20;
@@ -73,7 +74,7 @@ fn delivery_row(
                 a href={ "?message_id=" (urlencode(&d.message_id)) } { code { (d.message_id) } }
                 " "
                 (carried_line(carried))
-                span.muted { " · " (d.attempts) " attempt round(s) · updated " (when(&d.updated_at)) }
+                span.muted.rounds { " · " (d.attempts) " " (plural(u64::from(d.attempts), "attempt round", "attempt rounds")) " · updated " (when(&d.updated_at)) }
                 @if d.state == DeliveryState::Dead {
                     form.inline method="post" action={ "/deliveries/" (d.id) "/replay" } {
                         (csrf_field(s))

@@ -28,7 +28,7 @@ use crate::form::Form;
 use crate::layout::{
     PagePath, PageResult, SignedIn, check_csrf, csrf_field, page, see_other, urlencode,
 };
-use crate::widgets::{compact, pretty};
+use crate::widgets::{compact, plural, pretty};
 
 /// Members per page on a definition's page.
 const MEMBERS_PAGE: u32 = 50;
@@ -79,6 +79,13 @@ impl Class {
         match self {
             Class::Trait => "people with a value",
             Class::Audience => "members",
+        }
+    }
+    /// What the count counts, for a count of `n`.
+    pub fn counted_n(self, n: u64) -> &'static str {
+        match self {
+            Class::Trait => plural(n, "person with a value", "people with a value"),
+            Class::Audience => plural(n, "member", "members"),
         }
     }
     fn count(self, v: &Value) -> Value {
