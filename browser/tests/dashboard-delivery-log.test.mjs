@@ -79,6 +79,10 @@ test('each delivery row shows its call\'s type, name and userId', async () => {
   await receiver.waitFor((r) => r.json?.messageId === 'm-page-1' && !r.failed);
   await until(`${log()}?message_id=m-page-1`, '.pill.succeeded');
   assert.match(await page.locator('.rounds').first().textContent(), / 1 attempt round · /);
+  // Nothing is dead yet: no replay controls.
+  await page.goto(log());
+  assert.equal(await page.getByRole('button', { name: 'Replay all dead deliveries' }).count(), 0);
+  assert.equal(await page.getByRole('button', { name: 'Replay dead since' }).count(), 0);
   receiver.state.failing = true;
   await send('track', { userId: 'u-42', event: 'Order Completed', messageId: 'm-dead-1' });
   await until(`${log()}?state=dead`, '.pill.dead');

@@ -196,6 +196,21 @@ pub async fn show(
     let waiting = page_rows
         .iter()
         .any(|(d, _, _)| d.state == DeliveryState::Pending);
+    // The replay controls show only when there is something to replay.
+    let any_dead = !app
+        .store
+        .list_deliveries(&DeliveryFilter {
+            destination_id: Some(id.clone()),
+            message_id: q
+                .get("message_id")
+                .map(|v| v.trim().to_owned())
+                .filter(|v| !v.is_empty()),
+            state: Some(DeliveryState::Dead),
+            limit: 1,
+            ..DeliveryFilter::default()
+        })
+        .await?
+        .is_empty();
     let since_text = q.get("since").map_or("", |v| v.trim());
     let until_text = q.get("until").map_or("", |v| v.trim());
     let body = html! {
@@ -241,6 +256,7 @@ pub async fn show(
             p.help #window-help { "Times are UTC; an age such as 2h counts back from now. A delivery's time is its last change: when it succeeded, died or was last tried." }
             @if let Some(e) = &window_error { p.field-error #window-error role="alert" { (e) } }
         }
+        @if any_dead {
         form.inline method="post" action={ "/destinations/" (id) "/replay" } data-confirm="Replay every dead delivery of this destination?" {
             (csrf_field(&s))
             @if !message_id.is_empty() { input type="hidden" name="message_id" value=(message_id); }
@@ -256,6 +272,7 @@ pub async fn show(
             input #died-since name="since" required placeholder="2h or 2026-11-28T10:00" value=(since_text);
             " "
             button.secondary type="submit" { "Replay dead since" }
+        }
         }
         @if page_rows.is_empty() { p #no-deliveries { "No deliveries match." } }
         ol.deliveries data-refresh=[waiting.then_some("3000")] {
