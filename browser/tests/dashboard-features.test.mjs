@@ -187,13 +187,13 @@ test('destination filters: a bad path gets the API message, a drop filter makes 
 
   await page.getByLabel('Filter name').fill('no test orders');
   await page.getByLabel('Field', { exact: true }).fill('properties.env');
-  await page.getByLabel('Operator').selectOption('eq');
+  await page.getByLabel('Operator').selectOption({ label: 'equals' });
   await page.getByLabel('Value', { exact: true }).fill('test');
   await page.getByRole('button', { name: 'Add filter' }).click();
   await page.locator('#filters tbody tr', { hasText: 'no test orders' }).waitFor();
   const rows = page.locator('#filters tbody tr');
   assert.equal(await rows.count(), 2);
-  assert.match(await rows.nth(1).textContent(), /properties\.env eq test/);
+  assert.match(await rows.nth(1).textContent(), /properties\.env equals test/);
   await shot(page, 'destination-filters');
 
   await send('track', { userId: 'u1', event: 'Order Completed', messageId: 'f-test', properties: { env: 'test' } });
