@@ -107,7 +107,10 @@ test('a URL row shows every error: a bad scheme and a refused header together', 
   await page.getByLabel('Headers for URL 1 (optional)').fill('X-Signature: mine');
   await page.getByRole('button', { name: 'Save destination' }).click();
   await page.locator('#url0-error').waitFor();
-  assert.match(await page.locator('#url0-error').textContent(), /must use the http or https protocol/);
-  assert.match(await page.locator('#headers0-error').textContent(), /is set by Sluice and cannot be overridden/);
+  assert.equal(await page.locator('#url0-error').textContent(), 'URL 1: must use the http or https protocol');
+  assert.equal(
+    await page.locator('#headers0-error').textContent(),
+    'Headers for URL 1, X-Signature: is set by Sluice and cannot be overridden',
+  );
   assert.equal(await page.locator('#errors li').count(), 2);
 });

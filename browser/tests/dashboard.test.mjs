@@ -113,7 +113,7 @@ test('setup flow: create a source, then a Webhooks destination with 2 URLs, head
   await page.locator('#url0-error').waitFor();
   assert.match(
     await page.locator('#url0-error').textContent(),
-    /settings\.urls\[0\]\.url: must use the http or https protocol/,
+    /^URL 1: must use the http or https protocol$/,
   );
   await shot(page, 'new-destination-error');
 

@@ -18,7 +18,7 @@ use sluice_api::admin::webhook_settings::extras::{
     DEFAULT_ROTATION_OVERLAP_SECS, GENERATE, MAX_ROTATION_OVERLAP_SECS, parse_ca_bundle,
 };
 
-use super::destination_form::Entered;
+use super::destination_form::{Entered, worded};
 use crate::form::Form;
 use crate::layout::page;
 use crate::session::Session;
@@ -94,7 +94,7 @@ pub fn apply(x: &Extras, signing_now: bool, settings: &mut Map<String, Value>) {
 /// The opt-ins' fieldsets.
 pub fn render(e: &Entered, editing: bool) -> Markup {
     let x = &e.extras;
-    let err = |k: &str| e.errors.get(k).map(String::as_str);
+    let err = |k: &str| e.errors.get(k).map(|m| worded(m));
     let invalid = |k: &str| e.errors.contains_key(k).then_some("true");
     let described = |k: &str, help: &str| match invalid(k) {
         Some(_) => format!("{help} {k}-error"),

@@ -123,8 +123,44 @@ fn position(field: &str) -> (u8, usize) {
     }
 }
 
+/// An admin API message as the form words it: the field path it starts
+/// with becomes the field's label (`settings.urls[1].url: …` → `URL 2: …`,
+/// `settings.urls[0].headers.X-A: …` → `Headers for URL 1, X-A: …`); the
+/// reason stays the API's. A message without a known path is unchanged.
+pub fn worded(message: &str) -> String {
+    let Some((path, reason)) = message.split_once(": ") else {
+        return message.to_owned();
+    };
+    let row = |rest: &str| -> Option<(usize, String)> {
+        let i: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        let n = i.parse::<usize>().ok()?;
+        let after = rest[i.len()..].strip_prefix(']')?;
+        Some((n + 1, after.to_owned()))
+    };
+    let label = match path {
+        "name" => "Name".to_owned(),
+        "settings.urls" => "URLs".to_owned(),
+        "settings.caBundle" => "CA certificates".to_owned(),
+        "settings.standardWebhooks.rotationOverlapSeconds" => {
+            "Old secret keeps signing for".to_owned()
+        }
+        p if p.starts_with("source_ids") => "Sources".to_owned(),
+        p if p.starts_with("settings.sharedSecret") => "Shared secret".to_owned(),
+        p if p.starts_with("settings.standardWebhooks") => "Standard Webhooks secret".to_owned(),
+        p => match p.strip_prefix("settings.urls[").and_then(row) {
+            Some((n, after)) => match after.strip_prefix(".headers") {
+                Some("") => format!("Headers for URL {n}"),
+                Some(name) => format!("Headers for URL {n}, {}", name.trim_start_matches('.')),
+                None => format!("URL {n}"),
+            },
+            None => return message.to_owned(),
+        },
+    };
+    format!("{label}: {reason}")
+}
+
 pub fn render(s: &Session, sources: &[Source], e: &Entered, mode: &Mode) -> Markup {
-    let err = |k: &str| e.errors.get(k).map(String::as_str);
+    let err = |k: &str| e.errors.get(k).map(|m| worded(m));
     let mut summary: Vec<_> = e.errors.iter().collect();
     summary.sort_by_key(|(k, _)| position(k));
     let invalid = |k: &str| e.errors.contains_key(k).then_some("true");
@@ -132,7 +168,7 @@ pub fn render(s: &Session, sources: &[Source], e: &Entered, mode: &Mode) -> Mark
         @if !e.errors.is_empty() {
             div.error #errors role="alert" tabindex="-1" {
                 p { "The destination was not saved. Please fix:" }
-                ul { @for (k, m) in &summary { li { a href={ "#" (k) } { (m) } } } }
+                ul { @for (k, m) in &summary { li { a href={ "#" (k) } { (worded(m)) } } } }
             }
         }
         form.card.setup method="post" action=(mode.action) novalidate {
