@@ -326,6 +326,10 @@ test('profile lookup shows identities, traits, computed values, audiences and ne
   assert.match(await page.locator('#computed').textContent(), /big_purchases\s*2/);
   await page.locator('#audiences').getByRole('link', { name: 'Pro Buyers' }).waitFor();
   assert.equal(await page.locator('#profile-events li', { hasText: 'Purchase' }).count(), 2);
+  // Events name their source and show their time as the other pages do.
+  const first = page.locator('#profile-events li summary').first();
+  assert.equal((await first.locator('.source').textContent()).trim(), 'shop');
+  assert.match((await first.locator('time').textContent()).trim(), /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/);
   await shot(page, 'profile');
   await page.getByLabel('userId or anonymousId').fill('nobody-at-all');
   await page.getByRole('button', { name: 'Look up' }).click();
