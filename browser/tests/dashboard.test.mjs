@@ -280,6 +280,20 @@ test('the dashboard is usable 375 px wide: nothing scrolls sideways', async () =
     assert.ok(width <= 375, `${path} is ${width}px wide`);
   }
   await p.goto(`${sluice.url}/destinations/${state.destinationId}/deliveries`);
+  // The chart's labels stay readable, and a URL is not squeezed into a
+  // column a few characters wide.
+  const labels = p.locator('figure.chart text.tick');
+  for (let i = 0; i < await labels.count(); i += 1) {
+    const label = labels.nth(i);
+    if (!(await label.isVisible())) continue;
+    const box = await label.boundingBox();
+    assert.ok(box.height >= 9, `chart label ${i} is ${box.height}px tall`);
+  }
+  await p.locator('li.delivery details summary').first().click();
+  const url = p.locator('table.attempts td.url code').first();
+  const urlBox = await url.boundingBox();
+  assert.ok(urlBox.width >= 150, `the URL column is ${urlBox.width}px wide`);
+  assert.ok(await p.evaluate(() => document.documentElement.scrollWidth) <= 375);
   await shot(p, 'delivery-log-375');
   await phone.close();
 });

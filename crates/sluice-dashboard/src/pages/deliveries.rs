@@ -44,7 +44,7 @@ fn attempt_row(a: &Attempt) -> Markup {
         tr {
             td { (a.attempt) }
             td { (when(&a.at)) }
-            td.wrap { code { (a.url) } }
+            td.wrap.url { code { (a.url) } }
             td {
                 @match (a.status, &a.error) {
                     (Some(st), _) => span class={ "status " @if (200..300).contains(&st) { "ok" } @else { "fail" } } { (st) },
