@@ -449,6 +449,17 @@ test('every new page: labelled controls, AA text contrast, and nothing scrolls s
     const width = await p.evaluate(() => document.documentElement.scrollWidth);
     assert.ok(width <= 375, `${path} is ${width}px wide`);
   }
+  // The schema's Block buttons are in view at phone width, and an event's
+  // property rows come after the event's own row.
+  await p.goto(`${sluice.url}/sources/${state.sourceId}/schema`);
+  const block = p.locator('#schema button', { hasText: 'Block' }).first();
+  const box = await block.boundingBox();
+  assert.ok(box.x + box.width <= 375, `the Block button ends at ${box.x + box.width}px`);
+  const rows = await p.locator('#schema tbody tr', { hasText: 'Order Completed' }).evaluateAll(
+    (trs) => trs.map((tr) => tr.cells[0].textContent.trim()),
+  );
+  assert.equal(rows[0], 'track', rows.join(', '));
+  assert.ok(rows.slice(1).every((k) => k === 'property'), rows.join(', '));
   await p.goto(`${sluice.url}/audiences/new`);
   await shot(p, 'audience-builder-375');
   await phone.close();
