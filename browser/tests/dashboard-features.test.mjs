@@ -301,6 +301,8 @@ test('audience builder: a bad JSON condition is refused, structured conditions p
   await page.waitForURL(/\/audiences\/aud_[A-Za-z0-9]+\?created=1$/);
   const url = page.url().split('?')[0];
   await until(url, '#members td:text-is("b1")');
+  // Headings and labels start with a capital, as elsewhere.
+  assert.equal(await page.getByRole('heading', { name: 'Members', exact: true }).count(), 1);
   assert.equal((await page.locator('#count').textContent()).trim(), '1');
   await shot(page, 'audience');
   assert.ok(neverArrivedTrait('pro_buyers'), 'not connected yet: nothing sent');
