@@ -16,6 +16,7 @@ use sluice_api::admin::webhook_settings::{
 use sluice_store::Source;
 
 use super::destination_extras::{self as extras, Extras};
+pub use super::destination_words::worded;
 use crate::form::Form;
 use crate::layout::csrf_field;
 use crate::session::Session;
@@ -121,42 +122,6 @@ fn position(field: &str) -> (u8, usize) {
             _ => (6, 0),
         },
     }
-}
-
-/// An admin API message as the form words it: the field path it starts
-/// with becomes the field's label (`settings.urls[1].url: …` → `URL 2: …`,
-/// `settings.urls[0].headers.X-A: …` → `Headers for URL 1, X-A: …`); the
-/// reason stays the API's. A message without a known path is unchanged.
-pub fn worded(message: &str) -> String {
-    let Some((path, reason)) = message.split_once(": ") else {
-        return message.to_owned();
-    };
-    let row = |rest: &str| -> Option<(usize, String)> {
-        let i: String = rest.chars().take_while(char::is_ascii_digit).collect();
-        let n = i.parse::<usize>().ok()?;
-        let after = rest[i.len()..].strip_prefix(']')?;
-        Some((n + 1, after.to_owned()))
-    };
-    let label = match path {
-        "name" => "Name".to_owned(),
-        "settings.urls" => "URLs".to_owned(),
-        "settings.caBundle" => "CA certificates".to_owned(),
-        "settings.standardWebhooks.rotationOverlapSeconds" => {
-            "Old secret keeps signing for".to_owned()
-        }
-        p if p.starts_with("source_ids") => "Sources".to_owned(),
-        p if p.starts_with("settings.sharedSecret") => "Shared secret".to_owned(),
-        p if p.starts_with("settings.standardWebhooks") => "Standard Webhooks secret".to_owned(),
-        p => match p.strip_prefix("settings.urls[").and_then(row) {
-            Some((n, after)) => match after.strip_prefix(".headers") {
-                Some("") => format!("Headers for URL {n}"),
-                Some(name) => format!("Headers for URL {n}, {}", name.trim_start_matches('.')),
-                None => format!("URL {n}"),
-            },
-            None => return message.to_owned(),
-        },
-    };
-    format!("{label}: {reason}")
 }
 
 pub fn render(s: &Session, sources: &[Source], e: &Entered, mode: &Mode) -> Markup {

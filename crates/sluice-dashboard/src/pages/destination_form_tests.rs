@@ -158,35 +158,3 @@ fn a_row_shows_its_url_error_and_its_header_error_together() {
         e.errors
     );
 }
-
-#[test]
-fn api_paths_are_worded_as_the_form_labels_them() {
-    let cases = [
-        (
-            "settings.urls[1].url: must use the http or https protocol",
-            "URL 2: must use the http or https protocol",
-        ),
-        (
-            "settings.urls[0].headers.X-Signature: is set by Sluice and cannot be overridden",
-            "Headers for URL 1, X-Signature: is set by Sluice and cannot be overridden",
-        ),
-        (
-            "settings.urls[4].headers: each line must be 'Name: value'",
-            "Headers for URL 5: each line must be 'Name: value'",
-        ),
-        (
-            "settings.urls: at most 5 webhook URLs are allowed, got 6",
-            "URLs: at most 5 webhook URLs are allowed, got 6",
-        ),
-        (
-            "settings.sharedSecret: too short",
-            "Shared secret: too short",
-        ),
-        ("settings.caBundle: not PEM", "CA certificates: not PEM"),
-        ("name: must not be empty", "Name: must not be empty"),
-        ("Too long: the whole form", "Too long: the whole form"),
-    ];
-    for (api, shown) in cases {
-        assert_eq!(worded(api), shown, "{api}");
-    }
-}

@@ -9,6 +9,7 @@
 //! - [`destinations`]: the list, a destination's page, the on/off switch.
 //! - [`destination_form`]: the destination form, validated field by field.
 //! - [`destination_extras`]: its Standard Webhooks and CA bundle fields.
+//! - [`destination_words`]: its error messages in the form's words.
 //! - [`new_destination`]: the setup flow on that form.
 //! - [`edit_destination`]: changing a destination's settings.
 //! - [`lifecycle`]: renaming, disabling and deleting sources, deleting
@@ -28,6 +29,7 @@ pub mod deliveries;
 pub mod delivery_window;
 pub mod destination_extras;
 pub mod destination_form;
+pub mod destination_words;
 pub mod destinations;
 pub mod edit_destination;
 pub mod filters;
