@@ -252,6 +252,12 @@ test('computed trait builder: the API refuses a sum without property, preview sh
   await page.getByLabel('Operator 1').selectOption('gt');
   await page.getByLabel('Value 1').fill('10');
   await page.getByLabel('Last', { exact: true }).fill('30');
+  // The labels of one row line up, a select's beside an input's.
+  const top = async (text) => (await page.locator('label', { hasText: text }).first().boundingBox()).y;
+  const [p1, o1, v1] = [await top('Property 1'), await top('Operator 1'), await top('Value 1')];
+  assert.ok(Math.abs(p1 - o1) < 1 && Math.abs(v1 - o1) < 1, `labels at ${p1}, ${o1}, ${v1}`);
+  const [last, unit] = [await top(/^Last$/), await top(/^Unit$/)];
+  assert.ok(Math.abs(last - unit) < 1, `labels at ${last}, ${unit}`);
   await page.getByLabel('Warehouse hooks').check();
   // The engine may still be catching up with the calls: preview until both are in.
   const deadline = Date.now() + 15_000;
