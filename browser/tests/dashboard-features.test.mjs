@@ -187,13 +187,13 @@ test('destination filters: a bad path gets the API message, a drop filter makes 
 
   await page.getByLabel('Filter name').fill('no test orders');
   await page.getByLabel('Field', { exact: true }).fill('properties.env');
-  await page.getByLabel('Operator').selectOption('eq');
+  await page.getByLabel('Operator').selectOption({ label: 'equals' });
   await page.getByLabel('Value', { exact: true }).fill('test');
   await page.getByRole('button', { name: 'Add filter' }).click();
   await page.locator('#filters tbody tr', { hasText: 'no test orders' }).waitFor();
   const rows = page.locator('#filters tbody tr');
   assert.equal(await rows.count(), 2);
-  assert.match(await rows.nth(1).textContent(), /properties\.env eq test/);
+  assert.match(await rows.nth(1).textContent(), /properties\.env equals test/);
   await shot(page, 'destination-filters');
 
   await send('track', { userId: 'u1', event: 'Order Completed', messageId: 'f-test', properties: { env: 'test' } });
@@ -252,6 +252,12 @@ test('computed trait builder: the API refuses a sum without property, preview sh
   await page.getByLabel('Operator 1').selectOption('gt');
   await page.getByLabel('Value 1').fill('10');
   await page.getByLabel('Last', { exact: true }).fill('30');
+  // The labels of one row line up, a select's beside an input's.
+  const top = async (text) => (await page.locator('label', { hasText: text }).first().boundingBox()).y;
+  const [p1, o1, v1] = [await top('Property 1'), await top('Operator 1'), await top('Value 1')];
+  assert.ok(Math.abs(p1 - o1) < 1 && Math.abs(v1 - o1) < 1, `labels at ${p1}, ${o1}, ${v1}`);
+  const [last, unit] = [await top(/^Last$/), await top(/^Unit$/)];
+  assert.ok(Math.abs(last - unit) < 1, `labels at ${last}, ${unit}`);
   await page.getByLabel('Warehouse hooks').check();
   // The engine may still be catching up with the calls: preview until both are in.
   const deadline = Date.now() + 15_000;
@@ -295,11 +301,14 @@ test('audience builder: a bad JSON condition is refused, structured conditions p
   await page.getByLabel('Trait value', { exact: true }).fill('pro');
   await page.getByRole('button', { name: 'Preview' }).click();
   assert.equal((await page.locator('#preview-count').textContent()).trim(), '1');
+  assert.match(await page.locator('#preview-line').textContent(), /^1 member among \d+ profiles?\./);
   await page.locator('#preview-sample').getByText('b1', { exact: true }).waitFor();
   await page.getByRole('button', { name: 'Save' }).click();
   await page.waitForURL(/\/audiences\/aud_[A-Za-z0-9]+\?created=1$/);
   const url = page.url().split('?')[0];
   await until(url, '#members td:text-is("b1")');
+  // Headings and labels start with a capital, as elsewhere.
+  assert.equal(await page.getByRole('heading', { name: 'Members', exact: true }).count(), 1);
   assert.equal((await page.locator('#count').textContent()).trim(), '1');
   await shot(page, 'audience');
   assert.ok(neverArrivedTrait('pro_buyers'), 'not connected yet: nothing sent');
@@ -325,6 +334,10 @@ test('profile lookup shows identities, traits, computed values, audiences and ne
   assert.match(await page.locator('#computed').textContent(), /big_purchases\s*2/);
   await page.locator('#audiences').getByRole('link', { name: 'Pro Buyers' }).waitFor();
   assert.equal(await page.locator('#profile-events li', { hasText: 'Purchase' }).count(), 2);
+  // Events name their source and show their time as the other pages do.
+  const first = page.locator('#profile-events li summary').first();
+  assert.equal((await first.locator('.source').textContent()).trim(), 'shop');
+  assert.match((await first.locator('time').textContent()).trim(), /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/);
   await shot(page, 'profile');
   await page.getByLabel('userId or anonymousId').fill('nobody-at-all');
   await page.getByRole('button', { name: 'Look up' }).click();
@@ -444,6 +457,17 @@ test('every new page: labelled controls, AA text contrast, and nothing scrolls s
     const width = await p.evaluate(() => document.documentElement.scrollWidth);
     assert.ok(width <= 375, `${path} is ${width}px wide`);
   }
+  // The schema's Block buttons are in view at phone width, and an event's
+  // property rows come after the event's own row.
+  await p.goto(`${sluice.url}/sources/${state.sourceId}/schema`);
+  const block = p.locator('#schema button', { hasText: 'Block' }).first();
+  const box = await block.boundingBox();
+  assert.ok(box.x + box.width <= 375, `the Block button ends at ${box.x + box.width}px`);
+  const rows = await p.locator('#schema tbody tr', { hasText: 'Order Completed' }).evaluateAll(
+    (trs) => trs.map((tr) => tr.cells[0].textContent.trim()),
+  );
+  assert.equal(rows[0], 'track', rows.join(', '));
+  assert.ok(rows.slice(1).every((k) => k === 'property'), rows.join(', '));
   await p.goto(`${sluice.url}/audiences/new`);
   await shot(p, 'audience-builder-375');
   await phone.close();

@@ -278,7 +278,7 @@ fn append_request(
 
 /// The client address: the peer, or with a trusted proxy in front, the first
 /// address of `X-Forwarded-For` (the one the client's side of the proxy saw).
-fn client_ip(headers: &HeaderMap, peer: SocketAddr, trust_forwarded_for: bool) -> IpAddr {
+pub fn client_ip(headers: &HeaderMap, peer: SocketAddr, trust_forwarded_for: bool) -> IpAddr {
     if trust_forwarded_for {
         let forwarded = headers
             .get("x-forwarded-for")

@@ -68,12 +68,14 @@ fn frame(title: &str, labels: &[String], left_max: u64, right: Option<(&str, u64
         }
         @if let Some((unit, max)) = right {
             @for v in ticks(max) {
-                text.tick x=(LEFT + plot_w() + 6.0) y=(y_of(v, max) + 4.0) { (v) " " (unit) }
+                text.tick x=(LEFT + plot_w() + 6.0) y=(y_of(v, max) + 4.0) { (v) tspan.unit { " " (unit) } }
             }
         }
+        // Every other time label is marked `alt`: a narrow screen hides
+        // those and draws the rest larger, so they stay readable.
         @for (i, l) in labels.iter().enumerate() {
             @if i % every == 0 {
-                text.tick x=(LEFT + slot * (i as f64 + 0.5)) y=(H - 8.0) text-anchor="middle" { (l) }
+                text.tick.label.alt[(i / every) % 2 == 1] x=(LEFT + slot * (i as f64 + 0.5)) y=(H - 8.0) text-anchor="middle" { (l) }
             }
         }
     }
@@ -120,7 +122,8 @@ pub struct Buckets {
 }
 
 /// Spreads attempts over `n` equal buckets between the first and the last
-/// (at least one minute in all). A 2xx status is a success; any other status
+/// (at least one second per bucket, so the axis ends at the last attempt
+/// rather than a fixed span after the first). A 2xx status is a success; any other status
 /// or a transport error is a failure.
 pub fn bucket_attempts(attempts: &[Attempt], n: usize) -> Buckets {
     let n = n.max(1);
@@ -135,7 +138,7 @@ pub fn bucket_attempts(attempts: &[Attempt], n: usize) -> Buckets {
             mean_latency_ms: Vec::new(),
         };
     };
-    let span = (last - first).max(Duration::minutes(1));
+    let span = (last - first).max(Duration::seconds(n as i64));
     let width_ms = (span.num_milliseconds() / n as i64).max(1) + 1;
     let mut ok = vec![0u64; n];
     let mut failed = vec![0u64; n];
@@ -220,7 +223,7 @@ pub fn outcomes(title: &str, b: &Buckets) -> Markup {
             figcaption.legend {
                 span { i.key.s-ok {} "succeeded attempts" }
                 span { i.key.s-fail {} "failed attempts" }
-                span { i.key.s-latency-key {} "mean latency (right axis)" }
+                span { i.key.s-latency-key {} "mean latency in ms (right axis)" }
             }
         }
     }
@@ -264,6 +267,17 @@ mod tests {
         assert_eq!(b.ok, vec![1, 0, 0, 1]);
         assert_eq!(b.failed, vec![2, 0, 0, 0]);
         assert_eq!(b.mean_latency_ms, vec![Some(1680), None, None, Some(20)]);
+    }
+
+    #[test]
+    fn the_axis_ends_at_the_last_attempt_not_a_minute_after_the_first() {
+        let attempts = [attempt(0, Some(200), 5), attempt(12, Some(200), 5)];
+        let b = bucket_attempts(&attempts, 12);
+        // Twelve buckets of about one second: the last starts at 11 s.
+        assert_eq!(b.labels.first().map(String::as_str), Some("22:13:20"));
+        assert_eq!(b.labels.last().map(String::as_str), Some("22:13:31"));
+        assert_eq!(b.ok.iter().sum::<u64>(), 2);
+        assert_eq!(b.ok[11], 1);
     }
 
     #[test]

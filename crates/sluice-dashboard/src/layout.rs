@@ -15,7 +15,7 @@ use sluice_api::ApiError;
 use sluice_api::path_param::PathParam;
 
 use crate::Dash;
-use crate::form::Form;
+use crate::form::{Form, Overflow};
 use crate::session::{Session, tokens_match};
 
 /// The Content-Security-Policy of every dashboard response: scripts and
@@ -134,6 +134,9 @@ pub enum PageError {
     Api(#[from] ApiError),
     #[error("CSRF check failed")]
     Csrf,
+    /// A form over its cap, on a page that cannot show it again.
+    #[error("form too large")]
+    FormTooLarge(Overflow),
 }
 
 impl From<sluice_store::StoreError> for PageError {
@@ -155,6 +158,15 @@ impl IntoResponse for PageError {
                  failed). Go back, reload the page and try again."
                     .to_owned(),
             ),
+            PageError::FormTooLarge(o) => (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "body_too_large",
+                format!(
+                    "This form came to more than {}, so nothing was saved. Go back: your \
+                     browser still holds what you typed; shorten it and send it again.",
+                    o.limit_text()
+                ),
+            ),
         };
         let body = html! {
             div.error role="alert" {
@@ -171,8 +183,19 @@ impl IntoResponse for PageError {
     }
 }
 
-/// Fails unless the form carries this session's CSRF token.
+/// Fails unless the form carries this session's CSRF token and came
+/// whole: a form cut at its cap is never acted on.
 pub fn check_csrf(session: &Session, form: &Form) -> PageResult<()> {
+    check_csrf_token(session, form)?;
+    match &form.overflow {
+        Some(o) => Err(PageError::FormTooLarge(o.clone())),
+        None => Ok(()),
+    }
+}
+
+/// Fails unless the form carries this session's CSRF token, whole or not:
+/// for the pages that show a form cut at its cap again.
+pub fn check_csrf_token(session: &Session, form: &Form) -> PageResult<()> {
     if tokens_match(form.get("csrf"), &session.csrf) {
         Ok(())
     } else {

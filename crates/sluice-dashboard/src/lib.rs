@@ -9,6 +9,7 @@
 //!
 //! Modules:
 //! - [`session`]: signed session cookies and CSRF tokens.
+//! - [`throttle`]: slowing down repeated failed sign-ins (pure).
 //! - [`layout`]: page shell, navigation, security headers, error pages.
 //! - [`form`]: capped form bodies.
 //! - [`chart`]: inline SVG charts (pure).
@@ -22,9 +23,10 @@ pub mod form;
 pub mod layout;
 pub mod pages;
 pub mod session;
+pub mod throttle;
 pub mod widgets;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use axum::Router;
 use axum::middleware::{from_fn, from_fn_with_state};
@@ -37,6 +39,19 @@ use crate::session::Sessions;
 pub struct Dash {
     pub app: Arc<AppState>,
     pub sessions: Sessions,
+    pub throttle: Mutex<throttle::Throttle>,
+}
+
+impl Dash {
+    /// Runs `f` on the sign-in throttle (a poisoned lock is still usable:
+    /// the state is plain counters).
+    pub fn throttle<T>(&self, f: impl FnOnce(&mut throttle::Throttle) -> T) -> T {
+        let mut t = match self.throttle.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        f(&mut t)
+    }
 }
 
 /// The dashboard's routes, to merge next to the API's. It installs no
@@ -44,6 +59,7 @@ pub struct Dash {
 pub fn router(app: Arc<AppState>) -> Router {
     let dash = Arc::new(Dash {
         sessions: Sessions::new(app.admin_token_hash.clone()),
+        throttle: Mutex::default(),
         app,
     });
     use pages::*;
@@ -55,6 +71,9 @@ pub fn router(app: Arc<AppState>) -> Router {
         .route("/sources", get(sources::list).post(sources::create))
         .route("/sources/{id}", get(sources::show))
         .route("/sources/{id}/rotate-key", post(sources::rotate))
+        .route("/sources/{id}/rename", post(lifecycle::rename_source))
+        .route("/sources/{id}/enabled", post(lifecycle::switch_source))
+        .route("/sources/{id}/delete", post(lifecycle::delete_source))
         .route("/debugger", get(debugger::choose))
         .route("/sources/{id}/debugger", get(debugger::show))
         .route("/sources/{id}/debugger/newer", get(debugger::newer))
@@ -73,6 +92,10 @@ pub fn router(app: Arc<AppState>) -> Router {
             get(edit_destination::form).post(edit_destination::submit),
         )
         .route("/destinations/{id}/enabled", post(destinations::switch))
+        .route(
+            "/destinations/{id}/delete",
+            post(lifecycle::delete_destination),
+        )
         .route("/destinations/{id}/test", post(test_event::send))
         .route("/destinations/{id}/filters", post(filters::add))
         .route("/destinations/{id}/filters/delete", post(filters::delete))

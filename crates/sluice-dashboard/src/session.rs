@@ -4,9 +4,13 @@
 //! sharing a database accepts it and a restart does not sign anyone out.
 //! The MAC key is derived from a random key kept in the store's meta table
 //! (created once, shared by all nodes) *and* the admin token's hash: changing
-//! the admin token invalidates every session. Sign-out revokes the session id
-//! on the node that served it (kept in memory until the session would have
-//! expired) and clears the cookie.
+//! the admin token invalidates every session. Sign-out records the session
+//! id in the store (`revoked_sessions`, kept until the cookie would have
+//! expired) and clears the cookie: a signed-out or stolen cookie stays
+//! refused across restarts and deploys, and on every node sharing the
+//! database. Every signed-in request asks the store (one primary-key read);
+//! ids known to be revoked are also remembered in memory, which is always
+//! correct because a revocation is never lifted.
 //!
 //! The CSRF token of a session is a MAC of its id: nothing to store, and it
 //! cannot be computed without the key. Every state-changing form carries it;
@@ -53,7 +57,8 @@ pub struct Session {
 pub struct Sessions {
     admin_token_hash: String,
     key: OnceCell<Vec<u8>>,
-    /// Signed-out session ids and when they would have expired.
+    /// Session ids known to be signed out and when they would have expired:
+    /// a cache of the store's revocations (only ever positive answers).
     revoked: Mutex<HashMap<String, i64>>,
 }
 
@@ -142,6 +147,10 @@ impl Sessions {
         if self.is_revoked(id) {
             return Ok(None);
         }
+        if store.session_revoked(id).await? {
+            self.remember_revoked(id, expires);
+            return Ok(None);
+        }
         Ok(Some(Session {
             csrf: csrf_for(key, id),
             id: id.to_owned(),
@@ -149,15 +158,29 @@ impl Sessions {
         }))
     }
 
-    /// Signs a session out on this node.
-    pub fn revoke(&self, session: &Session) {
+    /// Signs a session out, durably and for every node: its cookie is
+    /// refused until it would have expired.
+    pub async fn revoke(
+        &self,
+        store: &dyn Store,
+        session: &Session,
+    ) -> Result<(), sluice_store::StoreError> {
+        let now = Utc::now().timestamp();
+        store
+            .revoke_session(&session.id, session.expires, now)
+            .await?;
+        self.remember_revoked(&session.id, session.expires);
+        Ok(())
+    }
+
+    fn remember_revoked(&self, id: &str, expires: i64) {
         let now = Utc::now().timestamp();
         let mut revoked = match self.revoked.lock() {
             Ok(g) => g,
             Err(p) => p.into_inner(),
         };
         revoked.retain(|_, exp| *exp > now);
-        revoked.insert(session.id.clone(), session.expires);
+        revoked.insert(id.to_owned(), expires);
     }
 
     fn is_revoked(&self, id: &str) -> bool {

@@ -28,6 +28,11 @@ pub fn typed_value(text: &str) -> Value {
     }
 }
 
+/// `one` for a count of 1, `many` otherwise: "1 member", "2 members".
+pub fn plural<'a>(n: u64, one: &'a str, many: &'a str) -> &'a str {
+    if n == 1 { one } else { many }
+}
+
 /// Non-empty trimmed lines of a textarea.
 pub fn lines(text: &str) -> Vec<String> {
     text.lines()
@@ -63,6 +68,13 @@ mod tests {
         assert_eq!(typed_value("\"10\""), json!("10"));
         assert_eq!(typed_value("pro plan"), json!("pro plan"));
         assert_eq!(typed_value("[1]"), json!("[1]"));
+    }
+
+    #[test]
+    fn plural_is_singular_only_for_one() {
+        assert_eq!(plural(1, "member", "members"), "member");
+        assert_eq!(plural(0, "member", "members"), "members");
+        assert_eq!(plural(2, "member", "members"), "members");
     }
 
     #[test]

@@ -1,6 +1,6 @@
 // Sluice dashboard: progressive enhancement only. Every page works without
 // this file; it adds copy buttons, confirmation prompts, the live debugger's
-// short poll, hiding empty URL rows, and refreshing a delivery log that has
+// short poll, hiding empty URL rows, loading a file of ids, and refreshing a delivery log that has
 // pending deliveries. Served as a file: the CSP allows no inline script.
 'use strict';
 
@@ -47,6 +47,21 @@ document.addEventListener('DOMContentLoaded', () => {
       rows[shown - 1].querySelector('input').focus();
     });
     update();
+  }
+
+  // A file of ids (one per line) loaded into the textarea it names, where
+  // it can be checked before sending; the form itself stays a plain form.
+  for (const input of document.querySelectorAll('input[type=file][data-fill]')) {
+    const target = document.getElementById(input.dataset.fill);
+    const wrap = input.closest('[hidden]');
+    if (!target || !wrap) continue;
+    wrap.hidden = false;
+    input.addEventListener('change', async () => {
+      const file = input.files && input.files[0];
+      if (!file) return;
+      target.value = (await file.text()).replace(/\r\n?/g, '\n');
+      target.dispatchEvent(new Event('input'));
+    });
   }
 
   // A field marked invalid by the server is unmarked once it is edited.

@@ -18,6 +18,15 @@ pub trait CatalogStore: Send + Sync {
     /// Stores `value` under `key` unless a value exists; returns the value kept.
     async fn put_meta_if_absent(&self, key: &str, value: &str) -> Result<String>;
 
+    // --- signed-out dashboard sessions ---------------------------------------
+    /// Records that the dashboard session `id` was signed out. It stays
+    /// revoked until `expires_at` (Unix seconds), when its cookie would
+    /// expire anyway; revocations that expired before `now` are deleted in
+    /// the same call, so the table holds only live ones.
+    async fn revoke_session(&self, id: &str, expires_at: i64, now: i64) -> Result<()>;
+    /// Whether the dashboard session `id` was signed out (on any node).
+    async fn session_revoked(&self, id: &str) -> Result<bool>;
+
     // --- sources ------------------------------------------------------------
     async fn create_source(&self, new: NewSource) -> Result<Source>;
     async fn list_sources(&self) -> Result<Vec<Source>>;

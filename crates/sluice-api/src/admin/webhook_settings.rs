@@ -265,7 +265,10 @@ fn check_url(field: &str, raw: &str, network: &NetworkPolicy) -> Result<String, 
     Ok(parsed.to_string())
 }
 
-fn parse_headers(field: &str, value: &Value) -> Result<Vec<(String, String)>, ApiError> {
+/// Parses an entry's `headers` object; `field` names it in messages
+/// (`settings.urls[2].headers`). Public so that the dashboard checks a
+/// row's headers apart from its URL and shows both errors.
+pub fn parse_headers(field: &str, value: &Value) -> Result<Vec<(String, String)>, ApiError> {
     let obj = value
         .as_object()
         .ok_or_else(|| ApiError::invalid(field, "must be an object of name: value"))?;

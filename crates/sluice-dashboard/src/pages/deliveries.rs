@@ -1,8 +1,9 @@
 //! `/destinations/{id}/deliveries`: the delivery log. Deliveries newest
 //! first, a page at a time, filtered by state and messageId (through the
-//! admin API's own list handler, so a bad filter gets its message); each
-//! expands to its attempts. Dead deliveries replay one at a time or all
-//! together. The chart covers the attempts of the destination's latest
+//! admin API's own list handler, so a bad filter gets its message) and by
+//! a time window (see [`super::delivery_window`]); each says what its call
+//! carries and expands to its attempts. Dead deliveries replay one at a
+//! time, all together, or those that died since a time. The chart covers the attempts of the destination's latest
 //! deliveries.
 
 use sluice_api::path_param::PathParam;
@@ -10,7 +11,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::extract::{Query, State};
+use axum::http::StatusCode;
 use axum::response::IntoResponse;
+use chrono::Utc;
 use maud::{Markup, html};
 use serde_json::{Map, Value};
 use sluice_api::ApiError;
@@ -18,6 +21,9 @@ use sluice_api::admin::deliveries as api;
 use sluice_api::admin::extract::{OptionalJsonObject, Params};
 use sluice_store::{Attempt, DeliveryFilter, DeliveryRecord, DeliveryState};
 
+use super::delivery_window::{
+    Carried, REPLAY_SCAN, SCAN, Window, carried, carried_line, parse_time, scan,
+};
 use crate::Dash;
 use crate::chart::{bucket_attempts, outcomes};
 use crate::form::Form;
@@ -25,6 +31,7 @@ use crate::layout::{
     PagePath, PageResult, SignedIn, check_csrf, csrf_field, page, see_other, urlencode, when,
 };
 use crate::session::Session;
+use crate::widgets::plural;
 
 /// Deliveries per page.
 const PAGE: u32 = 20;
@@ -37,7 +44,7 @@ fn attempt_row(a: &Attempt) -> Markup {
         tr {
             td { (a.attempt) }
             td { (when(&a.at)) }
-            td.wrap { code { (a.url) } }
+            td.wrap.url { code { (a.url) } }
             td {
                 @match (a.status, &a.error) {
                     (Some(st), _) => span class={ "status " @if (200..300).contains(&st) { "ok" } @else { "fail" } } { (st) },
@@ -51,7 +58,13 @@ fn attempt_row(a: &Attempt) -> Markup {
     }
 }
 
-fn delivery_row(s: &Session, d: &DeliveryRecord, attempts: &[Attempt], marked: bool) -> Markup {
+fn delivery_row(
+    s: &Session,
+    d: &DeliveryRecord,
+    attempts: &[Attempt],
+    carried: Option<&Carried>,
+    marked: bool,
+) -> Markup {
     html! {
         li.delivery.marked[marked] data-state=(d.state.as_str()) {
             @if marked { p.mark { strong { "Test event" } } }
@@ -59,7 +72,9 @@ fn delivery_row(s: &Session, d: &DeliveryRecord, attempts: &[Attempt], marked: b
                 span class={ "pill " (d.state.as_str()) } { (d.state.as_str()) }
                 " "
                 a href={ "?message_id=" (urlencode(&d.message_id)) } { code { (d.message_id) } }
-                span.muted { " · " (d.attempts) " attempt round(s) · updated " (when(&d.updated_at)) }
+                " "
+                (carried_line(carried))
+                span.muted.rounds { " · " (d.attempts) " " (plural(u64::from(d.attempts), "attempt round", "attempt rounds")) " · updated " (when(&d.updated_at)) }
                 @if d.state == DeliveryState::Dead {
                     form.inline method="post" action={ "/deliveries/" (d.id) "/replay" } {
                         (csrf_field(s))
@@ -99,33 +114,69 @@ pub async fn show(
         .get_destination(&id)
         .await?
         .ok_or_else(|| ApiError::not_found("destination"))?;
-    let mut params: HashMap<String, String> = q
-        .iter()
-        .filter(|(k, _)| ["state", "message_id", "before"].contains(&k.as_str()))
-        .map(|(k, v)| (k.clone(), v.trim().to_owned()))
-        .collect();
-    params.insert("limit".into(), PAGE.to_string());
-    let listed =
-        api::list_for_destination(State(app.clone()), PathParam(id.clone()), Params(params))
-            .await?;
-    // The API shows a filtered delivery's filter as `filter`, not as an error.
-    let rows: Vec<DeliveryRecord> = listed
-        .0
-        .data
-        .into_iter()
-        .map(|d| {
-            let mut record = d.record;
-            if let Some(f) = d.filter {
-                record.last_error = Some(f);
-            }
-            record
-        })
-        .collect();
-    let older = listed.0.next_before;
+    let now = Utc::now();
+    let mut window = Window::default();
+    let mut window_error = None;
+    for (key, slot) in [("since", &mut window.since), ("until", &mut window.until)] {
+        match q.get(key).map(|v| v.trim()).filter(|v| !v.is_empty()) {
+            None => {}
+            Some(v) => match parse_time(v, now) {
+                Ok(t) => *slot = Some(t),
+                Err(e) => window_error = Some(format!("{key}: {e}")),
+            },
+        }
+    }
+    let (rows, older) = if window.is_open() {
+        let mut params: HashMap<String, String> = q
+            .iter()
+            .filter(|(k, _)| ["state", "message_id", "before"].contains(&k.as_str()))
+            .map(|(k, v)| (k.clone(), v.trim().to_owned()))
+            .collect();
+        params.insert("limit".into(), PAGE.to_string());
+        let listed =
+            api::list_for_destination(State(app.clone()), PathParam(id.clone()), Params(params))
+                .await?;
+        // The API shows a filtered delivery's filter as `filter`, not as an error.
+        let rows: Vec<DeliveryRecord> = listed
+            .0
+            .data
+            .into_iter()
+            .map(|d| {
+                let mut record = d.record;
+                if let Some(f) = d.filter {
+                    record.last_error = Some(f);
+                }
+                record
+            })
+            .collect();
+        (rows, listed.0.next_before)
+    } else {
+        let state = match q.get("state").map(|v| v.trim()).filter(|v| !v.is_empty()) {
+            None => None,
+            Some(v) => Some(DeliveryState::parse(v).ok_or_else(|| {
+                ApiError::bad_request(
+                    "invalid_query",
+                    "state: must be one of pending, succeeded, dead, discarded, filtered",
+                )
+            })?),
+        };
+        let filter = DeliveryFilter {
+            destination_id: Some(id.clone()),
+            message_id: q
+                .get("message_id")
+                .map(|v| v.trim().to_owned())
+                .filter(|v| !v.is_empty()),
+            state,
+            before_id: q.get("before").and_then(|v| v.trim().parse().ok()),
+            limit: PAGE,
+        };
+        scan(app.store.as_ref(), &filter, window, PAGE as usize, SCAN).await?
+    };
     let mut page_rows = Vec::with_capacity(rows.len());
     for d in rows {
         let attempts = app.store.list_attempts(d.id).await?;
-        page_rows.push((d, attempts));
+        let call = carried(app.store.as_ref(), &d).await?;
+        page_rows.push((d, attempts, call));
     }
     let recent = app
         .store
@@ -144,14 +195,35 @@ pub async fn show(
     let message_id = q.get("message_id").map_or("", |v| v.trim());
     let waiting = page_rows
         .iter()
-        .any(|(d, _)| d.state == DeliveryState::Pending);
+        .any(|(d, _, _)| d.state == DeliveryState::Pending);
+    // The replay controls show only when there is something to replay.
+    let any_dead = !app
+        .store
+        .list_deliveries(&DeliveryFilter {
+            destination_id: Some(id.clone()),
+            message_id: q
+                .get("message_id")
+                .map(|v| v.trim().to_owned())
+                .filter(|v| !v.is_empty()),
+            state: Some(DeliveryState::Dead),
+            limit: 1,
+            ..DeliveryFilter::default()
+        })
+        .await?
+        .is_empty();
+    let since_text = q.get("since").map_or("", |v| v.trim());
+    let until_text = q.get("until").map_or("", |v| v.trim());
     let body = html! {
         p { "Deliveries of " a href={ "/destinations/" (id) } { (dest.name) } ", newest first." }
         @if let Some(t) = q.get("test") {
             div.notice role="status" { p { "Test event sent (messageId " code { (t) } "). Its delivery is marked below." } }
         }
         @if let Some(n) = q.get("replayed") {
-            div.notice role="status" { p { (n) " dead delivery(ies) replayed: back to pending, due now." } }
+            div.notice role="status" { p {
+                (n) " dead " (if n == "1" { "delivery" } else { "deliveries" })
+                @if let Some(t) = q.get("died_since") { " that died since " (t) }
+                " replayed: back to pending, due now."
+            } }
         }
         h2 { "Attempts over time" }
         @if chart_attempts.is_empty() { p { "No attempts yet." } } @else {
@@ -171,9 +243,20 @@ pub async fn show(
                 label for="message_id" { "messageId" }
                 input #message_id name="message_id" value=(message_id);
             }
+            div.field {
+                label for="since" { "Changed since" }
+                input #since name="since" value=(since_text) placeholder="2h or 2026-11-28T10:00" aria-describedby="window-help";
+            }
+            div.field {
+                label for="until" { "Changed until" }
+                input #until name="until" value=(until_text) placeholder="30m or 2026-11-28T11:00" aria-describedby="window-help";
+            }
             button type="submit" { "Filter" }
             a href={ "/destinations/" (id) "/deliveries" } { "Clear" }
+            p.help #window-help { "Times are UTC; an age such as 2h counts back from now. A delivery's time is its last change: when it succeeded, died or was last tried." }
+            @if let Some(e) = &window_error { p.field-error #window-error role="alert" { (e) } }
         }
+        @if any_dead {
         form.inline method="post" action={ "/destinations/" (id) "/replay" } data-confirm="Replay every dead delivery of this destination?" {
             (csrf_field(&s))
             @if !message_id.is_empty() { input type="hidden" name="message_id" value=(message_id); }
@@ -181,14 +264,24 @@ pub async fn show(
                 @if message_id.is_empty() { "Replay all dead deliveries" } @else { "Replay dead deliveries of this messageId" }
             }
         }
+        form.inline.replay-since method="post" action={ "/destinations/" (id) "/replay" } {
+            (csrf_field(&s))
+            @if !message_id.is_empty() { input type="hidden" name="message_id" value=(message_id); }
+            label for="died-since" { "Replay dead deliveries that died since" }
+            " "
+            input #died-since name="since" required placeholder="2h or 2026-11-28T10:00" value=(since_text);
+            " "
+            button.secondary type="submit" { "Replay dead since" }
+        }
+        }
         @if page_rows.is_empty() { p #no-deliveries { "No deliveries match." } }
         ol.deliveries data-refresh=[waiting.then_some("3000")] {
-            @for (d, attempts) in &page_rows {
-                (delivery_row(&s, d, attempts, q.get("test").is_some_and(|t| *t == d.message_id)))
+            @for (d, attempts, call) in &page_rows {
+                (delivery_row(&s, d, attempts, call.as_ref(), q.get("test").is_some_and(|t| *t == d.message_id)))
             }
         }
         @if let Some(o) = older {
-            p { a href={ "?state=" (urlencode(state)) "&message_id=" (urlencode(message_id)) "&before=" (o) } { "Older deliveries" } }
+            p { a href={ "?state=" (urlencode(state)) "&message_id=" (urlencode(message_id)) "&since=" (urlencode(since_text)) "&until=" (urlencode(until_text)) "&before=" (o) } { "Older deliveries" } }
         }
     };
     Ok(page(Some(&s), "Delivery log", "destinations", body).into_response())
@@ -226,8 +319,11 @@ pub async fn replay_all(
     form: Form,
 ) -> PageResult {
     check_csrf(&s, &form)?;
-    let mut body = Map::new();
     let message_id = form.get("message_id");
+    if !form.get("since").is_empty() {
+        return replay_since(&dash, &id, form.get("since"), message_id).await;
+    }
+    let mut body = Map::new();
     if !message_id.is_empty() {
         body.insert("message_id".into(), Value::String(message_id.to_owned()));
     }
@@ -241,6 +337,51 @@ pub async fn replay_all(
     Ok(see_other(&format!(
         "/destinations/{id}/deliveries?replayed={}&message_id={}",
         out.replayed,
+        urlencode(message_id)
+    )))
+}
+
+/// Replays the destination's dead deliveries that died since the time
+/// typed (a dead delivery's last change is its death), one by one through
+/// the admin API's handler, as the CLI's `replay --since` does. One that is
+/// no longer dead (replayed meanwhile) is skipped.
+async fn replay_since(dash: &Dash, id: &str, since: &str, message_id: &str) -> PageResult {
+    let at = parse_time(since, Utc::now()).map_err(|e| ApiError::invalid("since", e))?;
+    dash.app
+        .store
+        .get_destination(id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("destination"))?;
+    let filter = DeliveryFilter {
+        destination_id: Some(id.to_owned()),
+        message_id: (!message_id.is_empty()).then(|| message_id.to_owned()),
+        state: Some(DeliveryState::Dead),
+        ..DeliveryFilter::default()
+    };
+    let window = Window {
+        since: Some(at),
+        until: None,
+    };
+    let (dead, _) = scan(
+        dash.app.store.as_ref(),
+        &filter,
+        window,
+        usize::MAX,
+        REPLAY_SCAN,
+    )
+    .await?;
+    let mut replayed = 0;
+    for d in dead {
+        match api::replay_one(State(dash.app.clone()), PathParam(d.id)).await {
+            Ok(out) => replayed += out.0.replayed,
+            Err(e) if e.status == StatusCode::CONFLICT => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    let shown = at.format("%Y-%m-%d %H:%M:%S UTC").to_string();
+    Ok(see_other(&format!(
+        "/destinations/{id}/deliveries?replayed={replayed}&died_since={}&message_id={}",
+        urlencode(&shown),
         urlencode(message_id)
     )))
 }

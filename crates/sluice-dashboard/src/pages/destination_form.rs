@@ -10,9 +10,13 @@ use std::collections::BTreeMap;
 use maud::{Markup, html};
 use serde_json::{Map, Value, json};
 use sluice_api::admin::extract::non_empty;
-use sluice_api::admin::webhook_settings::{MAX_URLS, Rules, parse_entry, parse_secret};
+use sluice_api::admin::webhook_settings::{
+    MAX_URLS, Rules, parse_entry, parse_headers, parse_secret,
+};
 use sluice_store::Source;
 
+use super::destination_extras::{self as extras, Extras};
+pub use super::destination_words::worded;
 use crate::form::Form;
 use crate::layout::csrf_field;
 use crate::session::Session;
@@ -31,6 +35,8 @@ pub struct Entered {
     /// destination saved unsigned on the next submit. Only ever the value
     /// this same request carried; a stored secret is never written here.
     pub secret: String,
+    /// Standard Webhooks signing and the CA bundle.
+    pub extras: Extras,
     /// Field id → message.
     pub errors: BTreeMap<String, String>,
 }
@@ -57,6 +63,15 @@ pub fn field_of(message: &str) -> String {
     }
     if path.starts_with("settings.sharedSecret") {
         return "secret".into();
+    }
+    if path.starts_with("settings.standardWebhooks.rotationOverlapSeconds") {
+        return "overlap".into();
+    }
+    if path.starts_with("settings.standardWebhooks") {
+        return "standard_secret".into();
+    }
+    if path.starts_with("settings.caBundle") {
+        return "ca_bundle".into();
     }
     if let Some(rest) = path.strip_prefix("settings.urls[") {
         let i: String = rest.chars().take_while(char::is_ascii_digit).collect();
@@ -98,16 +113,19 @@ fn position(field: &str) -> (u8, usize) {
         "sources" => (1, 0),
         "urls" => (2, usize::MAX),
         "secret" => (3, 0),
+        "standard_secret" => (4, 0),
+        "overlap" => (4, 1),
+        "ca_bundle" => (5, 0),
         _ => match (row("url"), row("headers")) {
             (Some(i), _) => (2, 2 * i),
             (_, Some(i)) => (2, 2 * i + 1),
-            _ => (4, 0),
+            _ => (6, 0),
         },
     }
 }
 
 pub fn render(s: &Session, sources: &[Source], e: &Entered, mode: &Mode) -> Markup {
-    let err = |k: &str| e.errors.get(k).map(String::as_str);
+    let err = |k: &str| e.errors.get(k).map(|m| worded(m));
     let mut summary: Vec<_> = e.errors.iter().collect();
     summary.sort_by_key(|(k, _)| position(k));
     let invalid = |k: &str| e.errors.contains_key(k).then_some("true");
@@ -115,7 +133,7 @@ pub fn render(s: &Session, sources: &[Source], e: &Entered, mode: &Mode) -> Mark
         @if !e.errors.is_empty() {
             div.error #errors role="alert" tabindex="-1" {
                 p { "The destination was not saved. Please fix:" }
-                ul { @for (k, m) in &summary { li { a href={ "#" (k) } { (m) } } } }
+                ul { @for (k, m) in &summary { li { a href={ "#" (k) } { (worded(m)) } } } }
             }
         }
         form.card.setup method="post" action=(mode.action) novalidate {
@@ -181,6 +199,7 @@ pub fn render(s: &Session, sources: &[Source], e: &Entered, mode: &Mode) -> Mark
                     @if let Some(m) = err("secret") { p #secret-error .field-error { (m) } }
                 }
             }
+            (extras::render(e, mode.editing))
             @if let Some(m) = err("form") { p.field-error { (m) } }
             @if !mode.editing { p.help { "The destination is saved switched off; switch it on from its page." } }
             button type="submit" { (mode.submit) }
@@ -194,7 +213,7 @@ pub fn render(s: &Session, sources: &[Source], e: &Entered, mode: &Mode) -> Mark
 /// API takes is refused below, never cut short).
 fn url_rows(form: &Form) -> Vec<(String, String)> {
     let mut extra: BTreeMap<usize, (String, String)> = BTreeMap::new();
-    for (key, value) in &form.0 {
+    for (key, value) in &form.fields {
         let (index, is_url) = match (key.strip_prefix("url"), key.strip_prefix("headers")) {
             (Some(i), _) => (i, true),
             (_, Some(i)) => (i, false),
@@ -231,6 +250,38 @@ fn too_many_urls(got: usize) -> String {
     format!("settings.urls: at most {MAX_URLS} webhook URLs are allowed, got {got}")
 }
 
+/// The cap of the destination forms: three times the admin API's, since
+/// form encoding spells a character of a header or a URL in up to three.
+pub const DESTINATION_FORM_BYTES: usize = 3 * sluice_api::admin::extract::MAX_ADMIN_BODY;
+
+/// The form's element id for a form field's name (`url1`, `headers1`,
+/// `name`, `secret`; `source` → `sources`).
+fn field_id(name: &str) -> String {
+    match name {
+        "source" => "sources".into(),
+        "name" | "secret" | "standard_secret" | "ca_bundle" => name.into(),
+        "overlap_hours" => "overlap".into(),
+        n if n.starts_with("url") || n.starts_with("headers") => n.into(),
+        _ => "form".into(),
+    }
+}
+
+/// A form cut at its cap, shown again: what came before the cut, the
+/// error on the field that was cut, and nothing saved.
+pub fn cut_short(form: &Form, editing: bool, rules: &Rules) -> Option<Entered> {
+    let o = form.overflow.as_ref()?;
+    let (mut e, _, _) = validate(form, editing, rules);
+    e.errors.clear();
+    e.errors.insert(
+        field_id(&o.field),
+        format!(
+            "Too long: the whole form may be at most {}, and it was cut here. Nothing was saved; shorten this field and save again.",
+            o.limit_text()
+        ),
+    );
+    Some(e)
+}
+
 /// Reads the form and checks each field with the admin API's functions.
 /// Returns what was entered (with any errors), the URL entries, and the
 /// `sharedSecret` value to send: `None` when editing and the field was left
@@ -252,18 +303,25 @@ pub fn validate(form: &Form, editing: bool, rules: &Rules) -> (Entered, Vec<Valu
             continue;
         }
         let field = format!("settings.urls[{i}]");
-        let headers = match header_lines(&format!("{field}.headers"), headers) {
-            Ok(h) => h,
-            Err(m) => {
-                e.errors.insert(format!("headers{i}"), m);
-                continue;
-            }
-        };
-        let entry = json!({"url": url, "headers": headers});
-        match parse_entry(&field, &entry, rules) {
-            Ok(_) => urls.push(entry),
+        // The URL and the headers are checked apart, so that every error
+        // of the row shows: a bad scheme does not hide behind a bad header.
+        let url_ok = match parse_entry(&field, &json!({ "url": url }), rules) {
+            Ok(_) => true,
             Err(err) => {
                 e.errors.insert(field_of(&err.message), err.message);
+                false
+            }
+        };
+        let at = format!("{field}.headers");
+        let headers = header_lines(&at, headers).and_then(|h| {
+            let h = Value::Object(h);
+            parse_headers(&at, &h).map(|_| h).map_err(|err| err.message)
+        });
+        match headers {
+            Ok(h) if url_ok => urls.push(json!({"url": url, "headers": h})),
+            Ok(_) => {}
+            Err(m) => {
+                e.errors.insert(format!("headers{i}"), m);
             }
         }
     }
@@ -301,6 +359,7 @@ pub fn validate(form: &Form, editing: bool, rules: &Rules) -> (Entered, Vec<Valu
     if let Some(Err(err)) = secret.as_ref().map(parse_secret) {
         e.errors.insert("secret".into(), err.message);
     }
+    extras::read(form, &mut e);
     (e, urls, secret)
 }
 

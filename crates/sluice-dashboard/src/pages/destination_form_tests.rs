@@ -51,7 +51,7 @@ fn header_lines_need_a_colon() {
 }
 
 fn form(fields: &[(String, String)]) -> Form {
-    Form(fields.to_vec())
+    Form::new(fields.to_vec())
 }
 
 fn hooks(n: usize) -> Vec<(String, String)> {
@@ -132,5 +132,29 @@ fn the_api_refusing_the_whole_url_list_is_shown_beside_it() {
     assert_eq!(
         field_of("settings.urls: at most 5 webhook URLs are allowed, got 6"),
         "urls"
+    );
+}
+
+#[test]
+fn a_row_shows_its_url_error_and_its_header_error_together() {
+    let mut fields = hooks(1);
+    for (k, v) in fields.iter_mut() {
+        match k.as_str() {
+            "url0" => *v = "ftp://example.com/hook".into(),
+            "headers0" => *v = "X-Signature: mine".into(),
+            _ => {}
+        }
+    }
+    let (e, urls, _) = validate(&form(&fields), false, &Rules::default());
+    assert!(urls.is_empty());
+    assert!(
+        e.errors["url0"].contains("must use the http or https protocol"),
+        "{:?}",
+        e.errors
+    );
+    assert!(
+        e.errors["headers0"].contains("is set by Sluice and cannot be overridden"),
+        "{:?}",
+        e.errors
     );
 }

@@ -20,9 +20,16 @@ use crate::layout::{
     PagePath, PageResult, SignedIn, check_csrf, csrf_field, page, see_other, when,
 };
 
-pub async fn list(State(dash): State<Arc<Dash>>, SignedIn(s): SignedIn) -> PageResult {
+pub async fn list(
+    State(dash): State<Arc<Dash>>,
+    SignedIn(s): SignedIn,
+    Query(q): Query<HashMap<String, String>>,
+) -> PageResult {
     let all = dash.app.store.list_destinations().await?;
     let body = html! {
+        @if q.contains_key("deleted") {
+            div.notice role="status" { p { "Destination deleted." } }
+        }
         p.actions { a.button href="/catalog" { "Add a destination" } }
         @if all.is_empty() {
             p { "No destinations yet. Choose one in the " a href="/catalog" { "catalog" } "." }
@@ -133,8 +140,12 @@ pub async fn show(
                     "On: requests carry webhook-id, webhook-timestamp and webhook-signature, signed with "
                     code { (sw.secret) }
                     @if let Some(until) = &sw.previous_secret_valid_until { " (the previous secret also signs until " (until) ")" }
-                    ". Set through the admin API (" code { "settings.standardWebhooks" } ")."
+                    ". Change it on " a href={ "/destinations/" (id) "/edit" } { "Edit settings" } "."
                 }
+            }
+            @if d.settings.ca_bundle.is_some() {
+                dt { "Private CA bundle" }
+                dd #ca-bundle { "Set: its certificates are trusted for this destination's https URLs beside the system's roots." }
             }
             dt { "Connected sources" }
             dd {
@@ -152,6 +163,12 @@ pub async fn show(
         }
         p.actions { a.button.secondary href={ "/destinations/" (id) "/deliveries" } { "Delivery log" } }
         (super::filters::section(&s, &id, &filters))
+        h2 #delete-h { "Delete this destination" }
+        form.card method="post" action={ "/destinations/" (id) "/delete" } {
+            (csrf_field(&s))
+            p { "Its pending deliveries are discarded and its filters deleted; the next page says exactly what goes and asks you to confirm." }
+            button.danger type="submit" { "Delete destination…" }
+        }
     };
     Ok(page(Some(&s), &d.name, "destinations", body).into_response())
 }

@@ -17,10 +17,13 @@ use sluice_outbound::Masker;
 use sluice_outbound::mask::mask_url;
 use sluice_store::{Destination, Source};
 
-use super::destination_form::{Entered, Mode, field_of, render, validate};
+use super::destination_extras::{self as extras, Extras};
+use super::destination_form::{
+    DESTINATION_FORM_BYTES, Entered, Mode, cut_short, field_of, render, validate,
+};
 use crate::Dash;
-use crate::form::Form;
-use crate::layout::{PagePath, PageResult, SignedIn, check_csrf, page, see_other};
+use crate::form::FormUpTo;
+use crate::layout::{PagePath, PageResult, SignedIn, check_csrf_token, page, see_other};
 use crate::session::Session;
 
 async fn find(dash: &Dash, id: &str) -> PageResult<Destination> {
@@ -49,6 +52,26 @@ fn masked_urls(d: &Destination, masker: &Masker) -> Vec<(String, String)> {
 
 fn secret_hint(d: &Destination, masker: &Masker) -> Option<String> {
     api::view(d, masker).settings.shared_secret
+}
+
+/// The opt-ins as stored: the Standard Webhooks secret only as the admin
+/// API shows it, the CA bundle in full (certificates are public).
+fn current_extras(d: &Destination, masker: &Masker) -> Extras {
+    let view = api::view(d, masker).settings;
+    Extras {
+        standard: view.standard_webhooks.is_some(),
+        standard_hint: view
+            .standard_webhooks
+            .map(|sw| match sw.previous_secret_valid_until {
+                Some(until) => format!(
+                    "{} (the previous secret also signs until {until})",
+                    sw.secret
+                ),
+                None => sw.secret,
+            }),
+        ca_bundle: d.settings.ca_bundle.clone().unwrap_or_default(),
+        ..Extras::default()
+    }
 }
 
 fn respond(
@@ -84,6 +107,7 @@ pub async fn form(
         // value when a masked one comes back unchanged.
         urls: masked_urls(&d, &dash.app.outbound.masker),
         secret_hint: secret_hint(&d, &dash.app.outbound.masker),
+        extras: current_extras(&d, &dash.app.outbound.masker),
         ..Entered::default()
     };
     respond(&s, &d, &sources, &entered, StatusCode::OK)
@@ -93,18 +117,24 @@ pub async fn submit(
     State(dash): State<Arc<Dash>>,
     SignedIn(s): SignedIn,
     PagePath(id): PagePath<String>,
-    form: Form,
+    FormUpTo(form): FormUpTo<DESTINATION_FORM_BYTES>,
 ) -> PageResult {
-    check_csrf(&s, &form)?;
+    check_csrf_token(&s, &form)?;
     let d = find(&dash, &id).await?;
-    let (mut e, urls, secret) = validate(&form, true, &dash.app.outbound);
+    let (mut e, urls, secret) = match cut_short(&form, true, &dash.app.outbound) {
+        Some(cut) => (cut, Vec::new(), None),
+        None => validate(&form, true, &dash.app.outbound),
+    };
     e.secret_hint = secret_hint(&d, &dash.app.outbound.masker);
+    e.extras.standard_hint = current_extras(&d, &dash.app.outbound.masker).standard_hint;
+    let signing_now = d.settings.standard_webhooks.is_some();
     if e.errors.is_empty() {
         let mut settings = Map::new();
         settings.insert("urls".into(), Value::Array(urls));
         if let Some(secret) = secret {
             settings.insert("sharedSecret".into(), secret);
         }
+        extras::apply(&e.extras, signing_now, &mut settings);
         let mut body = Map::new();
         body.insert("name".into(), json!(e.name));
         body.insert("source_ids".into(), json!(e.sources));
@@ -116,7 +146,13 @@ pub async fn submit(
         )
         .await
         {
-            Ok(_) => return Ok(see_other(&format!("/destinations/{id}?updated=1"))),
+            Ok(updated) => {
+                let next = format!("/destinations/{id}?updated=1");
+                if extras::generates(&e.extras, signing_now) {
+                    return Ok(extras::secret_once(&s, &updated.0, &next));
+                }
+                return Ok(see_other(&next));
+            }
             Err(err) if err.status == StatusCode::BAD_REQUEST => {
                 e.errors.insert(field_of(&err.message), err.message);
             }

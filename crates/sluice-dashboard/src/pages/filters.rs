@@ -34,6 +34,17 @@ const OPS: &[&str] = &[
     "not_exists",
 ];
 
+/// An operator as the dashboard words it: the audience and computed-trait
+/// builders say `equals` and `not_equals`, so the filters do too (the
+/// filter document keeps the API's `eq` and `ne`).
+fn op_word(op: &str) -> &str {
+    match op {
+        "eq" => "equals",
+        "ne" => "not_equals",
+        other => other,
+    }
+}
+
 /// What was typed into the add form, kept to show it again with an error.
 #[derive(Default)]
 pub struct Draft {
@@ -99,9 +110,14 @@ fn describe_when(w: &Value) -> String {
     } else {
         String::new()
     };
-    format!("{} {} {}", w["field"].as_str().unwrap_or(""), op, what)
-        .trim_end()
-        .to_owned()
+    format!(
+        "{} {} {}",
+        w["field"].as_str().unwrap_or(""),
+        op_word(op),
+        what
+    )
+    .trim_end()
+    .to_owned()
 }
 
 /// The filters section of the destination page.
@@ -169,7 +185,7 @@ fn add_form(s: &Session, id: &str, d: &Draft, error: Option<&ApiError>) -> Marku
                 div.field {
                     label for="filter-op" { "Operator" }
                     select #filter-op name="op" {
-                        @for op in OPS { option value=(op) selected[d.op == *op] { (op) } }
+                        @for op in OPS { option value=(op) selected[d.op == *op] { (op_word(op)) } }
                     }
                 }
                 div.field {
@@ -290,5 +306,9 @@ mod tests {
             "type in identify, group"
         );
         assert_eq!(describe_when(&Value::Null), "always");
+        assert_eq!(
+            describe_when(&json!({"field":"properties.env","op":"ne","value":"test"})),
+            "properties.env not_equals test"
+        );
     }
 }

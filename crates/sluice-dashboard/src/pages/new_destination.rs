@@ -8,15 +8,18 @@ use std::sync::Arc;
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use sluice_api::admin::destinations as api;
 use sluice_api::admin::extract::JsonObject;
 use sluice_api::routes::WEBHOOKS;
 
-use super::destination_form::{Entered, Mode, field_of, render, validate};
+use super::destination_extras as extras;
+use super::destination_form::{
+    DESTINATION_FORM_BYTES, Entered, Mode, cut_short, field_of, render, validate,
+};
 use crate::Dash;
-use crate::form::Form;
-use crate::layout::{PageResult, SignedIn, check_csrf, page, see_other};
+use crate::form::FormUpTo;
+use crate::layout::{PageResult, SignedIn, check_csrf_token, page, see_other};
 
 const MODE: Mode = Mode {
     action: "/destinations/new",
@@ -55,25 +58,35 @@ pub async fn form(
 pub async fn submit(
     State(dash): State<Arc<Dash>>,
     SignedIn(s): SignedIn,
-    form: Form,
+    FormUpTo(form): FormUpTo<DESTINATION_FORM_BYTES>,
 ) -> PageResult {
-    check_csrf(&s, &form)?;
-    let (mut e, urls, secret) = validate(&form, false, &dash.app.outbound);
+    check_csrf_token(&s, &form)?;
+    let (mut e, urls, secret) = match cut_short(&form, false, &dash.app.outbound) {
+        Some(cut) => (cut, Vec::new(), None),
+        None => validate(&form, false, &dash.app.outbound),
+    };
     if e.errors.is_empty() {
+        let mut settings = Map::new();
+        settings.insert("urls".into(), Value::Array(urls));
+        settings.insert("sharedSecret".into(), secret.unwrap_or(Value::Null));
+        extras::apply(&e.extras, false, &mut settings);
         let body = json!({
             "name": e.name,
             "type": e.kind,
             "enabled": false,
             "source_ids": e.sources,
-            "settings": {"urls": urls, "sharedSecret": secret.unwrap_or(Value::Null)},
+            "settings": settings,
         });
         let Value::Object(body) = body else {
             unreachable!("json! of an object literal is an object")
         };
         match api::create(State(dash.app.clone()), JsonObject(body)).await {
             Ok((_, created)) => {
-                let id = created.0.id;
-                return Ok(see_other(&format!("/destinations/{id}?created=1")));
+                let next = format!("/destinations/{}?created=1", created.0.id);
+                if extras::generates(&e.extras, false) {
+                    return Ok(extras::secret_once(&s, &created.0, &next));
+                }
+                return Ok(see_other(&next));
             }
             Err(err) if err.status == StatusCode::BAD_REQUEST => {
                 e.errors.insert(field_of(&err.message), err.message);

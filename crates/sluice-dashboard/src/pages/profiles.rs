@@ -10,13 +10,14 @@ use std::sync::Arc;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
+use chrono::{DateTime, Utc};
 use maud::html;
 use serde_json::Value;
 use sluice_api::admin::extract::Params;
 use sluice_api::admin::personas::profiles as api;
 
 use crate::Dash;
-use crate::layout::{PageResult, SignedIn, page, urlencode};
+use crate::layout::{PageResult, SignedIn, page, urlencode, when};
 use crate::widgets::{api_error, compact, pretty};
 
 /// Events per page.
@@ -72,6 +73,15 @@ pub async fn show(
                 .unwrap_or_default();
             let audiences = p["audiences"].as_array().cloned().unwrap_or_default();
             let events = p["events"].as_array().cloned().unwrap_or_default();
+            // Events name their source and show their time as every other
+            // page does (a deleted source keeps its id).
+            let sources = dash.app.store.list_sources().await?;
+            let source_name = |sid: &str| {
+                sources
+                    .iter()
+                    .find(|s| s.id == sid)
+                    .map_or(sid.to_owned(), |s| s.name.clone())
+            };
             let older = (events.len() == EVENTS_PAGE as usize)
                 .then(|| events.last().and_then(|e| e["seq"].as_i64()))
                 .flatten();
@@ -110,7 +120,13 @@ pub async fn show(
                                 summary {
                                     span.badge { (e["type"].as_str().unwrap_or("")) } " "
                                     span.what { (e["name"].as_str().unwrap_or("")) } " "
-                                    span.muted { (e["timestamp"].as_str().unwrap_or("")) " · " (e["source_id"].as_str().unwrap_or("")) }
+                                    span.muted {
+                                        @match e["timestamp"].as_str().and_then(|t| DateTime::parse_from_rfc3339(t).ok()) {
+                                            Some(t) => (when(&t.with_timezone(&Utc))),
+                                            None => (e["timestamp"].as_str().unwrap_or("")),
+                                        }
+                                        " · " span.source { (source_name(e["source_id"].as_str().unwrap_or(""))) }
+                                    }
                                 }
                                 pre.json { code { (pretty(&e["properties"])) } }
                             } }

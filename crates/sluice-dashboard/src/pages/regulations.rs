@@ -8,17 +8,18 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::extract::State;
+use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use maud::{Markup, html};
 use serde_json::{Map, Value, json};
 use sluice_api::ApiError;
 use sluice_api::admin::extract::Params;
-use sluice_api::admin::regulations::{self as api, RegulationBody};
+use sluice_api::admin::regulations::{self as api, MAX_REGULATION_BODY, RegulationBody};
 
 use crate::Dash;
-use crate::form::Form;
+use crate::form::FormUpTo;
 use crate::layout::{
-    PagePath, PageResult, SignedIn, check_csrf, csrf_field, page, see_other, urlencode,
+    PagePath, PageResult, SignedIn, check_csrf_token, csrf_field, page, see_other, urlencode,
 };
 use crate::session::Session;
 use crate::widgets::{api_error, lines};
@@ -57,6 +58,8 @@ struct Draft {
     kind: String,
     ids: String,
     source: String,
+    /// Why the ids were not taken, said on their field.
+    ids_error: Option<String>,
 }
 
 async fn list_page(
@@ -88,8 +91,17 @@ async fn list_page(
             }
             div.field {
                 label for="reg-ids" { "User ids" }
-                textarea #reg-ids name="subjectIds" rows="4" required aria-describedby="reg-ids-help" { (draft.ids) }
-                p.help #reg-ids-help { "One userId per line, up to 5,000 (this form takes up to 64 KiB; larger lists go through the admin API)." }
+                textarea #reg-ids name="subjectIds" rows="4" required
+                    aria-invalid=[draft.ids_error.as_ref().map(|_| "true")]
+                    aria-describedby=(if draft.ids_error.is_some() { "reg-ids-help reg-ids-error" } else { "reg-ids-help" }) { (draft.ids) }
+                p.help #reg-ids-help { "One userId per line, up to 5,000 ids of up to 1,024 bytes each." }
+                @if let Some(m) = &draft.ids_error { p #reg-ids-error .field-error role="alert" { (m) } }
+            }
+            // Shown by the script, which reads the file into the field above.
+            div.field hidden {
+                label for="reg-ids-file" { "Or load the ids from a file" }
+                input #reg-ids-file type="file" accept=".txt,.csv,text/plain,text/csv" data-fill="reg-ids" aria-describedby="reg-ids-file-help";
+                p.help #reg-ids-file-help { "A text file with one userId per line; it fills the field above, where you can check it before creating." }
             }
             div.field {
                 label for="reg-source" { "Source (optional)" }
@@ -139,14 +151,33 @@ pub async fn list(State(dash): State<Arc<Dash>>, SignedIn(s): SignedIn) -> PageR
 pub async fn create(
     State(dash): State<Arc<Dash>>,
     SignedIn(s): SignedIn,
-    form: Form,
+    FormUpTo(form): FormUpTo<MAX_REGULATION_BODY>,
 ) -> PageResult {
-    check_csrf(&s, &form)?;
-    let draft = Draft {
+    check_csrf_token(&s, &form)?;
+    let mut draft = Draft {
         kind: form.get("regulationType").to_owned(),
         ids: form.raw("subjectIds").to_owned(),
         source: form.get("source_id").to_owned(),
+        ids_error: None,
     };
+    if let Some(o) = &form.overflow {
+        // Nothing cut short is acted on; what came whole is shown again.
+        draft.ids_error = Some(format!(
+            "The form came to more than {}, so nothing was created{}. Split the ids into several regulations, or send them through the admin API.",
+            o.limit_text(),
+            if o.field == "subjectIds" {
+                " and the ids could not be kept"
+            } else {
+                ""
+            },
+        ));
+        let body = list_page(&dash, &s, &draft, None).await?;
+        return Ok((
+            StatusCode::PAYLOAD_TOO_LARGE,
+            page(Some(&s), "Regulations", "regulations", body),
+        )
+            .into_response());
+    }
     let mut body = Map::new();
     body.insert("regulationType".into(), json!(draft.kind));
     body.insert("subjectType".into(), json!("USER_ID"));

@@ -43,6 +43,30 @@ const SORTS: &[(&str, &str)] = &[
     ("first_seen", "First seen"),
 ];
 
+/// Entries of one name kept together with the event first: the store sorts
+/// by name, and `property` sorts before `track`, which put an event's
+/// property rows above the event itself. Within a run of one name, every
+/// entry that is not a property now comes first; the order is otherwise
+/// kept.
+fn event_first(entries: Vec<Value>) -> Vec<Value> {
+    let mut out: Vec<Value> = Vec::with_capacity(entries.len());
+    let mut run: Vec<Value> = Vec::new();
+    let flush = |run: &mut Vec<Value>, out: &mut Vec<Value>| {
+        let (props, others): (Vec<Value>, Vec<Value>) =
+            run.drain(..).partition(|e| e["kind"] == "property");
+        out.extend(others);
+        out.extend(props);
+    };
+    for e in entries {
+        if run.last().is_some_and(|last| last["name"] != e["name"]) {
+            flush(&mut run, &mut out);
+        }
+        run.push(e);
+    }
+    flush(&mut run, &mut out);
+    out
+}
+
 /// The rules list a schema kind can be blocked by.
 fn block_list(kind: &str) -> Option<&'static str> {
     match kind {
@@ -157,7 +181,7 @@ pub async fn show(
         urlencode(sort),
         urlencode(order)
     );
-    let entries = listed["data"].as_array().cloned().unwrap_or_default();
+    let entries = event_first(listed["data"].as_array().cloned().unwrap_or_default());
     let total = listed["total"].as_u64().unwrap_or(0);
     let next = listed["next_offset"].as_u64();
     let plan_on = rules["tracking_plan"]["enabled"] == json!(true);
@@ -211,13 +235,13 @@ pub async fn show(
                             @let list = block_list(k);
                             @let blocked = list.is_some_and(|l| names(&rules, l).iter().any(|b| b == n));
                             tr.blocked[blocked] {
-                                td { (k) }
-                                td.wrap { (n) @if blocked { " " span.pill.dead { "Blocked" } } }
-                                td.wrap { (e["property"].as_str().unwrap_or("")) }
-                                td { (e["types"].as_array().map(|t| t.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(", ")).unwrap_or_default()) }
-                                td.num { (e["volume_24h"]) } td.num { (e["volume_7d"]) } td.num { (e["volume_30d"]) }
-                                td { (short_time(&e["last_seen"])) }
-                                td { (block_cell(&s, &id, list, n, blocked, &here)) }
+                                td data-label="Kind" { (k) }
+                                td.wrap data-label="Name" { (n) @if blocked { " " span.pill.dead { "Blocked" } } }
+                                td.wrap data-label="Property" { (e["property"].as_str().unwrap_or("")) }
+                                td data-label="Types" { (e["types"].as_array().map(|t| t.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(", ")).unwrap_or_default()) }
+                                td.num data-label="24 h" { (e["volume_24h"]) } td.num data-label="7 days" { (e["volume_7d"]) } td.num data-label="30 days" { (e["volume_30d"]) }
+                                td data-label="Last seen (UTC)" { (short_time(&e["last_seen"])) }
+                                td data-label="Blocking" { (block_cell(&s, &id, list, n, blocked, &here)) }
                             }
                         }
                     }

@@ -67,3 +67,35 @@ fn the_limit_is_the_rules_own() {
         assert_eq!(refused, unblockable(&name).is_some(), "{len}");
     }
 }
+
+#[test]
+fn an_events_property_rows_follow_the_event() {
+    use serde_json::json;
+    let entries = vec![
+        json!({"kind": "property", "name": "Order Completed", "property": "total"}),
+        json!({"kind": "property", "name": "Order Completed", "property": "env"}),
+        json!({"kind": "track", "name": "Order Completed"}),
+        json!({"kind": "track", "name": "Signed Up"}),
+        json!({"kind": "identify_trait", "name": "plan"}),
+    ];
+    let kinds: Vec<String> = super::event_first(entries)
+        .iter()
+        .map(|e| {
+            format!(
+                "{} {}",
+                e["kind"].as_str().unwrap_or(""),
+                e["property"].as_str().unwrap_or("")
+            )
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "track ",
+            "property total",
+            "property env",
+            "track ",
+            "identify_trait "
+        ]
+    );
+}

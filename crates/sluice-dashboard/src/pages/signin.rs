@@ -1,14 +1,17 @@
 //! Sign-in with the admin token, and sign-out.
 
 use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
-use axum::extract::{Query, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::extract::{ConnectInfo, Query, State};
+use axum::http::{Extensions, HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{AppendHeaders, IntoResponse, Response};
+use chrono::Utc;
 use maud::html;
 use percent_encoding::percent_decode_str;
 use sluice_api::admin::admin_token_matches;
+use sluice_api::ingest::client_ip;
 use url::Url;
 
 use crate::Dash;
@@ -58,7 +61,14 @@ fn is_local_path(n: &str) -> bool {
         .is_ok_and(|u| u.origin() == base.origin() && !u.path().starts_with("//"))
 }
 
-fn render(next: &str, error: Option<&str>, https: bool, status: StatusCode) -> Response {
+/// The sign-in page; `retry_after` (seconds) when a throttled try was refused.
+fn render(
+    next: &str,
+    error: Option<&str>,
+    https: bool,
+    status: StatusCode,
+    retry_after: Option<i64>,
+) -> Response {
     // A double-submit token: the sign-in form precedes any session.
     let token = random(32);
     let body = html! {
@@ -75,7 +85,7 @@ fn render(next: &str, error: Option<&str>, https: bool, status: StatusCode) -> R
             button type="submit" { "Sign in" }
         }
     };
-    (
+    let mut res = (
         status,
         AppendHeaders([(
             header::SET_COOKIE,
@@ -83,7 +93,33 @@ fn render(next: &str, error: Option<&str>, https: bool, status: StatusCode) -> R
         )]),
         page(None, "Sign in", "", body),
     )
-        .into_response()
+        .into_response();
+    if let Some(secs) = retry_after {
+        res.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+    }
+    res
+}
+
+/// The client's address, as the collection API reads it.
+fn client_address(headers: &HeaderMap, extensions: &Extensions, trust_proxy: bool) -> IpAddr {
+    let peer = extensions
+        .get::<ConnectInfo<SocketAddr>>()
+        .map_or(SocketAddr::from(([0, 0, 0, 0], 0)), |c| c.0);
+    client_ip(headers, peer, trust_proxy)
+}
+
+fn now_secs() -> f64 {
+    Utc::now().timestamp_millis() as f64 / 1000.0
+}
+
+/// What a throttled sign-in is told.
+fn wait_message(secs: i64) -> String {
+    let unit = if secs == 1 { "second" } else { "seconds" };
+    format!(
+        "Too many failed sign-ins: wait {secs} {unit}, then try again. \
+         (Each wrong token makes the wait longer, up to a minute.)"
+    )
 }
 
 pub async fn form(
@@ -105,25 +141,48 @@ pub async fn form(
         None,
         https,
         StatusCode::OK,
+        None,
     ))
 }
 
-pub async fn submit(State(dash): State<Arc<Dash>>, headers: HeaderMap, form: Form) -> PageResult {
+pub async fn submit(
+    State(dash): State<Arc<Dash>>,
+    headers: HeaderMap,
+    extensions: Extensions,
+    form: Form,
+) -> PageResult {
     let expected = cookie(&headers, SIGNIN_COOKIE).unwrap_or("");
     if !tokens_match(form.get("csrf"), expected) {
         return Err(PageError::Csrf);
     }
+    if let Some(o) = form.overflow {
+        return Err(PageError::FormTooLarge(o));
+    }
     let https = is_https(&headers, dash.app.trust_forwarded_for);
     let next = safe_next(Some(form.get("next"))).to_owned();
+    let ip = client_address(&headers, &extensions, dash.app.trust_forwarded_for);
+    // A throttled try is not checked at all: guessing during the wait gains nothing.
+    if let Err(wait) = dash.throttle(|t| t.check(ip, now_secs())) {
+        return Ok(render(
+            &next,
+            Some(&wait_message(wait)),
+            https,
+            StatusCode::TOO_MANY_REQUESTS,
+            Some(wait),
+        ));
+    }
     if !admin_token_matches(&dash.app, form.get("token")) {
+        dash.throttle(|t| t.failure(ip, now_secs()));
         // The admin API's own message for a wrong token.
         return Ok(render(
             &next,
             Some("invalid admin token"),
             https,
             StatusCode::UNAUTHORIZED,
+            None,
         ));
     }
+    dash.throttle(|t| t.success(ip));
     let (_, value) = dash.sessions.issue(dash.app.store.as_ref()).await?;
     Ok((
         AppendHeaders([
@@ -145,7 +204,9 @@ pub async fn sign_out(
     form: Form,
 ) -> PageResult {
     check_csrf(&session, &form)?;
-    dash.sessions.revoke(&session);
+    dash.sessions
+        .revoke(dash.app.store.as_ref(), &session)
+        .await?;
     let https = is_https(&headers, dash.app.trust_forwarded_for);
     Ok((
         AppendHeaders([(header::SET_COOKIE, set_cookie(SESSION_COOKIE, "", 0, https))]),

@@ -84,15 +84,19 @@ fn list_body(s: &Session, sources: &[Source], form: (&str, &str), error: Option<
     }
 }
 
-pub async fn list(State(dash): State<Arc<Dash>>, SignedIn(s): SignedIn) -> PageResult {
+pub async fn list(
+    State(dash): State<Arc<Dash>>,
+    SignedIn(s): SignedIn,
+    Query(q): Query<HashMap<String, String>>,
+) -> PageResult {
     let sources = dash.app.store.list_sources().await?;
-    Ok(page(
-        Some(&s),
-        "Sources",
-        "sources",
-        list_body(&s, &sources, (&new_form_id(), ""), None),
-    )
-    .into_response())
+    let body = html! {
+        @if q.contains_key("deleted") {
+            div.notice role="status" { p { "Source deleted." } }
+        }
+        (list_body(&s, &sources, (&new_form_id(), ""), None))
+    };
+    Ok(page(Some(&s), "Sources", "sources", body).into_response())
 }
 
 pub async fn create(
@@ -186,6 +190,9 @@ pub async fn show(
         .filter(|d| d.source_ids.contains(&id))
         .collect();
     let body = html! {
+        @if q.contains_key("renamed") {
+            div.notice role="status" { p { "Source renamed." } }
+        }
         @if q.contains_key("again") {
             div.notice role="status" {
                 p { strong { "This source was already created" } " by the form you sent again (reloading the page that showed its write key sends it again), so no second one was made. Its write key was shown once, on that page; if you did not keep it, rotate it below." }
@@ -214,9 +221,43 @@ pub async fn show(
             p { "A new key is generated and shown once; the current key stops working at once." }
             button.danger type="submit" { "Rotate key" }
         }
+        (manage(&s, &id, &src))
     };
     let title = src.name.clone();
     Ok(page(Some(&s), &title, "sources", body).into_response())
+}
+
+/// Rename, disable or enable, delete: each leads to a confirmation page
+/// that says what goes with it (see [`super::lifecycle`]).
+fn manage(s: &Session, id: &str, src: &SourceView) -> Markup {
+    html! {
+        h2 #manage { "Manage this source" }
+        form.card method="post" action={ "/sources/" (id) "/rename" } {
+            (csrf_field(s))
+            div.field {
+                label for="new-name" { "New name" }
+                input #new-name name="name" value=(src.name) required maxlength="200";
+            }
+            button.secondary type="submit" { "Rename…" }
+        }
+        form.card method="post" action={ "/sources/" (id) "/enabled" } {
+            (csrf_field(s))
+            @if src.enabled {
+                p { "Disabling refuses calls sent with its write key; nothing stored is lost." }
+                input type="hidden" name="enabled" value="false";
+                button.secondary type="submit" { "Disable…" }
+            } @else {
+                p { "Disabled: calls sent with its write key are refused." }
+                input type="hidden" name="enabled" value="true";
+                button type="submit" { "Enable…" }
+            }
+        }
+        form.card method="post" action={ "/sources/" (id) "/delete" } {
+            (csrf_field(s))
+            p { "Deleting stops its write key and removes its schema, rules and usage." }
+            button.danger type="submit" { "Delete source…" }
+        }
+    }
 }
 
 pub async fn rotate(

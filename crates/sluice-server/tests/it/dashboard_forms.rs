@@ -70,17 +70,15 @@ async fn a_refused_destination_form_keeps_its_secret_and_lists_every_error_in_fo
     let (status, html) = post(&server, &session, "/destinations/new", &form).await;
     assert_eq!(status, 400);
     let name = html
-        .find("name: must not be empty")
+        .find("Name: must not be empty")
         .expect("the name's error");
-    let url = html
-        .find("settings.urls[1].url: must use")
-        .expect("the URL's error");
+    let url = html.find("URL 2: must use").expect("the URL's error");
     assert!(name < url, "the summary follows the form");
     let form = [("csrf", csrf.as_str()), ("type", "Webhooks"), ("name", "")];
     let (_, html) = post(&server, &session, "/destinations/new", &form).await;
-    assert!(html.contains("name: must not be empty"), "{html}");
+    assert!(html.contains("Name: must not be empty"), "{html}");
     assert!(
-        html.contains("settings.urls: enter at least one webhook URL"),
+        html.contains("URLs: enter at least one webhook URL"),
         "both at once: {html}"
     );
     let (_, listed) = server.admin(Method::GET, "/destinations", None).await;

@@ -11,6 +11,7 @@ mod backlog;
 mod blocking;
 mod dashboard;
 mod dashboard_forms;
+mod dashboard_sessions;
 mod filters;
 mod hostile;
 mod ingest;

@@ -351,3 +351,22 @@ async fn two_nodes_share_one_destinations_concurrency_limit() {
         "{at_once} requests in flight at once; the deployment's limit is 4"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_signed_out_on_one_node_is_refused_by_the_other() {
+    use crate::dashboard::session_cookie;
+    use crate::dashboard_sessions::{accepted, sign_out};
+    let dir = tempfile::tempdir().unwrap();
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let schema = format!("sluice_it_{}_{nanos}", std::process::id());
+    let a = TestServer::start_with(pg_config(dir.path(), &schema)).await;
+    let b = TestServer::start_with(pg_config(dir.path(), &schema)).await;
+    let cookie = session_cookie(&a).await;
+    assert!(accepted(&b, &cookie).await, "one key signs for both nodes");
+    sign_out(&a, &cookie).await;
+    assert!(!accepted(&b, &cookie).await);
+    a.stop().await;
+    b.stop().await;
+}

@@ -24,6 +24,42 @@ pub async fn meta_put_if_absent_keeps_the_first_value(store: Shared) {
     );
 }
 
+pub async fn a_revoked_session_stays_revoked_until_it_expires_then_is_pruned(store: Shared) {
+    assert!(!store.session_revoked("s1").await.expect("read"));
+    store
+        .revoke_session("s1", 1_000, 500)
+        .await
+        .expect("revoke");
+    store
+        .revoke_session("s2", 2_000, 500)
+        .await
+        .expect("revoke");
+    // Signing out twice keeps the later expiry.
+    store.revoke_session("s2", 1_500, 600).await.expect("again");
+    assert!(store.session_revoked("s1").await.expect("read"));
+    assert!(store.session_revoked("s2").await.expect("read"));
+    assert!(!store.session_revoked("s3").await.expect("read"));
+    // A later revocation prunes those whose cookies have expired, and only those.
+    store
+        .revoke_session("s3", 3_000, 1_500)
+        .await
+        .expect("revoke");
+    assert!(
+        !store.session_revoked("s1").await.expect("read"),
+        "expired at 1000: pruned at 1500"
+    );
+    assert!(store.session_revoked("s2").await.expect("read"));
+    assert!(store.session_revoked("s3").await.expect("read"));
+    store
+        .revoke_session("s4", 4_000, 2_000)
+        .await
+        .expect("revoke");
+    assert!(
+        !store.session_revoked("s2").await.expect("read"),
+        "kept its later expiry of 2000, then pruned"
+    );
+}
+
 pub async fn sources_round_trip_through_create_get_and_list(store: Shared) {
     let a = source(&store, "src_a").await;
     let b = source(&store, "src_b").await;

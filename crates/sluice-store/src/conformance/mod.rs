@@ -67,6 +67,7 @@ macro_rules! conformance_tests {
             meta_put_if_absent_keeps_the_first_value,
             a_node_counts_itself_once_it_beats,
             a_node_that_left_is_counted_when_it_beats_again,
+            a_revoked_session_stays_revoked_until_it_expires_then_is_pruned,
             sources_round_trip_through_create_get_and_list,
             source_lookup_by_key_hash_follows_key_rotation,
             duplicate_source_id_or_write_key_is_a_conflict,

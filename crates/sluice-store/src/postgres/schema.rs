@@ -234,6 +234,15 @@ CREATE INDEX IF NOT EXISTS deliveries_filtered ON deliveries (id) WHERE state = 
 CREATE INDEX IF NOT EXISTS deliveries_discarded ON deliveries (id) WHERE state = 'discarded';
 "#;
 
+/// Signed-out dashboard sessions, kept until their cookie would have
+/// expired: a sign-out holds on every node and across restarts.
+const REVOKED_SESSIONS: &str = r#"
+CREATE TABLE revoked_sessions (
+    id         text COLLATE "C" PRIMARY KEY,
+    expires_at bigint NOT NULL
+);
+"#;
+
 /// Every migration, oldest first; version `n` is entry `n - 1`.
 const MIGRATIONS: &[(&str, &str)] = &[
     ("initial schema", V1),
@@ -253,6 +262,7 @@ const MIGRATIONS: &[(&str, &str)] = &[
         super::regulations::NOTIFICATION_SOURCES,
     ),
     ("node membership", super::cluster::SCHEMA),
+    ("revoked dashboard sessions", REVOKED_SESSIONS),
 ];
 
 /// First key of the migration advisory lock ("SLUI"); the second is a hash

@@ -38,6 +38,44 @@ pub(super) async fn put_meta_if_absent(client: &Client, key: &str, value: &str) 
         .ok_or_else(|| StoreError::Backend(format!("meta {key} vanished")))
 }
 
+pub(super) async fn revoke_session(
+    client: &Client,
+    id: &str,
+    expires_at: i64,
+    now: i64,
+) -> Result<()> {
+    let prune = client
+        .prepare_cached("DELETE FROM revoked_sessions WHERE expires_at <= $1")
+        .await
+        .map_err(backend)?;
+    client.execute(&prune, &[&now]).await.map_err(backend)?;
+    let stmt = client
+        .prepare_cached(
+            "INSERT INTO revoked_sessions (id, expires_at) VALUES ($1, $2)
+             ON CONFLICT (id) DO UPDATE
+             SET expires_at = GREATEST(revoked_sessions.expires_at, EXCLUDED.expires_at)",
+        )
+        .await
+        .map_err(backend)?;
+    client
+        .execute(&stmt, &[&id, &expires_at])
+        .await
+        .map_err(backend)?;
+    Ok(())
+}
+
+pub(super) async fn session_revoked(client: &impl GenericClient, id: &str) -> Result<bool> {
+    let stmt = client
+        .prepare_cached("SELECT 1 FROM revoked_sessions WHERE id = $1")
+        .await
+        .map_err(backend)?;
+    Ok(client
+        .query_opt(&stmt, &[&id])
+        .await
+        .map_err(backend)?
+        .is_some())
+}
+
 fn source_row(row: &Row) -> Result<Source> {
     Ok(Source {
         id: get(row, 0)?,

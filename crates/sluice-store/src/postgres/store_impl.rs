@@ -25,6 +25,14 @@ impl CatalogStore for PostgresStore {
         sources::put_meta_if_absent(&self.client().await?, key, value).await
     }
 
+    async fn revoke_session(&self, id: &str, expires_at: i64, now: i64) -> Result<()> {
+        sources::revoke_session(&self.client().await?, id, expires_at, now).await
+    }
+
+    async fn session_revoked(&self, id: &str) -> Result<bool> {
+        sources::session_revoked(&self.client().await?, id).await
+    }
+
     async fn create_source(&self, new: NewSource) -> Result<Source> {
         sources::create_source(&self.client().await?, new, now()).await
     }

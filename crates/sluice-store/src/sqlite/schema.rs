@@ -303,6 +303,15 @@ DROP TABLE attempts;
 ALTER TABLE attempts_by_delivery RENAME TO attempts;
 ";
 
+/// Version 16: signed-out dashboard sessions, kept until their cookie
+/// would have expired, so that a sign-out survives a restart.
+const REVOKED_SESSIONS: &str = "
+CREATE TABLE revoked_sessions (
+    id         TEXT PRIMARY KEY,
+    expires_at INTEGER NOT NULL
+) WITHOUT ROWID;
+";
+
 /// Every migration, oldest first.
 pub(super) static MIGRATIONS: LazyLock<Migrations<'static>> = LazyLock::new(|| {
     Migrations::new(vec![
@@ -321,6 +330,7 @@ pub(super) static MIGRATIONS: LazyLock<Migrations<'static>> = LazyLock::new(|| {
         M::up(ATTEMPTS_BY_DELIVERY),
         M::up(super::profiles::events::SCHEMA_V14),
         M::up(super::regulations::NOTIFICATION_SOURCES),
+        M::up(REVOKED_SESSIONS),
     ])
 });
 

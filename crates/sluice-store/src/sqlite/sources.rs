@@ -23,6 +23,22 @@ pub(super) fn put_meta_if_absent(conn: &Connection, key: &str, value: &str) -> R
     kept.ok_or_else(|| crate::StoreError::Backend(format!("meta {key} vanished")))
 }
 
+pub(super) fn revoke_session(conn: &Connection, id: &str, expires_at: i64, now: i64) -> Result<()> {
+    conn.prepare_cached("DELETE FROM revoked_sessions WHERE expires_at <= ?1")?
+        .execute([now])?;
+    conn.prepare_cached(
+        "INSERT INTO revoked_sessions (id, expires_at) VALUES (?1, ?2)
+         ON CONFLICT (id) DO UPDATE SET expires_at = max(expires_at, excluded.expires_at)",
+    )?
+    .execute(params![id, expires_at])?;
+    Ok(())
+}
+
+pub(super) fn session_revoked(conn: &Connection, id: &str) -> Result<bool> {
+    let mut stmt = conn.prepare_cached("SELECT 1 FROM revoked_sessions WHERE id = ?1")?;
+    Ok(stmt.exists([id])?)
+}
+
 fn source_row(row: &Row<'_>) -> rusqlite::Result<Source> {
     Ok(Source {
         id: row.get(0)?,

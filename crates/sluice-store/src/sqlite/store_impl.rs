@@ -31,6 +31,20 @@ impl CatalogStore for SqliteStore {
             .await
     }
 
+    async fn revoke_session(&self, id: &str, expires_at: i64, now: i64) -> Result<()> {
+        let id = id.to_owned();
+        self.writer
+            .run(1, move |c| sources::revoke_session(c, &id, expires_at, now))
+            .await
+    }
+
+    async fn session_revoked(&self, id: &str) -> Result<bool> {
+        let id = id.to_owned();
+        self.readers
+            .run(move |c| sources::session_revoked(c, &id))
+            .await
+    }
+
     async fn create_source(&self, new: NewSource) -> Result<Source> {
         self.writer
             .run(1, move |c| sources::create_source(c, new, now()))

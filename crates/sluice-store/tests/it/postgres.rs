@@ -202,7 +202,7 @@ async fn nodes_starting_together_apply_migrations_once() {
     let versions: Vec<i32> = rows.iter().map(|r| r.get(0)).collect();
     assert_eq!(
         versions,
-        vec![1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11],
+        vec![1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12],
         "each migration is recorded once"
     );
 }

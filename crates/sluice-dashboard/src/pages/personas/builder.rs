@@ -21,7 +21,7 @@ use crate::Dash;
 use crate::form::Form;
 use crate::layout::{PageResult, SignedIn, check_csrf, csrf_field, page, see_other, urlencode};
 use crate::session::Session;
-use crate::widgets::{api_error, compact, pretty};
+use crate::widgets::{api_error, compact, plural, pretty};
 
 fn select(id: &str, name: &str, options: &[(&str, &str)], current: &str) -> Markup {
     html! {
@@ -121,7 +121,9 @@ fn preview_box(class: Class, p: &Value, body: &Value) -> Markup {
     html! {
         section.card.preview #preview aria-labelledby="preview-h" {
             h2 #preview-h { "Preview" }
-            p { strong #preview-count { (p["count"]) } " " (class.counted()) " among " (p["profiles_scanned"]) " profiles. Nothing is saved or sent yet." }
+            @let count = p["count"].as_u64().unwrap_or(0);
+            @let scanned = p["profiles_scanned"].as_u64().unwrap_or(0);
+            p #preview-line { strong #preview-count { (count) } " " (class.counted_n(count)) " among " (scanned) " " (plural(scanned, "profile", "profiles")) ". Nothing is saved or sent yet." }
             @if !sample.is_empty() {
                 div.table-wrap {
                     table #preview-sample {

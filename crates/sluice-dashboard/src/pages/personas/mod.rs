@@ -28,7 +28,7 @@ use crate::form::Form;
 use crate::layout::{
     PagePath, PageResult, SignedIn, check_csrf, csrf_field, page, see_other, urlencode,
 };
-use crate::widgets::{compact, pretty};
+use crate::widgets::{compact, plural, pretty};
 
 /// Members per page on a definition's page.
 const MEMBERS_PAGE: u32 = 50;
@@ -79,6 +79,20 @@ impl Class {
         match self {
             Class::Trait => "people with a value",
             Class::Audience => "members",
+        }
+    }
+    /// What the count counts, as a heading or a label.
+    pub fn counted_title(self) -> &'static str {
+        match self {
+            Class::Trait => "People with a value",
+            Class::Audience => "Members",
+        }
+    }
+    /// What the count counts, for a count of `n`.
+    pub fn counted_n(self, n: u64) -> &'static str {
+        match self {
+            Class::Trait => plural(n, "person with a value", "people with a value"),
+            Class::Audience => plural(n, "member", "members"),
         }
     }
     fn count(self, v: &Value) -> Value {
@@ -235,7 +249,7 @@ pub async fn show(
         @if q.contains_key("connected") { div.notice role="status" { p { "Destinations updated." } } }
         dl.facts {
             dt { "Key" } dd { code { (c["key"].as_str().unwrap_or("")) } }
-            dt { (class.counted()) } dd #count { (class.count(&c)) }
+            dt { (class.counted_title()) } dd #count { (class.count(&c)) }
             dt { "Messages sent" } dd { (c["status"]["messages_sent"]) }
             dt { "Last computed (UTC)" } dd { (short_time(&c["status"]["last_computed_at"])) }
             dt { "Revision" } dd { (c["revision"]) }
@@ -260,7 +274,7 @@ pub async fn show(
                 }
             }
         }
-        h2 { (class.counted()) }
+        h2 { (class.counted_title()) }
         @if rows.is_empty() { p #no-members { @if after.is_empty() { "Nobody yet." } @else { "No more." } } }
         @else { (members_table(class, &rows)) }
         p.actions {
