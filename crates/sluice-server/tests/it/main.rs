@@ -5,6 +5,7 @@ mod backlog;
 mod blocking;
 mod dashboard;
 mod dashboard_forms;
+mod dedup;
 mod filters;
 mod hostile;
 mod ingest;

@@ -31,12 +31,17 @@ pub struct PostgresConfig {
     /// Deliveries this node settles before a drained backlog earns a
     /// `VACUUM deliveries` (see `postgres/vacuum.rs`); 0 never vacuums.
     pub vacuum_after_settled: u64,
+    /// How long a source's committed message ids are remembered to drop
+    /// resent events (24 h); `None` stores every call. Costs a row of
+    /// `message_ids` per event in the window (see `postgres/dedup.rs`).
+    pub dedup_window: Option<Duration>,
 }
 
 impl PostgresConfig {
     /// Defaults for the database at `url`: 16 connections, default schema,
     /// 10 s connect timeout, groups of up to 8192 events, 1024 calls or
-    /// 16 MiB of bodies; a vacuum after 50,000 settled deliveries.
+    /// 16 MiB of bodies; a vacuum after 50,000 settled deliveries; a
+    /// 24-hour deduplication window.
     pub fn new(url: impl Into<String>) -> Self {
         PostgresConfig {
             url: url.into(),
@@ -47,6 +52,7 @@ impl PostgresConfig {
             max_group_jobs: 1024,
             max_group_bytes: 16 << 20,
             vacuum_after_settled: 50_000,
+            dedup_window: Some(Duration::from_secs(24 * 3600)),
         }
     }
 

@@ -248,6 +248,7 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "profile event message ids",
         super::profiles::events::SCHEMA_V9,
     ),
+    ("message id deduplication", super::dedup::SCHEMA),
 ];
 
 /// First key of the migration advisory lock ("SLUI"); the second is a hash

@@ -320,6 +320,7 @@ pub(super) static MIGRATIONS: LazyLock<Migrations<'static>> = LazyLock::new(|| {
         M::up(COMPRESSED_BODIES),
         M::up(ATTEMPTS_BY_DELIVERY),
         M::up(super::profiles::events::SCHEMA_V14),
+        M::up(super::dedup::SCHEMA_V15),
     ])
 });
 
