@@ -32,7 +32,7 @@ pub struct StorageConfig {
     /// How long a source's committed messageIds are remembered (86400 s,
     /// 24 h): an event whose messageId its source sent within this window
     /// is answered 200 but neither stored nor delivered again. 0 turns
-    /// deduplication off. SQLite keeps about 10 bytes of memory per id in
+    /// deduplication off. SQLite keeps about 27 bytes of memory per id in
     /// the window; PostgreSQL a row of `message_ids` (docs/configuration.md).
     pub dedup_window_secs: u64,
 }

@@ -29,9 +29,11 @@
 //! # Layout
 //! [`Window`]: one hash set of `u64` per generation, 24 generations over
 //! the window (1 hour of the default 24), each with the lowest and highest
-//! seq it holds. About 10 bytes per id at the tables' load (a set's bucket
-//! is the key and a control byte; tables grow by doubling): 10 million ids
-//! take 100-150 MB (`docs/configuration.md`). Nothing is written to disk:
+//! seq it holds. The tables hold 9 bytes per bucket (the key and a control
+//! byte) at 44-88 % load, about 11 bytes per id; measured as resident
+//! memory, 10 million ids cost 275 MB (27 bytes per id: tables left by
+//! growth that the allocator keeps, and the page cache the rebuild warmed;
+//! BENCHMARKS.md, "Deduplication"). Nothing is written to disk:
 //! the events themselves are the record.
 //!
 //! # Recovery
