@@ -31,6 +31,10 @@ pub struct ServerOptions {
     pub env: Vec<(String, String)>,
     /// Where the server keeps its data.
     pub backend: Backend,
+    /// A SQLite database copied in as the server's before it starts (a
+    /// preloaded store); its open may take minutes, so readiness waits
+    /// longer.
+    pub seed: Option<PathBuf>,
 }
 
 /// The storage backend under test.
@@ -109,6 +113,13 @@ impl Sluice {
         };
         let log = std::fs::File::create(&log_path)
             .with_context(|| format!("creating {}", log_path.display()))?;
+        if let Some(seed) = &options.seed {
+            let db = data_dir.path().join("db");
+            std::fs::create_dir_all(&db).context("creating the db dir")?;
+            std::fs::copy(seed, db.join("sluice.db"))
+                .with_context(|| format!("copying {}", seed.display()))?;
+        }
+        let ready_within = Duration::from_secs(if options.seed.is_some() { 600 } else { 30 });
         let mut command = Command::new(binary);
         // Inherited SLUICE_* settings would make runs incomparable.
         for (key, _) in std::env::vars_os() {
@@ -158,12 +169,12 @@ impl Sluice {
             owns_schema,
             backend: options.backend.clone(),
         };
-        server.wait_ready().await?;
+        server.wait_ready(ready_within).await?;
         Ok(server)
     }
 
-    async fn wait_ready(&mut self) -> anyhow::Result<()> {
-        let deadline = Instant::now() + Duration::from_secs(30);
+    async fn wait_ready(&mut self, within: Duration) -> anyhow::Result<()> {
+        let deadline = Instant::now() + within;
         let url = format!("http://{}/ready", self.addr);
         while Instant::now() < deadline {
             if let Some(status) = self.child.try_wait()? {
@@ -176,7 +187,11 @@ impl Sluice {
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        bail!("sluice not ready within 30 s; {}", self.log_tail())
+        bail!(
+            "sluice not ready within {} s; {}",
+            within.as_secs(),
+            self.log_tail()
+        )
     }
 
     /// The last lines of the server's log, for error messages.

@@ -15,12 +15,15 @@
 //!   `personas-latency` runs the last phase alone (for quick A/B runs).
 //! - [`privacy`]: suppression's cost to ingest, and the time of a purge.
 //! - [`dashboard`]: each dashboard page's render time with 1,000,000 events.
+//! - [`dedup`]: ingest with deduplication against ingest without it, with
+//!   10,000,000 message ids in the window; the window's memory and rebuild.
 //!
 //! Resource figures (peak RSS, CPU per million events, disk) are taken by the
 //! scenarios that produce them and reported under `resources`.
 
 mod cost;
 mod dashboard;
+mod dedup;
 mod e2e;
 mod fanout;
 mod ingest;
@@ -57,6 +60,7 @@ pub enum Scenario {
     PersonasPopulation,
     Privacy,
     Dashboard,
+    Dedup,
 }
 
 impl Scenario {
@@ -83,6 +87,7 @@ impl Scenario {
             Scenario::PersonasPopulation => "personas population",
             Scenario::Privacy => "privacy",
             Scenario::Dashboard => "dashboard",
+            Scenario::Dedup => "deduplication",
         }
     }
 }
@@ -125,6 +130,7 @@ impl Plan {
             log_dir,
             env: Vec::new(),
             backend,
+            seed: None,
         };
         let scale = |full: usize, small: usize| if quick { small } else { full };
         Plan {
@@ -166,6 +172,7 @@ pub async fn run_all(plan: &Plan, scenarios: &[Scenario], report: &mut Report) {
             Scenario::PersonasPopulation => personas::run_population(plan, report).await,
             Scenario::Privacy => privacy::run(plan, report).await,
             Scenario::Dashboard => dashboard::run(plan, report).await,
+            Scenario::Dedup => dedup::run(plan, report).await,
         };
         match result {
             Ok(rss) => peak_rss = peak_rss.max(rss),

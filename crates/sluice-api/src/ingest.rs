@@ -211,17 +211,17 @@ pub(crate) async fn handle(
     };
     app.suppressions
         .drop_suppressed(&route.source_id, &mut envelope.events, ctx.received_at);
-    let count = envelope.events.len() as u64;
     let (request, shapes) = append_request(&route, envelope, ctx.received_at, app.schema.is_some());
     let started = Instant::now();
-    tokio::time::timeout(app.store_timeout, app.store.append(request))
+    let appended = tokio::time::timeout(app.store_timeout, app.store.append(request))
         .await
         .map_err(|_| ApiError::store_timeout())??;
     app.metrics
         .commit_seconds
         .observe(started.elapsed().as_secs_f64());
-    app.metrics.events_accepted.inc_by(count);
-    if !route.destinations.is_empty() {
+    app.metrics.events_accepted.inc_by(appended.stored);
+    app.metrics.events_duplicate.inc_by(appended.duplicates);
+    if !route.destinations.is_empty() && appended.stored > 0 {
         (app.on_commit)();
     }
     if let Some(schema) = &app.schema {

@@ -20,6 +20,9 @@ pub struct Metrics {
     pub requests: Family<RequestLabels, Counter>,
     pub events_accepted: Counter,
     pub events_rejected: Counter,
+    /// Events dropped because their source had committed their messageId
+    /// within the deduplication window.
+    pub events_duplicate: Counter,
     pub commit_seconds: Histogram,
 }
 
@@ -30,6 +33,7 @@ impl Metrics {
             requests: Family::default(),
             events_accepted: Counter::default(),
             events_rejected: Counter::default(),
+            events_duplicate: Counter::default(),
             // 0.1 ms … ~3.3 s
             commit_seconds: Histogram::new(exponential_buckets(0.0001, 2.0, 16)),
         };
@@ -47,6 +51,11 @@ impl Metrics {
             "sluice_events_rejected",
             "Events in requests the collection API refused",
             m.events_rejected.clone(),
+        );
+        registry.register(
+            "sluice_events_duplicate",
+            "Events answered 200 but not stored: their source had committed the messageId within the deduplication window",
+            m.events_duplicate.clone(),
         );
         registry.register(
             "sluice_commit_duration_seconds",

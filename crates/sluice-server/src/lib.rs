@@ -140,6 +140,7 @@ pub async fn open_store(config: &Config) -> Result<OpenStore, ServerError> {
                 "normal" => Synchronous::Normal,
                 _ => Synchronous::Full,
             };
+            sqlite.dedup_window = config.storage.dedup_window();
             Ok(OpenStore::Sqlite(Arc::new(
                 SqliteStore::open(sqlite).await?,
             )))
@@ -156,6 +157,7 @@ pub async fn open_store(config: &Config) -> Result<OpenStore, ServerError> {
             let mut pg = PostgresConfig::new(url);
             pg.pool_size = config.storage.postgres_pool_size;
             pg.schema = config.storage.postgres_schema.clone();
+            pg.dedup_window = config.storage.dedup_window();
             Ok(OpenStore::Postgres(Arc::new(
                 PostgresStore::open(pg).await?,
             )))

@@ -6,7 +6,7 @@
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-use crate::{AppendRequest, Result, StoredEvent, UsageDay};
+use crate::{AppendRequest, Appended, Result, StoredEvent, UsageDay};
 
 /// Stored events, usage counters and retention.
 #[async_trait]
@@ -14,7 +14,10 @@ pub trait EventStore: Send + Sync {
     // --- ingest -------------------------------------------------------------
     /// Commits each request's events, their pending deliveries (due now) and
     /// usage counts. Concurrent callers are grouped into one transaction.
-    async fn append(&self, request: AppendRequest) -> Result<()>;
+    /// An event whose `messageId` its source already committed within the
+    /// deduplication window (or earlier in the same request) is dropped and
+    /// counted, not stored.
+    async fn append(&self, request: AppendRequest) -> Result<Appended>;
     /// A source's events, newest first; `before_seq` is an exclusive cursor.
     async fn recent_events(
         &self,

@@ -114,6 +114,17 @@ pub struct AppendRequest {
     pub events: Vec<NewEvent>,
 }
 
+/// What [`crate::EventStore::append`] did with a request.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Appended {
+    /// Events stored (and fanned out to their deliveries).
+    pub stored: u64,
+    /// Events dropped because their source had already committed their
+    /// `messageId` within the deduplication window (or earlier in the same
+    /// request): answered like stored ones, never stored or delivered again.
+    pub duplicates: u64,
+}
+
 /// One event to store, with the destinations it must be delivered to.
 #[derive(Debug, Clone, Default)]
 pub struct NewEvent {
@@ -163,7 +174,12 @@ pub struct StoredEvent {
 pub struct UsageDay {
     pub day: String,
     pub api_calls: u64,
+    /// Events stored.
     pub events: u64,
+    /// Events dropped as duplicates of a `messageId` the source had already
+    /// committed within the deduplication window.
+    #[serde(default)]
+    pub duplicates: u64,
 }
 
 /// Lifecycle of a delivery (one event to one destination).

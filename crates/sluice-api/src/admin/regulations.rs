@@ -286,11 +286,12 @@ pub fn with_suppressed(
     days: Vec<UsageDay>,
     suppressed: Vec<SuppressedCount>,
 ) -> Vec<super::sources::UsageView> {
-    let mut by_day: std::collections::BTreeMap<String, (u64, u64, u64)> = Default::default();
+    let mut by_day: std::collections::BTreeMap<String, (u64, u64, u64, u64)> = Default::default();
     for d in days {
         let e = by_day.entry(d.day).or_default();
         e.0 += d.api_calls;
         e.1 += d.events;
+        e.3 += d.duplicates;
     }
     for s in suppressed {
         by_day.entry(s.day).or_default().2 += s.events;
@@ -298,12 +299,13 @@ pub fn with_suppressed(
     by_day
         .into_iter()
         .map(
-            |(day, (api_calls, events, suppressed))| super::sources::UsageView {
+            |(day, (api_calls, events, suppressed, duplicates))| super::sources::UsageView {
                 day,
                 api_calls,
                 events,
                 suppressed,
-                received: events + suppressed,
+                duplicates,
+                received: events + suppressed + duplicates,
                 blocked: 0,
                 blocked_events: Default::default(),
             },

@@ -330,7 +330,10 @@ pub struct UsageView {
     pub events: u64,
     /// Calls dropped because their `userId` is suppressed.
     pub suppressed: u64,
-    /// `events + suppressed`.
+    /// Calls answered 200 but not stored: the source had committed their
+    /// `messageId` within the deduplication window (a client's resend).
+    pub duplicates: u64,
+    /// `events + suppressed + duplicates`.
     pub received: u64,
     /// Calls blocked by the source's rules.
     pub blocked: u64,

@@ -13,9 +13,11 @@
 //!
 //! Recovery: the file is replaced atomically (written beside, synced,
 //! renamed), so a crash leaves the previous or the next version, never a
-//! torn one. A crash after an acknowledgement and before the next save
-//! means that batch is sent again on rerun; its lines carry the same
-//! `messageId`s (see `batch::prepare`), so receivers can deduplicate.
+//! torn one. It is saved after every finished batch, so it trails what the
+//! server committed by the batches in flight at most (a commit whose answer
+//! never arrived, or an answer not yet recorded): those are sent again on
+//! rerun, with the same `messageId`s (see `batch::prepare`), and the server
+//! drops the ones it had committed (its deduplication window).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -29,6 +29,12 @@ pub struct StorageConfig {
     /// an admin API call) before `503 unavailable` (10 s): a database that
     /// hangs instead of refusing must not hang every client with it.
     pub timeout_ms: u64,
+    /// How long a source's committed messageIds are remembered (86400 s,
+    /// 24 h): an event whose messageId its source sent within this window
+    /// is answered 200 but neither stored nor delivered again. 0 turns
+    /// deduplication off. SQLite keeps about 27 bytes of memory per id in
+    /// the window; PostgreSQL a row of `message_ids` (docs/configuration.md).
+    pub dedup_window_secs: u64,
 }
 
 impl std::fmt::Debug for StorageConfig {
@@ -40,6 +46,7 @@ impl std::fmt::Debug for StorageConfig {
             .field("postgres_pool_size", &self.postgres_pool_size)
             .field("postgres_schema", &self.postgres_schema)
             .field("timeout_ms", &self.timeout_ms)
+            .field("dedup_window_secs", &self.dedup_window_secs)
             .finish()
     }
 }
@@ -173,6 +180,7 @@ impl Default for StorageConfig {
             postgres_pool_size: 16,
             postgres_schema: None,
             timeout_ms: 10_000,
+            dedup_window_secs: 24 * 3600,
         }
     }
 }
@@ -211,5 +219,12 @@ impl Default for RetentionConfig {
             events_hours: 7 * 24,
             interval_secs: 600,
         }
+    }
+}
+
+impl StorageConfig {
+    /// The deduplication window the stores take: `None` when off.
+    pub fn dedup_window(&self) -> Option<std::time::Duration> {
+        (self.dedup_window_secs > 0).then(|| std::time::Duration::from_secs(self.dedup_window_secs))
     }
 }

@@ -12,6 +12,7 @@ mod blocking;
 mod dashboard;
 mod dashboard_forms;
 mod dashboard_sessions;
+mod dedup;
 mod filters;
 mod hostile;
 mod ingest;

@@ -370,3 +370,46 @@ async fn a_session_signed_out_on_one_node_is_refused_by_the_other() {
     a.stop().await;
     b.stop().await;
 }
+
+/// A client that missed node A's answer resends its batch through node B:
+/// the check is in the shared database, so each message arrives once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_resent_through_another_node_is_delivered_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let schema = format!("sluice_dd_{}_{nanos}", std::process::id());
+    let a = TestServer::start_with(pg_config(dir.path(), &schema)).await;
+    let b = TestServer::start_with(pg_config(dir.path(), &schema)).await;
+    let (src, key) = a.source("shared").await;
+    let rx = Receiver::start().await;
+    a.webhook(&src, json!([rx.url()]), None).await;
+    let batch = json!({"batch": (0..3)
+        .map(|i| json!({"type": "track", "userId": "u", "event": "e",
+                        "messageId": format!("pg-dup-{i}")}))
+        .collect::<Vec<_>>()})
+    .to_string();
+    assert_eq!(
+        a.collect("/v1/batch", Some(&key), batch.clone()).await.0,
+        200
+    );
+    // Node B knows the write key within its routing refresh.
+    eventually(15, || async {
+        (b.collect("/v1/batch", Some(&key), batch.clone()).await.0 == 200).then_some(())
+    })
+    .await;
+    let ours = || {
+        rx.requests()
+            .iter()
+            .filter(|r| {
+                r.header("x-sluice-message-id")
+                    .is_some_and(|m| m.starts_with("pg-dup-"))
+            })
+            .count()
+    };
+    eventually(15, || async { (ours() >= 3).then_some(()) }).await;
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    assert_eq!(ours(), 3, "each message delivered once");
+    assert_eq!(a.events(&src).await.len(), 3, "stored once");
+}

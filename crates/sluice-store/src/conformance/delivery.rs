@@ -418,7 +418,8 @@ pub async fn list_deliveries_filters_and_pages_newest_first(store: Shared) {
 
 /// Thousands of events, so a backend that keeps message ids in blocks (the
 /// SQLite one: a bloom filter per 4,096 seqs) is asked about complete
-/// blocks, the open one above them, and an id found in both.
+/// blocks, the open one above them, and an id found in both (sent by a
+/// second source: one source's resend would be dropped as a duplicate).
 pub async fn deliveries_are_found_by_message_id_among_thousands_of_events(store: Shared) {
     for batch in 0..90 {
         let events = (0..100)
@@ -426,7 +427,7 @@ pub async fn deliveries_are_found_by_message_id_among_thousands_of_events(store:
             .collect();
         append(&store, "src_a", at(batch), events).await;
     }
-    append(&store, "src_a", at(90), vec![event("m-7", &["dst_1"])]).await;
+    append(&store, "src_b", at(90), vec![event("m-7", &["dst_1"])]).await;
     let by = |message_id: &str| DeliveryFilter {
         message_id: Some(message_id.into()),
         ..DeliveryFilter::default()

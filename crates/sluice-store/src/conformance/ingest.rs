@@ -51,6 +51,7 @@ pub async fn append_commits_events_deliveries_and_usage_together(store: Shared) 
         day: "2024-03-01".into(),
         api_calls: 1,
         events: 3,
+        duplicates: 0,
     };
     assert_eq!(usage, vec![expected]);
 }
@@ -117,6 +118,7 @@ pub async fn usage_counts_calls_and_events_per_utc_day(store: Shared) {
         day: day.into(),
         api_calls,
         events,
+        duplicates: 0,
     };
     assert_eq!(
         usage,

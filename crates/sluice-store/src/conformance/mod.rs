@@ -25,6 +25,7 @@
 mod admin;
 mod cap;
 mod cluster;
+mod dedup;
 mod deleted_destination;
 mod delivery;
 mod ingest;
@@ -43,6 +44,7 @@ mod support;
 pub use admin::*;
 pub use cap::*;
 pub use cluster::*;
+pub use dedup::*;
 pub use deleted_destination::*;
 pub use delivery::*;
 pub use ingest::*;
@@ -81,6 +83,11 @@ macro_rules! conformance_tests {
             recent_events_are_newest_first_with_an_exclusive_cursor,
             usage_counts_calls_and_events_per_utc_day,
             concurrent_appends_are_all_stored_with_unique_seqs,
+            a_resent_message_id_is_dropped_and_counted,
+            a_batch_repeating_a_message_id_stores_it_once,
+            the_same_message_id_from_another_source_is_stored,
+            concurrent_calls_with_one_message_id_store_it_once,
+            a_message_id_older_than_the_window_is_stored_again,
             claim_due_leases_the_oldest_due_first,
             claim_due_respects_the_limit,
             leased_delivery_is_claimed_again_after_its_lease_ends,

@@ -86,7 +86,14 @@ pub async fn blocked_and_filtered_events_are_stored_marked_and_counted(store: Sh
         &store,
         "src_a",
         at(0),
-        vec![blocked.clone(), filtered, blocked],
+        vec![
+            blocked.clone(),
+            filtered,
+            NewEvent {
+                message_id: "m-blocked-2".into(),
+                ..blocked
+            },
+        ],
     )
     .await;
 

@@ -37,13 +37,18 @@ pub struct PostgresConfig {
     pub upkeep_interval: Duration,
     /// A pooled connection unused this long is closed.
     pub idle_timeout: Duration,
+    /// How long a source's committed message ids are remembered to drop
+    /// resent events (24 h); `None` stores every call. Costs a row of
+    /// `message_ids` per event in the window (see `postgres/dedup.rs`).
+    pub dedup_window: Option<Duration>,
 }
 
 impl PostgresConfig {
     /// Defaults for the database at `url`: 16 connections, default schema,
     /// 10 s connect timeout, groups of up to 8192 events, 1024 calls or
     /// 16 MiB of bodies; a vacuum after 50,000 settled deliveries; upkeep
-    /// every 15 s, closing connections idle for 5 minutes.
+    /// every 15 s, closing connections idle for 5 minutes; a 24-hour
+    /// deduplication window.
     pub fn new(url: impl Into<String>) -> Self {
         PostgresConfig {
             url: url.into(),
@@ -56,6 +61,7 @@ impl PostgresConfig {
             vacuum_after_settled: 50_000,
             upkeep_interval: Duration::from_secs(15),
             idle_timeout: Duration::from_secs(300),
+            dedup_window: Some(Duration::from_secs(24 * 3600)),
         }
     }
 

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use deadpool_postgres::{Client, Pool};
 
 use super::rows::{backend, big, day, get, ms, pool_error, sql_limit, time, unsigned};
-use crate::{AppendRequest, Result, StoreError, StoredEvent, UsageDay};
+use crate::{AppendRequest, Appended, Result, StoreError, StoredEvent, UsageDay};
 
 /// Why a group failed, which decides whether retrying its requests one by
 /// one is safe.
@@ -34,11 +34,14 @@ struct Columns {
 /// Commits `requests` in one transaction: reserve one seq per event (in
 /// order, so a request's events keep their order), insert all events, all
 /// deliveries, then the usage counters summed per (source, day). Statements
-/// per group: 4, whatever the number of requests and events.
+/// per group: 4, whatever the number of requests and events, and one more
+/// with a deduplication `window` (`dedup::claim`), which decides which
+/// events are stored; the answer says so per request.
 pub(super) async fn append_batch(
     pool: &Pool,
     requests: &[&AppendRequest],
-) -> Result<(), BatchError> {
+    window: Option<std::time::Duration>,
+) -> Result<Vec<Appended>, BatchError> {
     let mut client = pool
         .get()
         .await
@@ -47,14 +50,36 @@ pub(super) async fn append_batch(
         .transaction()
         .await
         .map_err(|e| BatchError::NotWritten(backend(e)))?;
-    write(&tx, requests).await.map_err(BatchError::NotWritten)?;
+    let outcomes = write(&tx, requests, window)
+        .await
+        .map_err(BatchError::NotWritten)?;
     tx.commit()
         .await
-        .map_err(|e| BatchError::Unknown(backend(e)))
+        .map_err(|e| BatchError::Unknown(backend(e)))?;
+    Ok(outcomes)
 }
 
-async fn write(tx: &deadpool_postgres::Transaction<'_>, requests: &[&AppendRequest]) -> Result<()> {
-    let total: usize = requests.iter().map(|r| r.events.len()).sum();
+async fn write(
+    tx: &deadpool_postgres::Transaction<'_>,
+    requests: &[&AppendRequest],
+    window: Option<std::time::Duration>,
+) -> Result<Vec<Appended>> {
+    let keep = match window {
+        Some(window) => Some(super::dedup::claim(tx, requests, window).await?),
+        None => None,
+    };
+    let kept = |r: usize, e: usize| keep.as_ref().is_none_or(|k| k[r][e]);
+    let mut outcomes = vec![Appended::default(); requests.len()];
+    for (r, request) in requests.iter().enumerate() {
+        for e in 0..request.events.len() {
+            if kept(r, e) {
+                outcomes[r].stored += 1;
+            } else {
+                outcomes[r].duplicates += 1;
+            }
+        }
+    }
+    let total: usize = outcomes.iter().map(|o| o.stored as usize).sum();
     let seqs = reserve_seqs(tx, total).await?;
     let mut seq_iter = seqs.iter();
     let mut events = Columns::default();
@@ -63,10 +88,13 @@ async fn write(tx: &deadpool_postgres::Transaction<'_>, requests: &[&AppendReque
     let mut at_ingest = AtIngest::default();
     // BTreeMap: one row per key (an upsert may not touch a row twice) and a
     // fixed lock order, so two nodes updating the same counters never deadlock.
-    let mut usage: BTreeMap<(&str, String), (i64, i64)> = BTreeMap::new();
-    for request in requests {
+    let mut usage: BTreeMap<(&str, String), (i64, i64, i64)> = BTreeMap::new();
+    for (r, request) in requests.iter().enumerate() {
         let received_at = ms(request.received_at);
-        for event in &request.events {
+        for (e, event) in request.events.iter().enumerate() {
+            if !kept(r, e) {
+                continue;
+            }
             let seq = *seq_iter
                 .next()
                 .ok_or_else(|| StoreError::Backend("fewer seqs reserved than events".into()))?;
@@ -97,7 +125,8 @@ async fn write(tx: &deadpool_postgres::Transaction<'_>, requests: &[&AppendReque
             .entry((request.source_id.as_str(), day(request.received_at)))
             .or_default();
         counters.0 += 1;
-        counters.1 += big(request.events.len());
+        counters.1 += i64::try_from(outcomes[r].stored).unwrap_or(i64::MAX);
+        counters.2 += i64::try_from(outcomes[r].duplicates).unwrap_or(i64::MAX);
     }
     if !seqs.is_empty() {
         let insert = tx
@@ -144,26 +173,32 @@ async fn write(tx: &deadpool_postgres::Transaction<'_>, requests: &[&AppendReque
     at_ingest.write(tx).await?;
     let mut u_sources = Vec::with_capacity(usage.len());
     let mut u_days = Vec::with_capacity(usage.len());
-    let (mut u_calls, mut u_events) = (Vec::new(), Vec::new());
-    for ((source_id, day), (calls, count)) in usage {
+    let (mut u_calls, mut u_events, mut u_dups) = (Vec::new(), Vec::new(), Vec::new());
+    for ((source_id, day), (calls, count, dups)) in usage {
         u_sources.push(source_id);
         u_days.push(day);
         u_calls.push(calls);
         u_events.push(count);
+        u_dups.push(dups);
     }
     let upsert = tx
         .prepare_cached(
-            "INSERT INTO usage AS u (source_id, day, api_calls, events)
-             SELECT * FROM UNNEST($1::text[], $2::text[], $3::bigint[], $4::bigint[])
+            "INSERT INTO usage AS u (source_id, day, api_calls, events, duplicates)
+             SELECT * FROM UNNEST($1::text[], $2::text[], $3::bigint[], $4::bigint[],
+                                  $5::bigint[])
              ON CONFLICT (source_id, day) DO UPDATE
-             SET api_calls = u.api_calls + excluded.api_calls, events = u.events + excluded.events",
+             SET api_calls = u.api_calls + excluded.api_calls, events = u.events + excluded.events,
+                 duplicates = u.duplicates + excluded.duplicates",
         )
         .await
         .map_err(backend)?;
-    tx.execute(&upsert, &[&u_sources, &u_days, &u_calls, &u_events])
-        .await
-        .map_err(backend)?;
-    Ok(())
+    tx.execute(
+        &upsert,
+        &[&u_sources, &u_days, &u_calls, &u_events, &u_dups],
+    )
+    .await
+    .map_err(backend)?;
+    Ok(outcomes)
 }
 
 /// What rules and filters decided at ingest, for a whole group: `filtered`
@@ -303,7 +338,7 @@ pub(super) async fn usage(
 ) -> Result<Vec<UsageDay>> {
     let stmt = client
         .prepare_cached(
-            "SELECT day, api_calls, events FROM usage
+            "SELECT day, api_calls, events, duplicates FROM usage
              WHERE source_id = $1 AND day >= $2 AND day <= $3 ORDER BY day",
         )
         .await
@@ -318,6 +353,7 @@ pub(super) async fn usage(
                 day: get(row, 0)?,
                 api_calls: unsigned(row, 1)?,
                 events: unsigned(row, 2)?,
+                duplicates: unsigned(row, 3)?,
             })
         })
         .collect()

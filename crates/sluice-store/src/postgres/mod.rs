@@ -49,6 +49,7 @@
 
 mod cluster;
 mod config;
+mod dedup;
 mod deliveries;
 mod delivery;
 mod destinations;
@@ -102,6 +103,7 @@ impl PostgresStore {
             max_events: config.max_group_events.max(1),
             max_jobs: config.max_group_jobs.max(1),
             max_bytes: config.max_group_bytes.max(1),
+            dedup_window: config.dedup_window,
         };
         let writer = Writer::spawn(pool.clone(), limits);
         upkeep::spawn(

@@ -263,6 +263,7 @@ const MIGRATIONS: &[(&str, &str)] = &[
     ),
     ("node membership", super::cluster::SCHEMA),
     ("revoked dashboard sessions", REVOKED_SESSIONS),
+    ("message id deduplication", super::dedup::SCHEMA),
 ];
 
 /// First key of the migration advisory lock ("SLUI"); the second is a hash

@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 use super::{PostgresStore, deliveries, delivery, destinations, ingest, sources};
 use crate::records::{PRUNE_CHUNK, now};
 use crate::{
-    AppendRequest, Attempt, AttemptReport, CatalogStore, DeliveryFilter, DeliveryRecord,
+    AppendRequest, Appended, Attempt, AttemptReport, CatalogStore, DeliveryFilter, DeliveryRecord,
     DeliveryStore, Destination, DestinationPatch, DueDelivery, EventStore, NewDestination,
     NewSource, Result, Source, SourcePatch, StoredEvent, UsageDay,
 };
@@ -84,7 +84,7 @@ impl CatalogStore for PostgresStore {
 
 #[async_trait]
 impl EventStore for PostgresStore {
-    async fn append(&self, request: AppendRequest) -> Result<()> {
+    async fn append(&self, request: AppendRequest) -> Result<Appended> {
         self.writer.append(request).await
     }
 

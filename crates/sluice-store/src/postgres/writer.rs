@@ -21,13 +21,14 @@
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use deadpool_postgres::Pool;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use super::ingest::{BatchError, append_batch};
-use crate::{AppendRequest, Result, StoreError};
+use crate::{AppendRequest, Appended, Result, StoreError};
 
 /// How many calls may wait for the writer before callers wait to enqueue.
 const QUEUE_DEPTH: usize = 4096;
@@ -38,7 +39,12 @@ pub(super) struct GroupLimits {
     pub max_events: usize,
     pub max_jobs: usize,
     pub max_bytes: usize,
+    /// The deduplication window (`dedup`); `None` stores every call.
+    pub dedup_window: Option<Duration>,
 }
+
+/// How often a node trims `message_ids` of rows older than the window.
+const TRIM_EVERY: Duration = Duration::from_secs(60);
 
 /// Handle to the writer task; cheap to call from many tasks.
 pub(super) struct Writer {
@@ -50,7 +56,7 @@ pub(super) struct Writer {
 
 struct Job {
     request: AppendRequest,
-    reply: oneshot::Sender<Result<()>>,
+    reply: oneshot::Sender<Result<Appended>>,
 }
 
 enum Msg {
@@ -77,7 +83,7 @@ impl Writer {
     }
 
     /// Appends `request` in the next group and returns once it is committed.
-    pub(super) async fn append(&self, request: AppendRequest) -> Result<()> {
+    pub(super) async fn append(&self, request: AppendRequest) -> Result<Appended> {
         let events = request.events.len().max(1) as u64;
         self.ingested.fetch_add(events, Ordering::Relaxed);
         let (reply, answer) = oneshot::channel();
@@ -108,6 +114,7 @@ impl Writer {
 
 async fn writer_loop(pool: Pool, mut rx: mpsc::Receiver<Msg>, limits: GroupLimits) {
     let mut group: Vec<Job> = Vec::new();
+    let mut trimmed = Instant::now();
     while let Some(first) = rx.recv().await {
         let mut closing = false;
         let (mut events, mut bytes) = (0, 0);
@@ -133,7 +140,13 @@ async fn writer_loop(pool: Pool, mut rx: mpsc::Receiver<Msg>, limits: GroupLimit
                 next = rx.try_recv().ok();
             }
         }
-        commit_group(&pool, &mut group).await;
+        commit_group(&pool, &mut group, limits.dedup_window).await;
+        if let Some(window) = limits.dedup_window
+            && trimmed.elapsed() >= TRIM_EVERY
+        {
+            trimmed = Instant::now();
+            trim(&pool, window);
+        }
         if closing {
             // Refuse new calls; the loop still drains what is queued.
             rx.close();
@@ -141,15 +154,34 @@ async fn writer_loop(pool: Pool, mut rx: mpsc::Receiver<Msg>, limits: GroupLimit
     }
 }
 
+/// Trims the rows of `message_ids` older than the window, in the
+/// background: ingest never waits for it.
+fn trim(pool: &Pool, window: Duration) {
+    let pool = pool.clone();
+    let before =
+        chrono::Utc::now() - chrono::Duration::from_std(window).unwrap_or(chrono::Duration::MAX);
+    tokio::spawn(async move {
+        match super::dedup::expire(&pool, super::rows::ms(before)).await {
+            Ok(0) => {}
+            Ok(n) => tracing::debug!(rows = n, "trimmed expired message ids"),
+            Err(e) => tracing::warn!(error = %e, "trimming expired message ids"),
+        }
+    });
+}
+
 /// Writes `group` in one transaction and answers every caller.
-async fn commit_group(pool: &Pool, group: &mut Vec<Job>) {
+async fn commit_group(pool: &Pool, group: &mut Vec<Job>, window: Option<Duration>) {
     if group.is_empty() {
         return;
     }
     let requests: Vec<&AppendRequest> = group.iter().map(|j| &j.request).collect();
-    let outcome = append_batch(pool, &requests).await;
+    let outcome = append_batch(pool, &requests, window).await;
     match outcome {
-        Ok(()) => answer_all(group, || Ok(())),
+        Ok(outcomes) => {
+            for (job, outcome) in group.drain(..).zip(outcomes) {
+                let _ = job.reply.send(Ok(outcome));
+            }
+        }
         Err(BatchError::Unknown(e)) => {
             tracing::error!(error = %e, calls = group.len(), "postgres group commit failed");
             let text = e.to_string();
@@ -163,8 +195,8 @@ async fn commit_group(pool: &Pool, group: &mut Vec<Job>) {
         Err(BatchError::NotWritten(e)) => {
             tracing::warn!(error = %e, calls = group.len(), "postgres group failed; retrying calls one by one");
             for job in group.drain(..) {
-                let alone = match append_batch(pool, &[&job.request]).await {
-                    Ok(()) => Ok(()),
+                let alone = match append_batch(pool, &[&job.request], window).await {
+                    Ok(outcomes) => Ok(outcomes.into_iter().next().unwrap_or_default()),
                     Err(BatchError::NotWritten(e) | BatchError::Unknown(e)) => Err(e),
                 };
                 // The caller may have given up waiting; its data is committed anyway.
@@ -174,7 +206,7 @@ async fn commit_group(pool: &Pool, group: &mut Vec<Job>) {
     }
 }
 
-fn answer_all(group: &mut Vec<Job>, answer: impl Fn() -> Result<()>) {
+fn answer_all(group: &mut Vec<Job>, answer: impl Fn() -> Result<Appended>) {
     for job in group.drain(..) {
         let _ = job.reply.send(answer());
     }

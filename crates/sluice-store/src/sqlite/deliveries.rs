@@ -236,7 +236,7 @@ pub(super) fn prune_chunk(conn: &Connection, before: DateTime<Utc>, chunk: u32) 
 /// events were received at or after `before` (`hi` when none was). `first`
 /// returns the first stored `(seq, received_at)` at or after a seq, so
 /// gaps left by retention are skipped. About log2(hi − lo) lookups.
-fn time_boundary<E>(
+pub(super) fn time_boundary<E>(
     mut lo: i64,
     mut hi: i64,
     before: i64,

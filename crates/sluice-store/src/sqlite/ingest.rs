@@ -2,10 +2,11 @@
 
 use rusqlite::{Connection, params};
 
+use super::dedup::{self, Window};
 use super::message_ids;
 use super::rows::{count, day, ms};
 
-use crate::{AppendRequest, NewEvent, Result, UsageDay};
+use crate::{AppendRequest, Appended, NewEvent, Result, UsageDay};
 
 /// The writer's measure of a request's size: its events.
 pub(super) fn weight(request: &AppendRequest) -> usize {
@@ -19,11 +20,14 @@ pub(super) fn weight(request: &AppendRequest) -> usize {
 /// cached statements, no reads.
 /// `stored` holds, per event, its compressed body or `None` for the text
 /// (see `bodies`; computed by the caller, off the writer thread).
+/// With a `window`, an event whose message id the source already committed
+/// within it (or earlier in this group) is dropped and counted (`dedup`).
 pub(super) fn append(
     conn: &Connection,
     request: &AppendRequest,
     stored: &[Option<Vec<u8>>],
-) -> Result<()> {
+    mut window: Option<&mut Window>,
+) -> Result<Appended> {
     let received_at = ms(request.received_at);
     let mut insert_event = conn.prepare_cached(
         "INSERT INTO events (source_id, message_id, event_type, received_at, body, blocked)
@@ -37,7 +41,22 @@ pub(super) fn append(
     let day = day(request.received_at);
     let mut first = None;
     let mut seq = 0;
+    let mut outcome = Appended::default();
+    if let Some(window) = window.as_deref_mut() {
+        window.expire(received_at);
+    }
     for (i, event) in request.events.iter().enumerate() {
+        let key = match window.as_deref() {
+            Some(window) => {
+                let key = window.key(&request.source_id, &event.message_id);
+                if dedup::is_duplicate(conn, window, key, &request.source_id, &event.message_id)? {
+                    outcome.duplicates += 1;
+                    continue;
+                }
+                Some(key)
+            }
+            None => None,
+        };
         let body: &dyn rusqlite::ToSql = match stored.get(i) {
             Some(Some(blob)) => blob,
             _ => &event.body,
@@ -51,6 +70,10 @@ pub(super) fn append(
             event.blocked.as_ref().map(|b| b.rule.as_str()),
         ])?;
         first.get_or_insert(seq);
+        outcome.stored += 1;
+        if let (Some(window), Some(key)) = (window.as_deref_mut(), key) {
+            window.insert(key, received_at, seq);
+        }
         for destination_id in &event.destination_ids {
             let body = event
                 .bodies
@@ -63,17 +86,20 @@ pub(super) fn append(
             outcomes_at_ingest(conn, request, event, seq, &day)?;
         }
     }
-    let events = i64::try_from(request.events.len()).unwrap_or(i64::MAX);
+    let events = i64::try_from(outcome.stored).unwrap_or(i64::MAX);
+    let duplicates = i64::try_from(outcome.duplicates).unwrap_or(i64::MAX);
     conn.prepare_cached(
-        "INSERT INTO usage (source_id, day, api_calls, events) VALUES (?1, ?2, 1, ?3)
+        "INSERT INTO usage (source_id, day, api_calls, events, duplicates)
+         VALUES (?1, ?2, 1, ?3, ?4)
          ON CONFLICT (source_id, day)
-         DO UPDATE SET api_calls = api_calls + 1, events = events + excluded.events",
+         DO UPDATE SET api_calls = api_calls + 1, events = events + excluded.events,
+                       duplicates = duplicates + excluded.duplicates",
     )?
-    .execute(params![request.source_id, day, events])?;
+    .execute(params![request.source_id, day, events, duplicates])?;
     if let Some(first) = first {
         message_ids::after_append(conn, first, seq)?;
     }
-    Ok(())
+    Ok(outcome)
 }
 
 /// What rules and filters decided at ingest: a `filtered` delivery per
@@ -112,7 +138,7 @@ pub(super) fn usage(
     to: &str,
 ) -> Result<Vec<UsageDay>> {
     let mut stmt = conn.prepare_cached(
-        "SELECT day, api_calls, events FROM usage
+        "SELECT day, api_calls, events, duplicates FROM usage
          WHERE source_id = ?1 AND day >= ?2 AND day <= ?3 ORDER BY day",
     )?;
     let rows = stmt.query_map(params![source_id, from, to], |row| {
@@ -120,6 +146,7 @@ pub(super) fn usage(
             day: row.get(0)?,
             api_calls: count(row, 1)?,
             events: count(row, 2)?,
+            duplicates: count(row, 3)?,
         })
     })?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)

@@ -74,6 +74,7 @@ mod bodies;
 mod checkpoint;
 mod cluster;
 mod config;
+mod dedup;
 mod deliveries;
 mod delivery;
 mod destinations;
@@ -106,6 +107,8 @@ use writer::{GroupLimits, Writer};
 /// The SQLite implementation of [`crate::Store`].
 pub struct SqliteStore {
     writer: Writer,
+    /// The message-id window (`dedup`); `None` when deduplication is off.
+    window: Option<dedup::Shared>,
     readers: Arc<ReadPool>,
     path: PathBuf,
 }
@@ -119,18 +122,26 @@ impl SqliteStore {
             let lock = lock::acquire(&config.path, config.lock_wait)?;
             let conn = schema::open_writer(&config)?;
             lock::release_dead_leases(&conn)?;
+            let window = match config.dedup_window {
+                Some(span) => {
+                    let mut window = dedup::Window::new(span);
+                    dedup::rebuild(&conn, &mut window, rows::ms(chrono::Utc::now()))?;
+                    Some(Arc::new(std::sync::Mutex::new(window)))
+                }
+                None => None,
+            };
             let checkpoint_conn = schema::open_checkpointer(&config)?;
-            Ok((lock, conn, checkpoint_conn, config))
+            Ok((lock, conn, checkpoint_conn, config, window))
         })
         .await
         .map_err(|e| StoreError::Backend(format!("open task: {e}")))??;
-        let (lock, conn, checkpoint_conn, config) = opened;
+        let (lock, conn, checkpoint_conn, config, window) = opened;
         let limits = GroupLimits {
             max_weight: config.max_group_events.max(1),
             max_jobs: config.max_group_jobs.max(1),
         };
         let checkpointer = Checkpointer::spawn(checkpoint_conn, &config)?;
-        let writer = Writer::spawn(conn, checkpointer, limits, lock)?;
+        let writer = Writer::spawn(conn, checkpointer, limits, lock, window.clone())?;
         let readers = Arc::new(ReadPool::new(
             config.path.clone(),
             config.busy_timeout,
@@ -139,8 +150,18 @@ impl SqliteStore {
         tracing::info!(path = %config.path.display(), "sqlite store open");
         Ok(SqliteStore {
             writer,
+            window,
             readers,
             path: config.path,
+        })
+    }
+
+    /// How many message ids the deduplication window holds, and the bytes
+    /// its tables take (`(0, 0)` when deduplication is off).
+    pub fn dedup_window_size(&self) -> (usize, usize) {
+        self.window.as_ref().map_or((0, 0), |w| {
+            let w = dedup::lock(w);
+            (w.len(), w.bytes())
         })
     }
 

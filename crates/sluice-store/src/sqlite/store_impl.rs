@@ -8,11 +8,11 @@ use chrono::{DateTime, Utc};
 
 use super::writer::Class;
 use super::{
-    SqliteStore, bodies, deliveries, delivery, destinations, ingest, source_blocks, sources,
+    SqliteStore, bodies, dedup, deliveries, delivery, destinations, ingest, source_blocks, sources,
 };
 use crate::records::{PRUNE_CHUNK, now};
 use crate::{
-    AppendRequest, Attempt, AttemptReport, CatalogStore, DeliveryFilter, DeliveryRecord,
+    AppendRequest, Appended, Attempt, AttemptReport, CatalogStore, DeliveryFilter, DeliveryRecord,
     DeliveryStore, Destination, DestinationPatch, DueDelivery, EventStore, NewDestination,
     NewSource, Result, Source, SourcePatch, StoredEvent, UsageDay,
 };
@@ -121,16 +121,18 @@ impl CatalogStore for SqliteStore {
 
 #[async_trait]
 impl EventStore for SqliteStore {
-    async fn append(&self, request: AppendRequest) -> Result<()> {
+    async fn append(&self, request: AppendRequest) -> Result<Appended> {
         let weight = ingest::weight(&request);
         let stored: Vec<_> = request
             .events
             .iter()
             .map(|e| bodies::encode(&e.body))
             .collect();
+        let window = self.window.clone();
         self.writer
             .run_as(Class::Ingest, weight, move |c| {
-                ingest::append(c, &request, &stored)
+                let mut window = window.as_ref().map(dedup::lock);
+                ingest::append(c, &request, &stored, window.as_deref_mut())
             })
             .await
     }

@@ -9,6 +9,8 @@
 
 #[cfg(feature = "postgres")]
 mod postgres;
+#[cfg(feature = "postgres")]
+mod postgres_dedup;
 mod sqlite;
 mod sqlite_backup;
 

@@ -43,7 +43,7 @@ pub struct TestSchema {
 }
 
 impl TestSchema {
-    fn new() -> TestSchema {
+    pub(crate) fn new() -> TestSchema {
         TestSchema {
             url: url(),
             name: format!(
@@ -63,7 +63,7 @@ impl TestSchema {
         }
     }
 
-    async fn open(&self) -> PostgresStore {
+    pub(crate) async fn open(&self) -> PostgresStore {
         match PostgresStore::open(self.config()).await {
             Ok(store) => store,
             Err(e) => panic!("open postgres store at {URL_VAR}: {e}"),
@@ -71,7 +71,7 @@ impl TestSchema {
     }
 
     /// A plain connection to the test database, for checks behind the store.
-    async fn sql(&self) -> tokio_postgres::Client {
+    pub(crate) async fn sql(&self) -> tokio_postgres::Client {
         let (client, conn) = tokio_postgres::connect(&self.url, NoTls)
             .await
             .expect("connect to the test server");
@@ -115,11 +115,15 @@ pub async fn fresh() -> (TestSchema, PostgresStore) {
     (schema, store)
 }
 
-fn at(secs: i64) -> DateTime<Utc> {
+pub(crate) fn at(secs: i64) -> DateTime<Utc> {
     DateTime::from_timestamp(1_709_294_400 + secs, 0).expect("valid time")
 }
 
-fn request(source_id: &str, message_ids: &[String], received_at: DateTime<Utc>) -> AppendRequest {
+pub(crate) fn request(
+    source_id: &str,
+    message_ids: &[String],
+    received_at: DateTime<Utc>,
+) -> AppendRequest {
     AppendRequest {
         source_id: source_id.into(),
         received_at,
@@ -136,7 +140,7 @@ fn request(source_id: &str, message_ids: &[String], received_at: DateTime<Utc>) 
     }
 }
 
-fn ids(prefix: &str, n: usize) -> Vec<String> {
+pub(crate) fn ids(prefix: &str, n: usize) -> Vec<String> {
     (0..n).map(|i| format!("{prefix}{i}")).collect()
 }
 
@@ -202,7 +206,7 @@ async fn nodes_starting_together_apply_migrations_once() {
     let versions: Vec<i32> = rows.iter().map(|r| r.get(0)).collect();
     assert_eq!(
         versions,
-        vec![1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12],
+        (1..=13).collect::<Vec<i32>>(),
         "each migration is recorded once"
     );
 }

@@ -53,6 +53,52 @@ fn new_source(id: &str, key_hash: &str) -> NewSource {
     }
 }
 
+/// The window is rebuilt from the stored events at open: dropping the
+/// store without closing is what a `kill -9` leaves (committed groups only).
+#[tokio::test]
+async fn a_resend_after_reopening_is_dropped_as_a_duplicate() {
+    let (dir, store) = fresh().await;
+    store
+        .append(request("src_1", &["m1", "m2"]))
+        .await
+        .expect("append");
+    assert_eq!(store.dedup_window_size().0, 2);
+    drop(store);
+
+    let store = open_in(&dir).await;
+    assert_eq!(store.dedup_window_size().0, 2, "rebuilt at open");
+    let again = store
+        .append(request("src_1", &["m2", "m3"]))
+        .await
+        .expect("append");
+    assert_eq!((again.stored, again.duplicates), (1, 1));
+    let events = store
+        .recent_events("src_1", None, 10)
+        .await
+        .expect("events");
+    let ids: Vec<_> = events.iter().map(|e| e.message_id.as_str()).collect();
+    assert_eq!(ids, vec!["m3", "m2", "m1"]);
+}
+
+#[tokio::test]
+async fn with_the_window_off_every_call_is_stored() {
+    let dir = TempDir::new().expect("temp dir");
+    let mut config = SqliteConfig::new(db_path(&dir));
+    config.dedup_window = None;
+    let store = SqliteStore::open(config).await.expect("open");
+    for _ in 0..2 {
+        store
+            .append(request("src_1", &["m1"]))
+            .await
+            .expect("append");
+    }
+    let events = store
+        .recent_events("src_1", None, 10)
+        .await
+        .expect("events");
+    assert_eq!(events.len(), 2);
+}
+
 #[tokio::test]
 async fn data_survives_close_and_reopen() {
     let (dir, store) = fresh().await;

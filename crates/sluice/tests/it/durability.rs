@@ -86,3 +86,46 @@ async fn kill_9_never_loses_an_acknowledged_event() {
         &lost[..lost.len().min(5)]
     );
 }
+
+/// Under load, `kill -9`, restart, then send every acknowledged batch
+/// again, as a client that missed the answers would: each message id is
+/// stored once. The window is rebuilt from the database at start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resend_after_kill_9_is_dropped_as_a_duplicate() {
+    let dir = tempfile::tempdir().unwrap();
+    let acked = Arc::new(Mutex::new(Vec::new()));
+    let mut s = start(dir.path(), &[]).await;
+    let (id, key) = create_source(&s.base, "resend").await;
+    let tasks: Vec<_> = (0..WRITERS)
+        .map(|w| tokio::spawn(writer(s.base.clone(), key.clone(), 0, w, acked.clone())))
+        .collect();
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    s.child.start_kill().expect("SIGKILL");
+    s.child.wait().await.expect("reap");
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let acked = acked.lock().unwrap().clone();
+    assert!(acked.len() >= 10, "load acknowledged: {}", acked.len());
+
+    let s = start(dir.path(), &[]).await;
+    let http = reqwest::Client::new();
+    for ids in acked.chunks(10) {
+        let batch: Vec<Value> = ids
+            .iter()
+            .map(|id| json!({"type": "track", "userId": "u", "event": "e", "messageId": id}))
+            .collect();
+        let resp = http
+            .post(format!("{}/v1/batch", s.base))
+            .header("authorization", basic(&key))
+            .body(json!({"batch": batch}).to_string())
+            .send()
+            .await
+            .expect("resend");
+        assert_eq!(resp.status(), 200);
+    }
+    let events = all_events(&s.base, &id).await;
+    let stored = stored_ids(&s.base, &id).await;
+    assert_eq!(events.len(), stored.len(), "no message id is stored twice");
+    assert!(acked.iter().all(|m| stored.contains(m)));
+}

@@ -7,6 +7,7 @@ mod failure;
 #[cfg(feature = "postgres-tests")]
 mod postgres;
 mod purge;
+mod purge_bytes;
 mod scoped;
 mod suppression;
 

@@ -58,7 +58,7 @@ async fn an_undelivered_event_of_a_deleted_user_is_never_delivered() {
 }
 
 /// Every file of the SQLite database, concatenated.
-fn database_bytes(dir: &std::path::Path) -> Vec<u8> {
+pub(super) fn database_bytes(dir: &std::path::Path) -> Vec<u8> {
     let mut all = Vec::new();
     for entry in std::fs::read_dir(dir).expect("data dir").flatten() {
         if entry.file_name().to_string_lossy().starts_with("sluice.db") {
@@ -68,7 +68,7 @@ fn database_bytes(dir: &std::path::Path) -> Vec<u8> {
     all
 }
 
-fn contains(haystack: &[u8], needle: &str) -> bool {
+pub(super) fn contains(haystack: &[u8], needle: &str) -> bool {
     haystack
         .windows(needle.len())
         .any(|w| w == needle.as_bytes())

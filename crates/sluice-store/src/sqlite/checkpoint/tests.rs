@@ -150,7 +150,7 @@ async fn groups_that_change_nothing_do_not_put_off_the_shrink() {
         max_jobs: 100,
     };
     let lock = super::super::lock::acquire(&path, Duration::ZERO).expect("lock");
-    let writer = Writer::spawn(conn, checkpointer(&path), limits, lock).expect("writer");
+    let writer = Writer::spawn(conn, checkpointer(&path), limits, lock, None).expect("writer");
     writer
         .run(1, |c| {
             Ok(c.execute("INSERT INTO t (x) VALUES ('last')", [])?)

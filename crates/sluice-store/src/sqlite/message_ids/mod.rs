@@ -169,6 +169,47 @@ pub(super) fn seqs(conn: &Connection, message_id: &str) -> Result<Vec<i64>> {
     Ok(found)
 }
 
+/// Whether an event of `source_id` with `message_id` is stored with a seq
+/// in `lo..=hi`: the exact check behind deduplication (`dedup`). Reads the
+/// filters of that range's blocks only, then scans the blocks they point
+/// at and the events above the last filter (the current block, the
+/// current group's events included).
+pub(super) fn stored_between(
+    conn: &Connection,
+    source_id: &str,
+    message_id: &str,
+    lo: i64,
+    hi: i64,
+) -> Result<bool> {
+    let mut ranges = Vec::new();
+    let mut covered_to = lo;
+    {
+        let mut filters = conn.prepare_cached(
+            "SELECT block, bits FROM event_blooms WHERE block >= ?1 AND block <= ?2 ORDER BY block",
+        )?;
+        let mut rows = filters.query(params![lo >> SHIFT, hi >> SHIFT])?;
+        while let Some(row) = rows.next()? {
+            let block: i64 = row.get(0)?;
+            let bits = row.get_ref(1)?.as_blob().map_err(rusqlite::Error::from)?;
+            if bloom::may_contain(bits, message_id) {
+                ranges.push(((block << SHIFT).max(lo), ((block + 1) << SHIFT) - 1));
+            }
+            covered_to = covered_to.max((block + 1) << SHIFT);
+        }
+    }
+    ranges.push((covered_to, hi));
+    let mut scan = conn.prepare_cached(
+        "SELECT 1 FROM events WHERE seq >= ?1 AND seq <= ?2 AND message_id = ?3
+           AND source_id = ?4 LIMIT 1",
+    )?;
+    for (from, to) in ranges {
+        if from <= to.min(hi) && scan.exists(params![from, to.min(hi), message_id, source_id])? {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
 /// Drops the filters of blocks whose every seq is below the lowest stored
 /// event (retention removed them all). Runs after retention deletes.
 pub(super) fn forget_pruned(conn: &Connection) -> Result<()> {

@@ -11,12 +11,12 @@ use serde_json::Value;
 use super::{run, sluice, source};
 use crate::process::{all_events, start};
 
-const LINES: u64 = 100_000;
+pub(super) const LINES: u64 = 100_000;
 const NOT_JSON_LINE: u64 = 12_345;
 
 /// Every 20,000th line lacks `event` (the server refuses it); one line is
 /// not JSON (refused before sending); line 3 is blank.
-fn write_input(path: &Path) -> (HashMap<String, String>, Vec<u64>) {
+pub(super) fn write_input(path: &Path) -> (HashMap<String, String>, Vec<u64>) {
     let file = std::fs::File::create(path).unwrap();
     let mut gz = flate2::write::GzEncoder::new(file, flate2::Compression::fast());
     let mut expected = HashMap::new();
@@ -43,7 +43,7 @@ fn write_input(path: &Path) -> (HashMap<String, String>, Vec<u64>) {
     (expected, rejected)
 }
 
-fn done_lines(checkpoint: &Path) -> u64 {
+pub(super) fn done_lines(checkpoint: &Path) -> u64 {
     let Ok(text) = std::fs::read_to_string(checkpoint) else {
         return 0;
     };
@@ -75,7 +75,7 @@ async fn stored(base: &str, source_id: &str) -> HashMap<String, (u32, String)> {
 /// The same, read from the server's SQLite file (opened read-only beside
 /// the running server): paging 100,000 events through the debugger takes
 /// about a minute in a debug build.
-fn stored_in_db(data_dir: &Path, source_id: &str) -> HashMap<String, (u32, String)> {
+pub(super) fn stored_in_db(data_dir: &Path, source_id: &str) -> HashMap<String, (u32, String)> {
     let db = rusqlite::Connection::open_with_flags(
         data_dir.join("sluice.db"),
         rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,

@@ -4,6 +4,7 @@
 mod admin;
 mod help;
 mod import;
+mod import_resume;
 mod progress;
 mod tail;
 

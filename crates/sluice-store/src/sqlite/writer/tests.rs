@@ -39,7 +39,7 @@ fn job(class: Class, rows: &'static [&'static str]) -> (Box<dyn Job>, Answer) {
 fn run(jobs: Vec<(Box<dyn Job>, Answer)>) -> (Vec<bool>, Connection) {
     let conn = db();
     let (mut group, answers): (Vec<_>, Vec<_>) = jobs.into_iter().unzip();
-    let (committed, _) = commit_group(&conn, &mut group);
+    let (committed, _) = commit_group(&conn, &mut group, None);
     assert!(committed, "the group commits");
     let heard = answers
         .into_iter()

@@ -34,9 +34,13 @@ use std::time::{Duration, Instant};
 use rusqlite::Connection;
 use tokio::sync::{mpsc, oneshot};
 
+mod group;
+
 use super::checkpoint::Checkpointer;
+use super::dedup::Shared;
 use super::lock::ProcessLock;
 use crate::{Result, StoreError, WriteLoad};
+use group::commit_group;
 
 /// How many jobs may wait for the writer before callers wait to enqueue.
 const QUEUE_DEPTH: usize = 4096;
@@ -85,12 +89,14 @@ enum Msg {
 
 impl Writer {
     /// Starts the writer thread owning `conn`; it nudges `checkpointer`
-    /// after commits and stops it on exit, and holds `lock` until then.
+    /// after commits and stops it on exit, and holds `lock` until then. It
+    /// commits or undoes the journal of `window` with each group.
     pub(super) fn spawn(
         conn: Connection,
         checkpointer: Checkpointer,
         limits: GroupLimits,
         lock: ProcessLock,
+        window: Option<Shared>,
     ) -> Result<Writer> {
         let (queue, rx) = mpsc::channel(QUEUE_DEPTH);
         let counters = Arc::new(Counters::default());
@@ -100,7 +106,7 @@ impl Writer {
             .spawn(move || {
                 // Held until the last write is done (`lock`).
                 let _lock = lock;
-                writer_loop(conn, rx, checkpointer, limits, &counted);
+                writer_loop(conn, rx, checkpointer, limits, &counted, window.as_ref());
             })
             .map_err(|e| StoreError::Backend(format!("spawn writer thread: {e}")))?;
         Ok(Writer {
@@ -248,6 +254,7 @@ fn writer_loop(
     checkpointer: Checkpointer,
     limits: GroupLimits,
     counters: &Counters,
+    window: Option<&Shared>,
 ) {
     let mut group: Vec<Box<dyn Job>> = Vec::new();
     while let Some(first) = rx.blocking_recv() {
@@ -279,7 +286,7 @@ fn writer_loop(
         let others = group.iter().any(|j| j.class() != Class::Engine);
         let started = Instant::now();
         let changes_before = conn.total_changes();
-        let (committed, engine) = commit_group(&conn, &mut group);
+        let (committed, engine) = commit_group(&conn, &mut group, window);
         let foreground = if others {
             started.elapsed().saturating_sub(engine)
         } else {
@@ -307,88 +314,5 @@ fn writer_loop(
     }
 }
 
-/// Runs `group` in one transaction and answers every job; returns whether
-/// it committed, and the time the profile engine's jobs took in it.
-fn commit_group(conn: &Connection, group: &mut Vec<Box<dyn Job>>) -> (bool, Duration) {
-    if group.is_empty() {
-        return (false, Duration::ZERO);
-    }
-    let mut engine = Duration::ZERO;
-    let committed = run_group(conn, group, &mut engine).map_err(|e| {
-        tracing::error!(error = %e, jobs = group.len(), "sqlite group commit failed");
-        // Ignored: fails only when no transaction is open, which is the goal.
-        let _ = conn.execute_batch("ROLLBACK");
-        e.to_string()
-    });
-    for job in group.drain(..) {
-        job.finish(committed.as_ref().map(|_| ()).map_err(String::as_str));
-    }
-    (committed.is_ok(), engine)
-}
-
-/// `engine` adds up the run time of the profile engine's jobs (the commit
-/// they share is counted as everyone's).
-fn run_group(
-    conn: &Connection,
-    group: &mut [Box<dyn Job>],
-    engine: &mut Duration,
-) -> rusqlite::Result<()> {
-    exec(conn, "BEGIN IMMEDIATE")?;
-    let mut at = 0;
-    while at < group.len() {
-        let rest = &mut group[at..];
-        let run = match rest[0].class() {
-            Class::Ingest => rest
-                .iter()
-                .take_while(|j| j.class() == Class::Ingest)
-                .count(),
-            Class::Engine | Class::Other => 1,
-        };
-        at += run_under_savepoint(conn, &mut rest[..run], engine)?;
-    }
-    exec(conn, "COMMIT")
-}
-
-/// Runs `jobs` under one savepoint, up to and including the first that
-/// fails, and returns how many it ran. When one fails, everything since the
-/// savepoint is rolled back and the jobs before it are answered as rolled
-/// back too; the caller runs the ones after it under a new savepoint.
-fn run_under_savepoint(
-    conn: &Connection,
-    jobs: &mut [Box<dyn Job>],
-    engine: &mut Duration,
-) -> rusqlite::Result<usize> {
-    exec(conn, "SAVEPOINT job")?;
-    let mut failed = None;
-    for (n, job) in jobs.iter_mut().enumerate() {
-        let started = Instant::now();
-        let ok = job.run(conn);
-        if job.class() == Class::Engine {
-            *engine += started.elapsed();
-        }
-        if !ok {
-            failed = Some(n);
-            break;
-        }
-    }
-    let ran = match failed {
-        Some(n) => {
-            exec(conn, "ROLLBACK TO job")?;
-            for job in &mut jobs[..n] {
-                job.roll_back();
-            }
-            n + 1
-        }
-        None => jobs.len(),
-    };
-    exec(conn, "RELEASE job")?;
-    Ok(ran)
-}
-
-fn exec(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
-    conn.prepare_cached(sql)?.execute([]).map(|_| ())
-}
-
 #[cfg(test)]
-#[path = "writer_tests.rs"]
 mod tests;

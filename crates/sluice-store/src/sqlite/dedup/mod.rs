@@ -1,0 +1,142 @@
+//! Deduplication of ingest by (source, messageId) over a window.
+//!
+//! A client that did not hear our `200` (a timeout, a proxy, a crash of the
+//! server after the commit) sends the same batch again with the same
+//! message ids; an import resumed from a checkpoint re-sends what it sent
+//! after it. Segment drops a message whose id it has seen recently, and
+//! receivers written for Segment expect that. So does `append`.
+//!
+//! # Invariants
+//! - **Only committed ids count.** The window holds the ids of events the
+//!   store committed (or that the current group wrote, which a later call
+//!   in the same group must see). Every insert is journaled; the writer
+//!   takes a rolled-back savepoint's or a failed group's inserts out again
+//!   ([`Window::undo_to`]) and keeps them at `COMMIT` ([`Window::commit`]).
+//! - **No non-duplicate is ever dropped.** The window holds 64-bit hashes,
+//!   so a hit may be a collision, a purged event, or an event retention
+//!   deleted: every hit is confirmed against the `events` table
+//!   ([`super::message_ids::stored_between`]), within the seqs of the
+//!   generations that hold the hash. Only a stored event of the same
+//!   source with the same message id makes a duplicate.
+//! - **No duplicate within the window is stored.** The writer is the only
+//!   one appending, one call at a time, and the window is checked and
+//!   updated on its thread: two calls with one id in the same group, or one
+//!   batch repeating an id, store the first and drop the others.
+//! - **Only ingest is checked.** The profile engine's identify messages and
+//!   the privacy source's delete notifications are written by their own
+//!   jobs, with ids of their own, and never pass through here.
+//!
+//! # Layout
+//! [`Window`]: one hash set of `u64` per generation, 24 generations over
+//! the window (1 hour of the default 24), each with the lowest and highest
+//! seq it holds. The tables hold 9 bytes per bucket (the key and a control
+//! byte) at 44-88 % load, about 11 bytes per id; measured as resident
+//! memory, 10 million ids cost 275 MB (27 bytes per id: tables left by
+//! growth that the allocator keeps, and the page cache the rebuild warmed;
+//! BENCHMARKS.md, "Deduplication"). Nothing is written to disk:
+//! the events themselves are the record.
+//!
+//! # Recovery
+//! At open, [`rebuild`] reads the `(seq, source_id, message_id,
+//! received_at)` of every event inside the window (found by seq: events are
+//! stored in time order, see `deliveries::prune_chunk`) into a new window.
+//! After a `kill -9` the database holds exactly the committed events, so
+//! the window is exactly what it was at the last commit. The cost is one
+//! pass over the window's events at start (see `BENCHMARKS.md`).
+
+mod window;
+
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Instant;
+
+use rusqlite::{Connection, OptionalExtension};
+
+use crate::Result;
+pub(crate) use window::Window;
+
+/// The window, shared by the ingest jobs (on the writer thread) and the
+/// writer itself (which commits or undoes the journal).
+pub(crate) type Shared = Arc<Mutex<Window>>;
+
+/// The window, even if a job panicked while holding it: its journal is
+/// undone with the panicking job's savepoint.
+pub(crate) fn lock(shared: &Shared) -> MutexGuard<'_, Window> {
+    shared.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Version 17: usage counts the events dropped as duplicates, per source
+/// and day, beside the events stored.
+pub(super) const SCHEMA_V15: &str = "
+ALTER TABLE usage ADD COLUMN duplicates INTEGER NOT NULL DEFAULT 0;
+";
+
+/// Events received this long before the horizon are read too: events are
+/// in time order only give or take the profile engine's messages prepared
+/// ahead (60 s), so the search by seq starts this much earlier.
+const SLACK_MS: i64 = 5 * 60 * 1000;
+
+/// Fills `window` with the events received since its horizon at `now`.
+/// Runs at open, before the writer takes calls.
+pub(crate) fn rebuild(conn: &Connection, window: &mut Window, now: i64) -> Result<()> {
+    let started = Instant::now();
+    let horizon = window.horizon(now);
+    let (lowest, highest): (Option<i64>, Option<i64>) =
+        conn.query_row("SELECT min(seq), max(seq) FROM events", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })?;
+    let (Some(lowest), Some(highest)) = (lowest, highest) else {
+        return Ok(());
+    };
+    let mut first_from = conn.prepare_cached(
+        "SELECT seq, received_at FROM events WHERE seq >= ?1 ORDER BY seq LIMIT 1",
+    )?;
+    let from = super::deliveries::time_boundary(
+        lowest,
+        highest.saturating_add(1),
+        horizon.saturating_sub(SLACK_MS),
+        |seq| {
+            first_from
+                .query_row([seq], |r| Ok((r.get(0)?, r.get(1)?)))
+                .optional()
+        },
+    )?;
+    let mut rows =
+        conn.prepare("SELECT seq, source_id, message_id, received_at FROM events WHERE seq >= ?1")?;
+    let mut rows = rows.query([from])?;
+    while let Some(row) = rows.next()? {
+        let at: i64 = row.get(3)?;
+        if at < horizon {
+            continue;
+        }
+        let source = row.get_ref(1)?.as_str().map_err(rusqlite::Error::from)?;
+        let message = row.get_ref(2)?.as_str().map_err(rusqlite::Error::from)?;
+        let key = window.key(source, message);
+        window.insert(key, at, row.get(0)?);
+    }
+    window.commit();
+    tracing::info!(
+        ids = window.len(),
+        bytes = window.bytes(),
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "message-id window rebuilt"
+    );
+    Ok(())
+}
+
+/// Whether `message_id` of `source_id` is a duplicate: its hash is in the
+/// window and the event is stored. Runs on the writer thread.
+pub(crate) fn is_duplicate(
+    conn: &Connection,
+    window: &Window,
+    key: u64,
+    source_id: &str,
+    message_id: &str,
+) -> Result<bool> {
+    match window.seqs_of(key) {
+        None => Ok(false),
+        Some((lo, hi)) => super::message_ids::stored_between(conn, source_id, message_id, lo, hi),
+    }
+}
+
+#[cfg(test)]
+mod tests;
