@@ -16,8 +16,12 @@ pub enum Class {
 pub enum TransportError {
     /// No complete answer within the configured timeout.
     Timeout,
-    /// TCP connect, DNS or a dropped connection: often transient.
+    /// TCP connect or a dropped connection: often transient.
     Connect,
+    /// The host name gave no address: NXDOMAIN, no A/AAAA record, or no
+    /// answer from the name servers. Retried: a record may be added, a
+    /// name server may recover; no connection was made.
+    Dns,
     /// The peer's certificate (or identity) was rejected; no HTTP request
     /// was sent, and the next attempt would be refused the same way.
     Certificate,
@@ -41,6 +45,7 @@ impl TransportError {
         match self {
             TransportError::Timeout => "timeout",
             TransportError::Connect => "connect",
+            TransportError::Dns => "dns",
             TransportError::Certificate | TransportError::Tls => "tls",
             TransportError::InvalidRequest => "invalid_request",
             TransportError::Other => "other",
@@ -67,6 +72,7 @@ pub fn classify_error(error: TransportError) -> Class {
     match error {
         TransportError::Timeout
         | TransportError::Connect
+        | TransportError::Dns
         | TransportError::Tls
         | TransportError::Other => Class::Retryable,
         TransportError::Certificate | TransportError::InvalidRequest | TransportError::Blocked => {
@@ -114,6 +120,7 @@ mod tests {
         assert_eq!(classify_error(TransportError::Blocked), Class::Permanent);
         assert_eq!(classify_error(TransportError::Timeout), Class::Retryable);
         assert_eq!(classify_error(TransportError::Connect), Class::Retryable);
+        assert_eq!(classify_error(TransportError::Dns), Class::Retryable);
         assert_eq!(classify_error(TransportError::Other), Class::Retryable);
     }
 }

@@ -44,6 +44,12 @@ impl Failure {
         if let Some(blocked) = blocked_cause(e) {
             return Failure::blocked(blocked);
         }
+        if let Some(lookup) = lookup_cause(e) {
+            return Failure {
+                kind: TransportError::Dns,
+                message: lookup.to_string(),
+            };
+        }
         if timed_out(e) {
             return Failure::timeout(timeout);
         }
@@ -71,6 +77,15 @@ fn chain<'a>(
 fn blocked_cause(e: &(dyn StdError + 'static)) -> Option<Blocked> {
     chain(e).find_map(|err| match err.downcast_ref::<ResolveError>() {
         Some(ResolveError::Blocked(blocked)) => Some(blocked.clone()),
+        _ => None,
+    })
+}
+
+/// The resolver's failure somewhere in the chain (the name gave no
+/// address), if any.
+fn lookup_cause<'a>(e: &'a (dyn StdError + 'static)) -> Option<&'a ResolveError> {
+    chain(e).find_map(|err| match err.downcast_ref::<ResolveError>() {
+        Some(lookup @ ResolveError::Lookup(_)) => Some(lookup),
         _ => None,
     })
 }

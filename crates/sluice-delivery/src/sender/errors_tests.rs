@@ -84,3 +84,35 @@ fn a_rustls_error_nested_in_io_errors_is_found() {
     let f = Failure::from_transport(&outer, true, Duration::from_secs(5));
     assert_eq!(f.kind, TransportError::Certificate);
 }
+
+/// An error as the connector wraps the resolver's: its cause.
+#[derive(Debug)]
+struct Wrapped(ResolveError);
+
+impl std::fmt::Display for Wrapped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("dns error")
+    }
+}
+
+impl StdError for Wrapped {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        Some(&self.0)
+    }
+}
+
+#[test]
+fn a_name_that_does_not_resolve_is_a_retryable_dns_failure_that_sent_nothing() {
+    use super::super::resolver::LookupError;
+    let e = Wrapped(ResolveError::Lookup(LookupError::NoSuchHost(
+        "hooks.example.invalid".into(),
+    )));
+    let f = Failure::from_transport(&e, true, Duration::from_secs(5));
+    assert_eq!(f.kind, TransportError::Dns);
+    assert_eq!(f.kind.label(), "dns");
+    assert_eq!(classify_error(f.kind), Class::Retryable);
+    assert_eq!(
+        f.message,
+        "DNS lookup failed, request not sent: no such host hooks.example.invalid (NXDOMAIN)"
+    );
+}

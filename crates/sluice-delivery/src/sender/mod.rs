@@ -40,7 +40,7 @@ pub use headers::{
     WEBHOOK_SIGNATURE_HEADER, WEBHOOK_TIMESTAMP_HEADER, build as build_headers,
 };
 use pool::Pool;
-use resolver::{GuardedResolver, Lookup, SystemLookup};
+use resolver::{CachingLookup, GuardedResolver, Lookup, SystemLookup};
 use urls::UrlCache;
 
 /// One delivery attempt's request, the same for every URL of the destination.
@@ -113,13 +113,15 @@ pub struct Sender {
 impl Sender {
     /// Builds the client: standard web PKI roots plus the optional extra CA
     /// bundle, a total per-request timeout, redirects disabled, and the
-    /// system resolver behind the network guard.
+    /// system's name resolution (asynchronous, cached per host) behind the
+    /// network guard.
     pub fn new(config: &DeliveryConfig) -> Result<Self, DeliveryError> {
-        Self::with_lookup(config, Arc::new(SystemLookup))
+        let system = SystemLookup::new().map_err(|e| DeliveryError::Client(e.to_string()))?;
+        Self::with_lookup(config, Arc::new(CachingLookup::new(Arc::new(system))))
     }
 
-    /// [`Sender::new`] with another name resolver behind the guard (tests
-    /// use it to play a DNS server whose answers change).
+    /// [`Sender::new`] with another name resolver behind the guard, used as
+    /// given (tests use it to play a DNS server whose answers change).
     pub fn with_lookup(
         config: &DeliveryConfig,
         lookup: Arc<dyn Lookup>,

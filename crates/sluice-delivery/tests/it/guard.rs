@@ -11,7 +11,7 @@ use bytes::Bytes;
 use sluice_delivery::DeliveryConfig;
 use sluice_delivery::policy::Class;
 use sluice_delivery::sender::resolver::{
-    GuardedResolver, Lookup, LookupFuture, ResolveError, SystemLookup,
+    Answer, GuardedResolver, Lookup, LookupFuture, ResolveError,
 };
 use sluice_delivery::sender::{Job, Sender};
 use sluice_outbound::NetworkPolicy;
@@ -40,7 +40,7 @@ impl Lookup for Scripted {
     fn lookup(&self, _host: &str) -> LookupFuture {
         let n = self.calls.fetch_add(1, Ordering::SeqCst);
         let ip = self.answers[n.min(self.answers.len() - 1)];
-        Box::pin(async move { Ok(vec![ip]) })
+        Box::pin(async move { Ok(Answer::uncached(vec![ip])) })
     }
 }
 
@@ -114,7 +114,7 @@ async fn system_resolved_localhost_is_refused() {
         .next()
         .map(str::to_owned)
         .expect("port");
-    let sender = Sender::with_lookup(&strict(), Arc::new(SystemLookup)).expect("sender");
+    let sender = Sender::new(&strict()).expect("sender");
     for host in [
         "localhost",
         "127.0.0.1",

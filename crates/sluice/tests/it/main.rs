@@ -12,6 +12,7 @@ mod process;
 mod backup;
 mod cli;
 mod config;
+mod dns;
 mod durability;
 mod failure_log;
 mod hostile;

@@ -118,7 +118,10 @@ fn pool(idle_timeout: Duration) -> Pool {
         "0.0.0.0/0".parse().expect("cidr"),
         "::/0".parse().expect("cidr"),
     ];
-    let resolver = GuardedResolver::new(Arc::new(SystemLookup), NetworkPolicy::new(everything));
+    let resolver = GuardedResolver::new(
+        Arc::new(SystemLookup::new().expect("resolver")),
+        NetworkPolicy::new(everything),
+    );
     let connector = connector(&resolver, Duration::from_secs(2), &[]).expect("connector");
     Pool::new(connector, 4, idle_timeout)
 }
