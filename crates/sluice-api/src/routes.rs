@@ -148,8 +148,8 @@ impl RouteTable {
     /// [`RouteTable::lookup`], and for a key the snapshot does not know,
     /// the store: when the key is a source's there, the table is reloaded
     /// (its destinations come with it) and the route returned. At most
-    /// [`MISS_LOOKUPS`] such reads run at once, and a key the store did not
-    /// know is not read again for [`UNKNOWN_KEY_TTL`].
+    /// four such reads run at once, and a key the store did not
+    /// know is not read again for a second.
     pub async fn resolve(&self, write_key: &str) -> Option<Arc<SourceRoute>> {
         let digest = keys::secret_digest(write_key);
         if let Some(route) = self.lookup_digest(&digest) {
