@@ -21,13 +21,18 @@ fn pg_config(dir: &std::path::Path, schema: &str) -> sluice_server::Config {
     config
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn two_nodes_share_sources_and_deliver_each_event_once() {
-    let dir = tempfile::tempdir().unwrap();
+/// A schema name of its own for one test's nodes.
+fn unique_schema() -> String {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos());
-    let schema = format!("sluice_it_{}_{nanos}", std::process::id());
+    format!("sluice_it_{}_{nanos}", std::process::id())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_nodes_share_sources_and_deliver_each_event_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let schema = unique_schema();
     let a = TestServer::start_with(pg_config(dir.path(), &schema)).await;
     let b = TestServer::start_with(pg_config(dir.path(), &schema)).await;
 
@@ -269,10 +274,7 @@ async fn two_nodes_compute_each_trait_change_once_and_hand_over() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_write_key_created_on_one_node_is_good_on_the_other_at_once() {
     let dir = tempfile::tempdir().unwrap();
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    let schema = format!("sluice_it_{}_{nanos}", std::process::id());
+    let schema = unique_schema();
     let a = TestServer::start_with(pg_config(dir.path(), &schema)).await;
     let b = TestServer::start_with(pg_config(dir.path(), &schema)).await;
     let call = json!({"userId": "u", "event": "e"}).to_string();
@@ -298,10 +300,7 @@ async fn two_nodes_share_one_destinations_concurrency_limit() {
     use sluice_testkit::Reply;
 
     let dir = tempfile::tempdir().unwrap();
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    let schema = format!("sluice_it_{}_{nanos}", std::process::id());
+    let schema = unique_schema();
     let config = || {
         let mut config = pg_config(dir.path(), &schema);
         config.delivery.concurrency_per_destination = 4;
@@ -357,10 +356,7 @@ async fn a_session_signed_out_on_one_node_is_refused_by_the_other() {
     use crate::dashboard::session_cookie;
     use crate::dashboard_sessions::{accepted, sign_out};
     let dir = tempfile::tempdir().unwrap();
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    let schema = format!("sluice_it_{}_{nanos}", std::process::id());
+    let schema = unique_schema();
     let a = TestServer::start_with(pg_config(dir.path(), &schema)).await;
     let b = TestServer::start_with(pg_config(dir.path(), &schema)).await;
     let cookie = session_cookie(&a).await;
