@@ -331,7 +331,7 @@ pub(super) static MIGRATIONS: LazyLock<Migrations<'static>> = LazyLock::new(|| {
         M::up(super::profiles::events::SCHEMA_V14),
         M::up(super::regulations::NOTIFICATION_SOURCES),
         M::up(REVOKED_SESSIONS),
-        M::up(super::dedup::SCHEMA_V15),
+        M::up(super::dedup::SCHEMA_DUPLICATES),
     ])
 });
 

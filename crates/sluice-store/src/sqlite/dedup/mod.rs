@@ -66,7 +66,7 @@ pub(crate) fn lock(shared: &Shared) -> MutexGuard<'_, Window> {
 
 /// Version 17: usage counts the events dropped as duplicates, per source
 /// and day, beside the events stored.
-pub(super) const SCHEMA_V15: &str = "
+pub(super) const SCHEMA_DUPLICATES: &str = "
 ALTER TABLE usage ADD COLUMN duplicates INTEGER NOT NULL DEFAULT 0;
 ";
 
