@@ -84,6 +84,22 @@ fn memory_is_about_ten_bytes_an_id() {
     assert!((9.0..25.0).contains(&per_id), "{per_id} bytes per id");
 }
 
+#[test]
+fn a_new_slice_is_sized_like_the_one_before_it() {
+    let mut w = day_window();
+    for i in 0..50_000i64 {
+        let key = w.key("src", &format!("m-{i}"));
+        w.insert(key, HOUR, i);
+    }
+    let before = w.bytes();
+    // The first id of the next hour: its table is made for 50,000 ids at
+    // once, not grown from empty (which would take 13 rehashes).
+    let key = w.key("src", "next-hour");
+    w.insert(key, 2 * HOUR, 50_000);
+    let second = w.bytes() - before;
+    assert!(second >= 50_000 * 9, "the new slice holds {second} bytes");
+}
+
 fn store() -> Connection {
     let mut conn = Connection::open_in_memory().unwrap();
     MIGRATIONS.to_latest(&mut conn).unwrap();

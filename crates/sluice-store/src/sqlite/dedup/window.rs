@@ -86,11 +86,19 @@ impl Window {
             Some(i) if self.generations[i].start == start => i,
             found => {
                 let i = found.map_or(0, |i| i + 1);
+                // Sized like the slice before it: traffic changes slowly, so
+                // the table rarely grows, and a growth's rehash (tens of MB
+                // on the writer thread) and the outgrown tables it leaves
+                // behind are spared.
+                let expected = i
+                    .checked_sub(1)
+                    .and_then(|before| self.generations.get(before))
+                    .map_or(0, |g| g.keys.len());
                 self.generations.insert(
                     i,
                     Generation {
                         start,
-                        keys: HashSet::default(),
+                        keys: HashSet::with_capacity_and_hasher(expected, Default::default()),
                         lowest_seq: seq,
                         highest_seq: seq,
                     },
