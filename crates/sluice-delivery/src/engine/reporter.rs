@@ -7,7 +7,9 @@
 //! an outcome dropped early means its delivery is sent again when the lease
 //! ends, a duplicate for every send of the outage. Only once the lease has
 //! run out, when another worker may already have claimed the delivery, is
-//! the group given up; the pure [`next_pause`] decides.
+//! the group given up; the pure [`next_pause`] decides. The lease is counted
+//! from the first failure of an outage, not per group: groups queued behind
+//! a failing one (at shutdown, say) are not each given a lease of their own.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -36,6 +38,8 @@ pub(super) async fn run(
     wake: Arc<Notify>,
     lease: Duration,
 ) {
+    // When the current run of failed writes began; `None` while writes work.
+    let mut failing_since: Option<Instant> = None;
     while let Some(first) = rx.recv().await {
         let mut group = vec![first];
         while group.len() < MAX_GROUP {
@@ -47,20 +51,25 @@ pub(super) async fn run(
         let has_retry = group
             .iter()
             .any(|r| matches!(r.outcome, Outcome::Retry { .. }));
-        write(store.as_ref(), group, lease).await;
+        write(store.as_ref(), group, lease, &mut failing_since).await;
         if has_retry {
             wake.notify_one();
         }
     }
 }
 
-async fn write(store: &dyn Store, group: Vec<AttemptReport>, lease: Duration) {
-    let started = Instant::now();
+async fn write(
+    store: &dyn Store,
+    group: Vec<AttemptReport>,
+    lease: Duration,
+    failing_since: &mut Option<Instant>,
+) {
     let mut tries: u32 = 0;
     let mut warned: Option<Instant> = None;
     loop {
         let error = match store.report(group.clone()).await {
             Ok(()) => {
+                *failing_since = None;
                 if tries > 0 {
                     tracing::info!(
                         reports = group.len(),
@@ -73,6 +82,7 @@ async fn write(store: &dyn Store, group: Vec<AttemptReport>, lease: Duration) {
             Err(e) => e,
         };
         tries += 1;
+        let started = *failing_since.get_or_insert_with(Instant::now);
         let Some(pause) = next_pause(tries, started.elapsed(), lease) else {
             tracing::error!(
                 error = %error,
