@@ -160,15 +160,19 @@ impl RouteTable {
             return None;
         }
         let _permit = self.misses.permits.try_acquire().ok()?;
-        let found = self
+        match self
             .store
             .get_source_by_key_hash(&keys::hash_secret(write_key))
             .await
-            .ok()
-            .flatten();
-        if found.is_none() {
-            self.misses.remember_unknown(digest, now);
-            return None;
+        {
+            Ok(Some(_)) => {}
+            Ok(None) => {
+                self.misses.remember_unknown(digest, now);
+                return None;
+            }
+            // The store did not say: nothing is remembered, so the key is
+            // looked up again once the store answers.
+            Err(_) => return None,
         }
         if let Err(e) = self.reload().await {
             tracing::warn!(error = %e, "reloading routes for a write key new to this node");
