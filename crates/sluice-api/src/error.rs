@@ -111,14 +111,27 @@ impl From<StoreError> for ApiError {
                 "unavailable",
                 "shutting down",
             ),
-            StoreError::Backend(detail) => {
+            // Unreachable, busy or contended: the same call may work soon.
+            e @ StoreError::Backend { .. } if e.is_transient() => {
                 if let Some(suppressed) = OUTAGE_LOG.allow() {
-                    tracing::error!(error = %detail, similar_since_last = suppressed, "store failure");
+                    tracing::error!(error = %e, similar_since_last = suppressed, "store failure");
                 }
                 ApiError::new(
                     StatusCode::SERVICE_UNAVAILABLE,
                     "unavailable",
                     "storage is unavailable, retry later",
+                )
+            }
+            // A fault that retrying will not mend: say so, log it in full.
+            e @ StoreError::Backend { .. } => {
+                if let Some(suppressed) = OUTAGE_LOG.allow() {
+                    let cause = std::error::Error::source(&e).map(ToString::to_string);
+                    tracing::error!(error = %e, cause, similar_since_last = suppressed, "store fault");
+                }
+                ApiError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "internal",
+                    "storage failed; the server log has the details",
                 )
             }
         }

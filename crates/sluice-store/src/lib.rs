@@ -50,7 +50,7 @@ use std::time::Duration;
 pub use catalog::CatalogStore;
 pub use cluster::ClusterStore;
 pub use delivery::DeliveryStore;
-pub use error::StoreError;
+pub use error::{ErrorKind, StoreError};
 pub use events::EventStore;
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresConfig, PostgresStore};

@@ -81,6 +81,17 @@ async fn write(
             }
             Err(e) => e,
         };
+        if !error.is_transient() {
+            // Trying again cannot mend a fault; the lease hands the
+            // deliveries out again once it ends.
+            tracing::error!(
+                error = %error,
+                reports = group.len(),
+                "delivery reports refused by the store; those deliveries will be claimed \
+                 and sent again"
+            );
+            return;
+        }
         tries += 1;
         let started = *failing_since.get_or_insert_with(Instant::now);
         let Some(pause) = next_pause(tries, started.elapsed(), lease) else {

@@ -104,10 +104,13 @@ impl PostgresConfig {
         if valid_start && valid_rest && schema.len() <= 63 {
             Ok(Some(schema))
         } else {
-            Err(StoreError::Backend(format!(
-                "invalid schema name {schema:?}: use 1-63 lowercase letters, digits and '_', \
+            Err(StoreError::backend(
+                crate::error::ErrorKind::Config,
+                format!(
+                    "invalid schema name {schema:?}: use 1-63 lowercase letters, digits and '_', \
                  not starting with a digit"
-            )))
+                ),
+            ))
         }
     }
 }

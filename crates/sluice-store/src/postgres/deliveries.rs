@@ -21,7 +21,7 @@ fn record_row(row: &Row) -> Result<DeliveryRecord> {
         event_seq: get(row, 3)?,
         message_id: get(row, 4)?,
         state: DeliveryState::parse(&state)
-            .ok_or_else(|| StoreError::Backend(format!("unknown delivery state {state:?}")))?,
+            .ok_or_else(|| StoreError::corrupt(format!("unknown delivery state {state:?}")))?,
         attempts: unsigned(row, 6)?,
         next_attempt_at: opt_time(row, 7)?,
         first_attempt_at: opt_time(row, 8)?,
@@ -120,7 +120,7 @@ pub(super) async fn list_attempts(client: &Client, delivery_id: i64) -> Result<V
                 status: status
                     .map(u16::try_from)
                     .transpose()
-                    .map_err(|e| StoreError::Backend(format!("attempt status: {e}")))?,
+                    .map_err(|e| StoreError::corrupt(format!("attempt status: {e}")))?,
                 error: get(row, 5)?,
                 latency_ms: unsigned(row, 6)?,
                 response: get(row, 7)?,

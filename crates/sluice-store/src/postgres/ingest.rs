@@ -97,7 +97,7 @@ async fn write(
             }
             let seq = *seq_iter
                 .next()
-                .ok_or_else(|| StoreError::Backend("fewer seqs reserved than events".into()))?;
+                .ok_or_else(|| StoreError::internal("fewer seqs reserved than events"))?;
             events.source_ids.push(request.source_id.clone());
             events.message_ids.push(event.message_id.clone());
             events.event_types.push(event.event_type.clone());

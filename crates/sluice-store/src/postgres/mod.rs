@@ -88,14 +88,9 @@ impl PostgresStore {
         let schema::Opened { pool, tls, guard } = schema::pool(&config)?;
         schema::migrate(&pool, config.checked_schema()?)
             .await
-            .map_err(|e| match e {
-                // Say which server: the cause alone ("connection refused")
-                // does not tell an operator which setting to check.
-                crate::StoreError::Backend(why) => {
-                    crate::StoreError::Backend(format!("{} ({why})", config.server_name()))
-                }
-                other => other,
-            })?;
+            // Say which server: the cause alone ("connection refused") does
+            // not tell an operator which setting to check.
+            .map_err(|e| e.context(config.server_name()))?;
         if let Ok(client) = pool.get().await {
             tls::describe(&client, &tls, &config.server_name()).await;
         }

@@ -9,12 +9,15 @@ use tokio_postgres::Row;
 use tokio_postgres::error::SqlState;
 
 use crate::StoreError;
+use crate::error::ErrorKind;
 
-/// A driver error as a [`StoreError::Backend`], with the server's message
+/// A driver error as a [`StoreError::Backend`] of the kind its SQLSTATE
+/// (or, without one, the connection's state) says, with the server's message
 /// when there is one (the driver's own text is just "db error").
 pub(super) fn backend(e: tokio_postgres::Error) -> StoreError {
-    match e.as_db_error() {
-        Some(db) => StoreError::Backend(format!("postgres {}: {}", db.code().code(), db.message())),
+    let kind = kind_of(&e);
+    let text = match e.as_db_error() {
+        Some(db) => format!("postgres {}: {}", db.code().code(), db.message()),
         None => {
             // "error connecting to server" alone hides the cause.
             let mut text = format!("postgres: {e}");
@@ -23,8 +26,32 @@ pub(super) fn backend(e: tokio_postgres::Error) -> StoreError {
                 text.push_str(&format!(": {s}"));
                 source = s.source();
             }
-            StoreError::Backend(text)
+            text
         }
+    };
+    StoreError::caused(kind, text, e)
+}
+
+/// How a PostgreSQL failure should be treated: by SQLSTATE class when the
+/// server answered, else as a connection that is gone.
+fn kind_of(e: &tokio_postgres::Error) -> ErrorKind {
+    let Some(code) = e.code() else {
+        return ErrorKind::Unavailable;
+    };
+    let code = code.code();
+    match code {
+        "40001" | "40P01" | "55P03" => ErrorKind::Contention,
+        "57014" => ErrorKind::Timeout,
+        "XX001" | "XX002" => ErrorKind::Corrupt,
+        _ => match code.get(..2) {
+            // Connection exceptions, insufficient resources, operator
+            // intervention (shutdown, cannot connect now), system errors, and
+            // a transaction the server aborted.
+            Some("08" | "53" | "57" | "58" | "25") => ErrorKind::Unavailable,
+            // Undefined table or column: a schema other than this build's.
+            Some("42") => ErrorKind::Schema,
+            _ => ErrorKind::Internal,
+        },
     }
 }
 
@@ -37,18 +64,22 @@ pub(super) fn conflict_or_backend(e: tokio_postgres::Error, what: impl Into<Stri
     }
 }
 
-/// A pool error: `Closed` once the store is closed, else `Backend`.
+/// A pool error: `Closed` once the store is closed, `Timeout` when no
+/// connection came in time, else the connection's failure.
 pub(super) fn pool_error(e: deadpool_postgres::PoolError) -> StoreError {
     match e {
         deadpool_postgres::PoolError::Closed => StoreError::Closed,
         deadpool_postgres::PoolError::Backend(e) => backend(e),
-        other => StoreError::Backend(format!("postgres pool: {other}")),
+        deadpool_postgres::PoolError::Timeout(_) => {
+            StoreError::backend(ErrorKind::Timeout, format!("postgres pool: {e}"))
+        }
+        other => StoreError::backend(ErrorKind::Unavailable, format!("postgres pool: {other}")),
     }
 }
 
 /// Stored JSON (destination settings) that does not parse.
 pub(super) fn json_error(e: serde_json::Error) -> StoreError {
-    StoreError::Backend(format!("stored JSON: {e}"))
+    e.into()
 }
 
 /// Unix milliseconds of `t`.
@@ -58,7 +89,7 @@ pub(super) fn ms(t: DateTime<Utc>) -> i64 {
 
 fn to_time(idx: usize, millis: i64) -> Result<DateTime<Utc>, StoreError> {
     DateTime::from_timestamp_millis(millis).ok_or_else(|| {
-        StoreError::Backend(format!("column {idx}: timestamp {millis} ms out of range"))
+        StoreError::corrupt(format!("column {idx}: timestamp {millis} ms out of range"))
     })
 }
 
@@ -85,7 +116,7 @@ pub(super) fn opt_time(row: &Row, idx: usize) -> Result<Option<DateTime<Utc>>, S
 /// Reads a non-negative `bigint` as `u64`, `u32`, ... (counters, attempt numbers).
 pub(super) fn unsigned<T: TryFrom<i64>>(row: &Row, idx: usize) -> Result<T, StoreError> {
     let v: i64 = get(row, idx)?;
-    T::try_from(v).map_err(|_| StoreError::Backend(format!("column {idx}: {v} out of range")))
+    T::try_from(v).map_err(|_| StoreError::corrupt(format!("column {idx}: {v} out of range")))
 }
 
 pub(super) use crate::records::utc_day as day;

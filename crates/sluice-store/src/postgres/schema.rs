@@ -14,6 +14,7 @@ use super::config::PostgresConfig;
 use super::rows::{backend, get, pool_error};
 use super::tls::TlsParams;
 use super::upkeep::SchemaGuard;
+use crate::error::ErrorKind;
 use crate::{Result, StoreError};
 
 /// Version 1. Notes on choices:
@@ -283,10 +284,10 @@ pub(super) struct Opened {
 /// `search_path` set to the configured schema.
 pub(super) fn pool(config: &PostgresConfig) -> Result<Opened> {
     let (conn, tls) = super::tls::split(&config.url)
-        .map_err(|e| StoreError::Backend(format!("postgres URL: {e}")))?;
+        .map_err(|e| StoreError::backend(ErrorKind::Config, format!("postgres URL: {e}")))?;
     let mut pg: tokio_postgres::Config = conn
         .parse()
-        .map_err(|e| StoreError::Backend(format!("postgres URL: {e}")))?;
+        .map_err(|e| StoreError::backend(ErrorKind::Config, format!("postgres URL: {e}")))?;
     pg.ssl_mode(super::tls::negotiated(tls.mode));
     if let Some(schema) = config.checked_schema()? {
         let options = match pg.get_options() {
@@ -321,7 +322,7 @@ pub(super) fn pool(config: &PostgresConfig) -> Result<Opened> {
         .create_timeout(Some(config.connect_timeout))
         .build()
         .map(|pool| Opened { pool, tls, guard })
-        .map_err(|e| StoreError::Backend(format!("postgres pool: {e}")))
+        .map_err(|e| StoreError::backend(ErrorKind::Config, format!("postgres pool: {e}")))
 }
 
 /// Brings the schema up to date. Refuses a database migrated by a newer
@@ -378,10 +379,13 @@ async fn apply_pending(
     let current: i32 = get(&row, 0)?;
     let known = i32::try_from(MIGRATIONS.len()).unwrap_or(i32::MAX);
     if current > known {
-        return Err(StoreError::Backend(format!(
-            "database schema is at version {current}, newer than this Sluice knows ({known}); \
+        return Err(StoreError::backend(
+            ErrorKind::Schema,
+            format!(
+                "database schema is at version {current}, newer than this Sluice knows ({known}); \
              upgrade Sluice"
-        )));
+            ),
+        ));
     }
     let applied = usize::try_from(current).unwrap_or(0);
     for (version, (name, sql)) in (1..).zip(MIGRATIONS.iter()).skip(applied) {

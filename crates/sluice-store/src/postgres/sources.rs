@@ -35,7 +35,7 @@ pub(super) async fn put_meta_if_absent(client: &Client, key: &str, value: &str) 
         .map_err(backend)?;
     get_meta(client, key)
         .await?
-        .ok_or_else(|| StoreError::Backend(format!("meta {key} vanished")))
+        .ok_or_else(|| StoreError::internal(format!("meta {key} vanished")))
 }
 
 pub(super) async fn revoke_session(

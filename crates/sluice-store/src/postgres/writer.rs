@@ -28,6 +28,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use super::ingest::{BatchError, append_batch};
+use crate::error::ErrorKind;
 use crate::{AppendRequest, Appended, Result, StoreError};
 
 /// How many calls may wait for the writer before callers wait to enqueue.
@@ -184,8 +185,8 @@ async fn commit_group(pool: &Pool, group: &mut Vec<Job>, window: Option<Duration
         }
         Err(BatchError::Unknown(e)) => {
             tracing::error!(error = %e, calls = group.len(), "postgres group commit failed");
-            let text = e.to_string();
-            answer_all(group, || Err(StoreError::Backend(text.clone())));
+            let (kind, text) = (e.kind().unwrap_or(ErrorKind::Internal), e.to_string());
+            answer_all(group, || Err(StoreError::backend(kind, text.clone())));
         }
         Err(BatchError::NotWritten(e)) if group.len() == 1 => {
             if let Some(job) = group.pop() {

@@ -86,7 +86,7 @@ impl Checkpointer {
         let thread = std::thread::Builder::new()
             .name("sluice-sqlite-checkpoint".into())
             .spawn(move || checkpoint_loop(&conn, &nudges, &wal, timing))
-            .map_err(|e| StoreError::Backend(format!("spawn checkpoint thread: {e}")))?;
+            .map_err(|e| StoreError::internal(format!("spawn checkpoint thread: {e}")))?;
         Ok(Checkpointer { nudge, thread })
     }
 

@@ -38,6 +38,7 @@ use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
 
+use crate::error::ErrorKind;
 use crate::{Result, StoreError};
 
 /// The held lock; dropping it (or the process ending) releases it.
@@ -66,9 +67,13 @@ pub(super) fn acquire(database: &Path, wait: Duration) -> Result<ProcessLock> {
     options.create(true).truncate(false).write(true);
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let file = options
-        .open(&path)
-        .map_err(|e| StoreError::Backend(format!("open {}: {e}", path.display())))?;
+    let file = options.open(&path).map_err(|e| {
+        StoreError::caused(
+            ErrorKind::Unavailable,
+            format!("open {}", path.display()),
+            e,
+        )
+    })?;
     let started = Instant::now();
     let mut locked = try_lock(&file);
     let mut told = false;
@@ -87,13 +92,20 @@ pub(super) fn acquire(database: &Path, wait: Duration) -> Result<ProcessLock> {
         locked = try_lock(&file);
     }
     locked.map_err(|e| match e.kind() {
-        std::io::ErrorKind::WouldBlock => StoreError::Backend(format!(
-            "another Sluice process is using {} (it holds {}); stop it first, or give \
+        std::io::ErrorKind::WouldBlock => StoreError::backend(
+            ErrorKind::Config,
+            format!(
+                "another Sluice process is using {} (it holds {}); stop it first, or give \
              this one a data directory of its own",
-            database.display(),
-            path.display()
-        )),
-        _ => StoreError::Backend(format!("lock {}: {e}", path.display())),
+                database.display(),
+                path.display()
+            ),
+        ),
+        _ => StoreError::caused(
+            ErrorKind::Unavailable,
+            format!("lock {}", path.display()),
+            e,
+        ),
     })?;
     Ok(ProcessLock { _file: file })
 }

@@ -134,7 +134,7 @@ impl SqliteStore {
             Ok((lock, conn, checkpoint_conn, config, window))
         })
         .await
-        .map_err(|e| StoreError::Backend(format!("open task: {e}")))??;
+        .map_err(|e| StoreError::internal(format!("open task: {e}")))??;
         let (lock, conn, checkpoint_conn, config, window) = opened;
         let limits = GroupLimits {
             max_weight: config.max_group_events.max(1),
@@ -195,14 +195,18 @@ pub fn encode_body(json: &str) -> Option<Vec<u8>> {
 
 /// The JSON of a compressed stored body (a blob [`encode_body`] wrote).
 pub fn decode_body(blob: &[u8]) -> Result<String> {
-    bodies::decode(blob).map_err(|e| StoreError::Backend(e.to_string()))
+    bodies::decode(blob).map_err(|e| StoreError::corrupt(e.to_string()))
 }
 
 /// Creates the parent directory and the database file, private to the owner
 /// (the file holds destination secrets), before SQLite opens it.
 fn prepare_file(path: &Path) -> Result<()> {
     let io = |what: &str, e: std::io::Error| {
-        StoreError::Backend(format!("{what} {}: {e}", path.display()))
+        StoreError::caused(
+            crate::error::ErrorKind::Unavailable,
+            format!("{what} {}", path.display()),
+            e,
+        )
     };
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(|e| io("create directory for", e))?;

@@ -55,7 +55,7 @@ impl ReadPool {
             out
         })
         .await
-        .map_err(|e| StoreError::Backend(format!("read task: {e}")))?
+        .map_err(|e| StoreError::internal(format!("read task: {e}")))?
     }
 
     /// Refuses further reads and closes idle connections.

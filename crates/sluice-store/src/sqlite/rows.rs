@@ -8,17 +8,34 @@ use chrono::{DateTime, Utc};
 use rusqlite::types::Type;
 use rusqlite::{Row, ffi};
 
+use crate::error::ErrorKind;
 use crate::{StoreError, StoredEvent};
 
 impl From<rusqlite::Error> for StoreError {
     fn from(e: rusqlite::Error) -> Self {
-        StoreError::Backend(e.to_string())
+        let kind = kind_of(&e);
+        StoreError::caused(kind, e.to_string(), e)
     }
 }
 
-impl From<serde_json::Error> for StoreError {
-    fn from(e: serde_json::Error) -> Self {
-        StoreError::Backend(format!("stored JSON: {e}"))
+/// How a SQLite failure should be treated, by its result code.
+fn kind_of(e: &rusqlite::Error) -> ErrorKind {
+    use rusqlite::ErrorCode as C;
+    match e {
+        rusqlite::Error::SqliteFailure(err, _) => match err.code {
+            C::DatabaseBusy | C::DatabaseLocked => ErrorKind::Timeout,
+            C::DiskFull | C::SystemIoFailure | C::CannotOpen | C::OutOfMemory => {
+                ErrorKind::Unavailable
+            }
+            C::DatabaseCorrupt | C::NotADatabase => ErrorKind::Corrupt,
+            C::SchemaChanged => ErrorKind::Schema,
+            _ => ErrorKind::Internal,
+        },
+        rusqlite::Error::FromSqlConversionFailure(..)
+        | rusqlite::Error::IntegralValueOutOfRange(..)
+        | rusqlite::Error::InvalidColumnType(..)
+        | rusqlite::Error::Utf8Error(..) => ErrorKind::Corrupt,
+        _ => ErrorKind::Internal,
     }
 }
 

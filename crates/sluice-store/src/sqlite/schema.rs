@@ -354,9 +354,10 @@ pub(super) fn open_writer(config: &SqliteConfig) -> Result<Connection> {
     conn.busy_timeout(config.busy_timeout)?;
     let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
     if !mode.eq_ignore_ascii_case("wal") {
-        return Err(StoreError::Backend(format!(
-            "cannot enable WAL (journal_mode is {mode})"
-        )));
+        return Err(StoreError::backend(
+            crate::error::ErrorKind::Config,
+            format!("cannot enable WAL (journal_mode is {mode})"),
+        ));
     }
     conn.execute_batch(&format!(
         "PRAGMA synchronous = {};
@@ -370,7 +371,7 @@ pub(super) fn open_writer(config: &SqliteConfig) -> Result<Connection> {
     ))?;
     MIGRATIONS
         .to_latest(&mut conn)
-        .map_err(|e| StoreError::Backend(format!("migration: {e}")))?;
+        .map_err(|e| StoreError::caused(crate::error::ErrorKind::Schema, "migration", e))?;
     super::message_ids::catch_up(&mut conn)?;
     super::bodies::register(&conn)?;
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);

@@ -20,7 +20,7 @@ pub(super) fn put_meta_if_absent(conn: &Connection, key: &str, value: &str) -> R
     )?
     .execute([key, value])?;
     let kept = get_meta(conn, key)?;
-    kept.ok_or_else(|| crate::StoreError::Backend(format!("meta {key} vanished")))
+    kept.ok_or_else(|| crate::StoreError::internal(format!("meta {key} vanished")))
 }
 
 pub(super) fn revoke_session(conn: &Connection, id: &str, expires_at: i64, now: i64) -> Result<()> {

@@ -81,7 +81,7 @@ pub(super) async fn create(
     queue_job(&tx, &new.id, "recompute", None).await?;
     let created = get_one(&tx, &new.id).await?;
     tx.commit().await.map_err(backend)?;
-    created.ok_or_else(|| StoreError::Backend("created row vanished".into()))
+    created.ok_or_else(|| StoreError::internal("created row vanished"))
 }
 
 pub(super) async fn list(c: &impl GenericClient) -> Result<Vec<Computation>> {

@@ -88,7 +88,7 @@ pub(super) async fn create(
     }
     let found = get_one(&tx, &new.id).await?;
     tx.commit().await.map_err(backend)?;
-    found.ok_or_else(|| StoreError::Backend("regulation vanished".into()))
+    found.ok_or_else(|| StoreError::internal("regulation vanished"))
 }
 
 async fn get_one(c: &impl GenericClient, id: &str) -> Result<Option<Regulation>> {

@@ -24,6 +24,8 @@ use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
 use tokio_postgres_rustls::MakeRustlsConnect;
 
+use crate::error::ErrorKind;
+
 pub use params::{SslMode, TlsParams, split};
 
 use crate::{Result, StoreError};
@@ -45,7 +47,7 @@ pub(super) fn connector(params: &TlsParams) -> Result<MakeRustlsConnect> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
-        .map_err(|e| StoreError::Backend(format!("postgres TLS: {e}")))?;
+        .map_err(|e| StoreError::backend(ErrorKind::Config, format!("postgres TLS: {e}")))?;
     let config = if params.mode.verifies_chain() {
         let roots = Arc::new(roots(params.root_cert.as_deref())?);
         if params.mode == SslMode::VerifyFull {
@@ -71,11 +73,20 @@ fn roots(file: Option<&str>) -> Result<rustls::RootCertStore> {
     let mut store = rustls::RootCertStore::empty();
     let certs: Vec<CertificateDer<'static>> = match file {
         Some(path) => {
-            let pem = std::fs::read(path)
-                .map_err(|e| StoreError::Backend(format!("postgres sslrootcert {path}: {e}")))?;
+            let pem = std::fs::read(path).map_err(|e| {
+                StoreError::backend(
+                    ErrorKind::Config,
+                    format!("postgres sslrootcert {path}: {e}"),
+                )
+            })?;
             CertificateDer::pem_slice_iter(&pem)
                 .collect::<std::result::Result<_, _>>()
-                .map_err(|e| StoreError::Backend(format!("postgres sslrootcert {path}: {e}")))?
+                .map_err(|e| {
+                    StoreError::backend(
+                        ErrorKind::Config,
+                        format!("postgres sslrootcert {path}: {e}"),
+                    )
+                })?
         }
         None => rustls_native_certs::load_native_certs().certs,
     };
@@ -85,9 +96,10 @@ fn roots(file: Option<&str>) -> Result<rustls::RootCertStore> {
             || "the system's certificate store".to_owned(),
             str::to_owned,
         );
-        return Err(StoreError::Backend(format!(
-            "postgres TLS: no usable root certificate in {from}; set sslrootcert"
-        )));
+        return Err(StoreError::backend(
+            ErrorKind::Config,
+            format!("postgres TLS: no usable root certificate in {from}; set sslrootcert"),
+        ));
     }
     Ok(store)
 }

@@ -23,7 +23,12 @@ impl ChainOnly {
     pub(super) fn new(roots: Arc<RootCertStore>, provider: Arc<CryptoProvider>) -> Result<Self> {
         let inner = WebPkiServerVerifier::builder_with_provider(roots, provider)
             .build()
-            .map_err(|e| StoreError::Backend(format!("postgres TLS: {e}")))?;
+            .map_err(|e| {
+                StoreError::backend(
+                    crate::error::ErrorKind::Config,
+                    format!("postgres TLS: {e}"),
+                )
+            })?;
         Ok(ChainOnly { inner })
     }
 }

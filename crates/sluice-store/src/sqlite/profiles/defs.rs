@@ -32,7 +32,7 @@ fn row_to_computation(row: &Row<'_>) -> rusqlite::Result<(Computation, String)> 
 
 fn finish((mut c, destinations): (Computation, String)) -> Result<Computation> {
     c.destination_ids = serde_json::from_str(&destinations)
-        .map_err(|e| StoreError::Backend(format!("computation destinations: {e}")))?;
+        .map_err(|e| StoreError::corrupt(format!("computation destinations: {e}")))?;
     Ok(c)
 }
 
@@ -81,7 +81,7 @@ pub(super) fn create(
     ])
     .map_err(|e| conflict_or_backend(e, format!("key {:?} is taken", new.key)))?;
     queue_job(conn, &new.id, "recompute", None)?;
-    get(conn, &new.id)?.ok_or_else(|| StoreError::Backend("created row vanished".into()))
+    get(conn, &new.id)?.ok_or_else(|| StoreError::internal("created row vanished"))
 }
 
 pub(super) fn list(conn: &Connection) -> Result<Vec<Computation>> {
@@ -175,7 +175,7 @@ pub(in crate::sqlite) fn forget_destination(conn: &Connection, destination: &str
         .collect::<rusqlite::Result<_>>()?;
     for (id, list) in rows {
         let mut ids: Vec<String> = serde_json::from_str(&list)
-            .map_err(|e| StoreError::Backend(format!("computation destinations: {e}")))?;
+            .map_err(|e| StoreError::corrupt(format!("computation destinations: {e}")))?;
         ids.retain(|d| d != destination);
         conn.prepare_cached("UPDATE computations SET destination_ids = ?2 WHERE id = ?1")?
             .execute(params![id, to_json(&ids)])?;

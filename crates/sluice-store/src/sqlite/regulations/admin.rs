@@ -77,7 +77,7 @@ pub(super) fn create(c: &Connection, new: &NewRegulation) -> Result<Regulation> 
         }
     }
     let found = get_one(c, &new.id)?;
-    found.ok_or_else(|| crate::StoreError::Backend("regulation vanished".into()))
+    found.ok_or_else(|| crate::StoreError::internal("regulation vanished"))
 }
 
 fn get_one(c: &Connection, id: &str) -> Result<Option<Regulation>> {

@@ -181,7 +181,7 @@ impl RegulationStore for SqliteStore {
             let path = self.path.clone();
             tokio::task::spawn_blocking(move || purge::truncate_wal(&path))
                 .await
-                .map_err(|e| crate::StoreError::Backend(format!("checkpoint task: {e}")))??;
+                .map_err(|e| crate::StoreError::internal(format!("checkpoint task: {e}")))??;
         }
         Ok(committed)
     }

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use rusqlite::Connection;
 
 use super::{Class, Job};
+use crate::StoreError;
 use crate::sqlite::dedup::{self, Shared};
 
 /// Runs `group` in one transaction and answers every job; returns whether
@@ -26,7 +27,7 @@ pub(super) fn commit_group(
         tracing::error!(error = %e, jobs = group.len(), "sqlite group commit failed");
         // Ignored: fails only when no transaction is open, which is the goal.
         let _ = conn.execute_batch("ROLLBACK");
-        e.to_string()
+        StoreError::from(e)
     });
     if let Some(window) = window {
         let mut window = dedup::lock(window);
@@ -36,7 +37,7 @@ pub(super) fn commit_group(
         }
     }
     for job in group.drain(..) {
-        job.finish(committed.as_ref().map(|_| ()).map_err(String::as_str));
+        job.finish(committed.as_ref().map(|_| ()));
     }
     (committed.is_ok(), engine)
 }

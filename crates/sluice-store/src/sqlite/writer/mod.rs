@@ -39,6 +39,7 @@ mod group;
 use super::checkpoint::Checkpointer;
 use super::dedup::Shared;
 use super::lock::ProcessLock;
+use crate::error::ErrorKind;
 use crate::{Result, StoreError, WriteLoad};
 use group::commit_group;
 
@@ -108,7 +109,7 @@ impl Writer {
                 let _lock = lock;
                 writer_loop(conn, rx, checkpointer, limits, &counted, window.as_ref());
             })
-            .map_err(|e| StoreError::Backend(format!("spawn writer thread: {e}")))?;
+            .map_err(|e| StoreError::internal(format!("spawn writer thread: {e}")))?;
         Ok(Writer {
             queue,
             thread: Mutex::new(Some(thread)),
@@ -194,7 +195,7 @@ trait Job: Send {
     /// Its writes were rolled back with a job that failed after it.
     fn roll_back(&mut self);
     /// Answers the caller, given whether the group committed.
-    fn finish(self: Box<Self>, committed: Result<(), &str>);
+    fn finish(self: Box<Self>, committed: Result<(), &StoreError>);
 }
 
 struct PendingJob<T, F> {
@@ -224,24 +225,28 @@ where
         };
         // A bug in one job must not take the writer (and every caller) down.
         let outcome = catch_unwind(AssertUnwindSafe(|| work(conn)))
-            .unwrap_or_else(|_| Err(StoreError::Backend("write job panicked".into())));
+            .unwrap_or_else(|_| Err(StoreError::internal("write job panicked")));
         let ok = outcome.is_ok();
         self.outcome = Some(outcome);
         ok
     }
 
     fn roll_back(&mut self) {
-        self.outcome = Some(Err(StoreError::Backend(
-            "rolled back with a failing write of the same group".into(),
+        self.outcome = Some(Err(StoreError::backend(
+            ErrorKind::Contention,
+            "rolled back with a failing write of the same group",
         )));
     }
 
-    fn finish(self: Box<Self>, committed: Result<(), &str>) {
+    fn finish(self: Box<Self>, committed: Result<(), &StoreError>) {
         let answer = match (self.outcome, committed) {
             (Some(Err(e)), _) => Err(e),
-            (Some(Ok(_)), Err(e)) | (None, Err(e)) => Err(StoreError::Backend(e.to_string())),
+            (Some(Ok(_)), Err(e)) | (None, Err(e)) => Err(StoreError::backend(
+                e.kind().unwrap_or(ErrorKind::Internal),
+                format!("group commit: {e}"),
+            )),
             (Some(Ok(v)), Ok(())) => Ok(v),
-            (None, Ok(())) => Err(StoreError::Backend("write job did not run".into())),
+            (None, Ok(())) => Err(StoreError::internal("write job did not run")),
         };
         // The caller may have given up waiting; its data is committed anyway.
         let _ = self.reply.send(answer);
