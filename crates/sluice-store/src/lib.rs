@@ -38,9 +38,11 @@ pub mod log_gate;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 pub mod profiles;
+mod queries;
 mod records;
 pub mod regulations;
 pub mod source_schema;
+mod sql;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
 pub mod types;

@@ -56,10 +56,9 @@ mod destinations;
 mod ingest;
 mod profiles;
 mod regulations;
-mod rows;
+pub(crate) mod rows;
 mod schema;
 mod source_schema;
-mod sources;
 mod store_impl;
 mod tls;
 mod upkeep;
@@ -129,5 +128,10 @@ impl PostgresStore {
     /// A pooled connection; `Closed` once the store is closed.
     async fn client(&self) -> Result<Object> {
         self.pool.get().await.map_err(rows::pool_error)
+    }
+
+    /// A pooled connection for the shared query logic (`crate::queries`).
+    async fn db(&self) -> Result<crate::sql::postgres::Pg> {
+        self.client().await.map(crate::sql::postgres::Pg)
     }
 }

@@ -14,7 +14,7 @@ use crate::error::ErrorKind;
 /// A driver error as a [`StoreError::Backend`] of the kind its SQLSTATE
 /// (or, without one, the connection's state) says, with the server's message
 /// when there is one (the driver's own text is just "db error").
-pub(super) fn backend(e: tokio_postgres::Error) -> StoreError {
+pub(crate) fn backend(e: tokio_postgres::Error) -> StoreError {
     let kind = kind_of(&e);
     let text = match e.as_db_error() {
         Some(db) => format!("postgres {}: {}", db.code().code(), db.message()),

@@ -7,7 +7,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-use super::{PostgresStore, deliveries, delivery, destinations, ingest, sources};
+use super::{PostgresStore, deliveries, delivery, destinations, ingest};
+use crate::queries::sources;
 use crate::records::{PRUNE_CHUNK, now};
 use crate::{
     AppendRequest, Appended, Attempt, AttemptReport, CatalogStore, DeliveryFilter, DeliveryRecord,
@@ -18,43 +19,43 @@ use crate::{
 #[async_trait]
 impl CatalogStore for PostgresStore {
     async fn get_meta(&self, key: &str) -> Result<Option<String>> {
-        sources::get_meta(&self.client().await?, key).await
+        sources::get_meta(&self.db().await?, key).await
     }
 
     async fn put_meta_if_absent(&self, key: &str, value: &str) -> Result<String> {
-        sources::put_meta_if_absent(&self.client().await?, key, value).await
+        sources::put_meta_if_absent(&self.db().await?, key, value).await
     }
 
     async fn revoke_session(&self, id: &str, expires_at: i64, now: i64) -> Result<()> {
-        sources::revoke_session(&self.client().await?, id, expires_at, now).await
+        sources::revoke_session(&self.db().await?, id, expires_at, now).await
     }
 
     async fn session_revoked(&self, id: &str) -> Result<bool> {
-        sources::session_revoked(&self.client().await?, id).await
+        sources::session_revoked(&self.db().await?, id).await
     }
 
     async fn create_source(&self, new: NewSource) -> Result<Source> {
-        sources::create_source(&self.client().await?, new, now()).await
+        sources::create_source(&self.db().await?, new, now()).await
     }
 
     async fn list_sources(&self) -> Result<Vec<Source>> {
-        sources::list_sources(&self.client().await?).await
+        sources::list_sources(&self.db().await?).await
     }
 
     async fn get_source(&self, id: &str) -> Result<Option<Source>> {
-        sources::get_source(&self.client().await?, id).await
+        sources::get_source(&self.db().await?, id).await
     }
 
     async fn get_source_by_key_hash(&self, hash: &str) -> Result<Option<Source>> {
-        sources::get_source_by_key_hash(&self.client().await?, hash).await
+        sources::get_source_by_key_hash(&self.db().await?, hash).await
     }
 
     async fn update_source(&self, id: &str, patch: SourcePatch) -> Result<Option<Source>> {
-        sources::update_source(&mut self.client().await?, id, patch, now()).await
+        sources::update_source(&mut self.db().await?, id, patch, now()).await
     }
 
     async fn delete_source(&self, id: &str) -> Result<bool> {
-        sources::delete_source(&mut self.client().await?, id).await
+        sources::delete_source(&mut self.db().await?, id).await
     }
 
     async fn create_destination(&self, new: NewDestination) -> Result<Destination> {

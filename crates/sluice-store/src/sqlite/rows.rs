@@ -41,7 +41,7 @@ fn kind_of(e: &rusqlite::Error) -> ErrorKind {
 
 /// Whether `e` is a UNIQUE or PRIMARY KEY violation, which callers report as
 /// [`StoreError::Conflict`].
-pub(super) fn is_unique_violation(e: &rusqlite::Error) -> bool {
+pub(crate) fn is_unique_violation(e: &rusqlite::Error) -> bool {
     e.sqlite_error().is_some_and(|err| {
         err.extended_code == ffi::SQLITE_CONSTRAINT_UNIQUE
             || err.extended_code == ffi::SQLITE_CONSTRAINT_PRIMARYKEY

@@ -8,9 +8,11 @@ use chrono::{DateTime, Utc};
 
 use super::writer::Class;
 use super::{
-    SqliteStore, bodies, dedup, deliveries, delivery, destinations, ingest, source_blocks, sources,
+    SqliteStore, bodies, dedup, deliveries, delivery, destinations, ingest, source_blocks,
 };
+use crate::queries::sources;
 use crate::records::{PRUNE_CHUNK, now};
+use crate::sql::sqlite::{Lite, ready};
 use crate::{
     AppendRequest, Appended, Attempt, AttemptReport, CatalogStore, DeliveryFilter, DeliveryRecord,
     DeliveryStore, Destination, DestinationPatch, DueDelivery, EventStore, NewDestination,
@@ -21,63 +23,77 @@ use crate::{
 impl CatalogStore for SqliteStore {
     async fn get_meta(&self, key: &str) -> Result<Option<String>> {
         let key = key.to_owned();
-        self.readers.run(move |c| sources::get_meta(c, &key)).await
+        self.readers
+            .run(move |c| ready(sources::get_meta(&Lite(c), &key)))
+            .await
     }
 
     async fn put_meta_if_absent(&self, key: &str, value: &str) -> Result<String> {
         let (key, value) = (key.to_owned(), value.to_owned());
         self.writer
-            .run(1, move |c| sources::put_meta_if_absent(c, &key, &value))
+            .run(1, move |c| {
+                ready(sources::put_meta_if_absent(&Lite(c), &key, &value))
+            })
             .await
     }
 
     async fn revoke_session(&self, id: &str, expires_at: i64, now: i64) -> Result<()> {
         let id = id.to_owned();
         self.writer
-            .run(1, move |c| sources::revoke_session(c, &id, expires_at, now))
+            .run(1, move |c| {
+                ready(sources::revoke_session(&Lite(c), &id, expires_at, now))
+            })
             .await
     }
 
     async fn session_revoked(&self, id: &str) -> Result<bool> {
         let id = id.to_owned();
         self.readers
-            .run(move |c| sources::session_revoked(c, &id))
+            .run(move |c| ready(sources::session_revoked(&Lite(c), &id)))
             .await
     }
 
     async fn create_source(&self, new: NewSource) -> Result<Source> {
         self.writer
-            .run(1, move |c| sources::create_source(c, new, now()))
+            .run(1, move |c| {
+                ready(sources::create_source(&Lite(c), new, now()))
+            })
             .await
     }
 
     async fn list_sources(&self) -> Result<Vec<Source>> {
-        self.readers.run(sources::list_sources).await
+        self.readers
+            .run(|c| ready(sources::list_sources(&Lite(c))))
+            .await
     }
 
     async fn get_source(&self, id: &str) -> Result<Option<Source>> {
         let id = id.to_owned();
-        self.readers.run(move |c| sources::get_source(c, &id)).await
+        self.readers
+            .run(move |c| ready(sources::get_source(&Lite(c), &id)))
+            .await
     }
 
     async fn get_source_by_key_hash(&self, hash: &str) -> Result<Option<Source>> {
         let hash = hash.to_owned();
         self.readers
-            .run(move |c| sources::get_source_by_key_hash(c, &hash))
+            .run(move |c| ready(sources::get_source_by_key_hash(&Lite(c), &hash)))
             .await
     }
 
     async fn update_source(&self, id: &str, patch: SourcePatch) -> Result<Option<Source>> {
         let id = id.to_owned();
         self.writer
-            .run(1, move |c| sources::update_source(c, &id, patch, now()))
+            .run(1, move |c| {
+                ready(sources::update_source(&mut Lite(c), &id, patch, now()))
+            })
             .await
     }
 
     async fn delete_source(&self, id: &str) -> Result<bool> {
         let id = id.to_owned();
         self.writer
-            .run(1, move |c| sources::delete_source(c, &id))
+            .run(1, move |c| ready(sources::delete_source(&mut Lite(c), &id)))
             .await
     }
 

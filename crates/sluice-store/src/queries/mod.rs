@@ -1,0 +1,12 @@
+//! The store's query logic, written once for both backends.
+//!
+//! Each function takes a [`crate::sql::Db`] (any connection or transaction)
+//! or a [`crate::sql::Conn`] (when it opens a transaction itself), and the
+//! backends' `store_impl` modules hand it theirs: SQLite runs it inside the
+//! writer's or a reader's job, PostgreSQL on a pooled connection. See
+//! [`crate::sql`] for what differs between the two and where.
+//!
+//! Modules, one per concern:
+//! - `sources`: service settings, revoked sessions, sources.
+
+pub(crate) mod sources;

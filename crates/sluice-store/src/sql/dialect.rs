@@ -1,0 +1,141 @@
+//! What differs between SQLite's and PostgreSQL's SQL, in one place.
+//!
+//! Statements are written once in PostgreSQL's placeholder style (`$1`,
+//! `$2`, …; a number may repeat). SQLite reads `?1`, `?2`, … the same way,
+//! so [`Dialect::render`] only swaps the sigil. The few constructs that are
+//! spelled differently are fragments chosen by the dialect and spliced into
+//! the statement text with `format!`; nothing else differs.
+
+use std::borrow::Cow;
+
+/// The SQL dialect of a connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Dialect {
+    Sqlite,
+    Postgres,
+}
+
+impl Dialect {
+    /// `sql` with its placeholders in this dialect's form. Text inside
+    /// single quotes and quoted identifiers is left alone.
+    pub(crate) fn render(self, sql: &str) -> Cow<'_, str> {
+        if self == Dialect::Postgres || !sql.contains('$') {
+            return Cow::Borrowed(sql);
+        }
+        let mut out = String::with_capacity(sql.len());
+        let mut quote: Option<char> = None;
+        let mut chars = sql.chars().peekable();
+        while let Some(c) = chars.next() {
+            match (quote, c) {
+                (Some(q), c) if c == q => quote = None,
+                (None, '\'' | '"') => quote = Some(c),
+                (None, '$') if chars.peek().is_some_and(char::is_ascii_digit) => {
+                    out.push('?');
+                    continue;
+                }
+                _ => {}
+            }
+            out.push(c);
+        }
+        Cow::Owned(out)
+    }
+
+    /// A `FROM` item named `list` with one column `value`: the elements of
+    /// the list bound as parameter `n` (a text list). Use it as
+    /// `SELECT value FROM {list}` or `x IN (SELECT value FROM {list})`.
+    pub(crate) fn list(self, n: usize) -> String {
+        match self {
+            Dialect::Sqlite => format!("json_each(${n}) AS list"),
+            Dialect::Postgres => format!("UNNEST(${n}::text[]) AS list(value)"),
+        }
+    }
+
+    /// [`Dialect::list`] for a list of integers.
+    pub(crate) fn int_list(self, n: usize) -> String {
+        match self {
+            Dialect::Sqlite => format!("json_each(${n}) AS list"),
+            Dialect::Postgres => format!("UNNEST(${n}::bigint[]) AS list(value)"),
+        }
+    }
+
+    /// The larger of two values (SQLite's scalar `max`).
+    pub(crate) fn greatest(self) -> &'static str {
+        match self {
+            Dialect::Sqlite => "max",
+            Dialect::Postgres => "GREATEST",
+        }
+    }
+
+    /// The smaller of two values (SQLite's scalar `min`).
+    pub(crate) fn least(self) -> &'static str {
+        match self {
+            Dialect::Sqlite => "min",
+            Dialect::Postgres => "LEAST",
+        }
+    }
+
+    /// A row lock for a read that decides a write. SQLite has one writer,
+    /// so its writes never interleave and it needs none.
+    pub(crate) fn for_update(self) -> &'static str {
+        match self {
+            Dialect::Sqlite => "",
+            Dialect::Postgres => " FOR UPDATE",
+        }
+    }
+
+    /// [`Dialect::for_update`], skipping rows another transaction holds.
+    pub(crate) fn skip_locked(self) -> &'static str {
+        match self {
+            Dialect::Sqlite => "",
+            Dialect::Postgres => " FOR UPDATE SKIP LOCKED",
+        }
+    }
+
+    /// A shared row lock: the row cannot be deleted until commit.
+    pub(crate) fn for_share(self) -> &'static str {
+        match self {
+            Dialect::Sqlite => "",
+            Dialect::Postgres => " FOR SHARE",
+        }
+    }
+
+    /// Case-insensitive `LIKE` (SQLite's `LIKE` already is, for ASCII).
+    pub(crate) fn ilike(self) -> &'static str {
+        match self {
+            Dialect::Sqlite => "LIKE",
+            Dialect::Postgres => "ILIKE",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sqlite_reads_numbered_placeholders_with_a_question_mark() {
+        let sql = "UPDATE t SET a = $2, b = '$1', c = \"x$3\" WHERE id = $1 AND d = $12";
+        assert_eq!(
+            Dialect::Sqlite.render(sql),
+            "UPDATE t SET a = ?2, b = '$1', c = \"x$3\" WHERE id = ?1 AND d = ?12"
+        );
+        assert_eq!(Dialect::Postgres.render(sql), sql);
+    }
+
+    #[test]
+    fn text_without_placeholders_is_not_copied() {
+        assert!(matches!(
+            Dialect::Sqlite.render("SELECT 1"),
+            Cow::Borrowed(_)
+        ));
+    }
+
+    #[test]
+    fn lists_expose_one_column_named_value() {
+        assert_eq!(Dialect::Sqlite.list(2), "json_each($2) AS list");
+        assert_eq!(
+            Dialect::Postgres.list(2),
+            "UNNEST($2::text[]) AS list(value)"
+        );
+    }
+}
