@@ -7,8 +7,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-use super::{PostgresStore, deliveries, delivery, destinations, ingest};
-use crate::queries::sources;
+use super::{PostgresStore, deliveries, delivery, ingest};
+use crate::queries::{destinations, sources};
 use crate::records::{PRUNE_CHUNK, now};
 use crate::{
     AppendRequest, Appended, Attempt, AttemptReport, CatalogStore, DeliveryFilter, DeliveryRecord,
@@ -59,15 +59,15 @@ impl CatalogStore for PostgresStore {
     }
 
     async fn create_destination(&self, new: NewDestination) -> Result<Destination> {
-        destinations::create_destination(&mut self.client().await?, new, now()).await
+        destinations::create_destination(&mut self.db().await?, new, now()).await
     }
 
     async fn list_destinations(&self) -> Result<Vec<Destination>> {
-        destinations::list_destinations(&mut self.client().await?).await
+        destinations::list_destinations(&mut self.db().await?).await
     }
 
     async fn get_destination(&self, id: &str) -> Result<Option<Destination>> {
-        destinations::get_destination(&mut self.client().await?, id).await
+        destinations::get_destination(&mut self.db().await?, id).await
     }
 
     async fn update_destination(
@@ -75,11 +75,11 @@ impl CatalogStore for PostgresStore {
         id: &str,
         patch: DestinationPatch,
     ) -> Result<Option<Destination>> {
-        destinations::update_destination(&mut self.client().await?, id, patch, now()).await
+        destinations::update_destination(&mut self.db().await?, id, patch, now()).await
     }
 
     async fn delete_destination(&self, id: &str) -> Result<bool> {
-        destinations::delete_destination(&mut self.client().await?, id, now()).await
+        destinations::delete_destination(&mut self.db().await?, id, now()).await
     }
 }
 

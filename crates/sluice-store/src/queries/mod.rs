@@ -8,5 +8,7 @@
 //!
 //! Modules, one per concern:
 //! - `sources`: service settings, revoked sessions, sources.
+//! - `destinations`: destinations and their connections to sources.
 
+pub(crate) mod destinations;
 pub(crate) mod sources;

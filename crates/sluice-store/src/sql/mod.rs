@@ -86,7 +86,7 @@ pub(crate) trait Db {
 #[allow(async_fn_in_trait, reason = "crate-private; callers are concrete")]
 pub(crate) trait Conn: Db {
     /// The transaction type, borrowing the connection.
-    type Tx<'t>: Tx
+    type Tx<'t>: Tx + ProfileLinks
     where
         Self: 't;
 
@@ -111,4 +111,17 @@ pub(crate) fn conflict(what: impl Into<String>) -> impl FnOnce(StoreError) -> St
         StoreError::Conflict(_) => StoreError::Conflict(what.into()),
         other => other,
     }
+}
+
+/// Steps of the profile engine's storage that a shared query takes inside
+/// its transaction, while that storage is still written per backend.
+#[allow(async_fn_in_trait, reason = "crate-private; callers are concrete")]
+pub(crate) trait ProfileLinks {
+    /// Disconnects a deleted destination from computed traits and
+    /// audiences, dropping what was queued for it.
+    async fn forget_destination(&self, destination: &str) -> Result<()>;
+
+    /// Queues a first sync of every live computation connected to a
+    /// destination that was switched back on.
+    async fn resync_destination(&self, destination: &str) -> Result<()>;
 }

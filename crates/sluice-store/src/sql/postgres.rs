@@ -9,7 +9,7 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::types::{IsNull, ToSql, Type, to_sql_checked};
 
 use super::value::Value;
-use super::{Conn, Db, Dialect, Param, Row, Tx};
+use super::{Conn, Db, Dialect, Param, ProfileLinks, Row, Tx};
 use crate::postgres::rows::backend;
 use crate::{Result, StoreError};
 
@@ -164,5 +164,15 @@ impl Conn for Pg {
 impl Tx for PgTx<'_> {
     async fn commit(self) -> Result<()> {
         self.0.commit().await.map_err(backend)
+    }
+}
+
+impl ProfileLinks for PgTx<'_> {
+    async fn forget_destination(&self, destination: &str) -> Result<()> {
+        crate::postgres::profiles::defs::forget_destination(&self.0, destination).await
+    }
+
+    async fn resync_destination(&self, destination: &str) -> Result<()> {
+        crate::postgres::profiles::defs::resync_destination(&self.0, destination).await
     }
 }

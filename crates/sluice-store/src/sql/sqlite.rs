@@ -13,7 +13,7 @@ use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::{Connection, ToSql, params_from_iter};
 
 use super::value::Value;
-use super::{Conn, Db, Dialect, Param, Row, Tx};
+use super::{Conn, Db, Dialect, Param, ProfileLinks, Row, Tx};
 use crate::{Result, StoreError};
 
 /// A SQLite connection, inside the transaction its job runs in.
@@ -121,5 +121,15 @@ impl Tx for Lite<'_> {
     /// Nothing to do: the job's transaction commits with its group.
     async fn commit(self) -> Result<()> {
         Ok(())
+    }
+}
+
+impl ProfileLinks for Lite<'_> {
+    async fn forget_destination(&self, destination: &str) -> Result<()> {
+        crate::sqlite::profiles::defs::forget_destination(self.0, destination)
+    }
+
+    async fn resync_destination(&self, destination: &str) -> Result<()> {
+        crate::sqlite::profiles::defs::resync_destination(self.0, destination)
     }
 }

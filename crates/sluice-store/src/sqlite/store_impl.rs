@@ -7,10 +7,8 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use super::writer::Class;
-use super::{
-    SqliteStore, bodies, dedup, deliveries, delivery, destinations, ingest, source_blocks,
-};
-use crate::queries::sources;
+use super::{SqliteStore, bodies, dedup, deliveries, delivery, ingest, source_blocks};
+use crate::queries::{destinations, sources};
 use crate::records::{PRUNE_CHUNK, now};
 use crate::sql::sqlite::{Lite, ready};
 use crate::{
@@ -99,18 +97,22 @@ impl CatalogStore for SqliteStore {
 
     async fn create_destination(&self, new: NewDestination) -> Result<Destination> {
         self.writer
-            .run(1, move |c| destinations::create_destination(c, new, now()))
+            .run(1, move |c| {
+                ready(destinations::create_destination(&mut Lite(c), new, now()))
+            })
             .await
     }
 
     async fn list_destinations(&self) -> Result<Vec<Destination>> {
-        self.readers.run(destinations::list_destinations).await
+        self.readers
+            .run(|c| ready(destinations::list_destinations(&mut Lite(c))))
+            .await
     }
 
     async fn get_destination(&self, id: &str) -> Result<Option<Destination>> {
         let id = id.to_owned();
         self.readers
-            .run(move |c| destinations::get_destination(c, &id))
+            .run(move |c| ready(destinations::get_destination(&mut Lite(c), &id)))
             .await
     }
 
@@ -122,7 +124,12 @@ impl CatalogStore for SqliteStore {
         let id = id.to_owned();
         self.writer
             .run(1, move |c| {
-                destinations::update_destination(c, &id, patch, now())
+                ready(destinations::update_destination(
+                    &mut Lite(c),
+                    &id,
+                    patch,
+                    now(),
+                ))
             })
             .await
     }
@@ -130,7 +137,9 @@ impl CatalogStore for SqliteStore {
     async fn delete_destination(&self, id: &str) -> Result<bool> {
         let id = id.to_owned();
         self.writer
-            .run(1, move |c| destinations::delete_destination(c, &id, now()))
+            .run(1, move |c| {
+                ready(destinations::delete_destination(&mut Lite(c), &id, now()))
+            })
             .await
     }
 }

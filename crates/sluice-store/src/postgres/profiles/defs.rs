@@ -114,10 +114,7 @@ pub(super) async fn get_one(c: &impl GenericClient, id: &str) -> Result<Option<C
 /// first, as an engine step locks them (see `scheduled.rs`), so the two
 /// serialise without deadlock, and the caller discards the deliveries only
 /// after.
-pub(in crate::postgres) async fn forget_destination(
-    c: &impl GenericClient,
-    destination: &str,
-) -> Result<()> {
+pub(crate) async fn forget_destination(c: &impl GenericClient, destination: &str) -> Result<()> {
     let rows = c
         .query(
             "SELECT id, destination_ids FROM computations
@@ -152,10 +149,7 @@ pub(in crate::postgres) async fn forget_destination(
 /// The computations are locked in id order first, as an engine step locks
 /// them, so a step that read the destination as disabled commits before
 /// the backfill is queued (and the backfill reads its values).
-pub(in crate::postgres) async fn resync_destination(
-    c: &impl GenericClient,
-    destination: &str,
-) -> Result<()> {
+pub(crate) async fn resync_destination(c: &impl GenericClient, destination: &str) -> Result<()> {
     let rows = c
         .query(
             "SELECT id FROM computations

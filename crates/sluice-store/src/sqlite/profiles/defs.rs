@@ -165,7 +165,7 @@ pub(super) fn delete(conn: &Connection, id: &str, now: DateTime<Utc>) -> Result<
 /// `destination_ids`, its send counts and the backfills still to run for
 /// it (as a deleted source leaves destinations' `source_ids`).
 /// `messages_sent` keeps counting what was sent to it.
-pub(in crate::sqlite) fn forget_destination(conn: &Connection, destination: &str) -> Result<()> {
+pub(crate) fn forget_destination(conn: &Connection, destination: &str) -> Result<()> {
     let rows: Vec<(String, String)> = conn
         .prepare_cached(
             "SELECT c.id, c.destination_ids FROM computations c
@@ -196,7 +196,7 @@ pub(in crate::sqlite) fn forget_destination(conn: &Connection, destination: &str
 /// discarded, and what was computed meanwhile was not sent to it at all.
 /// Prepared window changes are withdrawn, as on connecting: their messages
 /// were made without it.
-pub(in crate::sqlite) fn resync_destination(conn: &Connection, destination: &str) -> Result<()> {
+pub(crate) fn resync_destination(conn: &Connection, destination: &str) -> Result<()> {
     let ids: Vec<String> = conn
         .prepare_cached(
             "SELECT c.id FROM computations c WHERE c.deleted_at IS NULL
