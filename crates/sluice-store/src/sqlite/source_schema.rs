@@ -1,37 +1,14 @@
-//! [`SchemaStore`] for SQLite: rules and filters documents, schema flushes
-//! (on the writer thread, one transaction per source) and schema reads.
+//! [`SchemaStore`] for SQLite: schema flushes run on the writer thread, one
+//! job per source; the rest is `crate::queries::source_schema`.
 
 use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::SqliteStore;
-use super::rows::{count, time};
-use crate::records::now;
+use crate::queries::source_schema::{self as q, Doc};
 use crate::source_schema::{VOLUME_DAYS, admit};
-use crate::{BlockedDay, Result, SchemaEntry, SchemaFlush, SchemaPage, SchemaQuery, SchemaStore};
-
-fn put_doc(conn: &Connection, table: &str, key: &str, id: &str, doc: &str) -> Result<()> {
-    let column = if table == "source_rules" {
-        "rules"
-    } else {
-        "filters"
-    };
-    conn.execute(
-        &format!(
-            "INSERT INTO {table} ({key}, {column}, updated_at) VALUES (?1, ?2, ?3)
-             ON CONFLICT ({key}) DO UPDATE SET {column} = excluded.{column},
-                                               updated_at = excluded.updated_at"
-        ),
-        params![id, doc, now().timestamp_millis()],
-    )?;
-    Ok(())
-}
-
-fn list_docs(conn: &Connection, sql: &str) -> Result<Vec<(String, String)>> {
-    let mut stmt = conn.prepare_cached(sql)?;
-    let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
-}
+use crate::sql::sqlite::{Lite, ready};
+use crate::{BlockedDay, Result, SchemaFlush, SchemaPage, SchemaQuery, SchemaStore};
 
 fn flush(conn: &Connection, f: &SchemaFlush) -> Result<()> {
     let stored: i64 = conn.query_row(
@@ -100,104 +77,20 @@ fn flush(conn: &Connection, f: &SchemaFlush) -> Result<()> {
     Ok(())
 }
 
-fn entries(conn: &Connection, source_id: &str, q: &SchemaQuery) -> Result<SchemaPage> {
-    let (h24, d7, d30) = q.windows();
-    let order = if q.descending { "DESC" } else { "ASC" };
-    let sql = format!(
-        "SELECT e.kind, e.name, e.property, e.types, e.first_seen, e.last_seen,
-                COALESCE(SUM(CASE WHEN v.hour >= ?2 THEN v.count END), 0) AS v24,
-                COALESCE(SUM(CASE WHEN v.hour >= ?3 THEN v.count END), 0) AS v7,
-                COALESCE(SUM(v.count), 0) AS v30
-         FROM schema_entries e
-         LEFT JOIN schema_volumes v ON v.source_id = e.source_id AND v.kind = e.kind
-              AND v.name = e.name AND v.property = e.property AND v.hour >= ?4
-         WHERE e.source_id = ?1 AND (?5 IS NULL OR e.kind = ?5) AND (?6 IS NULL OR e.name = ?6)
-         GROUP BY e.kind, e.name, e.property
-         ORDER BY {} {order}, e.kind, e.name, e.property
-         LIMIT ?7 OFFSET ?8",
-        q.sort.column()
-    );
-    let mut stmt = conn.prepare_cached(&sql)?;
-    let rows = stmt.query_map(
-        params![
-            source_id,
-            h24,
-            d7,
-            d30,
-            q.kind,
-            q.name,
-            i64::from(q.limit),
-            i64::from(q.offset)
-        ],
-        |r| {
-            Ok(SchemaEntry {
-                kind: r.get(0)?,
-                name: r.get(1)?,
-                property: r.get(2)?,
-                types: r.get(3)?,
-                first_seen: time(r, 4)?,
-                last_seen: time(r, 5)?,
-                volume_24h: count(r, 6)?,
-                volume_7d: count(r, 7)?,
-                volume_30d: count(r, 8)?,
-            })
-        },
-    )?;
-    let entries = rows.collect::<rusqlite::Result<Vec<_>>>()?;
-    let total: i64 = conn.query_row(
-        "SELECT count(*) FROM schema_entries
-         WHERE source_id = ?1 AND (?2 IS NULL OR kind = ?2) AND (?3 IS NULL OR name = ?3)",
-        params![source_id, q.kind, q.name],
-        |r| r.get(0),
-    )?;
-    let overflow: Option<i64> = conn
-        .query_row(
-            "SELECT count FROM schema_overflow WHERE source_id = ?1",
-            [source_id],
-            |r| r.get(0),
-        )
-        .optional()?;
-    Ok(SchemaPage {
-        entries,
-        total: u64::try_from(total).unwrap_or(0),
-        overflow: overflow.and_then(|o| u64::try_from(o).ok()).unwrap_or(0),
-    })
-}
-
-fn blocked_usage(
-    conn: &Connection,
-    source_id: &str,
-    from: &str,
-    to: &str,
-) -> Result<Vec<BlockedDay>> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT day, event, count FROM usage_blocked
-         WHERE source_id = ?1 AND day >= ?2 AND day <= ?3 ORDER BY day, event",
-    )?;
-    let rows = stmt.query_map(params![source_id, from, to], |r| {
-        Ok(BlockedDay {
-            day: r.get(0)?,
-            event: r.get(1)?,
-            count: count(r, 2)?,
-        })
-    })?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
-}
-
 #[async_trait]
 impl SchemaStore for SqliteStore {
     async fn put_source_rules(&self, source_id: &str, rules: &str) -> Result<()> {
         let (id, doc) = (source_id.to_owned(), rules.to_owned());
         self.writer
             .run(1, move |c| {
-                put_doc(c, "source_rules", "source_id", &id, &doc)
+                ready(q::put_doc(&Lite(c), Doc::SourceRules, &id, &doc))
             })
             .await
     }
 
     async fn list_source_rules(&self) -> Result<Vec<(String, String)>> {
         self.readers
-            .run(|c| list_docs(c, "SELECT source_id, rules FROM source_rules"))
+            .run(|c| ready(q::list_docs(&Lite(c), Doc::SourceRules)))
             .await
     }
 
@@ -205,14 +98,14 @@ impl SchemaStore for SqliteStore {
         let (id, doc) = (destination_id.to_owned(), filters.to_owned());
         self.writer
             .run(1, move |c| {
-                put_doc(c, "destination_filters", "destination_id", &id, &doc)
+                ready(q::put_doc(&Lite(c), Doc::DestinationFilters, &id, &doc))
             })
             .await
     }
 
     async fn list_destination_filters(&self) -> Result<Vec<(String, String)>> {
         self.readers
-            .run(|c| list_docs(c, "SELECT destination_id, filters FROM destination_filters"))
+            .run(|c| ready(q::list_docs(&Lite(c), Doc::DestinationFilters)))
             .await
     }
 
@@ -222,8 +115,10 @@ impl SchemaStore for SqliteStore {
     }
 
     async fn schema_entries(&self, source_id: &str, query: &SchemaQuery) -> Result<SchemaPage> {
-        let (id, q) = (source_id.to_owned(), query.clone());
-        self.readers.run(move |c| entries(c, &id, &q)).await
+        let (id, query) = (source_id.to_owned(), query.clone());
+        self.readers
+            .run(move |c| ready(q::entries(&Lite(c), &id, &query)))
+            .await
     }
 
     async fn blocked_usage(
@@ -234,7 +129,7 @@ impl SchemaStore for SqliteStore {
     ) -> Result<Vec<BlockedDay>> {
         let (id, from, to) = (source_id.to_owned(), from.to_owned(), to.to_owned());
         self.readers
-            .run(move |c| blocked_usage(c, &id, &from, &to))
+            .run(move |c| ready(q::blocked_usage(&Lite(c), &id, &from, &to)))
             .await
     }
 }
