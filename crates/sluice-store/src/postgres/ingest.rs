@@ -40,7 +40,7 @@ struct Columns {
 pub(super) async fn append_batch(
     pool: &Pool,
     requests: &[&AppendRequest],
-    window: Option<std::time::Duration>,
+    opts: GroupOptions,
 ) -> Result<Vec<Appended>, BatchError> {
     let mut client = pool
         .get()
@@ -50,7 +50,7 @@ pub(super) async fn append_batch(
         .transaction()
         .await
         .map_err(|e| BatchError::NotWritten(backend(e)))?;
-    let outcomes = write(&tx, requests, window)
+    let outcomes = write(&tx, requests, opts)
         .await
         .map_err(BatchError::NotWritten)?;
     tx.commit()
@@ -59,12 +59,23 @@ pub(super) async fn append_batch(
     Ok(outcomes)
 }
 
+/// What every group of one node is written with.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct GroupOptions {
+    /// The deduplication window (`dedup`); `None` stores every call.
+    pub window: Option<std::time::Duration>,
+    /// This node's rows of the usage counters: each node adds to rows of
+    /// its own, so no two nodes' ingest transactions update one row (reads
+    /// sum the shards).
+    pub usage_shard: i32,
+}
+
 async fn write(
     tx: &deadpool_postgres::Transaction<'_>,
     requests: &[&AppendRequest],
-    window: Option<std::time::Duration>,
+    opts: GroupOptions,
 ) -> Result<Vec<Appended>> {
-    let keep = match window {
+    let keep = match opts.window {
         Some(window) => Some(super::dedup::claim(tx, requests, window).await?),
         None => None,
     };
@@ -170,7 +181,7 @@ async fn write(
             .await
             .map_err(backend)?;
     }
-    at_ingest.write(tx).await?;
+    at_ingest.write(tx, opts.usage_shard).await?;
     let mut u_sources = Vec::with_capacity(usage.len());
     let mut u_days = Vec::with_capacity(usage.len());
     let (mut u_calls, mut u_events, mut u_dups) = (Vec::new(), Vec::new(), Vec::new());
@@ -183,10 +194,10 @@ async fn write(
     }
     let upsert = tx
         .prepare_cached(
-            "INSERT INTO usage AS u (source_id, day, api_calls, events, duplicates)
-             SELECT * FROM UNNEST($1::text[], $2::text[], $3::bigint[], $4::bigint[],
-                                  $5::bigint[])
-             ON CONFLICT (source_id, day) DO UPDATE
+            "INSERT INTO usage AS u (source_id, day, api_calls, events, duplicates, shard)
+             SELECT *, $6::integer FROM UNNEST($1::text[], $2::text[], $3::bigint[],
+                                               $4::bigint[], $5::bigint[])
+             ON CONFLICT (source_id, day, shard) DO UPDATE
              SET api_calls = u.api_calls + excluded.api_calls, events = u.events + excluded.events,
                  duplicates = u.duplicates + excluded.duplicates",
         )
@@ -194,7 +205,14 @@ async fn write(
         .map_err(backend)?;
     tx.execute(
         &upsert,
-        &[&u_sources, &u_days, &u_calls, &u_events, &u_dups],
+        &[
+            &u_sources,
+            &u_days,
+            &u_calls,
+            &u_events,
+            &u_dups,
+            &opts.usage_shard,
+        ],
     )
     .await
     .map_err(backend)?;
@@ -234,7 +252,7 @@ impl<'a> AtIngest<'a> {
         }
     }
 
-    async fn write(self, tx: &deadpool_postgres::Transaction<'_>) -> Result<()> {
+    async fn write(self, tx: &deadpool_postgres::Transaction<'_>, shard: i32) -> Result<()> {
         if !self.f_seqs.is_empty() {
             let insert = tx
                 .prepare_cached(
@@ -265,13 +283,15 @@ impl<'a> AtIngest<'a> {
             }
             let upsert = tx
                 .prepare_cached(
-                    "INSERT INTO usage_blocked AS u (source_id, day, event, count)
-                     SELECT * FROM UNNEST($1::text[], $2::text[], $3::text[], $4::bigint[])
-                     ON CONFLICT (source_id, day, event) DO UPDATE SET count = u.count + excluded.count",
+                    "INSERT INTO usage_blocked AS u (source_id, day, event, count, shard)
+                     SELECT *, $5::integer
+                     FROM UNNEST($1::text[], $2::text[], $3::text[], $4::bigint[])
+                     ON CONFLICT (source_id, day, event, shard)
+                     DO UPDATE SET count = u.count + excluded.count",
                 )
                 .await
                 .map_err(backend)?;
-            tx.execute(&upsert, &[&sources, &days, &names, &counts])
+            tx.execute(&upsert, &[&sources, &days, &names, &counts, &shard])
                 .await
                 .map_err(backend)?;
         }
@@ -338,8 +358,9 @@ pub(super) async fn usage(
 ) -> Result<Vec<UsageDay>> {
     let stmt = client
         .prepare_cached(
-            "SELECT day, api_calls, events, duplicates FROM usage
-             WHERE source_id = $1 AND day >= $2 AND day <= $3 ORDER BY day",
+            "SELECT day, sum(api_calls)::bigint, sum(events)::bigint, sum(duplicates)::bigint
+             FROM usage WHERE source_id = $1 AND day >= $2 AND day <= $3
+             GROUP BY day ORDER BY day",
         )
         .await
         .map_err(backend)?;

@@ -71,6 +71,10 @@ use deadpool_postgres::{Object, Pool};
 use crate::Result;
 use writer::{GroupLimits, Writer};
 
+/// How many usage counter rows a (source, day) may have at most: one per
+/// node, drawn at start (see `ingest::GroupOptions`).
+const USAGE_SHARDS: i32 = 1024;
+
 /// The PostgreSQL implementation of [`crate::Store`].
 pub struct PostgresStore {
     pool: Pool,
@@ -97,6 +101,9 @@ impl PostgresStore {
             max_jobs: config.max_group_jobs.max(1),
             max_bytes: config.max_group_bytes.max(1),
             dedup_window: config.dedup_window,
+            // Random: nodes need distinct shards, not known ones; two nodes
+            // that draw the same one only share rows again.
+            usage_shard: rand::random_range(0..USAGE_SHARDS),
         };
         let writer = Writer::spawn(pool.clone(), limits);
         upkeep::spawn(

@@ -110,6 +110,18 @@ CREATE TABLE usage (
 );
 "#;
 
+/// Version 14: usage counters get a row per node (`shard`), so ingest
+/// transactions of different nodes never update the same row; reads sum
+/// the shards. Existing counts become shard 0.
+const USAGE_SHARDS: &str = r#"
+ALTER TABLE usage ADD COLUMN shard integer NOT NULL DEFAULT 0;
+ALTER TABLE usage DROP CONSTRAINT usage_pkey;
+ALTER TABLE usage ADD PRIMARY KEY (source_id, day, shard);
+ALTER TABLE usage_blocked ADD COLUMN shard integer NOT NULL DEFAULT 0;
+ALTER TABLE usage_blocked DROP CONSTRAINT usage_blocked_pkey;
+ALTER TABLE usage_blocked ADD PRIMARY KEY (source_id, day, event, shard);
+"#;
+
 /// Version 2: source schema and filtering (see `crate::source_schema`).
 /// - `events.blocked`: the rule that blocked the call, NULL when it passed.
 ///   Blocked calls are stored (the debugger shows them) but have no
@@ -265,6 +277,7 @@ const MIGRATIONS: &[(&str, &str)] = &[
     ("node membership", super::cluster::SCHEMA),
     ("revoked dashboard sessions", REVOKED_SESSIONS),
     ("message id deduplication", super::dedup::SCHEMA),
+    ("usage counters per node", USAGE_SHARDS),
 ];
 
 /// First key of the migration advisory lock ("SLUI"); the second is a hash

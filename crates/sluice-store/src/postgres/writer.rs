@@ -27,7 +27,7 @@ use deadpool_postgres::Pool;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
-use super::ingest::{BatchError, append_batch};
+use super::ingest::{BatchError, GroupOptions, append_batch};
 use crate::error::ErrorKind;
 use crate::{AppendRequest, Appended, Result, StoreError};
 
@@ -42,6 +42,8 @@ pub(super) struct GroupLimits {
     pub max_bytes: usize,
     /// The deduplication window (`dedup`); `None` stores every call.
     pub dedup_window: Option<Duration>,
+    /// This node's usage counter rows (see `ingest::GroupOptions`).
+    pub usage_shard: i32,
 }
 
 /// How often a node trims `message_ids` of rows older than the window.
@@ -141,7 +143,11 @@ async fn writer_loop(pool: Pool, mut rx: mpsc::Receiver<Msg>, limits: GroupLimit
                 next = rx.try_recv().ok();
             }
         }
-        commit_group(&pool, &mut group, limits.dedup_window).await;
+        let opts = GroupOptions {
+            window: limits.dedup_window,
+            usage_shard: limits.usage_shard,
+        };
+        commit_group(&pool, &mut group, opts).await;
         if let Some(window) = limits.dedup_window
             && trimmed.elapsed() >= TRIM_EVERY
         {
@@ -171,12 +177,12 @@ fn trim(pool: &Pool, window: Duration) {
 }
 
 /// Writes `group` in one transaction and answers every caller.
-async fn commit_group(pool: &Pool, group: &mut Vec<Job>, window: Option<Duration>) {
+async fn commit_group(pool: &Pool, group: &mut Vec<Job>, opts: GroupOptions) {
     if group.is_empty() {
         return;
     }
     let requests: Vec<&AppendRequest> = group.iter().map(|j| &j.request).collect();
-    let outcome = append_batch(pool, &requests, window).await;
+    let outcome = append_batch(pool, &requests, opts).await;
     match outcome {
         Ok(outcomes) => {
             for (job, outcome) in group.drain(..).zip(outcomes) {
@@ -196,7 +202,7 @@ async fn commit_group(pool: &Pool, group: &mut Vec<Job>, window: Option<Duration
         Err(BatchError::NotWritten(e)) => {
             tracing::warn!(error = %e, calls = group.len(), "postgres group failed; retrying calls one by one");
             for job in group.drain(..) {
-                let alone = match append_batch(pool, &[&job.request], window).await {
+                let alone = match append_batch(pool, &[&job.request], opts).await {
                     Ok(outcomes) => Ok(outcomes.into_iter().next().unwrap_or_default()),
                     Err(BatchError::NotWritten(e) | BatchError::Unknown(e)) => Err(e),
                 };

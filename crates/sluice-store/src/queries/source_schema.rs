@@ -111,8 +111,10 @@ pub(crate) async fn blocked_usage(
     to: &str,
 ) -> Result<Vec<BlockedDay>> {
     db.query_map(
-        "SELECT day, event, count FROM usage_blocked
-         WHERE source_id = $1 AND day >= $2 AND day <= $3 ORDER BY day, event",
+        // Summed: PostgreSQL nodes count into rows of their own.
+        "SELECT day, event, CAST(sum(count) AS bigint) FROM usage_blocked
+         WHERE source_id = $1 AND day >= $2 AND day <= $3
+         GROUP BY day, event ORDER BY day, event",
         args![source_id, from, to],
         |mut r| {
             Ok(BlockedDay {
