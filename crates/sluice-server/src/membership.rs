@@ -6,13 +6,17 @@
 //! off) drops out, and the others take its share back at their next beat.
 //! A node stopping cleanly leaves at once. On the embedded store the node is
 //! always alone and nothing is written.
+//!
+//! When a node drops out, each node that counted it releases its delivery
+//! leases ([`ClusterStore::release_leases`]): its deliveries are claimed
+//! again within [`TTL`] plus one beat, not when their leases end.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
 use sluice_delivery::EngineHandle;
-use sluice_store::{ClusterStore, Store, keys};
+use sluice_store::{ClusterStore, Store};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
@@ -28,11 +32,12 @@ pub fn spawn(
     engine: EngineHandle,
     mut stop: watch::Receiver<bool>,
 ) -> JoinHandle<()> {
-    let node = keys::new_id("node");
+    let node = store.node_id().to_owned();
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(HEARTBEAT);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut counted = 0;
+        let mut seen: Vec<String> = Vec::new();
         loop {
             tokio::select! {
                 changed = stop.changed() => {
@@ -42,6 +47,10 @@ pub fn spawn(
                 }
                 _ = tick.tick() => match store.heartbeat(&node, Utc::now(), TTL).await {
                     Ok(live) => {
+                        for gone in vanished(&seen, &live) {
+                            release(store.as_ref(), gone).await;
+                        }
+                        seen.clone_from(&live);
                         if live.len() != counted {
                             counted = live.len();
                             tracing::info!(nodes = counted, node = %node, "nodes delivering from this store");
@@ -60,4 +69,45 @@ pub fn spawn(
             tracing::warn!(error = %e, "leaving the node membership");
         }
     })
+}
+
+/// The nodes counted at the last beat that this one no longer counts.
+fn vanished<'a>(before: &'a [String], live: &[String]) -> impl Iterator<Item = &'a str> {
+    before
+        .iter()
+        .filter(|id| !live.contains(id))
+        .map(String::as_str)
+}
+
+/// Releases a vanished node's leases; a failure is logged and the leases
+/// then end on their own.
+async fn release(store: &dyn Store, node: &str) {
+    match store.release_leases(node, Utc::now()).await {
+        Ok(0) => {}
+        Ok(released) => tracing::info!(
+            node,
+            released,
+            "released the delivery leases of a node that dropped out"
+        ),
+        Err(e) => {
+            tracing::warn!(node, error = %e, "releasing the leases of a node that dropped out; they end on their own")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ids(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn a_node_no_longer_counted_has_vanished_and_a_new_one_has_not() {
+        let before = ids(&["a", "b", "c"]);
+        let live = ids(&["a", "c", "d"]);
+        assert_eq!(vanished(&before, &live).collect::<Vec<_>>(), vec!["b"]);
+        assert_eq!(vanished(&[], &live).count(), 0, "nothing seen yet");
+    }
 }

@@ -6,6 +6,10 @@
 //! killed node drops out within that time, and a node that stops cleanly
 //! leaves at once. The embedded store serves one node, which it reports
 //! alone without writing anything.
+//!
+//! Deliveries are leased under the claiming node's id: when a node drops
+//! out, the others release its leases, so its deliveries move within the
+//! time-to-live instead of the (longer) lease.
 
 use std::time::Duration;
 
@@ -24,4 +28,15 @@ pub trait ClusterStore: Send + Sync {
     -> Result<Vec<String>>;
     /// Takes `node` out of the membership (a clean shutdown).
     async fn leave(&self, node: &str) -> Result<()>;
+
+    /// The id this store claims deliveries under: the node's id in the
+    /// membership, so the others can tell whose leases they are.
+    fn node_id(&self) -> &str;
+
+    /// Ends the leases `node` holds on deliveries due by `now`, because it
+    /// dropped out of the membership: its deliveries are claimed again at
+    /// once instead of when their leases would have ended. Returns how many
+    /// were released. A node cut off rather than dead may still send some
+    /// of them: delivery stays at least once.
+    async fn release_leases(&self, node: &str, now: DateTime<Utc>) -> Result<u64>;
 }

@@ -20,6 +20,10 @@ CREATE TABLE nodes (
 );
 ";
 
+/// Version 15: who holds a delivery's lease, so a dead node's leases can be
+/// released when it drops out (see [`ClusterStore::release_leases`]).
+pub(super) const LEASE_OWNER: &str = "ALTER TABLE deliveries ADD COLUMN lease_owner text;";
+
 /// A silent node's row is kept this many TTLs, then deleted.
 const FORGET_AFTER_TTLS: i64 = 60;
 
@@ -54,6 +58,27 @@ impl ClusterStore for PostgresStore {
             .await
             .map_err(backend)?;
         rows.iter().map(|r| get(r, 0)).collect()
+    }
+
+    fn node_id(&self) -> &str {
+        &self.node
+    }
+
+    /// Walks the pending deliveries due by `now` (the `deliveries_due`
+    /// index: a leased delivery was due when it was claimed), which only a
+    /// node's death makes worth doing. `lease_owner` is in no index, so
+    /// claims stay heap-only updates.
+    async fn release_leases(&self, node: &str, now: DateTime<Utc>) -> Result<u64> {
+        let client = self.client().await?;
+        client
+            .execute(
+                "UPDATE deliveries SET lease_until = NULL, lease_owner = NULL
+                 WHERE state = 'pending' AND next_attempt_at <= $2
+                   AND lease_owner = $1 AND lease_until > $2",
+                &[&node, &ms(now)],
+            )
+            .await
+            .map_err(backend)
     }
 
     async fn leave(&self, node: &str) -> Result<()> {

@@ -20,6 +20,7 @@ use crate::{Attempt, AttemptReport, DueDelivery, Outcome, Result};
 /// The CTE is `MATERIALIZED` so the locking subquery runs exactly once.
 pub(super) async fn claim_due(
     client: &Client,
+    node: &str,
     now: DateTime<Utc>,
     limit: u32,
     lease: Duration,
@@ -36,7 +37,7 @@ pub(super) async fn claim_due(
                  LIMIT $2
                  FOR UPDATE SKIP LOCKED
              )
-             UPDATE deliveries d SET lease_until = $3
+             UPDATE deliveries d SET lease_until = $3, lease_owner = $4
              FROM due, events e
              WHERE d.id = due.id AND e.seq = d.event_seq
              RETURNING d.id, d.destination_id, d.event_seq, e.message_id,
@@ -46,7 +47,7 @@ pub(super) async fn claim_due(
         .await
         .map_err(backend)?;
     let rows = client
-        .query(&stmt, &[&now_ms, &i64::from(limit), &lease_until])
+        .query(&stmt, &[&now_ms, &i64::from(limit), &lease_until, &node])
         .await
         .map_err(backend)?;
     let mut due = rows
@@ -264,15 +265,19 @@ pub(super) async fn cap_pending(client: &Client, cap: u64, now: DateTime<Utc>) -
         );
         let changed = client
             .execute(
-                "UPDATE deliveries SET state = 'dead', next_attempt_at = NULL,
-                 last_error = $4, updated_at = $3
-                 WHERE id IN (
+                // MATERIALIZED: as a plain `IN (…)` subquery the planner
+                // may run the locking LIMIT more than once (a semi-join
+                // rescan), each run skipping the rows the last one locked,
+                // and dead-letter more than the excess.
+                "WITH over AS MATERIALIZED (
                      SELECT id FROM deliveries
                      WHERE destination_id = $1 AND state = 'pending'
                        AND (lease_until IS NULL OR lease_until <= $3)
                      ORDER BY id LIMIT $2
                      FOR UPDATE SKIP LOCKED)
-                   AND state = 'pending'",
+                 UPDATE deliveries d SET state = 'dead', next_attempt_at = NULL,
+                 last_error = $4, updated_at = $3
+                 FROM over WHERE d.id = over.id AND d.state = 'pending'",
                 &[&destination, &(count - cap), &now_ms, &reason],
             )
             .await

@@ -78,6 +78,8 @@ const USAGE_SHARDS: i32 = 1024;
 /// The PostgreSQL implementation of [`crate::Store`].
 pub struct PostgresStore {
     pool: Pool,
+    /// This node's id: in the membership and on the leases it holds.
+    node: String,
     writer: Writer,
     vacuum: vacuum::DrainVacuum,
 }
@@ -119,6 +121,7 @@ impl PostgresStore {
         );
         Ok(PostgresStore {
             pool,
+            node: crate::keys::new_id("node"),
             writer,
             vacuum: vacuum::DrainVacuum::new(config.vacuum_after_settled),
         })

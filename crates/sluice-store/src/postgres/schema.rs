@@ -278,6 +278,7 @@ const MIGRATIONS: &[(&str, &str)] = &[
     ("revoked dashboard sessions", REVOKED_SESSIONS),
     ("message id deduplication", super::dedup::SCHEMA),
     ("usage counters per node", USAGE_SHARDS),
+    ("delivery lease owners", super::cluster::LEASE_OWNER),
 ];
 
 /// First key of the migration advisory lock ("SLUI"); the second is a hash

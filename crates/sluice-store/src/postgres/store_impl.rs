@@ -125,7 +125,7 @@ impl DeliveryStore for PostgresStore {
         limit: u32,
         lease: Duration,
     ) -> Result<Vec<DueDelivery>> {
-        let due = delivery::claim_due(&self.client().await?, now, limit, lease).await?;
+        let due = delivery::claim_due(&self.client().await?, &self.node, now, limit, lease).await?;
         self.vacuum.after_claim(&self.pool, due.len(), limit);
         Ok(due)
     }

@@ -23,4 +23,13 @@ impl ClusterStore for SqliteStore {
     async fn leave(&self, _node: &str) -> Result<()> {
         Ok(())
     }
+
+    fn node_id(&self) -> &str {
+        "local"
+    }
+
+    /// Nothing to release: no other node holds leases on this file.
+    async fn release_leases(&self, _node: &str, _now: DateTime<Utc>) -> Result<u64> {
+        Ok(0)
+    }
 }

@@ -27,3 +27,39 @@ async fn nodes_see_each_other_until_one_falls_silent_or_leaves() {
     b.close().await;
     a.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_out_nodes_leases_are_released_and_claimed_at_once() {
+    use sluice_store::{DeliveryStore, EventStore};
+    let (schema, a) = super::fresh().await;
+    let b = schema.open().await;
+    assert_ne!(
+        a.node_id(),
+        b.node_id(),
+        "each store has a node id of its own"
+    );
+    a.append(super::request("src_1", &super::ids("m", 5), at(0)))
+        .await
+        .unwrap();
+    let lease = Duration::from_secs(60);
+    let held = a.claim_due(at(1), 10, lease).await.unwrap();
+    assert_eq!(held.len(), 5);
+    assert!(
+        b.claim_due(at(2), 10, lease).await.unwrap().is_empty(),
+        "leased to a"
+    );
+    // Releasing another node's leases, or b's own (none), frees nothing.
+    assert_eq!(b.release_leases("node_other", at(3)).await.unwrap(), 0);
+    assert_eq!(b.release_leases(b.node_id(), at(3)).await.unwrap(), 0);
+    // a drops out: b releases a's leases and claims the deliveries long
+    // before the 60 s lease would have ended.
+    assert_eq!(b.release_leases(a.node_id(), at(3)).await.unwrap(), 5);
+    let taken = b.claim_due(at(3), 10, lease).await.unwrap();
+    let mut ids: Vec<i64> = taken.iter().map(|d| d.delivery_id).collect();
+    let mut before: Vec<i64> = held.iter().map(|d| d.delivery_id).collect();
+    ids.sort_unstable();
+    before.sort_unstable();
+    assert_eq!(ids, before, "the same deliveries, now b's");
+    b.close().await;
+    a.close().await;
+}
