@@ -21,7 +21,11 @@
 //!   destination filters and blocked-call usage.
 //! - [`profiles`]: [`ProfileStore`], the profile engine's storage.
 //! - [`regulations`]: [`RegulationStore`], user deletion and suppression.
-//! - [`conformance`]: one behavioural suite every backend must pass.
+//!
+//! One behavioural suite, written against the public traits only, checks
+//! that every backend meets the contract: it lives with the crate's
+//! integration tests (`tests/it/conformance/`) and runs each case on SQLite
+//! and on PostgreSQL.
 //!
 //! The data flows one way: `append` commits events together with their
 //! pending deliveries and usage counts (an outbox), delivery workers `claim_due`
@@ -29,7 +33,6 @@
 
 pub mod catalog;
 pub mod cluster;
-pub mod conformance;
 pub mod delivery;
 pub mod error;
 pub mod events;

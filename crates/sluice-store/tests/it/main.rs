@@ -1,5 +1,7 @@
-//! Integration tests of the SQLite backend: the shared conformance suite and
-//! the SQLite-specific behaviour (files, reopening, migrations, grouping).
+//! Integration tests of the store: the conformance suite every backend must
+//! pass (`conformance/`, run on SQLite and, with the `postgres` feature, on
+//! PostgreSQL), then what is particular to each backend: SQLite's files,
+//! reopening, migrations and grouping; PostgreSQL's several nodes.
 
 #![allow(
     clippy::unwrap_used,
@@ -7,13 +9,10 @@
     reason = "test code: a failure panics with its message (clippy.toml allows it only inside #[test] functions)"
 )]
 
+mod conformance;
 #[cfg(feature = "postgres")]
 mod postgres;
 #[cfg(feature = "postgres")]
 mod postgres_dedup;
 mod sqlite;
 mod sqlite_backup;
-
-mod conformance {
-    sluice_store::conformance_tests!(crate::sqlite::fresh());
-}

@@ -1,5 +1,6 @@
-//! PostgreSQL backend: the shared conformance suite, plus what only a shared
-//! database has: several nodes, concurrent start-up, migrations.
+//! PostgreSQL backend: what only a shared database has: several nodes,
+//! concurrent start-up, migrations. The conformance suite runs on the stores
+//! `fresh()` opens (`conformance::postgres`).
 //!
 //! Needs a server: `scripts/postgres-test-server.sh start`, then run with
 //! `SLUICE_TEST_POSTGRES_URL=$(scripts/postgres-test-server.sh url)`. Each
@@ -15,9 +16,6 @@ use chrono::{DateTime, Utc};
 use sluice_store::{AppendRequest, NewEvent, PostgresConfig, PostgresStore, Store, StoreError};
 use tokio_postgres::NoTls;
 
-mod conformance {
-    sluice_store::conformance_tests!(super::fresh());
-}
 mod cluster;
 mod tls;
 mod upkeep;

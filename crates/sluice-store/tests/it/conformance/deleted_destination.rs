@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::support::{Shared, at, new_destination, source};
-use crate::{ComputationPatch, EmittedMessage, JobProgress, NewComputation, ProfileCommit};
+use sluice_store::{ComputationPatch, EmittedMessage, JobProgress, NewComputation, ProfileCommit};
 
 const TTL: Duration = Duration::from_secs(10);
 

@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use chrono::{DateTime, Utc};
 
 use super::support::{Shared, at, deliveries_to, event};
-use crate::{AppendRequest, Appended, NewEvent};
+use sluice_store::{AppendRequest, Appended, NewEvent};
 
 async fn send(
     store: &Shared,

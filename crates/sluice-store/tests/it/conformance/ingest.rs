@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use chrono::DateTime;
 
 use super::support::{Shared, append, at, deliveries, deliveries_to, event};
-use crate::{DeliveryFilter, DeliveryState, UsageDay};
+use sluice_store::{DeliveryFilter, DeliveryState, UsageDay};
 
 pub async fn append_commits_events_deliveries_and_usage_together(store: Shared) {
     let events = vec![

@@ -4,7 +4,7 @@
 use super::regulation_job::profile_of_u1;
 use super::regulations::{TTL, regulation};
 use super::support::{Shared, at, deliveries_to, new_destination, source};
-use crate::{NewComputation, RegulationCommit, SubjectPurge};
+use sluice_store::{NewComputation, RegulationCommit, SubjectPurge};
 
 pub async fn a_destination_reached_through_several_sources_is_notified_once(store: Shared) {
     source(&store, "src_a").await;

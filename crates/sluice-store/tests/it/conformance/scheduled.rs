@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use super::support::{Shared, at, new_destination, source};
-use crate::{
+use sluice_store::{
     ComputationPatch, EmittedMessage, NewComputation, ProfileCommit, ProfileRecord, Schedule,
     ScheduledChange, ValueChange,
 };

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use super::support::{Shared, at};
-use crate::{ProfileCommit, ProfileEventRow, ProfileRecord};
+use sluice_store::{ProfileCommit, ProfileEventRow, ProfileRecord};
 
 const TTL: Duration = Duration::from_secs(10);
 

@@ -1,7 +1,7 @@
 //! Retention: old finished work goes, pending work stays.
 
 use super::support::{Shared, append, at, event, report};
-use crate::Outcome;
+use sluice_store::Outcome;
 
 pub async fn prune_deletes_finished_old_events_and_keeps_pending_work(store: Shared) {
     append(&store, "src_a", at(0), vec![event("old_done", &["dst_1"])]).await;
@@ -27,7 +27,7 @@ pub async fn prune_deletes_finished_old_events_and_keeps_pending_work(store: Sha
     )
     .await;
     let due = store
-        .claim_due(at(100), 10, crate::DEFAULT_LEASE)
+        .claim_due(at(100), 10, sluice_store::DEFAULT_LEASE)
         .await
         .expect("claim");
     let reports = due
@@ -65,7 +65,7 @@ pub async fn prune_deletes_finished_old_events_and_keeps_pending_work(store: Sha
     );
 
     let still_due = store
-        .claim_due(at(1000), 10, crate::DEFAULT_LEASE)
+        .claim_due(at(1000), 10, sluice_store::DEFAULT_LEASE)
         .await
         .expect("claim");
     let ids: Vec<_> = still_due.iter().map(|d| d.message_id.as_str()).collect();
@@ -82,7 +82,7 @@ pub async fn seqs_and_delivery_ids_are_never_reused_after_prune(store: Shared) {
     )
     .await;
     let due = store
-        .claim_due(at(1), 10, crate::DEFAULT_LEASE)
+        .claim_due(at(1), 10, sluice_store::DEFAULT_LEASE)
         .await
         .expect("claim");
     let reports = due
@@ -96,7 +96,7 @@ pub async fn seqs_and_delivery_ids_are_never_reused_after_prune(store: Shared) {
     store.prune(at(1000)).await.expect("prune");
     append(&store, "src_a", at(2000), vec![event("m3", &["dst_1"])]).await;
     let newest = store
-        .claim_due(at(2000), 10, crate::DEFAULT_LEASE)
+        .claim_due(at(2000), 10, sluice_store::DEFAULT_LEASE)
         .await
         .expect("claim");
     let m3 = newest

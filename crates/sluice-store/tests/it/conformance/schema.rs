@@ -1,10 +1,10 @@
-//! [`SchemaStore`](crate::SchemaStore): rules and filters documents, blocked
+//! [`SchemaStore`](sluice_store::SchemaStore): rules and filters documents, blocked
 //! and filtered outcomes of `append`, schema flushes under the cap.
 
 use chrono::Duration;
 
 use super::support::{Shared, append, at, deliveries_to, event, new_destination, source};
-use crate::{
+use sluice_store::{
     Blocked, DeliveryState, NewEvent, SchemaEntryDelta, SchemaFlush, SchemaQuery, SchemaSort,
 };
 
@@ -124,7 +124,7 @@ pub async fn blocked_and_filtered_events_are_stored_marked_and_counted(store: Sh
     assert_eq!(dropped[0].next_attempt_at, None);
 
     let due = store
-        .claim_due(at(1), 10, crate::DEFAULT_LEASE)
+        .claim_due(at(1), 10, sluice_store::DEFAULT_LEASE)
         .await
         .expect("claim");
     assert_eq!(due.len(), 1, "only the pending delivery is claimed");

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::support::{Shared, append, at, deliveries_to, event};
-use crate::DeliveryState;
+use sluice_store::DeliveryState;
 
 const LEASE: Duration = Duration::from_secs(60);
 

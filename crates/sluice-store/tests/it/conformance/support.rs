@@ -4,8 +4,8 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Duration, Utc};
 
-use crate::keys::hash_secret;
-use crate::{
+use sluice_store::keys::hash_secret;
+use sluice_store::{
     AppendRequest, Attempt, AttemptReport, DeliveryFilter, DeliveryRecord, NewDestination,
     NewEvent, NewSource, Outcome, Source, Store, WebhookSettings, WebhookUrl,
 };

@@ -1,26 +1,16 @@
-//! The behavioural contract every [`Store`](crate::Store) backend must meet.
+//! The behavioural contract every [`Store`](sluice_store::Store) backend must
+//! meet, one file per concern.
 //!
-//! Each check is a `pub async fn` taking a fresh, empty store, so a failure
-//! names one behaviour and checks never see each other's data. A backend's
-//! integration tests run them all with [`conformance_tests!`](crate::conformance_tests):
-//!
-//! ```ignore
-//! async fn fresh() -> (tempfile::TempDir, SqliteStore) { /* a new empty store */ }
-//! sluice_store::conformance_tests!(fresh());
-//! ```
-//!
-//! The expression is evaluated once per test; it yields `(guard, store)`,
-//! where `guard` lives until the check ends (a temp dir, a test schema...).
-//! Checks panic with a message on failure: this is test code.
+//! Each case is an async function taking a fresh, empty store as
+//! `Arc<dyn Store>` and using only the public store traits, so a failure
+//! names one behaviour and cases never see each other's data. Every case
+//! runs once per backend: `conformance::sqlite::<case>`, and with the
+//! `postgres` feature `conformance::postgres::<case>` (which needs the test
+//! server, see `postgres.rs`). A case left out of `conformance_tests!` is
+//! dead code, which the clippy gate refuses.
 //!
 //! Times used are whole milliseconds (what every backend keeps) and fixed,
-//! so checks are deterministic; `claim_due` and `replay` take explicit times.
-
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    reason = "test code compiled into the library: a failed check panics with its message"
-)]
+//! so cases are deterministic; `claim_due` and `replay` take explicit times.
 
 mod admin;
 mod cap;
@@ -41,31 +31,31 @@ mod schema;
 mod scoped_purge;
 mod support;
 
-pub use admin::*;
-pub use cap::*;
-pub use cluster::*;
-pub use dedup::*;
-pub use deleted_destination::*;
-pub use delivery::*;
-pub use ingest::*;
-pub use notices::*;
-pub use profile_events::*;
-pub use profiles::*;
-pub use regulation_job::*;
-pub use regulations::*;
-pub use resync::*;
-pub use retention::*;
-pub use scheduled::*;
-pub use schema::*;
-pub use scoped_purge::*;
+use admin::*;
+use cap::*;
+use cluster::*;
+use dedup::*;
+use deleted_destination::*;
+use delivery::*;
+use ingest::*;
+use notices::*;
+use profile_events::*;
+use profiles::*;
+use regulation_job::*;
+use regulations::*;
+use resync::*;
+use retention::*;
+use scheduled::*;
+use schema::*;
+use scoped_purge::*;
 
-/// Declares one `#[tokio::test]` per conformance check. `$fresh` is an
-/// expression evaluating to a future of `(guard, store)`; see the module docs.
-/// The calling crate needs `tokio` (with `macros` and `rt-multi-thread`).
-#[macro_export]
+/// Declares one `#[tokio::test]` per case, in the module it is used in.
+/// `$fresh` is an expression evaluated once per test to a future of
+/// `(guard, store)`: `store` is any [`Store`](sluice_store::Store), `guard`
+/// lives until the case ends (a temp dir, a test schema...).
 macro_rules! conformance_tests {
     ($fresh:expr) => {
-        $crate::conformance_tests!(@each $fresh;
+        conformance_tests!(@each $fresh;
             meta_put_if_absent_keeps_the_first_value,
             a_node_counts_itself_once_it_beats,
             a_node_that_left_is_counted_when_it_beats_again,
@@ -136,8 +126,17 @@ macro_rules! conformance_tests {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn $check() {
                 let (_guard, store) = $fresh.await;
-                $crate::conformance::$check(::std::sync::Arc::new(store)).await;
+                super::$check(::std::sync::Arc::new(store)).await;
             }
         )*
     };
+}
+
+mod sqlite {
+    conformance_tests!(crate::sqlite::fresh());
+}
+
+#[cfg(feature = "postgres")]
+mod postgres {
+    conformance_tests!(crate::postgres::fresh());
 }

@@ -1,10 +1,10 @@
-//! [`ProfileStore`](crate::ProfileStore): definitions, the engine lease, the
+//! [`ProfileStore`](sluice_store::ProfileStore): definitions, the engine lease, the
 //! event cursor and the one-transaction step commit.
 
 use std::time::Duration;
 
 use super::support::{Shared, append, at, event, new_destination, source};
-use crate::{
+use sluice_store::{
     ComputationPatch, ComputedValue, CursorEvent, EmittedMessage, EventCursor, JobProgress,
     NewComputation, PERSONAS_SOURCE, ProfileCommit, ProfileRecord, StoreError, ValueChange,
 };

@@ -4,7 +4,7 @@
 use super::regulation_job::profile_of_u1;
 use super::regulations::{TTL, regulation};
 use super::support::{Shared, at, source};
-use crate::{RegulationCommit, SubjectPurge};
+use sluice_store::{RegulationCommit, SubjectPurge};
 
 /// Creates `reg_1`, scoped to `src_a`, for u1 and takes the job lease.
 async fn scoped_regulation(store: &Shared) {

@@ -1,10 +1,10 @@
-//! [`RegulationStore`](crate::RegulationStore): suppression changes, the
+//! [`RegulationStore`](sluice_store::RegulationStore): suppression changes, the
 //! job lease, finding a subject's data and the one-transaction purge.
 
 use std::time::Duration;
 
 use super::support::{Shared, append, at, new_destination, source};
-use crate::{
+use sluice_store::{
     DeliveryFilter, DeliveryState, NewEvent, NewRegulation, RegulationCommit, SubjectPurge,
     SuppressedCount,
 };

@@ -4,7 +4,7 @@ use super::support::{
     Shared, append, at, deliveries_to, event, key_hash, new_destination, new_source, settings,
     source,
 };
-use crate::{DeliveryState, DestinationPatch, SourcePatch, StoreError};
+use sluice_store::{DeliveryState, DestinationPatch, SourcePatch, StoreError};
 
 pub async fn meta_put_if_absent_keeps_the_first_value(store: Shared) {
     assert_eq!(store.get_meta("admin_token").await.expect("get"), None);
@@ -122,7 +122,7 @@ pub async fn source_lookup_by_key_hash_follows_key_rotation(store: Shared) {
 
 pub async fn duplicate_source_id_or_write_key_is_a_conflict(store: Shared) {
     source(&store, "src_a").await;
-    let same_id = crate::NewSource {
+    let same_id = sluice_store::NewSource {
         write_key_hash: key_hash("other"),
         ..new_source("src_a")
     };
@@ -132,7 +132,7 @@ pub async fn duplicate_source_id_or_write_key_is_a_conflict(store: Shared) {
         .expect_err("duplicate id");
     assert!(matches!(err, StoreError::Conflict(_)), "got {err:?}");
 
-    let same_key = crate::NewSource {
+    let same_key = sluice_store::NewSource {
         write_key_hash: key_hash("src_a"),
         ..new_source("src_b")
     };
@@ -327,7 +327,7 @@ pub async fn delete_destination_discards_its_pending_deliveries(store: Shared) {
     assert_eq!(kept[0].state, DeliveryState::Pending);
 
     let due = store
-        .claim_due(at(1), 10, crate::DEFAULT_LEASE)
+        .claim_due(at(1), 10, sluice_store::DEFAULT_LEASE)
         .await
         .expect("claim");
     let claimed: Vec<_> = due.iter().map(|d| d.destination_id.as_str()).collect();

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::support::{Shared, at, deliveries_to, new_destination, source};
-use crate::{
+use sluice_store::{
     DestinationPatch, EmittedMessage, JobProgress, NewComputation, ProfileCommit, ProfileRecord,
     Schedule, ScheduledChange,
 };

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use super::support::{Shared, append, at, attempt, deliveries, deliveries_to, event, report};
-use crate::{AttemptReport, DeliveryFilter, DeliveryState, DueDelivery, Outcome};
+use sluice_store::{AttemptReport, DeliveryFilter, DeliveryState, DueDelivery, Outcome};
 
 const LEASE: Duration = Duration::from_secs(60);
 
