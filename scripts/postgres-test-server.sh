@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # A throwaway PostgreSQL server for Sluice's tests.
 #
-#   scripts/postgres-test-server.sh install # only make sure the server binaries are there
+#   scripts/postgres-test-server.sh install # only make sure the server and PgBouncer binaries are there
 #   scripts/postgres-test-server.sh start   # install if needed, init, start; prints the URL
+#   scripts/postgres-test-server.sh pooler MODE  # PgBouncer in MODE (session|transaction)
+#                                               # in front of the server; prints its URL
 #   scripts/postgres-test-server.sh url     # prints the URL of the running server
 #   scripts/postgres-test-server.sh ca      # prints the path of the CA that issued its certificate
 #   scripts/postgres-test-server.sh stop    # stops it (the data stays until `clean`)
@@ -173,7 +175,68 @@ start() {
     url
 }
 
+# Sets `bouncer` to the PgBouncer binary, installing it when missing.
+ensure_bouncer() {
+    bouncer=$(command -v pgbouncer || ls /usr/sbin/pgbouncer 2>/dev/null) && return 0
+    [[ $(id -u) -eq 0 ]] || die "pgbouncer is not installed (Debian/Ubuntu: sudo apt-get install -y pgbouncer)"
+    say "installing PgBouncer (apt-get install pgbouncer)"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq >&2
+    apt-get install -y -qq pgbouncer >&2
+    bouncer=$(command -v pgbouncer || ls /usr/sbin/pgbouncer 2>/dev/null) || die "pgbouncer still not found"
+}
+
+# A PgBouncer in pool mode $1 in front of the running server, installed
+# when missing (as root); prints its URL. Trust authentication, loopback.
+pooler() {
+    local mode=${1:-} dir port
+    [[ $mode == session || $mode == transaction ]] || die "usage: $0 pooler session|transaction"
+    [[ -f $port_file ]] || die "not running; run: scripts/postgres-test-server.sh start"
+    ensure_bouncer
+    choose_user
+    dir=$base/pooler-$mode
+    mkdir -p "$dir"
+    [[ -z $run_as ]] || chown "$run_as" "$dir"
+    if [[ -f $dir/port ]] && port_in_use "$(cat "$dir/port")"; then
+        echo "postgres://$superuser@127.0.0.1:$(cat "$dir/port")/$database"
+        return 0
+    fi
+    port=$(( $(cat "$port_file") + 1000 ))
+    while port_in_use "$port"; do port=$((port + 1)); done
+    printf '"%s" ""\n' "$superuser" >"$dir/users.txt"
+    cat >"$dir/pgbouncer.ini" <<INI
+[databases]
+$database = host=127.0.0.1 port=$(cat "$port_file") dbname=$database
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = $port
+unix_socket_dir =
+auth_type = trust
+auth_file = $dir/users.txt
+pool_mode = $mode
+max_client_conn = 200
+default_pool_size = 20
+logfile = $dir/pgbouncer.log
+pidfile = $dir/pgbouncer.pid
+INI
+    [[ -z $run_as ]] || chown "$run_as" "$dir"/*
+    as_user "$bouncer" -d "$dir/pgbouncer.ini" || die "pgbouncer did not start; see $dir/pgbouncer.log"
+    for _ in $(seq 50); do port_in_use "$port" && break; sleep 0.1; done
+    port_in_use "$port" || die "pgbouncer is not listening; see $dir/pgbouncer.log"
+    echo "$port" >"$dir/port"
+    echo "postgres://$superuser@127.0.0.1:$port/$database"
+}
+
+stop_poolers() {
+    local pid
+    for pid in "$base"/pooler-*/pgbouncer.pid; do
+        [[ -f $pid ]] && kill "$(cat "$pid")" 2>/dev/null || true
+        rm -f "$pid" "$(dirname "$pid")/port"
+    done
+}
+
 stop() {
+    stop_poolers
     if ! bindir=$(find_bindir); then return 0; fi
     choose_user
     if running; then
@@ -184,11 +247,12 @@ stop() {
 }
 
 case ${1:-} in
-    install) ensure_bindir; say "server binaries in $bindir" ;;
+    install) ensure_bindir; ensure_bouncer; say "server binaries in $bindir, PgBouncer at $bouncer" ;;
     start) start ;;
+    pooler) pooler "${2:-}" ;;
     stop) stop ;;
     url) url ;;
     ca) ca ;;
     clean) stop; rm -rf "$base" ;;
-    *) die "usage: $0 install|start|stop|url|ca|clean" ;;
+    *) die "usage: $0 install|start|stop|url|ca|pooler MODE|clean" ;;
 esac

@@ -53,6 +53,7 @@ mod dedup;
 mod deliveries;
 mod delivery;
 mod ingest;
+mod pooler;
 pub(crate) mod profiles;
 mod regulations;
 pub(crate) mod rows;
@@ -90,6 +91,9 @@ impl PostgresStore {
     /// [`PostgresConfig::connect_timeout`].
     pub async fn open(config: PostgresConfig) -> Result<PostgresStore> {
         let schema::Opened { pool, tls, guard } = schema::pool(&config)?;
+        pooler::refuse_transaction_pooling(&pool)
+            .await
+            .map_err(|e| e.context(config.server_name()))?;
         schema::migrate(&pool, config.checked_schema()?)
             .await
             // Say which server: the cause alone ("connection refused") does

@@ -40,6 +40,9 @@ fn kind_of(e: &tokio_postgres::Error) -> ErrorKind {
     };
     let code = code.code();
     match code {
+        // A prepared statement the server does not know: the connection
+        // moved between server processes (see `pooler.rs`).
+        "26000" => ErrorKind::Config,
         "40001" | "40P01" | "55P03" => ErrorKind::Contention,
         "57014" => ErrorKind::Timeout,
         "XX001" | "XX002" => ErrorKind::Corrupt,

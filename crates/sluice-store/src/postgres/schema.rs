@@ -8,7 +8,11 @@
 //! to do. PostgreSQL DDL is transactional, so a failed migration leaves no
 //! trace.
 
-use deadpool_postgres::{Hook, Manager, ManagerConfig, Pool, QueueMode, RecyclingMethod, Runtime};
+use std::sync::Arc;
+
+use deadpool_postgres::{
+    Hook, HookError, Manager, ManagerConfig, Pool, QueueMode, RecyclingMethod, Runtime,
+};
 
 use super::config::PostgresConfig;
 use super::rows::{backend, get, pool_error};
@@ -294,8 +298,9 @@ pub(super) struct Opened {
     pub(super) guard: SchemaGuard,
 }
 
-/// Builds the pool. Connections are made lazily; each one starts with
-/// `search_path` set to the configured schema.
+/// Builds the pool. Connections are made lazily; each one sets its
+/// `search_path` to the configured schema first thing. A `SET` rather than
+/// the `options` startup parameter, which poolers such as PgBouncer refuse.
 pub(super) fn pool(config: &PostgresConfig) -> Result<Opened> {
     let (conn, tls) = super::tls::split(&config.url)
         .map_err(|e| StoreError::backend(ErrorKind::Config, format!("postgres URL: {e}")))?;
@@ -303,13 +308,9 @@ pub(super) fn pool(config: &PostgresConfig) -> Result<Opened> {
         .parse()
         .map_err(|e| StoreError::backend(ErrorKind::Config, format!("postgres URL: {e}")))?;
     pg.ssl_mode(super::tls::negotiated(tls.mode));
-    if let Some(schema) = config.checked_schema()? {
-        let options = match pg.get_options() {
-            Some(given) => format!("{given} -c search_path={schema}"),
-            None => format!("-c search_path={schema}"),
-        };
-        pg.options(&options);
-    }
+    let search_path: Option<Arc<str>> = config
+        .checked_schema()?
+        .map(|schema| format!("SET search_path TO {schema}").into());
     if pg.get_application_name().is_none() {
         pg.application_name("sluice");
     }
@@ -324,7 +325,16 @@ pub(super) fn pool(config: &PostgresConfig) -> Result<Opened> {
     let guard = SchemaGuard::new(i32::try_from(MIGRATIONS.len()).unwrap_or(i32::MAX));
     let (on_create, on_recycle) = (guard.clone(), guard.clone());
     Pool::builder(manager)
-        .post_create(Hook::sync_fn(move |_, _| on_create.check()))
+        .post_create(Hook::async_fn(move |client, _| {
+            let (guard, set) = (on_create.clone(), search_path.clone());
+            Box::pin(async move {
+                guard.check()?;
+                if let Some(set) = set {
+                    client.batch_execute(&set).await.map_err(HookError::Backend)?;
+                }
+                Ok(())
+            })
+        }))
         .pre_recycle(Hook::sync_fn(move |_, _| on_recycle.check()))
         .max_size(config.pool_size.max(2))
         // The connection used last is handed out first, so work keeps a

@@ -17,6 +17,7 @@ use sluice_store::{AppendRequest, NewEvent, PostgresConfig, PostgresStore, Store
 use tokio_postgres::NoTls;
 
 mod cluster;
+mod pooler;
 mod tls;
 mod upkeep;
 mod usage;
@@ -51,6 +52,11 @@ impl TestSchema {
                 rand::random::<u64>()
             ),
         }
+    }
+
+    /// The schema's name.
+    pub(crate) fn name(&self) -> &str {
+        &self.name
     }
 
     fn config(&self) -> PostgresConfig {
