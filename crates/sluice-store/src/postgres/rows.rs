@@ -6,7 +6,6 @@
 
 use chrono::{DateTime, Utc};
 use tokio_postgres::Row;
-use tokio_postgres::error::SqlState;
 
 use crate::StoreError;
 use crate::error::ErrorKind;
@@ -55,15 +54,6 @@ fn kind_of(e: &tokio_postgres::Error) -> ErrorKind {
             Some("42") => ErrorKind::Schema,
             _ => ErrorKind::Internal,
         },
-    }
-}
-
-/// Maps a uniqueness violation to `Conflict(what)`, anything else to `Backend`.
-pub(super) fn conflict_or_backend(e: tokio_postgres::Error, what: impl Into<String>) -> StoreError {
-    if e.code() == Some(&SqlState::UNIQUE_VIOLATION) {
-        StoreError::Conflict(what.into())
-    } else {
-        backend(e)
     }
 }
 

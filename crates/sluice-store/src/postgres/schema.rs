@@ -330,7 +330,10 @@ pub(super) fn pool(config: &PostgresConfig) -> Result<Opened> {
             Box::pin(async move {
                 guard.check()?;
                 if let Some(set) = set {
-                    client.batch_execute(&set).await.map_err(HookError::Backend)?;
+                    client
+                        .batch_execute(&set)
+                        .await
+                        .map_err(HookError::Backend)?;
                 }
                 Ok(())
             })

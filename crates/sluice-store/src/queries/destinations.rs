@@ -4,8 +4,9 @@ use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
 
+use super::computations;
 use crate::records::normalized;
-use crate::sql::{Conn, Db, ProfileLinks, Row, Tx, args, conflict};
+use crate::sql::{Conn, Db, Row, Tx, args, conflict};
 use crate::{Destination, DestinationPatch, NewDestination, Result, StoreError, WebhookSettings};
 
 const DESTINATION_COLUMNS: &str = "id, name, kind, enabled, settings, created_at, updated_at";
@@ -162,7 +163,7 @@ pub(crate) async fn update_destination(
     let was_enabled = dest.enabled;
     patch.apply_fields(&mut dest, now);
     if dest.enabled && !was_enabled {
-        tx.resync_destination(id).await?;
+        computations::resync_destination(&tx, id).await?;
     }
     let settings = serde_json::to_string(&dest.settings)?;
     tx.execute(
@@ -193,7 +194,7 @@ pub(crate) async fn delete_destination(
     )
     .await?;
     // Before the deliveries: the lock order of a profile engine step.
-    tx.forget_destination(id).await?;
+    computations::forget_destination(&tx, id).await?;
     tx.execute(
         "DELETE FROM destination_filters WHERE destination_id = $1",
         args![id],

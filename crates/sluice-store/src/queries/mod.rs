@@ -8,9 +8,11 @@
 //!
 //! Modules, one per concern:
 //! - `sources`: service settings, revoked sessions, sources.
+//! - `computations`: Personas definitions, their jobs and stored values.
 //! - `destinations`: destinations and their connections to sources.
 //! - `source_schema`: the observed schema's reads, rules and filters.
 
+pub(crate) mod computations;
 pub(crate) mod destinations;
 pub(crate) mod source_schema;
 pub(crate) mod sources;

@@ -50,27 +50,11 @@ impl Dialect {
         }
     }
 
-    /// [`Dialect::list`] for a list of integers.
-    pub(crate) fn int_list(self, n: usize) -> String {
-        match self {
-            Dialect::Sqlite => format!("json_each(${n}) AS list"),
-            Dialect::Postgres => format!("UNNEST(${n}::bigint[]) AS list(value)"),
-        }
-    }
-
     /// The larger of two values (SQLite's scalar `max`).
     pub(crate) fn greatest(self) -> &'static str {
         match self {
             Dialect::Sqlite => "max",
             Dialect::Postgres => "GREATEST",
-        }
-    }
-
-    /// The smaller of two values (SQLite's scalar `min`).
-    pub(crate) fn least(self) -> &'static str {
-        match self {
-            Dialect::Sqlite => "min",
-            Dialect::Postgres => "LEAST",
         }
     }
 
@@ -83,11 +67,22 @@ impl Dialect {
         }
     }
 
-    /// [`Dialect::for_update`], skipping rows another transaction holds.
-    pub(crate) fn skip_locked(self) -> &'static str {
+    /// A row lock that lets foreign keys to the row be checked meanwhile
+    /// (what an engine step takes on the computations it relies on).
+    pub(crate) fn for_no_key_update(self) -> &'static str {
         match self {
             Dialect::Sqlite => "",
-            Dialect::Postgres => " FOR UPDATE SKIP LOCKED",
+            Dialect::Postgres => " FOR NO KEY UPDATE",
+        }
+    }
+
+    /// Whether the JSON array of strings in `column` holds parameter `n`.
+    pub(crate) fn json_array_has(self, column: &str, n: usize) -> String {
+        match self {
+            Dialect::Sqlite => {
+                format!("EXISTS (SELECT 1 FROM json_each({column}) j WHERE j.value = ${n})")
+            }
+            Dialect::Postgres => format!("{column}::jsonb ? ${n}"),
         }
     }
 
@@ -96,14 +91,6 @@ impl Dialect {
         match self {
             Dialect::Sqlite => "",
             Dialect::Postgres => " FOR SHARE",
-        }
-    }
-
-    /// Case-insensitive `LIKE` (SQLite's `LIKE` already is, for ASCII).
-    pub(crate) fn ilike(self) -> &'static str {
-        match self {
-            Dialect::Sqlite => "LIKE",
-            Dialect::Postgres => "ILIKE",
         }
     }
 }

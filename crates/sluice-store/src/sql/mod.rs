@@ -33,7 +33,7 @@ pub(crate) mod sqlite;
 pub(crate) mod value;
 
 pub(crate) use dialect::Dialect;
-pub(crate) use value::{FromValue, Param, Row, args, limit};
+pub(crate) use value::{Param, Row, args, limit};
 
 use crate::{Result, StoreError};
 
@@ -113,15 +113,14 @@ pub(crate) fn conflict(what: impl Into<String>) -> impl FnOnce(StoreError) -> St
     }
 }
 
-/// Steps of the profile engine's storage that a shared query takes inside
-/// its transaction, while that storage is still written per backend.
+/// The step of the profile engine's storage that a shared query takes
+/// inside its transaction. The engine's step and its prepared window
+/// changes are written per backend (SQLite keeps tombstones and runs one
+/// change at a time on its writer; PostgreSQL works in batches under row
+/// locks), so a definition change reaches them through this seam.
 #[allow(async_fn_in_trait, reason = "crate-private; callers are concrete")]
 pub(crate) trait ProfileLinks {
-    /// Disconnects a deleted destination from computed traits and
-    /// audiences, dropping what was queued for it.
-    async fn forget_destination(&self, destination: &str) -> Result<()>;
-
-    /// Queues a first sync of every live computation connected to a
-    /// destination that was switched back on.
-    async fn resync_destination(&self, destination: &str) -> Result<()>;
+    /// Drops a computation's prepared window changes with their untaken
+    /// messages; each profile is due again at the change's time.
+    async fn cancel_computation(&self, computation: &str) -> Result<()>;
 }

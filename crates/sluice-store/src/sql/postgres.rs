@@ -168,11 +168,7 @@ impl Tx for PgTx<'_> {
 }
 
 impl ProfileLinks for PgTx<'_> {
-    async fn forget_destination(&self, destination: &str) -> Result<()> {
-        crate::postgres::profiles::defs::forget_destination(&self.0, destination).await
-    }
-
-    async fn resync_destination(&self, destination: &str) -> Result<()> {
-        crate::postgres::profiles::defs::resync_destination(&self.0, destination).await
+    async fn cancel_computation(&self, computation: &str) -> Result<()> {
+        crate::postgres::profiles::scheduled::cancel_computation(&self.0, computation).await
     }
 }

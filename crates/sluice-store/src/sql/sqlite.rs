@@ -125,11 +125,7 @@ impl Tx for Lite<'_> {
 }
 
 impl ProfileLinks for Lite<'_> {
-    async fn forget_destination(&self, destination: &str) -> Result<()> {
-        crate::sqlite::profiles::defs::forget_destination(self.0, destination)
-    }
-
-    async fn resync_destination(&self, destination: &str) -> Result<()> {
-        crate::sqlite::profiles::defs::resync_destination(self.0, destination)
+    async fn cancel_computation(&self, computation: &str) -> Result<()> {
+        crate::sqlite::profiles::scheduled::cancel_computation(self.0, computation)
     }
 }

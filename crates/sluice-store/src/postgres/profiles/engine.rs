@@ -6,7 +6,6 @@ use chrono::{DateTime, Utc};
 use deadpool_postgres::GenericClient;
 
 use super::super::rows::{backend, big, get, ms, opt_time, sql_limit, time};
-use super::defs::value;
 use super::scheduled;
 use crate::{
     ComputedValue, CursorEvent, EventCursor, JobProgress, ProfileCommit, ProfileJob, ProfileRecord,
@@ -346,4 +345,13 @@ pub(super) async fn commit(
     }
     tx.commit().await.map_err(backend)?;
     Ok(true)
+}
+
+/// A `computed_values` row selected as (computation, profile, value).
+fn value(row: &tokio_postgres::Row) -> Result<crate::ComputedValue> {
+    Ok(crate::ComputedValue {
+        computation_id: super::super::rows::get(row, 0)?,
+        profile_id: super::super::rows::get(row, 1)?,
+        value: super::super::rows::get(row, 2)?,
+    })
 }

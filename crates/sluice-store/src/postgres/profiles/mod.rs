@@ -1,13 +1,13 @@
-//! [`ProfileStore`] for [`PostgresStore`]: definitions in `defs.rs`, the
+//! [`ProfileStore`] for [`PostgresStore`]: definitions in
+//! `crate::queries::computations`, the
 //! engine's reads and its one-transaction step commit in `engine.rs`, a
 //! person's behavioural events in `events.rs`, window changes prepared
 //! ahead of their time in `scheduled.rs`.
 
-pub(crate) mod defs;
 mod engine;
 pub(super) mod events;
 mod outbox;
-pub(super) mod scheduled;
+pub(crate) mod scheduled;
 
 use std::time::Duration;
 
@@ -16,6 +16,7 @@ use chrono::{DateTime, Utc};
 
 use super::PostgresStore;
 use super::rows::backend;
+use crate::queries::computations as q;
 use crate::records::now;
 use crate::{
     Computation, ComputationPatch, ComputedValue, CursorEvent, EventCursor, NewComputation,
@@ -25,15 +26,15 @@ use crate::{
 #[async_trait]
 impl ProfileStore for PostgresStore {
     async fn create_computation(&self, new: NewComputation) -> Result<Computation> {
-        defs::create(&mut self.client().await?, new, now()).await
+        q::create(&mut self.db().await?, new, now()).await
     }
 
     async fn list_computations(&self) -> Result<Vec<Computation>> {
-        defs::list(&self.client().await?).await
+        q::list(&self.db().await?).await
     }
 
     async fn get_computation(&self, id: &str) -> Result<Option<Computation>> {
-        defs::get_one(&self.client().await?, id).await
+        q::get(&self.db().await?, id).await
     }
 
     async fn update_computation(
@@ -41,11 +42,11 @@ impl ProfileStore for PostgresStore {
         id: &str,
         patch: ComputationPatch,
     ) -> Result<Option<Computation>> {
-        defs::update(&mut self.client().await?, id, patch, now()).await
+        q::update(&mut self.db().await?, id, patch, now()).await
     }
 
     async fn delete_computation(&self, id: &str) -> Result<bool> {
-        defs::delete(&mut self.client().await?, id, now()).await
+        q::delete(&mut self.db().await?, id, now()).await
     }
 
     async fn list_values(
@@ -54,15 +55,15 @@ impl ProfileStore for PostgresStore {
         after: &str,
         limit: u32,
     ) -> Result<Vec<ComputedValue>> {
-        defs::list_values(&self.client().await?, computation_id, after, limit).await
+        q::list_values(&self.db().await?, computation_id, after, limit).await
     }
 
     async fn count_values(&self, computation_id: &str) -> Result<u64> {
-        defs::count_values(&self.client().await?, computation_id).await
+        q::count_values(&self.db().await?, computation_id).await
     }
 
     async fn sends_by_destination(&self, computation_id: &str) -> Result<Vec<(String, u64)>> {
-        defs::sends(&self.client().await?, computation_id).await
+        q::sends(&self.db().await?, computation_id).await
     }
 
     async fn take_profile_lease(

@@ -17,7 +17,7 @@ use crate::{PERSONAS_SOURCE, ProfileCommit, Result};
 ///
 /// A destination receives while it exists and is enabled: a disabled one
 /// is neither sent nor counted what it would discard, and enabling it
-/// again gives it a first sync of its own (`defs::resync_destination`).
+/// again gives it a first sync of its own (`queries::computations::resync_destination`).
 /// The computations are locked by the step, and enabling locks them too,
 /// so an enable either commits before the step reads the flags or waits
 /// for the step and then queues a backfill that reads its values.

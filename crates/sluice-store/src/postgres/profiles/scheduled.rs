@@ -267,10 +267,7 @@ pub(super) async fn settle_due(
 /// (the definition changed or is gone); each profile is due again at the
 /// change's time, to be evaluated afresh. The caller holds the
 /// computation's row lock.
-pub(in crate::postgres) async fn cancel_computation(
-    c: &impl GenericClient,
-    computation: &str,
-) -> Result<()> {
+pub(crate) async fn cancel_computation(c: &impl GenericClient, computation: &str) -> Result<()> {
     let rows = c
         .query(
             "DELETE FROM profile_scheduled WHERE computation_id = $1

@@ -6,7 +6,6 @@ use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::super::rows::{EVENT_COLUMNS, ms, opt_time, sql_limit, stored_event};
-use super::defs::value_row;
 use super::scheduled;
 use crate::{
     ComputedValue, CursorEvent, EventCursor, JobProgress, PERSONAS_SOURCE, ProfileCommit,
@@ -159,7 +158,7 @@ pub(super) fn next_job(conn: &Connection) -> Result<Option<ProfileJob>> {
 /// Whether `destination` exists and is enabled: the engine's messages go
 /// only to destinations that receive, so a disabled one is neither sent
 /// nor counted what it would discard; enabling it again gives it a first
-/// sync of its own (`defs::resync_destination`).
+/// sync of its own (`queries::computations::resync_destination`).
 fn enabled(conn: &Connection, destination: &str) -> Result<bool> {
     Ok(conn
         .prepare_cached("SELECT enabled FROM destinations WHERE id = ?1")?
@@ -362,4 +361,13 @@ pub(super) fn commit(
         None => {}
     }
     Ok(true)
+}
+
+/// A `computed_values` row selected as (computation, profile, value).
+fn value_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<crate::ComputedValue> {
+    Ok(crate::ComputedValue {
+        computation_id: row.get(0)?,
+        profile_id: row.get(1)?,
+        value: row.get(2)?,
+    })
 }

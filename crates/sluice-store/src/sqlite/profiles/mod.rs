@@ -1,13 +1,13 @@
-//! [`ProfileStore`] for [`SqliteStore`]: definitions in `defs.rs`, the
+//! [`ProfileStore`] for [`SqliteStore`]: definitions in
+//! `crate::queries::computations`, the
 //! engine's reads and its one-transaction step commit in `engine.rs`, a
 //! person's behavioural events in `events.rs`.
 //! Writes go through the single writer (so a step commits in one
 //! transaction, grouped with ingest), reads through the read pool.
 
-pub(crate) mod defs;
 mod engine;
 pub(super) mod events;
-pub(super) mod scheduled;
+pub(crate) mod scheduled;
 
 use std::time::Duration;
 
@@ -16,7 +16,9 @@ use chrono::{DateTime, Utc};
 
 use super::SqliteStore;
 use super::writer::Class;
+use crate::queries::computations as q;
 use crate::records::now;
+use crate::sql::sqlite::{Lite, ready};
 use crate::{
     Computation, ComputationPatch, ComputedValue, CursorEvent, EventCursor, NewComputation,
     ProfileCommit, ProfileJob, ProfileRecord, ProfileStore, Result, ScheduledChange,
@@ -26,17 +28,19 @@ use crate::{
 impl ProfileStore for SqliteStore {
     async fn create_computation(&self, new: NewComputation) -> Result<Computation> {
         self.writer
-            .run(1, move |c| defs::create(c, new, now()))
+            .run(1, move |c| ready(q::create(&mut Lite(c), new, now())))
             .await
     }
 
     async fn list_computations(&self) -> Result<Vec<Computation>> {
-        self.readers.run(defs::list).await
+        self.readers.run(|c| ready(q::list(&Lite(c)))).await
     }
 
     async fn get_computation(&self, id: &str) -> Result<Option<Computation>> {
         let id = id.to_owned();
-        self.readers.run(move |c| defs::get(c, &id)).await
+        self.readers
+            .run(move |c| ready(q::get(&Lite(c), &id)))
+            .await
     }
 
     async fn update_computation(
@@ -46,14 +50,16 @@ impl ProfileStore for SqliteStore {
     ) -> Result<Option<Computation>> {
         let id = id.to_owned();
         self.writer
-            .run(1, move |c| defs::update(c, &id, patch, now()))
+            .run(1, move |c| {
+                ready(q::update(&mut Lite(c), &id, patch, now()))
+            })
             .await
     }
 
     async fn delete_computation(&self, id: &str) -> Result<bool> {
         let id = id.to_owned();
         self.writer
-            .run(1, move |c| defs::delete(c, &id, now()))
+            .run(1, move |c| ready(q::delete(&mut Lite(c), &id, now())))
             .await
     }
 
@@ -65,18 +71,22 @@ impl ProfileStore for SqliteStore {
     ) -> Result<Vec<ComputedValue>> {
         let (id, after) = (computation_id.to_owned(), after.to_owned());
         self.readers
-            .run(move |c| defs::list_values(c, &id, &after, limit))
+            .run(move |c| ready(q::list_values(&Lite(c), &id, &after, limit)))
             .await
     }
 
     async fn count_values(&self, computation_id: &str) -> Result<u64> {
         let id = computation_id.to_owned();
-        self.readers.run(move |c| defs::count_values(c, &id)).await
+        self.readers
+            .run(move |c| ready(q::count_values(&Lite(c), &id)))
+            .await
     }
 
     async fn sends_by_destination(&self, computation_id: &str) -> Result<Vec<(String, u64)>> {
         let id = computation_id.to_owned();
-        self.readers.run(move |c| defs::sends(c, &id)).await
+        self.readers
+            .run(move |c| ready(q::sends(&Lite(c), &id)))
+            .await
     }
 
     async fn take_profile_lease(

@@ -186,7 +186,7 @@ pub(super) fn settle_due(conn: &Connection, now: i64, limit: u32) -> Result<u64>
 /// Drops a computation's scheduled changes with their untaken messages
 /// (the definition changed or is gone); each profile is due again at the
 /// change's time, to be evaluated afresh.
-pub(in crate::sqlite) fn cancel_computation(conn: &Connection, computation: &str) -> Result<()> {
+pub(crate) fn cancel_computation(conn: &Connection, computation: &str) -> Result<()> {
     let rows: Vec<(String, i64, Option<i64>)> = conn
         .prepare_cached(
             "SELECT profile_id, at, event_seq FROM profile_scheduled WHERE computation_id = ?1",
