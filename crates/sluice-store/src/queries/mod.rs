@@ -7,6 +7,8 @@
 //! [`crate::sql`] for what differs between the two and where.
 //!
 //! Modules, one per concern:
+//! - `deliveries`: the delivery log, replay and retention.
 //! - `sources`: service settings, revoked sessions, sources.
 
+pub(crate) mod deliveries;
 pub(crate) mod sources;

@@ -106,6 +106,16 @@ impl Dialect {
             Dialect::Postgres => "ILIKE",
         }
     }
+
+    /// A prefix that keeps the column it precedes from choosing an index
+    /// (SQLite's unary `+`), where a more selective one should. PostgreSQL's
+    /// planner weighs them by statistics and needs no hint.
+    pub(crate) fn no_index(self) -> &'static str {
+        match self {
+            Dialect::Sqlite => "+",
+            Dialect::Postgres => "",
+        }
+    }
 }
 
 #[cfg(test)]
@@ -137,5 +147,11 @@ mod tests {
             Dialect::Postgres.list(2),
             "UNNEST($2::text[]) AS list(value)"
         );
+    }
+
+    #[test]
+    fn only_sqlite_needs_a_hint_to_pass_an_index_by() {
+        assert_eq!(Dialect::Sqlite.no_index(), "+");
+        assert_eq!(Dialect::Postgres.no_index(), "");
     }
 }
