@@ -8,7 +8,9 @@
 //!
 //! Modules, one per concern:
 //! - `deliveries`: the delivery log, replay and retention.
+//! - `regulations`: privacy requests, suppressions, delete notifications.
 //! - `sources`: service settings, revoked sessions, sources.
 
 pub(crate) mod deliveries;
+pub(crate) mod regulations;
 pub(crate) mod sources;
