@@ -50,7 +50,6 @@
 mod cluster;
 mod config;
 mod dedup;
-mod deliveries;
 mod delivery;
 mod ingest;
 mod pooler;

@@ -70,11 +70,6 @@ pub(super) fn pool_error(e: deadpool_postgres::PoolError) -> StoreError {
     }
 }
 
-/// Stored JSON (destination settings) that does not parse.
-pub(super) fn json_error(e: serde_json::Error) -> StoreError {
-    e.into()
-}
-
 /// Unix milliseconds of `t`.
 pub(super) fn ms(t: DateTime<Utc>) -> i64 {
     t.timestamp_millis()

@@ -7,7 +7,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-use super::{PostgresStore, deliveries, delivery, ingest};
+use super::{PostgresStore, delivery, ingest};
+use crate::queries::deliveries::{self, Spare};
 use crate::queries::{destinations, sources};
 use crate::records::{PRUNE_CHUNK, now};
 use crate::{
@@ -107,8 +108,9 @@ impl EventStore for PostgresStore {
     async fn prune(&self, before: DateTime<Utc>) -> Result<u64> {
         let mut total = 0;
         loop {
+            let mut db = self.db().await?;
             let chunk =
-                deliveries::prune_chunk(&mut self.client().await?, before, PRUNE_CHUNK).await?;
+                deliveries::prune_chunk(&mut db, before, PRUNE_CHUNK, Spare::default()).await?;
             total += chunk.deleted;
             if chunk.taken < PRUNE_CHUNK as usize {
                 return Ok(total);
@@ -141,15 +143,15 @@ impl DeliveryStore for PostgresStore {
     }
 
     async fn list_deliveries(&self, filter: &DeliveryFilter) -> Result<Vec<DeliveryRecord>> {
-        deliveries::list_deliveries(&self.client().await?, filter).await
+        deliveries::list_deliveries(&self.db().await?, filter, None).await
     }
 
     async fn get_delivery(&self, id: i64) -> Result<Option<DeliveryRecord>> {
-        deliveries::get_delivery(&self.client().await?, id).await
+        deliveries::get_delivery(&self.db().await?, id).await
     }
 
     async fn list_attempts(&self, delivery_id: i64) -> Result<Vec<Attempt>> {
-        deliveries::list_attempts(&self.client().await?, delivery_id).await
+        deliveries::list_attempts(&self.db().await?, delivery_id).await
     }
 
     async fn cap_pending(&self, cap: u64, now: DateTime<Utc>) -> Result<u64> {
@@ -157,6 +159,6 @@ impl DeliveryStore for PostgresStore {
     }
 
     async fn replay(&self, filter: &DeliveryFilter, now: DateTime<Utc>) -> Result<u64> {
-        deliveries::replay(&self.client().await?, filter, now).await
+        deliveries::replay(&self.db().await?, filter, None, now).await
     }
 }

@@ -187,7 +187,7 @@ async fn connected_to(
     let d = db.dialect();
     let sql = format!(
         "SELECT id, destination_ids FROM computations WHERE {} {} ORDER BY id{}",
-        d.json_array_has("destination_ids", 1),
+        d.json_array_has("destination_ids", "$1"),
         if live { "AND deleted_at IS NULL" } else { "" },
         d.for_no_key_update()
     );

@@ -7,12 +7,16 @@
 //! [`crate::sql`] for what differs between the two and where.
 //!
 //! Modules, one per concern:
-//! - `sources`: service settings, revoked sessions, sources.
 //! - `computations`: Personas definitions, their jobs and stored values.
+//! - `deliveries`: the delivery log, replay and retention.
 //! - `destinations`: destinations and their connections to sources.
+//! - `regulations`: privacy requests, suppressions, delete notifications.
 //! - `source_schema`: the observed schema's reads, rules and filters.
+//! - `sources`: service settings, revoked sessions, sources.
 
 pub(crate) mod computations;
+pub(crate) mod deliveries;
 pub(crate) mod destinations;
+pub(crate) mod regulations;
 pub(crate) mod source_schema;
 pub(crate) mod sources;

@@ -50,6 +50,14 @@ impl Dialect {
         }
     }
 
+    /// [`Dialect::list`] for a list of integers.
+    pub(crate) fn int_list(self, n: usize) -> String {
+        match self {
+            Dialect::Sqlite => format!("json_each(${n}) AS list"),
+            Dialect::Postgres => format!("UNNEST(${n}::bigint[]) AS list(value)"),
+        }
+    }
+
     /// The larger of two values (SQLite's scalar `max`).
     pub(crate) fn greatest(self) -> &'static str {
         match self {
@@ -67,6 +75,14 @@ impl Dialect {
         }
     }
 
+    /// [`Dialect::for_update`], skipping rows another transaction holds.
+    pub(crate) fn skip_locked(self) -> &'static str {
+        match self {
+            Dialect::Sqlite => "",
+            Dialect::Postgres => " FOR UPDATE SKIP LOCKED",
+        }
+    }
+
     /// A row lock that lets foreign keys to the row be checked meanwhile
     /// (what an engine step takes on the computations it relies on).
     pub(crate) fn for_no_key_update(self) -> &'static str {
@@ -76,21 +92,55 @@ impl Dialect {
         }
     }
 
-    /// Whether the JSON array of strings in `column` holds parameter `n`.
-    pub(crate) fn json_array_has(self, column: &str, n: usize) -> String {
-        match self {
-            Dialect::Sqlite => {
-                format!("EXISTS (SELECT 1 FROM json_each({column}) j WHERE j.value = ${n})")
-            }
-            Dialect::Postgres => format!("{column}::jsonb ? ${n}"),
-        }
-    }
-
     /// A shared row lock: the row cannot be deleted until commit.
     pub(crate) fn for_share(self) -> &'static str {
         match self {
             Dialect::Sqlite => "",
             Dialect::Postgres => " FOR SHARE",
+        }
+    }
+
+    /// [`Dialect::list`] with a second column `position`: each element's
+    /// place in the list, from 1.
+    pub(crate) fn numbered_list(self, n: usize) -> String {
+        match self {
+            Dialect::Sqlite => {
+                format!("(SELECT value, key + 1 AS position FROM json_each(${n})) AS list")
+            }
+            Dialect::Postgres => {
+                format!("UNNEST(${n}::text[]) WITH ORDINALITY AS list(value, position)")
+            }
+        }
+    }
+
+    /// A condition: the JSON array of text in column `array` holds the
+    /// text `value`.
+    pub(crate) fn json_array_has(self, array: &str, value: &str) -> String {
+        match self {
+            Dialect::Sqlite => {
+                format!("EXISTS (SELECT 1 FROM json_each({array}) WHERE json_each.value = {value})")
+            }
+            Dialect::Postgres => format!("{array}::jsonb ? {value}"),
+        }
+    }
+
+    /// A prefix that keeps the column it precedes from choosing an index
+    /// (SQLite's unary `+`), where a more selective one should. PostgreSQL's
+    /// planner weighs them by statistics and needs no hint.
+    pub(crate) fn no_index(self) -> &'static str {
+        match self {
+            Dialect::Sqlite => "+",
+            Dialect::Postgres => "",
+        }
+    }
+
+    /// A statement that takes the lock numbered `$1` until the transaction
+    /// ends, so the transactions taking it run one after another. `None`
+    /// for SQLite, whose one writer already runs them so.
+    pub(crate) fn xact_lock(self) -> Option<&'static str> {
+        match self {
+            Dialect::Sqlite => None,
+            Dialect::Postgres => Some("SELECT pg_advisory_xact_lock($1)"),
         }
     }
 }
@@ -123,6 +173,45 @@ mod tests {
         assert_eq!(
             Dialect::Postgres.list(2),
             "UNNEST($2::text[]) AS list(value)"
+        );
+    }
+
+    #[test]
+    fn numbered_lists_count_positions_from_one() {
+        assert_eq!(
+            Dialect::Sqlite.numbered_list(1),
+            "(SELECT value, key + 1 AS position FROM json_each($1)) AS list"
+        );
+        assert_eq!(
+            Dialect::Postgres.numbered_list(1),
+            "UNNEST($1::text[]) WITH ORDINALITY AS list(value, position)"
+        );
+    }
+
+    #[test]
+    fn json_membership_reads_the_array_in_each_dialect() {
+        assert_eq!(
+            Dialect::Sqlite.json_array_has("c.ids", "d.id"),
+            "EXISTS (SELECT 1 FROM json_each(c.ids) WHERE json_each.value = d.id)"
+        );
+        assert_eq!(
+            Dialect::Postgres.json_array_has("c.ids", "d.id"),
+            "c.ids::jsonb ? d.id"
+        );
+    }
+
+    #[test]
+    fn only_sqlite_needs_a_hint_to_pass_an_index_by() {
+        assert_eq!(Dialect::Sqlite.no_index(), "+");
+        assert_eq!(Dialect::Postgres.no_index(), "");
+    }
+
+    #[test]
+    fn only_postgres_takes_a_lock_to_run_transactions_one_at_a_time() {
+        assert_eq!(Dialect::Sqlite.xact_lock(), None);
+        assert_eq!(
+            Dialect::Postgres.xact_lock(),
+            Some("SELECT pg_advisory_xact_lock($1)")
         );
     }
 }

@@ -19,6 +19,10 @@ pub(crate) struct Pg(pub(crate) Client);
 /// An open PostgreSQL transaction.
 pub(crate) struct PgTx<'t>(Transaction<'t>);
 
+/// A client or transaction that code written directly against the driver
+/// holds, lent to the shared query functions: `f(&PgRef(&tx), ..)`.
+pub(crate) struct PgRef<'a, C: GenericClient>(pub(crate) &'a C);
+
 type BoxError = Box<dyn std::error::Error + Sync + Send>;
 
 impl ToSql for Param<'_> {
@@ -136,6 +140,20 @@ impl Db for PgTx<'_> {
 
     async fn query(&self, sql: &str, params: &[Param<'_>]) -> Result<Vec<Row>> {
         query(&self.0, sql, params).await
+    }
+}
+
+impl<C: GenericClient> Db for PgRef<'_, C> {
+    fn dialect(&self) -> Dialect {
+        Dialect::Postgres
+    }
+
+    async fn execute(&self, sql: &str, params: &[Param<'_>]) -> Result<u64> {
+        execute(self.0, sql, params).await
+    }
+
+    async fn query(&self, sql: &str, params: &[Param<'_>]) -> Result<Vec<Row>> {
+        query(self.0, sql, params).await
     }
 }
 

@@ -14,7 +14,7 @@ pub(super) fn weight(request: &AppendRequest) -> usize {
 }
 
 /// Writes one request. A delivery's `source_id` is written as `''`: "the
-/// event's source" (version 12; see `deliveries::RECORD_COLUMNS`), 20 bytes
+/// event's source" (version 12; see `queries::deliveries::RECORD_COLUMNS`), 20 bytes
 /// less per delivery. Runs inside the writer's group transaction, so the
 /// events, deliveries and counters commit together or not at all. Hot path:
 /// cached statements, no reads.

@@ -29,7 +29,7 @@
 //! - **Retention in slices.** `prune` deletes in transactions of a few
 //!   thousand events, so it never holds the writer (and ingest) for long.
 //!   It finds old events by seq, not by an index on `received_at` (events
-//!   are stored in time order; see `deliveries::prune_chunk`).
+//!   are stored in time order; see `prune::prune_chunk`).
 //!
 //! # On-disk layout
 //! - `<path>`: the database, mode `0600` on unix (it holds destination
@@ -75,13 +75,13 @@ mod checkpoint;
 mod cluster;
 mod config;
 mod dedup;
-mod deliveries;
 mod delivery;
 mod ingest;
 mod lock;
 mod message_ids;
 mod pool;
 pub(crate) mod profiles;
+mod prune;
 mod regulations;
 pub(crate) mod rows;
 mod schema;

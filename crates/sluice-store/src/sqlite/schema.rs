@@ -17,7 +17,7 @@ use crate::{Result, StoreError};
 /// - `events.seq` and `deliveries.id` are rowids: SQLite assigns max + 1, so
 ///   they increase. They are cursors and appear in URLs, so they must never
 ///   be reused: retention never deletes the newest event or the newest
-///   delivery's event (see `deliveries.rs`). This is cheaper on ingest than
+///   delivery's event (see `prune.rs`). This is cheaper on ingest than
 ///   `AUTOINCREMENT`, which updates `sqlite_sequence` on every insert.
 /// - No index on `events.message_id`: message ids are random, and a random
 ///   index costs ingest more than everything else together. Looking a
@@ -234,7 +234,7 @@ CREATE INDEX IF NOT EXISTS deliveries_discarded ON deliveries (id) WHERE state =
 
 /// Version 10: no index on `events.received_at`. Its only reader was
 /// retention, which now finds old events by seq (events are stored in time
-/// order; see `deliveries::prune_chunk`), and keeping it cost every append
+/// order; see `prune::prune_chunk`), and keeping it cost every append
 /// a fourth B-tree insert: without it batch ingest took 7 % less CPU per
 /// event and ran 7-8 % faster, and each event takes about 17 bytes less
 /// (BENCHMARKS.md, "Measured choices").
@@ -258,7 +258,7 @@ CREATE TABLE event_blooms (
 
 /// Version 12: event bodies may be compressed blobs (see `bodies`), and a
 /// delivery's `source_id` may be `''`, meaning its event's source (see
-/// `deliveries::RECORD_COLUMNS`). No row changes: older rows read as
+/// `queries::deliveries::RECORD_COLUMNS`). No row changes: older rows read as
 /// before. The version exists so that a Sluice older than these formats
 /// refuses the database ("too far ahead") instead of misreading it.
 ///

@@ -5,10 +5,11 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
+use rusqlite::Connection;
 
 use super::writer::Class;
-use super::{SqliteStore, bodies, dedup, deliveries, delivery, ingest, source_blocks};
-use crate::queries::{destinations, sources};
+use super::{SqliteStore, bodies, dedup, delivery, ingest, message_ids, prune, source_blocks};
+use crate::queries::{deliveries, destinations, sources};
 use crate::records::{PRUNE_CHUNK, now};
 use crate::sql::sqlite::{Lite, ready};
 use crate::{
@@ -189,7 +190,7 @@ impl EventStore for SqliteStore {
             let deleted = self
                 .writer
                 .run(PRUNE_CHUNK as usize, move |c| {
-                    deliveries::prune_chunk(c, before, PRUNE_CHUNK)
+                    prune::prune_chunk(c, before, PRUNE_CHUNK)
                 })
                 .await?;
             total += deleted;
@@ -228,19 +229,26 @@ impl DeliveryStore for SqliteStore {
     async fn list_deliveries(&self, filter: &DeliveryFilter) -> Result<Vec<DeliveryRecord>> {
         let filter = filter.clone();
         self.readers
-            .run(move |c| deliveries::list_deliveries(c, &filter))
+            .run(move |c| {
+                let seqs = message_seqs(c, &filter)?;
+                ready(deliveries::list_deliveries(
+                    &Lite(c),
+                    &filter,
+                    seqs.as_deref(),
+                ))
+            })
             .await
     }
 
     async fn get_delivery(&self, id: i64) -> Result<Option<DeliveryRecord>> {
         self.readers
-            .run(move |c| deliveries::get_delivery(c, id))
+            .run(move |c| ready(deliveries::get_delivery(&Lite(c), id)))
             .await
     }
 
     async fn list_attempts(&self, delivery_id: i64) -> Result<Vec<Attempt>> {
         self.readers
-            .run(move |c| deliveries::list_attempts(c, delivery_id))
+            .run(move |c| ready(deliveries::list_attempts(&Lite(c), delivery_id)))
             .await
     }
 
@@ -265,7 +273,20 @@ impl DeliveryStore for SqliteStore {
     async fn replay(&self, filter: &DeliveryFilter, now: DateTime<Utc>) -> Result<u64> {
         let filter = filter.clone();
         self.writer
-            .run(1, move |c| deliveries::replay(c, &filter, now))
+            .run(1, move |c| {
+                let seqs = message_seqs(c, &filter)?;
+                ready(deliveries::replay(&Lite(c), &filter, seqs.as_deref(), now))
+            })
             .await
     }
+}
+
+/// The events a filter's message id names, found through the per-block
+/// filters (SQLite has no index on `events.message_id`; see `message_ids`).
+fn message_seqs(conn: &Connection, filter: &DeliveryFilter) -> Result<Option<Vec<i64>>> {
+    filter
+        .message_id
+        .as_deref()
+        .map(|id| message_ids::seqs(conn, id))
+        .transpose()
 }

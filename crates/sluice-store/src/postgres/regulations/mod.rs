@@ -1,11 +1,9 @@
-//! [`RegulationStore`] for [`PostgresStore`]: requests and suppressions in
-//! `admin.rs`, the job's scan and its one-transaction purge in `purge.rs`,
-//! the purge's delete notifications in `notify.rs`.
-//! Suppression versions are assigned under a transaction-scoped advisory
-//! lock, so they commit in order and pollers never skip one.
+//! [`RegulationStore`] for [`PostgresStore`]: requests, suppressions and
+//! the delete notifications are `crate::queries::regulations` (suppression
+//! versions are assigned there under a transaction-scoped advisory lock, so
+//! they commit in order and pollers never skip one); the job's lease, scan
+//! and one-transaction purge are `purge.rs`.
 
-mod admin;
-mod notify;
 mod purge;
 
 use std::time::Duration;
@@ -14,6 +12,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use super::PostgresStore;
+use crate::queries::regulations;
 use crate::{
     NewRegulation, Regulation, RegulationCommit, RegulationDetail, RegulationStore, Result,
     SubjectData, SuppressedCount, SuppressionChange,
@@ -82,19 +81,19 @@ pub(super) const NOTIFICATION_SOURCES: &str =
 #[async_trait]
 impl RegulationStore for PostgresStore {
     async fn create_regulation(&self, new: NewRegulation) -> Result<Regulation> {
-        admin::create(&mut self.client().await?, &new).await
+        regulations::create(&mut self.db().await?, &new).await
     }
 
     async fn list_regulations(&self, limit: u32) -> Result<Vec<Regulation>> {
-        admin::list(&self.client().await?, limit).await
+        regulations::list(&self.db().await?, limit).await
     }
 
     async fn get_regulation(&self, id: &str) -> Result<Option<RegulationDetail>> {
-        admin::detail(&self.client().await?, id).await
+        regulations::detail(&self.db().await?, id).await
     }
 
     async fn list_suppressions(&self, after: &str, limit: u32) -> Result<Vec<String>> {
-        admin::suppressions(&self.client().await?, after, limit).await
+        regulations::suppressions(&self.db().await?, after, limit).await
     }
 
     async fn suppression_changes(
@@ -102,11 +101,11 @@ impl RegulationStore for PostgresStore {
         version: i64,
         limit: u32,
     ) -> Result<Vec<SuppressionChange>> {
-        admin::changes(&self.client().await?, version, limit).await
+        regulations::changes(&self.db().await?, version, limit).await
     }
 
     async fn add_suppressed(&self, counts: Vec<SuppressedCount>) -> Result<()> {
-        admin::add_suppressed(&self.client().await?, &counts).await
+        regulations::add_suppressed(&self.db().await?, &counts).await
     }
 
     async fn suppressed_usage(
@@ -115,7 +114,7 @@ impl RegulationStore for PostgresStore {
         from: &str,
         to: &str,
     ) -> Result<Vec<SuppressedCount>> {
-        admin::suppressed_usage(&self.client().await?, source_id, from, to).await
+        regulations::suppressed_usage(&self.db().await?, source_id, from, to).await
     }
 
     async fn take_regulation_lease(
@@ -132,7 +131,7 @@ impl RegulationStore for PostgresStore {
     }
 
     async fn next_regulation(&self, limit: u32) -> Result<Option<(Regulation, Vec<String>)>> {
-        admin::next(&self.client().await?, limit).await
+        regulations::next(&self.db().await?, limit).await
     }
 
     async fn find_subject_data(

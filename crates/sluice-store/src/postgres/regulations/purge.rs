@@ -9,7 +9,9 @@ use deadpool_postgres::{GenericClient, Transaction};
 
 use super::super::profiles::scheduled::remove_profiles;
 use super::super::rows::{backend, big, get, ms};
+use crate::queries::regulations::notify::write_notifications;
 use crate::regulations::{identity_parts, pseudonym, status, subject_index};
+use crate::sql::postgres::PgRef;
 use crate::{PRIVACY_SOURCE, RegulationCommit, Result, SubjectData, SubjectPurge};
 
 pub(super) async fn take_lease(
@@ -221,8 +223,14 @@ pub(super) async fn commit(
         purge(&tx, subject, scoped.as_deref(), commit.now).await?;
         let name = pseudonym(&subject.subject_id);
         if notify {
-            super::notify::notifications(&tx, &commit.regulation_id, subject, &name, commit.now)
-                .await?;
+            write_notifications(
+                &PgRef(&tx),
+                &commit.regulation_id,
+                subject,
+                &name,
+                commit.now,
+            )
+            .await?;
         }
         tx.execute(
             "UPDATE regulation_subjects SET done = true, subject_id = $3,

@@ -39,7 +39,7 @@
 //! # Recovery
 //! At open, [`rebuild`] reads the `(seq, source_id, message_id,
 //! received_at)` of every event inside the window (found by seq: events are
-//! stored in time order, see `deliveries::prune_chunk`) into a new window.
+//! stored in time order, see `prune::prune_chunk`) into a new window.
 //! After a `kill -9` the database holds exactly the committed events, so
 //! the window is exactly what it was at the last commit. The cost is one
 //! pass over the window's events at start (see `BENCHMARKS.md`).
@@ -90,7 +90,7 @@ pub(crate) fn rebuild(conn: &Connection, window: &mut Window, now: i64) -> Resul
     let mut first_from = conn.prepare_cached(
         "SELECT seq, received_at FROM events WHERE seq >= ?1 ORDER BY seq LIMIT 1",
     )?;
-    let from = super::deliveries::time_boundary(
+    let from = super::prune::time_boundary(
         lowest,
         highest.saturating_add(1),
         horizon.saturating_sub(SLACK_MS),

@@ -1,6 +1,6 @@
-//! [`RegulationStore`] for [`SqliteStore`]: requests and suppressions in
-//! `admin.rs`, the job's scan and its one-transaction purge in `purge.rs`,
-//! the purge's delete notifications in `notify.rs`.
+//! [`RegulationStore`] for [`SqliteStore`]: requests, suppressions and the
+//! delete notifications are `crate::queries::regulations`; the job's lease,
+//! scan and one-transaction purge are `purge.rs`.
 //!
 //! The writer runs with `secure_delete = ON` (see `schema.rs`), so every
 //! update and delete zeroes the space it frees: neither a purged row nor a
@@ -9,8 +9,6 @@
 //! `TRUNCATE` checkpoint copies the zeroed pages into the database file and
 //! empties the WAL, whose older frames still held the purged rows.
 
-mod admin;
-mod notify;
 mod purge;
 
 use std::time::Duration;
@@ -19,6 +17,8 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use super::SqliteStore;
+use crate::queries::regulations;
+use crate::sql::sqlite::{Lite, ready};
 use crate::{
     NewRegulation, Regulation, RegulationCommit, RegulationDetail, RegulationStore, Result,
     SubjectData, SuppressedCount, SuppressionChange,
@@ -89,23 +89,29 @@ impl RegulationStore for SqliteStore {
     async fn create_regulation(&self, new: NewRegulation) -> Result<Regulation> {
         let weight = new.subject_ids.len();
         self.writer
-            .run(weight, move |c| admin::create(c, &new))
+            .run(weight, move |c| {
+                ready(regulations::create(&mut Lite(c), &new))
+            })
             .await
     }
 
     async fn list_regulations(&self, limit: u32) -> Result<Vec<Regulation>> {
-        self.readers.run(move |c| admin::list(c, limit)).await
+        self.readers
+            .run(move |c| ready(regulations::list(&Lite(c), limit)))
+            .await
     }
 
     async fn get_regulation(&self, id: &str) -> Result<Option<RegulationDetail>> {
         let id = id.to_owned();
-        self.readers.run(move |c| admin::get(c, &id)).await
+        self.readers
+            .run(move |c| ready(regulations::detail(&Lite(c), &id)))
+            .await
     }
 
     async fn list_suppressions(&self, after: &str, limit: u32) -> Result<Vec<String>> {
         let after = after.to_owned();
         self.readers
-            .run(move |c| admin::suppressions(c, &after, limit))
+            .run(move |c| ready(regulations::suppressions(&Lite(c), &after, limit)))
             .await
     }
 
@@ -115,13 +121,15 @@ impl RegulationStore for SqliteStore {
         limit: u32,
     ) -> Result<Vec<SuppressionChange>> {
         self.readers
-            .run(move |c| admin::changes(c, version, limit))
+            .run(move |c| ready(regulations::changes(&Lite(c), version, limit)))
             .await
     }
 
     async fn add_suppressed(&self, counts: Vec<SuppressedCount>) -> Result<()> {
         self.writer
-            .run(1, move |c| admin::add_suppressed(c, &counts))
+            .run(1, move |c| {
+                ready(regulations::add_suppressed(&Lite(c), &counts))
+            })
             .await
     }
 
@@ -133,7 +141,7 @@ impl RegulationStore for SqliteStore {
     ) -> Result<Vec<SuppressedCount>> {
         let (s, f, t) = (source_id.to_owned(), from.to_owned(), to.to_owned());
         self.readers
-            .run(move |c| admin::suppressed_usage(c, &s, &f, &t))
+            .run(move |c| ready(regulations::suppressed_usage(&Lite(c), &s, &f, &t)))
             .await
     }
 
@@ -157,7 +165,9 @@ impl RegulationStore for SqliteStore {
     }
 
     async fn next_regulation(&self, limit: u32) -> Result<Option<(Regulation, Vec<String>)>> {
-        self.readers.run(move |c| admin::next(c, limit)).await
+        self.readers
+            .run(move |c| ready(regulations::next(&Lite(c), limit)))
+            .await
     }
 
     async fn find_subject_data(

@@ -8,7 +8,9 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use super::super::rows::ms;
 use super::super::tombstones;
+use crate::queries::regulations::notify::write_notifications;
 use crate::regulations::{identity_parts, pseudonym, status, subject_index};
+use crate::sql::sqlite::{Lite, ready};
 use crate::{PRIVACY_SOURCE, RegulationCommit, Result, SubjectData};
 
 pub(super) fn take_lease(
@@ -178,13 +180,13 @@ fn purge_all(c: &Connection, commit: &RegulationCommit) -> Result<()> {
         }
         let name = pseudonym(&subject.subject_id);
         if notify {
-            super::notify::write_notifications(
-                c,
+            ready(write_notifications(
+                &Lite(c),
                 &commit.regulation_id,
                 subject,
                 &name,
                 commit.now,
-            )?;
+            ))?;
         }
         c.prepare_cached(
             "UPDATE regulation_subjects SET done = 1, subject_id = ?3, affected_sources = ?4,
