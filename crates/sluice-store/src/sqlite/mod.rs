@@ -86,6 +86,7 @@ mod profiles;
 mod regulations;
 mod rows;
 mod schema;
+mod scrub;
 mod source_blocks;
 mod source_schema;
 mod sources;
@@ -98,6 +99,7 @@ use std::sync::Arc;
 
 pub use backup::{BackupError, BackupReport, backup};
 pub use config::{SqliteConfig, Synchronous};
+pub use scrub::Scrubbed;
 
 use crate::{Result, StoreError};
 use checkpoint::Checkpointer;
@@ -111,6 +113,8 @@ pub struct SqliteStore {
     window: Option<dedup::Shared>,
     readers: Arc<ReadPool>,
     path: PathBuf,
+    /// Whether purges end by zeroing free space (`scrub`).
+    secure_delete: bool,
 }
 
 impl SqliteStore {
@@ -153,6 +157,7 @@ impl SqliteStore {
             window,
             readers,
             path: config.path,
+            secure_delete: config.secure_delete,
         })
     }
 

@@ -13,6 +13,7 @@ mod postgres;
 mod postgres_dedup;
 mod sqlite;
 mod sqlite_backup;
+mod sqlite_purge_bytes;
 
 mod conformance {
     sluice_store::conformance_tests!(crate::sqlite::fresh());
