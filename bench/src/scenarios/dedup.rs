@@ -2,8 +2,9 @@
 //! with the window full.
 //!
 //! A template database is written once with `ids` stored events (default
-//! 10,000,000; 100,000 with `--quick`) received within the last hours, so
-//! every one of their message ids is inside the 24-hour window. Each arm is
+//! 10,000,000; 100,000 with `--quick`) received evenly over the last 23
+//! hours, so every one of their message ids is inside the 24-hour window
+//! and every generation of it holds some, as in steady traffic. Each arm is
 //! a fresh server on a copy of it, so both ingest into the same store:
 //! - **off**: `SLUICE_STORAGE__DEDUP_WINDOW_SECS=0`;
 //! - **on**: the default window, rebuilt from the template at start.
@@ -136,11 +137,19 @@ pub async fn run(plan: &Plan, report: &mut Report) -> anyhow::Result<u64> {
         "x",
         at_least,
     );
+    let window = on.rss.saturating_sub(off.rss);
     report.figure(
         "dedup",
         format!("window memory for {ids} ids (RSS on - off)"),
-        mb(on.rss.saturating_sub(off.rss)),
+        mb(window),
         "MB",
+        None,
+    );
+    report.figure(
+        "dedup",
+        "window memory per id (RSS on - off)",
+        window as f64 / ids as f64,
+        "B",
         None,
     );
     Ok(peak)
@@ -202,8 +211,12 @@ async fn one(
     })
 }
 
-/// A store with `ids` events of one source, received over the last
-/// `ids` milliseconds (under 3 hours for 10 million), in seq order.
+/// How long before now the template's oldest event was received: the
+/// window (24 hours) less an hour, so no event expires during the run.
+const SPREAD_MS: i64 = 23 * 3_600_000;
+
+/// A store with `ids` events of one source, received evenly over the last
+/// 23 hours, in seq order.
 async fn write_template(path: &Path, ids: usize) -> anyhow::Result<()> {
     let mut config = sluice_store::SqliteConfig::new(PathBuf::from(path));
     config.dedup_window = None;
@@ -224,7 +237,8 @@ async fn write_template(path: &Path, ids: usize) -> anyhow::Result<()> {
             )?;
             for i in 0..ids {
                 let id = format!("{:08x}-7d3c-4b1a-9e2f-{:012x}", i, i.wrapping_mul(7919));
-                insert.execute(params![id, now - (ids - i) as i64])?;
+                let ago = SPREAD_MS / ids as i64 * (ids - i) as i64;
+                insert.execute(params![id, now - ago])?;
             }
         }
         tx.commit()?;

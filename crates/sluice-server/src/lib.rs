@@ -141,6 +141,7 @@ pub async fn open_store(config: &Config) -> Result<OpenStore, ServerError> {
                 _ => Synchronous::Full,
             };
             sqlite.dedup_window = config.storage.dedup_window();
+            sqlite.secure_delete = config.storage.secure_delete;
             Ok(OpenStore::Sqlite(Arc::new(
                 SqliteStore::open(sqlite).await?,
             )))

@@ -66,7 +66,7 @@ pub use source_schema::{
     SchemaStore,
 };
 #[cfg(feature = "sqlite")]
-pub use sqlite::{SqliteConfig, SqliteStore, Synchronous};
+pub use sqlite::{Scrubbed, SqliteConfig, SqliteStore, Synchronous};
 pub use types::*;
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;

@@ -32,9 +32,14 @@ pub struct StorageConfig {
     /// How long a source's committed messageIds are remembered (86400 s,
     /// 24 h): an event whose messageId its source sent within this window
     /// is answered 200 but neither stored nor delivered again. 0 turns
-    /// deduplication off. SQLite keeps about 27 bytes of memory per id in
+    /// deduplication off. SQLite keeps about 5 bytes of memory per id in
     /// the window; PostgreSQL a row of `message_ids` (docs/configuration.md).
     pub dedup_window_secs: u64,
+    /// SQLite only. `true` (default): deleted and updated rows are zeroed,
+    /// and a purge ends by zeroing the database's free space, so no byte of
+    /// a purged user is left in the files (docs/privacy.md). `false`:
+    /// faster purges; deleted bytes stay until SQLite reuses the space.
+    pub secure_delete: bool,
 }
 
 impl std::fmt::Debug for StorageConfig {
@@ -47,6 +52,7 @@ impl std::fmt::Debug for StorageConfig {
             .field("postgres_schema", &self.postgres_schema)
             .field("timeout_ms", &self.timeout_ms)
             .field("dedup_window_secs", &self.dedup_window_secs)
+            .field("secure_delete", &self.secure_delete)
             .finish()
     }
 }
@@ -181,6 +187,7 @@ impl Default for StorageConfig {
             postgres_schema: None,
             timeout_ms: 10_000,
             dedup_window_secs: 24 * 3600,
+            secure_delete: true,
         }
     }
 }

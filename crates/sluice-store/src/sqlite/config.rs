@@ -54,10 +54,14 @@ pub struct SqliteConfig {
     /// Upper bound on the jobs (calls) folded into one group commit.
     pub max_group_jobs: usize,
     /// How long a source's committed message ids are remembered to drop
-    /// resent events (24 h); `None` stores every call. Costs about 27 bytes
-    /// of resident memory per id in the window (measured with 10 million)
-    /// and a pass over its events at open.
+    /// resent events (24 h); `None` stores every call. Costs about 5 bytes
+    /// of memory per id in the window and a pass over its events at open.
     pub dedup_window: Option<Duration>,
+    /// `PRAGMA secure_delete` on the writer, and the zeroing of free space
+    /// at the end of each purge (`scrub`): no byte of a purged user is left
+    /// in the files. On by default; off, a purge is faster but the deleted
+    /// bytes stay in free space until SQLite reuses it.
+    pub secure_delete: bool,
 }
 
 impl SqliteConfig {
@@ -74,6 +78,7 @@ impl SqliteConfig {
             max_group_events: 8192,
             max_group_jobs: 1024,
             dedup_window: Some(Duration::from_secs(24 * 3600)),
+            secure_delete: true,
         }
     }
 }

@@ -85,6 +85,7 @@ mod prune;
 mod regulations;
 pub(crate) mod rows;
 mod schema;
+mod scrub;
 mod source_blocks;
 mod source_schema;
 mod store_impl;
@@ -96,6 +97,7 @@ use std::sync::Arc;
 
 pub use backup::{BackupError, BackupReport, backup};
 pub use config::{SqliteConfig, Synchronous};
+pub use scrub::Scrubbed;
 
 use crate::{Result, StoreError};
 use checkpoint::Checkpointer;
@@ -109,6 +111,8 @@ pub struct SqliteStore {
     window: Option<dedup::Shared>,
     readers: Arc<ReadPool>,
     path: PathBuf,
+    /// Whether purges end by zeroing free space (`scrub`).
+    secure_delete: bool,
 }
 
 impl SqliteStore {
@@ -151,6 +155,7 @@ impl SqliteStore {
             window,
             readers,
             path: config.path,
+            secure_delete: config.secure_delete,
         })
     }
 

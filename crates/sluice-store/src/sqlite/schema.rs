@@ -346,9 +346,10 @@ const STATEMENT_CACHE: usize = 96;
 /// `sluice-bench --only ingest`, engine off: batch 78.7k against 72.5k ev/s,
 /// track 11.1k against 10.6k, runs of one binary 20 % apart; BENCHMARKS.md,
 /// "Measured choices"). Auto-checkpoint is only a safety net behind the
-/// checkpoint thread (16384 pages, 64 MiB). `secure_delete` zeroes what updates and deletes free, so
-/// a purged user leaves no stale copy in free space (`docs/privacy.md`);
-/// ingest only inserts, so it costs ingest nothing.
+/// checkpoint thread (16384 pages, 64 MiB). `secure_delete` (on unless configured off) zeroes what
+/// updates and deletes free, so a purged user leaves no stale copy in free
+/// space (`docs/privacy.md`, and `scrub` for what it misses); ingest only
+/// inserts, so it costs ingest nothing.
 pub(super) fn open_writer(config: &SqliteConfig) -> Result<Connection> {
     let mut conn = Connection::open(&config.path)?;
     conn.busy_timeout(config.busy_timeout)?;
@@ -363,11 +364,12 @@ pub(super) fn open_writer(config: &SqliteConfig) -> Result<Connection> {
         "PRAGMA synchronous = {};
          PRAGMA foreign_keys = OFF;
          PRAGMA temp_store = MEMORY;
-         PRAGMA secure_delete = ON;
+         PRAGMA secure_delete = {};
          PRAGMA cache_size = -16384;
          PRAGMA wal_autocheckpoint = 16384;
          PRAGMA journal_size_limit = 67108864;",
-        config.synchronous.pragma_value()
+        config.synchronous.pragma_value(),
+        if config.secure_delete { "ON" } else { "OFF" },
     ))?;
     MIGRATIONS
         .to_latest(&mut conn)

@@ -16,3 +16,4 @@ mod postgres;
 mod postgres_dedup;
 mod sqlite;
 mod sqlite_backup;
+mod sqlite_purge_bytes;

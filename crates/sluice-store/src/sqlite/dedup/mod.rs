@@ -12,12 +12,14 @@
 //!   in the same group must see). Every insert is journaled; the writer
 //!   takes a rolled-back savepoint's or a failed group's inserts out again
 //!   ([`Window::undo_to`]) and keeps them at `COMMIT` ([`Window::commit`]).
-//! - **No non-duplicate is ever dropped.** The window holds 64-bit hashes,
-//!   so a hit may be a collision, a purged event, or an event retention
-//!   deleted: every hit is confirmed against the `events` table
+//! - **No non-duplicate is ever dropped.** The window holds 27-bit
+//!   fingerprints of 64-bit hashes, so a hit may be another id with the
+//!   same fingerprint in the same buckets (about 32 lookups in 2^27), a
+//!   purged event (deleted, or emptied into a tombstone), or an event
+//!   retention deleted: every hit is confirmed against the `events` table
 //!   ([`super::message_ids::stored_between`]), within the seqs of the
-//!   generations that hold the hash. Only a stored event of the same
-//!   source with the same message id makes a duplicate.
+//!   generations whose tag the matching entries carry. Only a stored event
+//!   of the same source with the same message id makes a duplicate.
 //! - **No duplicate within the window is stored.** The writer is the only
 //!   one appending, one call at a time, and the window is checked and
 //!   updated on its thread: two calls with one id in the same group, or one
@@ -27,14 +29,19 @@
 //!   jobs, with ids of their own, and never pass through here.
 //!
 //! # Layout
-//! [`Window`]: one hash set of `u64` per generation, 24 generations over
-//! the window (1 hour of the default 24), each with the lowest and highest
-//! seq it holds. The tables hold 9 bytes per bucket (the key and a control
-//! byte) at 44-88 % load, about 11 bytes per id; measured as resident
-//! memory, 10 million ids cost 275 MB (27 bytes per id: tables left by
-//! growth that the allocator keeps, and the page cache the rebuild warmed;
-//! BENCHMARKS.md, "Deduplication"; 311 MB on a quiet machine). Nothing is written to disk:
-//! the events themselves are the record.
+//! [`Window`]: 24 generations over the window (1 hour of the default 24),
+//! each with a 5-bit tag and the lowest and highest seq it holds, and one
+//! table of 32-bit entries (fingerprint and tag) in buckets of 16, a
+//! cache line, shared by all generations (`table.rs`): a lookup reads two
+//! cache lines however many generations there are. A generation expires
+//! by its tag leaving the live set; its entries are free slots from then
+//! on and a sweep of two buckets per insert empties them, so the tag can
+//! be used again. A full table is never resized (the hashes are gone): a
+//! table for twice the ids is started beside it, and the old one goes
+//! when its last generation expires. Sized at open for the events found,
+//! the table is 80 % full: 5 bytes per id (10 million ids: 50 MB;
+//! BENCHMARKS.md, "Deduplication"). Nothing is written to disk: the
+//! events themselves are the record.
 //!
 //! # Recovery
 //! At open, [`rebuild`] reads the `(seq, source_id, message_id,
@@ -44,6 +51,7 @@
 //! the window is exactly what it was at the last commit. The cost is one
 //! pass over the window's events at start (see `BENCHMARKS.md`).
 
+mod table;
 mod window;
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -100,10 +108,18 @@ pub(crate) fn rebuild(conn: &Connection, window: &mut Window, now: i64) -> Resul
                 .optional()
         },
     )?;
+    // Seqs are handed out in order, so there are at most this many events.
+    window.reserve(usize::try_from(highest.saturating_sub(from) + 1).unwrap_or(0));
     let mut rows =
         conn.prepare("SELECT seq, source_id, message_id, received_at FROM events WHERE seq >= ?1")?;
     let mut rows = rows.query([from])?;
+    let mut read = 0u32;
     while let Some(row) = rows.next()? {
+        read = read.wrapping_add(1);
+        if read.is_multiple_of(65_536) {
+            // Nothing to undo here: keeps the journal small.
+            window.commit();
+        }
         let at: i64 = row.get(3)?;
         if at < horizon {
             continue;

@@ -1,22 +1,31 @@
 //! The in-memory window of committed (source, messageId) pairs: pure, no
 //! I/O. See the module's notes (`mod.rs`) for how the writer uses it.
 
-use std::collections::{HashSet, VecDeque};
-use std::hash::{BuildHasher, BuildHasherDefault, Hasher, RandomState};
+use std::hash::{BuildHasher, RandomState};
 use std::time::Duration;
+
+use super::table::{TAGS, Table};
 
 /// How many generations a window is cut into: an id is remembered for at
 /// least the window and at most 1/24 of it longer (one hour of a day).
 pub(super) const GENERATIONS: i64 = 24;
 
-/// Bytes a set spends per bucket: the 8-byte key and its control byte.
-const BUCKET_BYTES: usize = 9;
+/// Buckets swept of expired entries per insert: a table is swept in well
+/// under two generations of steady traffic, so an expired generation's tag
+/// is free again long before the 7 spare tags run out.
+const SWEEP_BUCKETS: usize = 2;
 
-/// The committed ids of one slice of time, `[start, start + width)`, and
-/// the seqs they were stored under (for the exact check).
+/// A table is replaced by a smaller one (at a generation's start) once it
+/// has this many times the slots the window's ids need.
+const OVERSIZED: usize = 8;
+
+/// The committed ids of a slice of time, `[start, end)`, and the seqs they
+/// were stored under (for the exact check).
 struct Generation {
     start: i64,
-    keys: HashSet<u64, BuildHasherDefault<PassThrough>>,
+    end: i64,
+    tag: u8,
+    ids: usize,
     lowest_seq: i64,
     highest_seq: i64,
 }
@@ -25,11 +34,22 @@ struct Generation {
 pub(crate) struct Window {
     span: i64,
     width: i64,
-    /// Oldest first; starts are multiples of `width`, ascending.
-    generations: VecDeque<Generation>,
-    /// Keys inserted since the last commit, with their generation's start,
-    /// so that a rollback can take them out again.
-    journal: Vec<(i64, u64)>,
+    /// Oldest first, not overlapping.
+    generations: Vec<Generation>,
+    /// The tags of `generations`, as a bit mask.
+    live: u32,
+    /// Oldest first; inserts go to the last. A table goes once it holds no
+    /// entry of a live generation.
+    tables: Vec<Table>,
+    /// The slice in which the newest table took its first id: it is not
+    /// judged oversized before it has seen a whole window of traffic.
+    newest_since: Option<i64>,
+    /// Keys inserted since the last commit, with their tag, so that a
+    /// rollback can take them out again.
+    journal: Vec<(u8, u64)>,
+    /// The next bucket to sweep, as (table, bucket); `None` when no table
+    /// holds an expired entry.
+    sweep: Option<(usize, usize)>,
     /// Random per process: nobody can choose ids that collide on purpose,
     /// and nothing is persisted, so the hash may differ between runs.
     hasher: RandomState,
@@ -42,9 +62,21 @@ impl Window {
         Window {
             span,
             width: (span / GENERATIONS).max(1),
-            generations: VecDeque::new(),
+            generations: Vec::new(),
+            live: 0,
+            tables: Vec::new(),
+            newest_since: None,
             journal: Vec::new(),
+            sweep: None,
             hasher: RandomState::new(),
+        }
+    }
+
+    /// Sizes the table for `ids` before they are inserted (the rebuild),
+    /// instead of starting small and adding tables as it fills.
+    pub(crate) fn reserve(&mut self, ids: usize) {
+        if self.tables.is_empty() {
+            self.tables.push(Table::for_ids(ids));
         }
     }
 
@@ -60,57 +92,150 @@ impl Window {
         edge - edge.rem_euclid(self.width)
     }
 
-    /// Drops the generations wholly older than the window at `now`.
+    /// Drops the generations wholly older than the window at `now`, and the
+    /// tables left holding none of the others'.
     pub(crate) fn expire(&mut self, now: i64) {
         let horizon = self.horizon(now);
-        while self.generations.front().is_some_and(|g| g.start < horizon) {
-            self.generations.pop_front();
+        let old = self
+            .generations
+            .iter()
+            .take_while(|g| g.end <= horizon)
+            .count();
+        if old == 0 {
+            return;
         }
+        for g in self.generations.drain(..old) {
+            self.live &= !(1 << g.tag);
+        }
+        let live = self.live;
+        let newest = self.tables.len().saturating_sub(1);
+        let mut i = 0;
+        self.tables.retain(|t| {
+            i += 1;
+            i - 1 == newest || t.entries_of(live) > 0
+        });
+        self.sweep = Some((0, 0));
     }
 
     /// The seqs to search for `key`'s event: from the lowest to the highest
-    /// seq of the generations holding it; `None` when none does (certainly
-    /// not a duplicate).
+    /// seq of the generations that may hold it; `None` when none does
+    /// (certainly not a duplicate).
     pub(crate) fn seqs_of(&self, key: u64) -> Option<(i64, i64)> {
+        let tags = self.tables.iter().fold(0, |m, t| m | t.tags_of(key)) & self.live;
+        if tags == 0 {
+            return None;
+        }
         self.generations
             .iter()
-            .filter(|g| g.keys.contains(&key))
+            .filter(|g| tags & (1 << g.tag) != 0)
             .map(|g| (g.lowest_seq, g.highest_seq))
             .reduce(|(lo, hi), (l, h)| (lo.min(l), hi.max(h)))
     }
 
     /// Records `key`, stored as `seq` and received at `at` (unix ms).
     pub(crate) fn insert(&mut self, key: u64, at: i64, seq: i64) {
-        let start = at - at.rem_euclid(self.width);
-        let at = match self.generations.iter().rposition(|g| g.start <= start) {
-            Some(i) if self.generations[i].start == start => i,
-            found => {
-                let i = found.map_or(0, |i| i + 1);
-                // Sized like the slice before it: traffic changes slowly, so
-                // the table rarely grows, and a growth's rehash (tens of MB
-                // on the writer thread) and the outgrown tables it leaves
-                // behind are spared.
-                let expected = i
-                    .checked_sub(1)
-                    .and_then(|before| self.generations.get(before))
-                    .map_or(0, |g| g.keys.len());
-                self.generations.insert(
-                    i,
-                    Generation {
-                        start,
-                        keys: HashSet::with_capacity_and_hasher(expected, Default::default()),
-                        lowest_seq: seq,
-                        highest_seq: seq,
-                    },
-                );
-                i
-            }
+        let slice = at - at.rem_euclid(self.width);
+        let found = self
+            .generations
+            .iter()
+            .position(|g| g.start <= slice && slice < g.end);
+        let i = found.unwrap_or_else(|| self.open(slice, seq));
+        let g = &mut self.generations[i];
+        g.lowest_seq = g.lowest_seq.min(seq);
+        g.highest_seq = g.highest_seq.max(seq);
+        let tag = g.tag;
+        if self.tables.iter().any(|t| t.tags_of(key) & (1 << tag) != 0) {
+            return;
+        }
+        let dead = !self.live;
+        let placed = self
+            .tables
+            .last_mut()
+            .is_some_and(|t| t.insert(key, tag, dead));
+        if !placed {
+            // Full: a table for twice the ids, the old one kept until its
+            // generations expire. Empty, it takes any key.
+            let mut table = Table::for_ids(2 * (self.len() + 1));
+            table.insert(key, tag, dead);
+            self.tables.push(table);
+            self.newest_since = Some(slice);
+        }
+        self.generations[i].ids += 1;
+        self.journal.push((tag, key));
+        self.sweep_some(SWEEP_BUCKETS);
+    }
+
+    /// Opens the generation of `slice` and returns its index. With no tag
+    /// free (more generations than tags, after the clock jumped), the
+    /// nearest generation is widened to hold the slice instead.
+    fn open(&mut self, slice: i64, seq: i64) -> usize {
+        let at = self.generations.partition_point(|g| g.start < slice);
+        let Some(tag) = self.free_tag().or_else(|| {
+            self.sweep_some(usize::MAX);
+            self.free_tag()
+        }) else {
+            let i = at.min(self.generations.len().saturating_sub(1));
+            let g = &mut self.generations[i];
+            g.start = g.start.min(slice);
+            g.end = g.end.max(slice + self.width);
+            return i;
         };
-        let generation = &mut self.generations[at];
-        generation.lowest_seq = generation.lowest_seq.min(seq);
-        generation.highest_seq = generation.highest_seq.max(seq);
-        if generation.keys.insert(key) {
-            self.journal.push((start, key));
+        let ids = self.len();
+        let since = *self.newest_since.get_or_insert(slice);
+        if slice.saturating_sub(since) > self.span
+            && self
+                .tables
+                .last()
+                .is_some_and(|t| t.slots() > OVERSIZED * (2 * ids).max(1 << 16))
+        {
+            // Traffic fell: a smaller table takes the new ids and the big
+            // one goes once its generations expire.
+            self.tables.push(Table::for_ids(2 * ids));
+            self.newest_since = Some(slice);
+        }
+        self.generations.insert(
+            at,
+            Generation {
+                start: slice,
+                end: slice + self.width,
+                tag,
+                ids: 0,
+                lowest_seq: seq,
+                highest_seq: seq,
+            },
+        );
+        self.live |= 1 << tag;
+        at
+    }
+
+    /// A tag no live generation has and no table holds an entry of.
+    fn free_tag(&self) -> Option<u8> {
+        (1..TAGS as u8).find(|&t| {
+            self.live & (1 << t) == 0
+                && self
+                    .tables
+                    .iter()
+                    .all(|table| table.entries_of(1 << t) == 0)
+        })
+    }
+
+    /// Empties up to `n` buckets' expired entries, where the sweep stands.
+    fn sweep_some(&mut self, mut n: usize) {
+        let dead = !self.live;
+        while let Some((table, from)) = self.sweep {
+            let Some(t) = self.tables.get_mut(table) else {
+                self.sweep = None;
+                return;
+            };
+            let done = n.min(t.buckets().saturating_sub(from));
+            n -= done;
+            match t.sweep(from, done, dead) {
+                Some(next) => self.sweep = Some((table, next)),
+                None => self.sweep = Some((table + 1, 0)),
+            }
+            if n == 0 {
+                return;
+            }
         }
     }
 
@@ -122,9 +247,11 @@ impl Window {
     /// Takes out the keys inserted since `mark`: their writes were rolled
     /// back.
     pub(crate) fn undo_to(&mut self, mark: usize) {
-        for (start, key) in self.journal.drain(mark.min(self.journal.len())..) {
-            if let Some(g) = self.generations.iter_mut().find(|g| g.start == start) {
-                g.keys.remove(&key);
+        for (tag, key) in self.journal.drain(mark.min(self.journal.len())..) {
+            if self.tables.iter_mut().rev().any(|t| t.remove(key, tag))
+                && let Some(g) = self.generations.iter_mut().find(|g| g.tag == tag)
+            {
+                g.ids = g.ids.saturating_sub(1);
             }
         }
     }
@@ -136,39 +263,19 @@ impl Window {
 
     /// Ids remembered.
     pub(crate) fn len(&self) -> usize {
-        self.generations.iter().map(|g| g.keys.len()).sum()
+        self.generations.iter().map(|g| g.ids).sum()
     }
 
-    /// The memory the sets hold (their tables, at capacity), in bytes.
+    /// The memory the window holds (its tables and journal), in bytes.
     pub(crate) fn bytes(&self) -> usize {
-        self.generations
-            .iter()
-            .map(|g| {
-                // A table of n buckets holds 7n/8 keys.
-                let buckets = (g.keys.capacity() * 8).div_ceil(7);
-                buckets * BUCKET_BYTES + std::mem::size_of::<Generation>()
-            })
-            .sum()
-    }
-}
-
-/// The sets' hasher: their keys are hashes already.
-#[derive(Default)]
-struct PassThrough(u64);
-
-impl Hasher for PassThrough {
-    fn finish(&self) -> u64 {
-        self.0
+        self.tables.iter().map(Table::bytes).sum::<usize>()
+            + self.journal.capacity() * std::mem::size_of::<(u8, u64)>()
+            + self.generations.capacity() * std::mem::size_of::<Generation>()
     }
 
-    fn write(&mut self, bytes: &[u8]) {
-        // Only `write_u64` is used; this keeps any other use correct.
-        for b in bytes {
-            self.0 = (self.0.rotate_left(8)) ^ u64::from(*b);
-        }
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n;
+    /// Tables in use (tests).
+    #[cfg(test)]
+    pub(super) fn tables(&self) -> usize {
+        self.tables.len()
     }
 }

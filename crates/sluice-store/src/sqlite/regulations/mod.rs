@@ -11,6 +11,8 @@
 
 mod purge;
 
+pub(super) use purge::truncate_wal;
+
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -183,6 +185,11 @@ impl RegulationStore for SqliteStore {
     async fn commit_regulation(&self, commit: RegulationCommit) -> Result<bool> {
         let weight = commit.subjects.iter().map(|s| s.event_seqs.len()).sum();
         let purged = !commit.subjects.is_empty();
+        if !purged {
+            // The step that finishes the regulation: first no byte of its
+            // subjects may be left in free space (`scrub`).
+            self.scrub_free_space().await?;
+        }
         let committed = self
             .writer
             .run(weight, move |c| purge::commit(c, &commit))

@@ -280,7 +280,7 @@ fn strip_source(c: &Connection, ids: &[String], source: &str, now: i64) -> Resul
 /// on a connection of its own (a checkpoint cannot run inside the writer's
 /// transaction). The checkpoint thread's PASSIVE runs (nudged by this very
 /// commit) make it busy for a moment, so it is retried for a while.
-pub(super) fn truncate_wal(path: &std::path::Path) -> Result<()> {
+pub(in crate::sqlite) fn truncate_wal(path: &std::path::Path) -> Result<()> {
     let conn = Connection::open(path)?;
     conn.busy_timeout(Duration::from_secs(5))?;
     for _ in 0..100 {
