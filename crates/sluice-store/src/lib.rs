@@ -21,12 +21,15 @@
 //!   destination filters and blocked-call usage.
 //! - [`profiles`]: [`ProfileStore`], the profile engine's storage.
 //! - [`regulations`]: [`RegulationStore`], user deletion and suppression.
+//! - [`team`]: [`TeamStore`], users, API tokens with roles, user sessions.
+//! - [`audit`]: [`AuditStore`], the audit log of changes.
 //! - [`conformance`]: one behavioural suite every backend must pass.
 //!
 //! The data flows one way: `append` commits events together with their
 //! pending deliveries and usage counts (an outbox), delivery workers `claim_due`
 //! and `report` attempts, and the admin API reads.
 
+pub mod audit;
 pub mod catalog;
 pub mod cluster;
 pub mod conformance;
@@ -43,10 +46,12 @@ pub mod regulations;
 pub mod source_schema;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
+pub mod team;
 pub mod types;
 
 use std::time::Duration;
 
+pub use audit::{AuditEntry, AuditQuery, AuditStore, NewAuditEntry};
 pub use catalog::CatalogStore;
 pub use cluster::ClusterStore;
 pub use delivery::DeliveryStore;
@@ -62,6 +67,7 @@ pub use source_schema::{
 };
 #[cfg(feature = "sqlite")]
 pub use sqlite::{SqliteConfig, SqliteStore, Synchronous};
+pub use team::{ApiToken, NewApiToken, NewUser, Role, TeamStore, User, UserPatch, UserSession};
 pub use types::*;
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
@@ -78,6 +84,8 @@ pub trait Store:
     + SchemaStore
     + ProfileStore
     + RegulationStore
+    + TeamStore
+    + AuditStore
     + Send
     + Sync
     + 'static
@@ -92,6 +100,8 @@ impl<T> Store for T where
         + SchemaStore
         + ProfileStore
         + RegulationStore
+        + TeamStore
+        + AuditStore
         + Send
         + Sync
         + 'static

@@ -40,6 +40,7 @@ mod scheduled;
 mod schema;
 mod scoped_purge;
 mod support;
+mod team;
 
 pub use admin::*;
 pub use cap::*;
@@ -58,6 +59,7 @@ pub use retention::*;
 pub use scheduled::*;
 pub use schema::*;
 pub use scoped_purge::*;
+pub use team::*;
 
 /// Declares one `#[tokio::test]` per conformance check. `$fresh` is an
 /// expression evaluating to a future of `(guard, store)`; see the module docs.

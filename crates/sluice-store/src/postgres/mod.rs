@@ -47,6 +47,7 @@
 //! closing the pool; dropping the store without closing lets the writer
 //! finish queued appends on its own.
 
+mod audit;
 mod cluster;
 mod config;
 mod dedup;
@@ -61,6 +62,7 @@ mod schema;
 mod source_schema;
 mod sources;
 mod store_impl;
+mod team;
 mod tls;
 mod upkeep;
 mod vacuum;

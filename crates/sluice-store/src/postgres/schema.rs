@@ -264,6 +264,7 @@ const MIGRATIONS: &[(&str, &str)] = &[
     ("node membership", super::cluster::SCHEMA),
     ("revoked dashboard sessions", REVOKED_SESSIONS),
     ("message id deduplication", super::dedup::SCHEMA),
+    ("users, API tokens and the audit log", super::team::SCHEMA),
 ];
 
 /// First key of the migration advisory lock ("SLUI"); the second is a hash

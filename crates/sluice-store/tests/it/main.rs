@@ -16,4 +16,5 @@ mod sqlite_backup;
 
 mod conformance {
     sluice_store::conformance_tests!(crate::sqlite::fresh());
+    sluice_store::team_conformance_tests!(crate::sqlite::fresh());
 }

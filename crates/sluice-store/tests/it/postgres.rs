@@ -17,6 +17,7 @@ use tokio_postgres::NoTls;
 
 mod conformance {
     sluice_store::conformance_tests!(super::fresh());
+    sluice_store::team_conformance_tests!(super::fresh());
 }
 mod cluster;
 mod tls;
@@ -206,7 +207,7 @@ async fn nodes_starting_together_apply_migrations_once() {
     let versions: Vec<i32> = rows.iter().map(|r| r.get(0)).collect();
     assert_eq!(
         versions,
-        (1..=13).collect::<Vec<i32>>(),
+        (1..=14).collect::<Vec<i32>>(),
         "each migration is recorded once"
     );
 }
