@@ -9,6 +9,7 @@
 //!
 //! Modules:
 //! - [`session`]: signed session cookies and CSRF tokens.
+//! - [`access`]: the role each page and form needs.
 //! - [`throttle`]: slowing down repeated failed sign-ins (pure).
 //! - [`layout`]: page shell, navigation, security headers, error pages.
 //! - [`form`]: capped form bodies.
@@ -17,6 +18,7 @@
 //! - [`widgets`]: markup and form parsing shared by the later pages.
 //! - [`pages`]: one module per page.
 
+pub mod access;
 pub mod assets;
 pub mod chart;
 pub mod form;
