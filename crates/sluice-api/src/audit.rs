@@ -37,7 +37,7 @@ const DROPPED: &[&str] = &["write_key", "token", "password", "password_hash"];
 /// them (the first 4 characters of a long one and `…`).
 const MASKED: &[&str] = &["secret", "sharedSecret", "previousSecret"];
 
-/// `value` without the fields of [`DROPPED`] and with those of [`MASKED`]
+/// `value` without the fields of `DROPPED` and with those of `MASKED`
 /// masked, at any depth.
 pub fn scrub(value: &mut Value) {
     match value {

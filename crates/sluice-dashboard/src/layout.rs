@@ -41,6 +41,8 @@ pub const NAV: &[(&str, &str, &str)] = &[
     ("audiences", "/audiences", "Audiences"),
     ("profiles", "/profiles", "Profiles"),
     ("regulations", "/regulations", "Regulations"),
+    ("users", "/users", "Users"),
+    ("audit", "/audit", "Audit log"),
 ];
 
 /// A page answers within `storage.timeout_ms`, as the admin API does: a

@@ -86,8 +86,8 @@ fn render(
     let password_error = error.filter(|(w, _)| *w == Which::Password).map(|e| e.1);
     let token_error = error.filter(|(w, _)| *w == Which::Token).map(|e| e.1);
     let body = html! {
-        form.card.narrow method="post" action="/signin" aria-labelledby="with-password" {
-            h2 #with-password { "With your username" }
+        form.card.narrow method="post" action="/signin" {
+            h2 { "With your username" }
             input type="hidden" name="csrf" value=(token);
             input type="hidden" name="next" value=(next);
             div.field {
@@ -102,8 +102,8 @@ fn render(
             }
             button type="submit" { "Sign in" }
         }
-        form.card.narrow method="post" action="/signin" aria-labelledby="with-token" {
-            h2 #with-token { "With the admin token" }
+        form.card.narrow method="post" action="/signin" {
+            h2 { "With the admin token" }
             input type="hidden" name="csrf" value=(token);
             input type="hidden" name="next" value=(next);
             div.field {
@@ -113,7 +113,7 @@ fn render(
                 p #token-help .help { "The token printed when Sluice first started, or your SLUICE_ADMIN_TOKEN." }
                 @if let Some(e) = token_error { p #token-error .field-error role="alert" { (e) } }
             }
-            button type="submit" { "Sign in with the token" }
+            button type="submit" { "Sign in with the admin token" }
         }
     };
     let mut res = (

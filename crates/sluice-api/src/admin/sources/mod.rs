@@ -1,5 +1,5 @@
 //! `/api/v1/sources`: create, list, get, update, delete, rotate the write key;
-//! the debugger (recent events) and usage views are in [`reads`].
+//! the debugger (recent events) and usage views are in `reads.rs`.
 
 mod reads;
 pub use reads::*;

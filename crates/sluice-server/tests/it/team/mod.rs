@@ -3,6 +3,8 @@
 
 mod audit;
 mod dashboard_roles;
+#[cfg(feature = "postgres-tests")]
+mod nodes;
 mod people;
 mod roles;
 
