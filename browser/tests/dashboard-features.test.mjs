@@ -44,7 +44,7 @@ before(async () => {
   page.on('dialog', (d) => d.accept());
   await page.goto(`${sluice.url}/signin`);
   await page.getByLabel('Admin token').fill(sluice.token);
-  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('button', { name: 'Sign in with the admin token' }).click();
   await page.getByRole('heading', { name: 'Overview' }).waitFor();
 });
 
@@ -449,7 +449,7 @@ test('every new page: labelled controls, AA text contrast, and nothing scrolls s
   const p = await phone.newPage();
   await p.goto(`${sluice.url}/signin`);
   await p.getByLabel('Admin token').fill(sluice.token);
-  await p.getByRole('button', { name: 'Sign in' }).click();
+  await p.getByRole('button', { name: 'Sign in with the admin token' }).click();
   await p.getByRole('heading', { name: 'Overview' }).waitFor();
   for (const path of paths) {
     await p.goto(`${sluice.url}${path}`);

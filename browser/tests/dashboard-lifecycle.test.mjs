@@ -35,7 +35,7 @@ before(async () => {
   page = await context.newPage();
   await page.goto(`${sluice.url}/signin`);
   await page.getByLabel('Admin token').fill(sluice.token);
-  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('button', { name: 'Sign in with the admin token' }).click();
   await page.getByRole('heading', { name: 'Overview' }).waitFor();
 });
 

@@ -49,7 +49,7 @@ after(async () => {
 async function signIn(p, token = sluice.token) {
   await p.goto(`${sluice.url}/signin`);
   await p.getByLabel('Admin token').fill(token);
-  await p.getByRole('button', { name: 'Sign in' }).click();
+  await p.getByRole('button', { name: 'Sign in with the admin token' }).click();
 }
 
 /** Reloads `url` until `selector` is on the page. */

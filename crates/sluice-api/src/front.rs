@@ -1,6 +1,8 @@
-//! What every request passes before its handler: the admin token check on
-//! every path under the admin prefix, then the request counter by matched
-//! route and status (which counts the refusals too).
+//! What every request passes before its handler: a credential (the admin
+//! token or an API token, see [`crate::principal`]) on every path under the
+//! admin prefix, then the request counter by matched route and status
+//! (which counts the refusals too). The [`crate::principal::Principal`]
+//! found goes on the request for the admin router's role check.
 //!
 //! One tower service rather than two `from_fn` middlewares: a `from_fn`
 //! layer clones the whole service stack under it for every request (its
@@ -8,7 +10,9 @@
 //! clones of the router's route, CORS and middleware stack took about 4 %
 //! of the request CPU (BENCHMARKS.md, "Measured choices"). This one calls the
 //! inner service in place, as tower-http's layers do; axum's routes are always
-//! ready, and readiness is passed through regardless.
+//! ready, and readiness is passed through regardless. Only an admin call,
+//! whose credential may need a store read first, takes a clone of the inner
+//! service into its future.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -24,6 +28,7 @@ use tower::{Layer, Service};
 use crate::AppState;
 use crate::admin;
 use crate::metrics::RequestLabels;
+use crate::principal::authenticate;
 
 /// Wraps every route (and the fallbacks) in a [`Front`].
 #[derive(Clone)]
@@ -57,7 +62,7 @@ pub struct Front<S> {
 
 impl<S> Service<Request> for Front<S>
 where
-    S: Service<Request, Response = Response, Error = Infallible>,
+    S: Service<Request, Response = Response, Error = Infallible> + Clone + Send + 'static,
     S::Future: Send + 'static,
 {
     type Response = Response;
@@ -68,20 +73,29 @@ where
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, request: Request) -> Self::Future {
+    fn call(&mut self, mut request: Request) -> Self::Future {
         let path = request
             .extensions()
             .get::<MatchedPath>()
             .map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned());
         let start = Instant::now();
         let app = Arc::clone(&self.app);
-        let answer = match admin::refusal(&app, &request) {
-            Some(refused) => Err(refused),
-            None => Ok(self.inner.call(request)),
-        };
+        if !admin::is_admin_path(&request) {
+            let handled = self.inner.call(request);
+            return Box::pin(async move {
+                let response = handled.await?;
+                count(&app, path, response.status().as_u16(), start);
+                Ok(response)
+            });
+        }
+        let clone = self.inner.clone();
+        let mut inner = std::mem::replace(&mut self.inner, clone);
         Box::pin(async move {
-            let response = match answer {
-                Ok(handled) => handled.await?,
+            let response = match authenticate(&app, request.headers()).await {
+                Ok(principal) => {
+                    request.extensions_mut().insert(principal);
+                    inner.call(request).await?
+                }
                 Err(refused) => refused.into_response(),
             };
             count(&app, path, response.status().as_u16(), start);

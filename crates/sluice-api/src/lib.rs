@@ -12,8 +12,13 @@
 //! - [`body`]: capped, gzip-aware body reading.
 //! - [`budget`]: the memory budget for request bodies.
 //! - [`auth`]: write keys and the admin token from headers.
+//! - [`principal`]: who calls (admin token, API token, user) and the
+//!   [`principal::Actor`] the audit log records.
+//! - [`access`]: the role each admin route needs.
+//! - [`audit`]: recording changes in the audit log.
+//! - [`password`]: argon2id password hashes of dashboard users.
 //! - [`metrics`]: Prometheus metrics.
-//! - [`front`]: the service in front of every route: the admin token on the
+//! - [`front`]: the service in front of every route: a credential on the
 //!   admin prefix, and the request counter.
 //! - [`error`]: [`ApiError`], the stable JSON error shape.
 //! - [`path_param`]: path parameters, refused in that shape (`404`) when
@@ -21,8 +26,10 @@
 //! - [`openapi`]: the OpenAPI 3.1 document, generated from the same route
 //!   table the router serves.
 
+pub mod access;
 pub mod admin;
 pub mod app;
+pub mod audit;
 pub mod auth;
 pub mod body;
 pub mod budget;
@@ -32,7 +39,9 @@ pub mod gate;
 pub mod ingest;
 pub mod metrics;
 pub mod openapi;
+pub mod password;
 pub mod path_param;
+pub mod principal;
 pub mod routes;
 pub mod suppression;
 

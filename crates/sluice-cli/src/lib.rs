@@ -6,7 +6,7 @@
 //! - [`client`]: the HTTP client, `--url`/`SLUICE_URL`, `--token`/`SLUICE_ADMIN_TOKEN`.
 //! - [`import`]: bulk import of JSON Lines with checkpoints and rejects.
 //! - [`tail`]: following a source's events.
-//! - [`admin`]: sources, destinations, deliveries, replay.
+//! - [`admin`]: sources, destinations, deliveries, replay, users, tokens.
 //! - [`output`]: JSON and table output.
 //! - [`error`]: [`CliError`] and the exit codes.
 
@@ -35,6 +35,10 @@ pub enum Command {
     Destinations(admin::resources::DestinationsArgs),
     /// List deliveries (the attempt log), newest first.
     Deliveries(admin::deliveries::DeliveriesArgs),
+    /// List, create and delete dashboard users; the first admin too.
+    Users(admin::team::UsersArgs),
+    /// List, create and delete API tokens.
+    Tokens(admin::team::TokensArgs),
 }
 
 /// Runs one command to completion; returns the process exit code. Errors
@@ -64,6 +68,8 @@ pub fn run(command: Command) -> u8 {
             Command::Deliveries(args) => {
                 admin::deliveries::deliveries(args).await.map(|()| exit::OK)
             }
+            Command::Users(args) => admin::team::users(args).await.map(|()| exit::OK),
+            Command::Tokens(args) => admin::team::tokens(args).await.map(|()| exit::OK),
         }
     });
     // The import's reader thread may be blocked on stdin; do not wait for it.

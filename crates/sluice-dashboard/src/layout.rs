@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use axum::extract::{FromRequestParts, Request, State};
+use axum::extract::{FromRequestParts, MatchedPath, Request, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
@@ -13,8 +13,11 @@ use maud::{DOCTYPE, Markup, html};
 use serde::de::DeserializeOwned;
 use sluice_api::ApiError;
 use sluice_api::path_param::PathParam;
+use sluice_api::principal::{Actor, Via, peer};
+use sluice_store::Role;
 
 use crate::Dash;
+use crate::access::required_role;
 use crate::form::{Form, Overflow};
 use crate::session::{Session, tokens_match};
 
@@ -38,6 +41,8 @@ pub const NAV: &[(&str, &str, &str)] = &[
     ("audiences", "/audiences", "Audiences"),
     ("profiles", "/profiles", "Profiles"),
     ("regulations", "/regulations", "Regulations"),
+    ("users", "/users", "Users"),
+    ("audit", "/audit", "Audit log"),
 ];
 
 /// A page answers within `storage.timeout_ms`, as the admin API does: a
@@ -86,20 +91,21 @@ pub fn page(session: Option<&Session>, title: &str, active: &str, body: Markup) 
                 link rel="stylesheet" href="/assets/dashboard.css";
                 script src="/assets/dashboard.js" defer {}
             }
-            body {
+            body class=[session.filter(|s| s.role() < Role::Editor).map(|_| "read-only")] {
                 a.skip href="#main" { "Skip to content" }
                 header.top {
                     a.brand href="/" { "Sluice" }
                     @if let Some(s) = session {
                         nav aria-label="Main" {
                             ul {
-                                @for (key, href, label) in NAV {
+                                @for (key, href, label) in NAV.iter().filter(|(_, href, _)| allowed(s, href)) {
                                     li {
                                         a href=(href) aria-current=[(*key == active).then_some("page")] { (label) }
                                     }
                                 }
                             }
                         }
+                        a.account href="/account" { (s.principal.name()) " (" (s.role()) ")" }
                         form.signout method="post" action="/signout" {
                             (csrf_field(s))
                             button.link type="submit" { "Sign out" }
@@ -114,6 +120,11 @@ pub fn page(session: Option<&Session>, title: &str, active: &str, body: Markup) 
         }
     };
     Html(markup.into_string())
+}
+
+/// Whether the session's role opens the page at `href`.
+pub fn allowed(session: &Session, href: &str) -> bool {
+    session.role() >= required_role(&axum::http::Method::GET, href)
 }
 
 /// The hidden CSRF field every state-changing form carries.
@@ -203,7 +214,9 @@ pub fn check_csrf_token(session: &Session, form: &Form) -> PageResult<()> {
     }
 }
 
-/// A signed-in request. Without a valid session, pages redirect to sign-in.
+/// A signed-in request whose role the route allows ([`crate::access`]).
+/// Without a valid session, pages redirect to sign-in; with a role too low,
+/// the request is refused with the `403` page before the handler runs.
 pub struct SignedIn(pub Session);
 
 impl FromRequestParts<Arc<Dash>> for SignedIn {
@@ -215,7 +228,25 @@ impl FromRequestParts<Arc<Dash>> for SignedIn {
             .verify(dash.app.store.as_ref(), &parts.headers)
             .await
         {
-            Ok(Some(s)) => Ok(SignedIn(s)),
+            Ok(Some(mut s)) => {
+                let route = parts
+                    .extensions
+                    .get::<MatchedPath>()
+                    .map_or("", |p| p.as_str());
+                let needed = required_role(&parts.method, route);
+                if s.role() < needed {
+                    let refused = sluice_api::admin::forbidden(&s.principal, needed);
+                    return Err(PageError::Api(refused).into_response());
+                }
+                s.actor = Actor::of_request(
+                    s.principal.clone(),
+                    &parts.headers,
+                    peer(&parts.extensions),
+                    dash.app.trust_forwarded_for,
+                    Via::Dashboard,
+                );
+                Ok(SignedIn(s))
+            }
             Ok(None) => {
                 let next = parts
                     .uri

@@ -9,6 +9,7 @@
 //!
 //! Modules:
 //! - [`session`]: signed session cookies and CSRF tokens.
+//! - [`access`]: the role each page and form needs.
 //! - [`throttle`]: slowing down repeated failed sign-ins (pure).
 //! - [`layout`]: page shell, navigation, security headers, error pages.
 //! - [`form`]: capped form bodies.
@@ -17,6 +18,7 @@
 //! - [`widgets`]: markup and form parsing shared by the later pages.
 //! - [`pages`]: one module per page.
 
+pub mod access;
 pub mod assets;
 pub mod chart;
 pub mod form;
@@ -111,6 +113,20 @@ pub fn router(app: Arc<AppState>) -> Router {
         )
         .route("/regulations/{id}", get(regulations::show))
         .route("/suppressions", get(regulations::suppressions))
+        .route("/users", get(team::users::list).post(team::users::create))
+        .route("/users/{id}", get(team::user::show))
+        .route("/users/{id}/role", post(team::user::role))
+        .route("/users/{id}/password", post(team::user::password))
+        .route("/users/{id}/sessions/revoke", post(team::user::revoke))
+        .route("/users/{id}/delete", post(team::user::delete))
+        .route(
+            "/tokens",
+            get(team::tokens::list).post(team::tokens::create),
+        )
+        .route("/tokens/{id}/delete", post(team::tokens::delete))
+        .route("/audit", get(team::audit::show))
+        .route("/account", get(team::account::show))
+        .route("/account/sessions/revoke", post(team::account::revoke_all))
         .route("/assets/dashboard.css", get(assets::css))
         .route("/assets/dashboard.js", get(assets::js))
         .layer(from_fn_with_state(dash.clone(), layout::store_deadline))

@@ -12,6 +12,12 @@
 //! ids known to be revoked are also remembered in memory, which is always
 //! correct because a revocation is never lifted.
 //!
+//! A user's session names the user in its cookie, `sid.uid.expires.mac`,
+//! and is recorded in the store (`user_sessions`) so that it can be listed
+//! and signed out per user ([`sluice_store::TeamStore`]); the user is read
+//! on every request, so a changed role applies at once and a deleted user
+//! is signed out. A session of the admin token keeps the shorter cookie.
+//!
 //! The CSRF token of a session is a MAC of its id: nothing to store, and it
 //! cannot be computed without the key. Every state-changing form carries it;
 //! the sign-in form, which precedes any session, uses a double-submit cookie.
@@ -30,7 +36,10 @@ use hmac::{Hmac, Mac};
 use rand::Rng;
 use rand::distr::Alphanumeric;
 use sha2::Sha256;
-use sluice_store::Store;
+use sluice_api::AppState;
+use sluice_api::audit::{self, Target};
+use sluice_api::principal::{Actor, Principal, Via};
+use sluice_store::{Store, User, UserSession};
 use subtle::ConstantTimeEq;
 use tokio::sync::OnceCell;
 
@@ -51,6 +60,41 @@ pub struct Session {
     pub expires: i64,
     /// The token every state-changing form of this session must carry.
     pub csrf: String,
+    /// Who is signed in: the admin token or a user.
+    pub principal: Principal,
+    /// The principal as the audit log records it, with the request's
+    /// address and user agent (filled in by [`crate::layout::SignedIn`]).
+    pub actor: Actor,
+}
+
+impl Session {
+    /// A session of `principal` (its actor without an address yet).
+    pub fn new(id: &str, expires: i64, csrf: String, principal: Principal) -> Session {
+        Session {
+            id: id.to_owned(),
+            expires,
+            csrf,
+            actor: Actor {
+                principal: principal.clone(),
+                via: Via::Dashboard,
+                ip: None,
+                user_agent: None,
+            },
+            principal,
+        }
+    }
+
+    pub fn role(&self) -> sluice_store::Role {
+        self.principal.role()
+    }
+
+    /// The signed-in user's id; `None` for the admin token.
+    pub fn user_id(&self) -> Option<&str> {
+        match &self.principal {
+            Principal::User { id, .. } => Some(id),
+            _ => None,
+        }
+    }
 }
 
 /// Issues and verifies session cookies.
@@ -93,7 +137,7 @@ impl Sessions {
             .map(Vec::as_slice)
     }
 
-    /// A new session and its cookie value.
+    /// A new session of the admin token and its cookie value.
     pub async fn issue(
         &self,
         store: &dyn Store,
@@ -105,16 +149,45 @@ impl Sessions {
             key,
             &[b"session", id.as_bytes(), &expires.to_be_bytes()],
         ));
-        let session = Session {
-            csrf: csrf_for(key, &id),
-            id: id.clone(),
-            expires,
-        };
+        let session = Session::new(&id, expires, csrf_for(key, &id), Principal::AdminToken);
         Ok((session, format!("{id}.{expires}.{mac}")))
     }
 
+    /// A new session of `user`, recorded in the store with where it
+    /// signed in from, and its cookie value.
+    pub async fn issue_for_user(
+        &self,
+        store: &dyn Store,
+        user: &User,
+        ip: Option<String>,
+        user_agent: Option<String>,
+    ) -> Result<(Session, String), sluice_store::StoreError> {
+        let key = self.key(store).await?;
+        let id = random(24);
+        let now = Utc::now().timestamp();
+        let expires = now + SESSION_SECS;
+        store
+            .record_user_session(UserSession {
+                id: id.clone(),
+                user_id: user.id.clone(),
+                created_at: now,
+                expires_at: expires,
+                ip,
+                user_agent,
+            })
+            .await?;
+        let mac = hex::encode(user_mac(key, &id, &user.id, expires));
+        let principal = Principal::User {
+            id: user.id.clone(),
+            username: user.username.clone(),
+            role: user.role,
+        };
+        let session = Session::new(&id, expires, csrf_for(key, &id), principal);
+        Ok((session, format!("{id}.{}.{expires}.{mac}", user.id)))
+    }
+
     /// The session named by the request's cookie, if valid, unexpired and
-    /// not signed out.
+    /// not signed out (and, for a user's, the user still there).
     pub async fn verify(
         &self,
         store: &dyn Store,
@@ -124,11 +197,11 @@ impl Sessions {
             return Ok(None);
         };
         let key = self.key(store).await?;
-        let mut parts = value.split('.');
-        let (Some(id), Some(expires), Some(mac), None) =
-            (parts.next(), parts.next(), parts.next(), parts.next())
-        else {
-            return Ok(None);
+        let parts: Vec<&str> = value.split('.').collect();
+        let (id, user, expires, mac) = match parts.as_slice() {
+            [id, expires, mac] => (*id, None, *expires, *mac),
+            [id, user, expires, mac] => (*id, Some(*user), *expires, *mac),
+            _ => return Ok(None),
         };
         let Ok(expires) = expires.parse::<i64>() else {
             return Ok(None);
@@ -136,12 +209,11 @@ impl Sessions {
         let Ok(mac) = hex::decode(mac) else {
             return Ok(None);
         };
-        let mut m = new_mac(key);
-        for part in [b"session".as_slice(), id.as_bytes(), &expires.to_be_bytes()] {
-            m.update(&(part.len() as u32).to_be_bytes());
-            m.update(part);
-        }
-        if m.verify_slice(&mac).is_err() || expires <= Utc::now().timestamp() {
+        let expected = match user {
+            None => mac_bytes(key, &[b"session", id.as_bytes(), &expires.to_be_bytes()]),
+            Some(user) => user_mac(key, id, user, expires),
+        };
+        if !bool::from(expected.as_slice().ct_eq(&mac)) || expires <= Utc::now().timestamp() {
             return Ok(None);
         }
         if self.is_revoked(id) {
@@ -151,24 +223,52 @@ impl Sessions {
             self.remember_revoked(id, expires);
             return Ok(None);
         }
-        Ok(Some(Session {
-            csrf: csrf_for(key, id),
-            id: id.to_owned(),
+        let principal = match user {
+            None => Principal::AdminToken,
+            Some(user) => match store.get_user(user).await? {
+                Some(u) => Principal::User {
+                    id: u.id,
+                    username: u.username,
+                    role: u.role,
+                },
+                None => return Ok(None),
+            },
+        };
+        Ok(Some(Session::new(
+            id,
             expires,
-        }))
+            csrf_for(key, id),
+            principal,
+        )))
     }
 
     /// Signs a session out, durably and for every node: its cookie is
     /// refused until it would have expired.
+    /// A user's session leaves the user's list of sessions with its audit
+    /// entry in the same transaction; the admin token's is noted after.
     pub async fn revoke(
         &self,
-        store: &dyn Store,
+        app: &AppState,
         session: &Session,
     ) -> Result<(), sluice_store::StoreError> {
+        let store = app.store.as_ref();
         let now = Utc::now().timestamp();
-        store
-            .revoke_session(&session.id, session.expires, now)
-            .await?;
+        let target = Target::new("session", "sign-out", Some(&session.id));
+        let listed = match session.user_id() {
+            Some(user) => {
+                let entry = audit::entry(&session.actor, &target, None, None, true);
+                store
+                    .revoke_user_sessions(user, Some(&session.id), now, entry)
+                    .await?
+            }
+            None => 0,
+        };
+        if listed == 0 {
+            store
+                .revoke_session(&session.id, session.expires, now)
+                .await?;
+            audit::note(app, &session.actor, target, None).await;
+        }
         self.remember_revoked(&session.id, session.expires);
         Ok(())
     }
@@ -210,6 +310,19 @@ fn mac_bytes(key: &[u8], parts: &[&[u8]]) -> Vec<u8> {
     m.finalize().into_bytes().to_vec()
 }
 
+/// The MAC of a user's session cookie.
+fn user_mac(key: &[u8], id: &str, user: &str, expires: i64) -> Vec<u8> {
+    mac_bytes(
+        key,
+        &[
+            b"user-session",
+            id.as_bytes(),
+            user.as_bytes(),
+            &expires.to_be_bytes(),
+        ],
+    )
+}
+
 fn csrf_for(key: &[u8], session_id: &str) -> String {
     hex::encode(&mac_bytes(key, &[b"csrf", session_id.as_bytes()])[..20])
 }
@@ -248,36 +361,5 @@ pub fn set_cookie(name: &str, value: &str, max_age: i64, secure: bool) -> String
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use axum::http::HeaderValue;
-
-    #[test]
-    fn cookie_is_found_among_others() {
-        let mut h = HeaderMap::new();
-        h.insert(
-            COOKIE,
-            HeaderValue::from_static("a=1; sluice_session=x.y.z; b=2"),
-        );
-        assert_eq!(cookie(&h, SESSION_COOKIE), Some("x.y.z"));
-        assert_eq!(cookie(&h, "c"), None);
-    }
-
-    #[test]
-    fn secure_only_when_a_trusted_proxy_says_https() {
-        let mut h = HeaderMap::new();
-        h.insert("x-forwarded-proto", HeaderValue::from_static("https"));
-        assert!(is_https(&h, true));
-        assert!(!is_https(&h, false));
-        assert!(set_cookie("a", "b", 1, true).ends_with("; Secure"));
-        assert!(!set_cookie("a", "b", 1, false).contains("Secure"));
-    }
-
-    #[test]
-    fn csrf_depends_on_key_and_session() {
-        assert_ne!(csrf_for(b"k", "s1"), csrf_for(b"k", "s2"));
-        assert_ne!(csrf_for(b"k1", "s1"), csrf_for(b"k2", "s1"));
-        assert!(!tokens_match("", ""));
-        assert!(tokens_match("abc", "abc"));
-    }
-}
+#[path = "session_tests.rs"]
+mod tests;

@@ -6,6 +6,7 @@
 //! - [`bootstrap`]: sources and destinations declared in a file.
 //! - [`admin_token`]: the admin token, configured or generated once.
 //! - [`tasks`]: background upkeep (routing refresh, retention).
+//! - [`audit_prune`]: the audit log's retention.
 //! - [`delivery_metrics`]: the delivery engine's counters on `/metrics`.
 //! - [`membership`]: this node's heartbeat, and the live node count that
 //!   splits per-destination concurrency.
@@ -19,6 +20,7 @@
 //! listener bound to port 0.
 
 pub mod admin_token;
+pub mod audit_prune;
 pub mod backup;
 pub mod bootstrap;
 pub mod config;
@@ -329,6 +331,7 @@ pub async fn run(
         tasks::PendingCap::new(&config.delivery, capped),
         stop_rx.clone(),
     );
+    let audit_pruner = audit_prune::spawn(store.clone(), &config.audit, stop_rx.clone());
     let schema_flusher = schema.clone().map(|tracker| {
         tasks::spawn_schema_flush(store.clone(), tracker, &config.schema, stop_rx.clone())
     });
@@ -379,6 +382,9 @@ pub async fn run(
         tracing::error!(error = %e, "profile engine task failed");
     }
     upkeep.abort();
+    if let Some(pruner) = audit_pruner {
+        pruner.abort();
+    }
     if let Some(flusher) = schema_flusher {
         // It writes what is pending once more on its way out.
         if let Err(e) = flusher.await {

@@ -21,6 +21,8 @@
 //!   destination filters and blocked-call usage.
 //! - [`profiles`]: [`ProfileStore`], the profile engine's storage.
 //! - [`regulations`]: [`RegulationStore`], user deletion and suppression.
+//! - [`team`]: [`TeamStore`], users, API tokens with roles, user sessions.
+//! - [`audit`]: [`AuditStore`], the audit log of changes.
 //!
 //! One behavioural suite, written against the public traits only, checks
 //! that every backend meets the contract: it lives with the crate's
@@ -31,6 +33,7 @@
 //! pending deliveries and usage counts (an outbox), delivery workers `claim_due`
 //! and `report` attempts, and the admin API reads.
 
+pub mod audit;
 pub mod catalog;
 pub mod cluster;
 pub mod delivery;
@@ -48,10 +51,12 @@ pub mod source_schema;
 mod sql;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
+pub mod team;
 pub mod types;
 
 use std::time::Duration;
 
+pub use audit::{AuditEntry, AuditQuery, AuditStore, NewAuditEntry};
 pub use catalog::CatalogStore;
 pub use cluster::ClusterStore;
 pub use delivery::DeliveryStore;
@@ -67,6 +72,7 @@ pub use source_schema::{
 };
 #[cfg(feature = "sqlite")]
 pub use sqlite::{Scrubbed, SqliteConfig, SqliteStore, Synchronous};
+pub use team::{ApiToken, NewApiToken, NewUser, Role, TeamStore, User, UserPatch, UserSession};
 pub use types::*;
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
@@ -83,6 +89,8 @@ pub trait Store:
     + SchemaStore
     + ProfileStore
     + RegulationStore
+    + TeamStore
+    + AuditStore
     + Send
     + Sync
     + 'static
@@ -97,6 +105,8 @@ impl<T> Store for T where
         + SchemaStore
         + ProfileStore
         + RegulationStore
+        + TeamStore
+        + AuditStore
         + Send
         + Sync
         + 'static

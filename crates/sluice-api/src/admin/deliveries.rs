@@ -7,16 +7,18 @@ use axum::Json;
 use axum::extract::State;
 use chrono::Utc;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Value, json};
 use sluice_store::{Attempt, DeliveryFilter, DeliveryRecord, DeliveryState};
 use utoipa::{IntoParams, ToSchema};
 
 use super::destinations::find as find_destination;
 use super::extract::{OptionalJsonObject, Params, known_fields, opt_field};
 use crate::AppState;
+use crate::audit::{After, Target, json_of, record};
 use crate::error::{ApiError, ApiResult};
 use crate::openapi::schemas::{ErrorBody, Page, PageQuery, Replayed};
 use crate::path_param::PathParam;
+use crate::principal::Actor;
 
 /// A delivery as the API shows it. A `filtered` delivery was never sent: the
 /// store keeps the name of the destination filter that dropped it in
@@ -184,6 +186,7 @@ pub async fn get(
     ))]
 pub async fn replay_one(
     State(app): State<Arc<AppState>>,
+    actor: Actor,
     PathParam(id): PathParam<i64>,
 ) -> ApiResult<Json<Replayed>> {
     let delivery = app
@@ -201,14 +204,45 @@ pub async fn replay_one(
             ),
         ));
     }
+    let before = json!({"destination_id": delivery.destination_id,
+        "message_id": delivery.message_id, "state": delivery.state.as_str()});
     let f = DeliveryFilter {
         destination_id: Some(delivery.destination_id),
         message_id: Some(delivery.message_id),
         ..DeliveryFilter::default()
     };
-    let replayed = app.store.replay(&f, Utc::now()).await?;
-    (app.on_commit)();
-    Ok(Json(Replayed { replayed }))
+    let target = Target::new("delivery", "replay", Some(&id.to_string()));
+    replay(&app, &actor, target, Some(before), f).await
+}
+
+/// Replays the deliveries `f` selects, recorded in the audit log with how
+/// many moved back to pending.
+async fn replay(
+    app: &AppState,
+    actor: &Actor,
+    target: Target,
+    before: Option<Value>,
+    f: DeliveryFilter,
+) -> ApiResult<Json<Replayed>> {
+    let mut selection = before.unwrap_or_else(|| json!({}));
+    selection["message_id"] = json!(f.message_id);
+    let change = async {
+        let replayed = app.store.replay(&f, Utc::now()).await?;
+        (app.on_commit)();
+        Ok(Json(Replayed { replayed }))
+    };
+    record(
+        app,
+        actor,
+        target,
+        json_of(&selection),
+        change,
+        |Json(r)| After {
+            id: None,
+            state: json_of(r),
+        },
+    )
+    .await
 }
 
 /// `POST /api/v1/destinations/{id}/replay`: every dead delivery of the
@@ -222,6 +256,7 @@ pub async fn replay_one(
     ))]
 pub async fn replay_bulk(
     State(app): State<Arc<AppState>>,
+    actor: Actor,
     PathParam(id): PathParam<String>,
     OptionalJsonObject(body): OptionalJsonObject,
 ) -> ApiResult<Json<Replayed>> {
@@ -229,11 +264,10 @@ pub async fn replay_bulk(
     // A misspelt `message_id` must not widen the replay to every dead delivery.
     known_fields(&body, REPLAY_FIELDS)?;
     let f = DeliveryFilter {
-        destination_id: Some(id),
+        destination_id: Some(id.clone()),
         message_id: opt_field(&body, "message_id", Value::as_str, "a string")?.map(str::to_owned),
         ..DeliveryFilter::default()
     };
-    let replayed = app.store.replay(&f, Utc::now()).await?;
-    (app.on_commit)();
-    Ok(Json(Replayed { replayed }))
+    let target = Target::new("destination", "replay", Some(&id));
+    replay(&app, &actor, target, None, f).await
 }

@@ -15,9 +15,11 @@ use utoipa::ToSchema;
 use super::extract::{JsonObject, known_fields, opt_field, required_name};
 use super::webhook_settings::{self, SettingsInput, SettingsView};
 use crate::AppState;
+use crate::audit::{After, Target, json_of, record};
 use crate::error::{ApiError, ApiResult};
 use crate::openapi::schemas::{ErrorBody, List};
 use crate::path_param::PathParam;
+use crate::principal::Actor;
 use crate::routes::WEBHOOKS;
 
 /// The fields a create or update body may have ([`DestinationInput`]).
@@ -100,6 +102,7 @@ fn source_ids(body: &Map<String, Value>) -> ApiResult<Option<Vec<String>>> {
     ))]
 pub async fn create(
     State(app): State<Arc<AppState>>,
+    actor: Actor,
     JsonObject(body): JsonObject,
 ) -> ApiResult<(StatusCode, Json<DestinationView>)> {
     known_fields(&body, FIELDS)?;
@@ -123,12 +126,17 @@ pub async fn create(
         settings,
         source_ids: source_ids(&body)?.unwrap_or_default(),
     };
-    let dest = app
-        .store
-        .create_destination(new)
-        .await
-        .map_err(unknown_source)?;
-    app.config_changed().await?;
+    let target = Target::new(RESOURCE, "create", Some(&new.id));
+    let change = async {
+        let dest = app
+            .store
+            .create_destination(new)
+            .await
+            .map_err(unknown_source)?;
+        app.config_changed().await?;
+        Ok(dest)
+    };
+    let dest = record(&app, &actor, target, None, change, |d| after(&app, d)).await?;
     let mut shown = view(&dest, &app.outbound.masker);
     reveal_generated(&mut shown, &body, &dest);
     Ok((StatusCode::CREATED, Json(shown)))
@@ -165,6 +173,7 @@ pub async fn get(
     ))]
 pub async fn update(
     State(app): State<Arc<AppState>>,
+    actor: Actor,
     PathParam(id): PathParam<String>,
     JsonObject(body): JsonObject,
 ) -> ApiResult<Json<DestinationView>> {
@@ -194,13 +203,19 @@ pub async fn update(
         settings,
         source_ids: source_ids(&body)?,
     };
-    let dest = app
-        .store
-        .update_destination(&id, patch)
-        .await
-        .map_err(unknown_source)?
-        .ok_or_else(|| ApiError::not_found("destination"))?;
-    app.config_changed().await?;
+    let target = Target::new(RESOURCE, "update", Some(&id));
+    let before = json_of(&view(&current, &app.outbound.masker));
+    let change = async {
+        let dest = app
+            .store
+            .update_destination(&id, patch)
+            .await
+            .map_err(unknown_source)?
+            .ok_or_else(|| ApiError::not_found("destination"))?;
+        app.config_changed().await?;
+        Ok(dest)
+    };
+    let dest = record(&app, &actor, target, before, change, |d| after(&app, d)).await?;
     let mut shown = view(&dest, &app.outbound.masker);
     reveal_generated(&mut shown, &body, &dest);
     Ok(Json(shown))
@@ -228,13 +243,36 @@ fn reveal_generated(shown: &mut DestinationView, body: &Map<String, Value>, dest
     ))]
 pub async fn delete(
     State(app): State<Arc<AppState>>,
+    actor: Actor,
     PathParam(id): PathParam<String>,
 ) -> ApiResult<StatusCode> {
-    if !app.store.delete_destination(&id).await? {
-        return Err(ApiError::not_found("destination"));
+    let before = app.store.get_destination(&id).await?;
+    let before = before.and_then(|d| json_of(&view(&d, &app.outbound.masker)));
+    let target = Target::new(RESOURCE, "delete", Some(&id));
+    let change = async {
+        if !app.store.delete_destination(&id).await? {
+            return Err(ApiError::not_found("destination"));
+        }
+        app.config_changed().await?;
+        Ok(StatusCode::NO_CONTENT)
+    };
+    let none = |_: &StatusCode| After {
+        id: None,
+        state: None,
+    };
+    record(&app, &actor, target, before, change, none).await
+}
+
+/// The audit log's name for a destination.
+const RESOURCE: &str = "destination";
+
+/// A destination as the audit log keeps it: as the API shows it, masked
+/// (never with a generated secret revealed).
+fn after(app: &AppState, d: &Destination) -> After {
+    After {
+        id: None,
+        state: json_of(&view(d, &app.outbound.masker)),
     }
-    app.config_changed().await?;
-    Ok(StatusCode::NO_CONTENT)
 }
 
 /// The store reports a connection to a missing source as not found; to the

@@ -1,4 +1,6 @@
-//! The admin API under `/api/v1`, behind `Authorization: Bearer <admin token>`.
+//! The admin API under `/api/v1`, behind `Authorization: Bearer <admin
+//! token or API token>`, each route open to the roles [`crate::access`]
+//! names.
 //!
 //! - [`sources`]: sources, write keys, the debugger view and usage.
 //! - [`destinations`]: Webhooks destinations and their connections.
@@ -9,6 +11,7 @@
 //! - [`webhook_settings`]: validation and masking of Webhooks settings.
 //! - [`personas`]: computed traits, audiences and profiles.
 //! - [`regulations`]: user deletion and suppression.
+//! - [`team`]: users, their sessions, API tokens, the caller, the audit log.
 //! - [`extract`]: body and query extractors with JSON errors.
 
 pub mod catalog;
@@ -19,12 +22,14 @@ pub mod personas;
 pub mod regulations;
 pub mod schema;
 pub mod sources;
+pub mod team;
 pub mod webhook_settings;
 
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::{Request, State};
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::StatusCode;
 use axum::middleware::{Next, from_fn_with_state};
 use axum::response::Response;
 use sluice_store::keys;
@@ -32,8 +37,9 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::AppState;
-use crate::auth::bearer_token;
+use crate::access::required_role;
 use crate::error::ApiError;
+use crate::principal::{Actor, Principal, Via, authenticate, peer};
 
 /// Every admin route, each from its handler's `#[utoipa::path]` (method
 /// and path relative to [`PREFIX`]): this is both the route table and the
@@ -66,54 +72,90 @@ pub fn routes() -> OpenApiRouter<Arc<AppState>> {
         .routes(routes!(regulations::create, regulations::list))
         .routes(routes!(regulations::get))
         .routes(routes!(regulations::suppressions))
+        .routes(routes!(team::users::create, team::users::list))
+        .routes(routes!(
+            team::users::get,
+            team::users::update,
+            team::users::delete
+        ))
+        .routes(routes!(team::sessions::list, team::sessions::revoke_all))
+        .routes(routes!(team::sessions::revoke_one))
+        .routes(routes!(team::tokens::create, team::tokens::list))
+        .routes(routes!(team::tokens::get, team::tokens::delete))
+        .routes(routes!(team::me::get))
+        .routes(routes!(team::audit::list))
         .routes(routes!(crate::openapi::serve))
 }
 
-/// The admin API as served: [`routes()`] behind the admin token, with JSON 405s.
+/// The admin API as served: [`routes()`] behind a credential whose role
+/// the route allows, with JSON 405s.
 pub fn router(app: Arc<AppState>) -> Router<Arc<AppState>> {
     let (routes, _) = routes().split_for_parts();
     routes
         .method_not_allowed_fallback(crate::method_not_allowed)
-        .layer(from_fn_with_state(app, require_admin))
+        .layer(from_fn_with_state(app, authorize))
 }
 
 /// The path prefix the admin API is nested under.
 pub const PREFIX: &str = "/api/v1";
 
-async fn require_admin(
+/// Refuses a caller whose role the route does not allow (`403
+/// forbidden`), before the handler runs; otherwise puts the [`Actor`] on
+/// the request. [`crate::front`] has already authenticated the caller.
+async fn authorize(
     State(app): State<Arc<AppState>>,
-    request: Request,
+    mut request: Request,
     next: Next,
 ) -> Result<Response, ApiError> {
-    check_token(&app, request.headers())?;
+    let principal = match request.extensions().get::<Principal>() {
+        Some(p) => p.clone(),
+        None => authenticate(&app, request.headers()).await?,
+    };
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|p| p.as_str().to_owned())
+        .unwrap_or_default();
+    let needed = required_role(
+        request.method(),
+        route.strip_prefix(PREFIX).unwrap_or(&route),
+    );
+    if principal.role() < needed {
+        return Err(forbidden(&principal, needed));
+    }
+    let actor = Actor::of_request(
+        principal,
+        request.headers(),
+        peer(request.extensions()),
+        app.trust_forwarded_for,
+        Via::Api,
+    );
+    request.extensions_mut().insert(actor);
     Ok(next.run(request).await)
 }
 
-/// Why a request under [`PREFIX`] is refused before routing, if it is: the
-/// admin token is asked for on every path there, so an unknown admin path
+/// The refusal of a call the caller's role does not allow.
+pub fn forbidden(principal: &Principal, needed: sluice_store::Role) -> ApiError {
+    ApiError::new(
+        StatusCode::FORBIDDEN,
+        "forbidden",
+        format!(
+            "this needs the {needed} role; {} has the {} role",
+            principal.name(),
+            principal.role()
+        ),
+    )
+}
+
+/// Whether `request` is under [`PREFIX`], where every path, known or not,
+/// asks for a credential first ([`crate::front`]): an unknown admin path
 /// answers `401` like a known one and does not reveal which routes exist.
-/// Checked for every request by [`crate::front`].
-pub fn refusal(app: &AppState, request: &Request) -> Option<ApiError> {
-    let under = request
+pub fn is_admin_path(request: &Request) -> bool {
+    request
         .uri()
         .path()
         .strip_prefix(PREFIX)
-        .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'));
-    if under {
-        check_token(app, request.headers()).err()
-    } else {
-        None
-    }
-}
-
-fn check_token(app: &AppState, headers: &axum::http::HeaderMap) -> Result<(), ApiError> {
-    let token = bearer_token(headers).ok_or_else(|| {
-        ApiError::unauthorized("admin API needs 'Authorization: Bearer <admin token>'")
-    })?;
-    if !admin_token_matches(app, token) {
-        return Err(ApiError::unauthorized("invalid admin token"));
-    }
-    Ok(())
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
 }
 
 /// Whether `token` is the admin token, compared through its SHA-256 in

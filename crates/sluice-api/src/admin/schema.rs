@@ -20,9 +20,11 @@ use super::destinations::find as find_destination;
 use super::extract::{JsonObject, Params};
 use super::sources::find as find_source;
 use crate::AppState;
+use crate::audit::{After, Target, json_of, record};
 use crate::error::{ApiError, ApiResult};
 use crate::openapi::schemas::ErrorBody;
 use crate::path_param::PathParam;
+use crate::principal::Actor;
 
 /// Query of the observed schema.
 #[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
@@ -174,15 +176,27 @@ pub async fn get_rules(
     ))]
 pub async fn put_rules(
     State(app): State<Arc<AppState>>,
+    actor: Actor,
     PathParam(id): PathParam<String>,
     JsonObject(body): JsonObject,
 ) -> ApiResult<Json<Value>> {
     find_source(&app, &id).await?;
     let rules = SourceRules::parse(&Value::Object(body)).map_err(invalid)?;
     let doc = rules.to_value();
-    app.store.put_source_rules(&id, &doc.to_string()).await?;
-    app.config_changed().await?;
-    Ok(Json(doc))
+    let Json(before) = get_rules(State(app.clone()), PathParam(id.clone())).await?;
+    let target = Target::new("source_rules", "replace", Some(&id));
+    let change = async {
+        app.store.put_source_rules(&id, &doc.to_string()).await?;
+        app.config_changed().await?;
+        Ok(Json(doc))
+    };
+    record(&app, &actor, target, json_of(&before), change, |Json(d)| {
+        After {
+            id: None,
+            state: json_of(d),
+        }
+    })
+    .await
 }
 
 /// `GET /api/v1/destinations/{id}/filters`.
@@ -222,6 +236,7 @@ async fn stored_filters(app: &AppState, id: &str) -> ApiResult<Option<Value>> {
     ))]
 pub async fn put_filters(
     State(app): State<Arc<AppState>>,
+    actor: Actor,
     PathParam(id): PathParam<String>,
     JsonObject(body): JsonObject,
 ) -> ApiResult<Json<Value>> {
@@ -234,9 +249,20 @@ pub async fn put_filters(
     let doc = Value::Object(body);
     let previous = stored_filters(&app, &id).await?;
     FilterSet::parse_new(&doc, previous.as_ref()).map_err(invalid)?;
-    app.store
-        .put_destination_filters(&id, &doc.to_string())
-        .await?;
-    app.config_changed().await?;
-    Ok(Json(doc))
+    let before = previous.unwrap_or_else(|| json!({"filters": []}));
+    let target = Target::new("destination_filters", "replace", Some(&id));
+    let change = async {
+        app.store
+            .put_destination_filters(&id, &doc.to_string())
+            .await?;
+        app.config_changed().await?;
+        Ok(Json(doc))
+    };
+    record(&app, &actor, target, json_of(&before), change, |Json(d)| {
+        After {
+            id: None,
+            state: json_of(d),
+        }
+    })
+    .await
 }

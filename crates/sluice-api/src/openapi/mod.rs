@@ -50,6 +50,10 @@ pub use schemas::ErrorBody;
 pub const ADMIN_TOKEN: &str = "adminToken";
 /// The security scheme name of a source's write key.
 pub const WRITE_KEY: &str = "writeKey";
+/// The security scheme name of an API token; its scopes are roles.
+pub const API_TOKEN: &str = "apiToken";
+/// The extension naming the role an admin operation needs.
+pub const ROLE_EXTENSION: &str = "x-sluice-role";
 
 #[derive(OpenApi)]
 #[openapi(
@@ -69,6 +73,7 @@ pub const WRITE_KEY: &str = "writeKey";
         (name = "schema", description = "Observed schema, source rules, destination filters (docs/schema.md)"),
         (name = "personas", description = "Computed traits, audiences and profiles (docs/personas.md)"),
         (name = "privacy", description = "Regulations and suppressions (docs/privacy.md)"),
+        (name = "team", description = "Users, their sessions, API tokens with roles, the audit log (docs/admin-api.md)"),
         (name = "meta", description = "This document"),
     )
 )]
@@ -91,6 +96,11 @@ impl Modify for Security {
             "A source's write key as the user name and an empty password (`base64(writeKey + \":\")`), as Segment libraries send it. The key may instead be sent as `writeKey` in the body.".into(),
         );
         components.add_security_scheme(WRITE_KEY, SecurityScheme::Http(basic));
+        let mut token = Http::new(HttpAuthScheme::Bearer);
+        token.description = Some(
+            "An API token (`slu_…`, docs/admin-api.md, \"Users, roles and API tokens\"). Its scope on each operation is the least role the operation needs: `viewer`, `editor` or `admin`.".into(),
+        );
+        components.add_security_scheme(API_TOKEN, SecurityScheme::Http(token));
         doc.security = Some(vec![SecurityRequirement::new(
             ADMIN_TOKEN,
             Vec::<String>::new(),
@@ -114,6 +124,7 @@ pub fn document() -> &'static Document {
     DOC.get_or_init(|| {
         let mut doc = routes().into_openapi();
         add_common_responses(&mut doc);
+        add_roles(&mut doc);
         qualify_operation_ids(&mut doc);
         doc
     })
@@ -159,6 +170,60 @@ fn add_common_responses(doc: &mut Document) {
             responses.entry("503".into()).or_insert_with(|| {
                 error("`unavailable`: storage unavailable or shutting down; retry (`Retry-After`)")
             });
+        }
+    }
+}
+
+/// The role each admin operation needs ([`crate::access::required_role`]):
+/// as the `x-sluice-role` extension, as the scope of the `apiToken`
+/// requirement beside the admin token, and a `403` where a role can be
+/// refused.
+fn add_roles(doc: &mut Document) {
+    use utoipa::openapi::extensions::ExtensionsBuilder;
+    let forbidden = RefOr::T(
+        utoipa::openapi::ResponseBuilder::new()
+            .description("`forbidden`: the caller's role does not allow this")
+            .content(
+                "application/json",
+                utoipa::openapi::ContentBuilder::new()
+                    .schema(Some(RefOr::Ref(utoipa::openapi::Ref::from_schema_name(
+                        ErrorBody::name(),
+                    ))))
+                    .build(),
+            )
+            .build(),
+    );
+    for (path, item) in doc.paths.paths.iter_mut() {
+        let Some(route) = path.strip_prefix(crate::admin::PREFIX) else {
+            continue;
+        };
+        let methods = [
+            (axum::http::Method::GET, &mut item.get),
+            (axum::http::Method::PUT, &mut item.put),
+            (axum::http::Method::POST, &mut item.post),
+            (axum::http::Method::DELETE, &mut item.delete),
+            (axum::http::Method::PATCH, &mut item.patch),
+        ];
+        for (method, op) in methods {
+            let Some(op) = op else { continue };
+            let role = crate::access::required_role(&method, route);
+            op.security = Some(vec![
+                SecurityRequirement::new(ADMIN_TOKEN, Vec::<String>::new()),
+                SecurityRequirement::new(API_TOKEN, [role.as_str()]),
+            ]);
+            let extensions = ExtensionsBuilder::new()
+                .add(ROLE_EXTENSION, role.as_str())
+                .build();
+            match op.extensions.as_mut() {
+                Some(e) => e.merge(extensions),
+                None => op.extensions = Some(extensions),
+            }
+            if role > sluice_store::Role::Viewer {
+                op.responses
+                    .responses
+                    .entry("403".into())
+                    .or_insert_with(|| forbidden.clone());
+            }
         }
     }
 }

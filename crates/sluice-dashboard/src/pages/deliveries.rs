@@ -32,6 +32,7 @@ use crate::layout::{
 };
 use crate::session::Session;
 use crate::widgets::plural;
+use sluice_api::principal::Actor;
 
 /// Deliveries per page.
 const PAGE: u32 = 20;
@@ -301,7 +302,7 @@ pub async fn replay_one(
         .get_delivery(id)
         .await?
         .ok_or_else(|| ApiError::not_found("delivery"))?;
-    let out = api::replay_one(State(dash.app.clone()), PathParam(id))
+    let out = api::replay_one(State(dash.app.clone()), s.actor.clone(), PathParam(id))
         .await?
         .0;
     Ok(see_other(&format!(
@@ -321,7 +322,7 @@ pub async fn replay_all(
     check_csrf(&s, &form)?;
     let message_id = form.get("message_id");
     if !form.get("since").is_empty() {
-        return replay_since(&dash, &id, form.get("since"), message_id).await;
+        return replay_since(&dash, &s.actor, &id, form.get("since"), message_id).await;
     }
     let mut body = Map::new();
     if !message_id.is_empty() {
@@ -329,6 +330,7 @@ pub async fn replay_all(
     }
     let out = api::replay_bulk(
         State(dash.app.clone()),
+        s.actor.clone(),
         PathParam(id.clone()),
         OptionalJsonObject(body),
     )
@@ -345,7 +347,13 @@ pub async fn replay_all(
 /// typed (a dead delivery's last change is its death), one by one through
 /// the admin API's handler, as the CLI's `replay --since` does. One that is
 /// no longer dead (replayed meanwhile) is skipped.
-async fn replay_since(dash: &Dash, id: &str, since: &str, message_id: &str) -> PageResult {
+async fn replay_since(
+    dash: &Dash,
+    actor: &Actor,
+    id: &str,
+    since: &str,
+    message_id: &str,
+) -> PageResult {
     let at = parse_time(since, Utc::now()).map_err(|e| ApiError::invalid("since", e))?;
     dash.app
         .store
@@ -372,7 +380,7 @@ async fn replay_since(dash: &Dash, id: &str, since: &str, message_id: &str) -> P
     .await?;
     let mut replayed = 0;
     for d in dead {
-        match api::replay_one(State(dash.app.clone()), PathParam(d.id)).await {
+        match api::replay_one(State(dash.app.clone()), actor.clone(), PathParam(d.id)).await {
             Ok(out) => replayed += out.0.replayed,
             Err(e) if e.status == StatusCode::CONFLICT => {}
             Err(e) => return Err(e.into()),

@@ -85,11 +85,12 @@ fn a_sixth_url_is_refused_with_the_api_message_and_kept_in_the_form() {
     assert_eq!(e.urls.len(), 6);
     assert_eq!(e.urls[5].0, "https://hooks.example.com/5");
     // Shown again with all six rows, the sixth holding what was typed.
-    let session = Session {
-        id: "s".into(),
-        expires: 0,
-        csrf: "c".into(),
-    };
+    let session = Session::new(
+        "s",
+        0,
+        "c".into(),
+        sluice_api::principal::Principal::AdminToken,
+    );
     let mode = Mode {
         action: "/destinations/new",
         submit: "Save destination",

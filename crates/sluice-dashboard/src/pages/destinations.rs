@@ -184,6 +184,7 @@ pub async fn switch(
     body.insert("enabled".into(), Value::Bool(form.get("enabled") == "true"));
     let _updated = api::update(
         State(dash.app.clone()),
+        s.actor.clone(),
         PathParam(id.clone()),
         JsonObject(body),
     )

@@ -141,6 +141,7 @@ pub async fn submit(
         body.insert("settings".into(), Value::Object(settings));
         match api::update(
             State(dash.app.clone()),
+            s.actor.clone(),
             PathParam(id.clone()),
             JsonObject(body),
         )

@@ -19,6 +19,7 @@ use crate::form::Form;
 use crate::layout::{PagePath, PageResult, SignedIn, check_csrf, csrf_field, page, see_other};
 use crate::session::Session;
 use crate::widgets::{api_error, compact, lines, typed_value};
+use sluice_api::principal::Actor;
 
 const OPS: &[&str] = &[
     "eq",
@@ -211,11 +212,12 @@ async fn current(dash: &Dash, id: &str) -> PageResult<Vec<Value>> {
     Ok(doc["filters"].as_array().cloned().unwrap_or_default())
 }
 
-async fn save(dash: &Dash, id: &str, filters: Vec<Value>) -> Result<(), ApiError> {
+async fn save(dash: &Dash, actor: &Actor, id: &str, filters: Vec<Value>) -> Result<(), ApiError> {
     let mut body = Map::new();
     body.insert("filters".into(), Value::Array(filters));
     let _saved = api::put_filters(
         State(dash.app.clone()),
+        actor.clone(),
         PathParam(id.to_owned()),
         JsonObject(body),
     )
@@ -233,7 +235,7 @@ pub async fn add(
     let draft = Draft::from_form(&form);
     let mut filters = current(&dash, &id).await?;
     filters.push(draft.to_json());
-    match save(&dash, &id, filters).await {
+    match save(&dash, &s.actor, &id, filters).await {
         Ok(()) => Ok(see_other(&format!(
             "/destinations/{id}?filtered=1#filters-h"
         ))),
@@ -262,7 +264,7 @@ pub async fn delete(
     let name = form.raw("name");
     let mut filters = current(&dash, &id).await?;
     filters.retain(|f| f["name"].as_str() != Some(name));
-    save(&dash, &id, filters).await?;
+    save(&dash, &s.actor, &id, filters).await?;
     Ok(see_other(&format!(
         "/destinations/{id}?filtered=1#filters-h"
     )))

@@ -115,6 +115,7 @@ pub async fn rename_source(
     }
     match src_api::update(
         State(dash.app.clone()),
+        s.actor.clone(),
         PathParam(id.clone()),
         JsonObject(body),
     )
@@ -211,6 +212,7 @@ pub async fn switch_source(
     body.insert("enabled".into(), Value::Bool(enable));
     let _updated = src_api::update(
         State(dash.app.clone()),
+        s.actor.clone(),
         PathParam(id.clone()),
         JsonObject(body),
     )
@@ -256,7 +258,7 @@ pub async fn delete_source(
             },
         ));
     }
-    src_api::delete(State(dash.app.clone()), PathParam(id)).await?;
+    src_api::delete(State(dash.app.clone()), s.actor.clone(), PathParam(id)).await?;
     Ok(see_other("/sources?deleted=1"))
 }
 
@@ -329,6 +331,6 @@ pub async fn delete_destination(
             },
         ));
     }
-    dest_api::delete(State(dash.app.clone()), PathParam(id)).await?;
+    dest_api::delete(State(dash.app.clone()), s.actor.clone(), PathParam(id)).await?;
     Ok(see_other("/destinations?deleted=1"))
 }

@@ -22,6 +22,7 @@
 //! - [`personas`]: computed traits and audiences: lists, builder, members.
 //! - [`profiles`]: profile lookup.
 //! - [`regulations`]: deletion and suppression requests, the suppression list.
+//! - [`team`]: users, API tokens, the audit log, the own account.
 
 pub mod catalog;
 pub mod debugger;
@@ -42,5 +43,6 @@ pub mod regulations;
 pub mod schema;
 pub mod signin;
 pub mod sources;
+pub mod team;
 pub mod test_event;
 pub mod usage;

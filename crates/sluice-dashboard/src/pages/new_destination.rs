@@ -80,7 +80,7 @@ pub async fn submit(
         let Value::Object(body) = body else {
             unreachable!("json! of an object literal is an object")
         };
-        match api::create(State(dash.app.clone()), JsonObject(body)).await {
+        match api::create(State(dash.app.clone()), s.actor.clone(), JsonObject(body)).await {
             Ok((_, created)) => {
                 let next = format!("/destinations/{}?created=1", created.0.id);
                 if extras::generates(&e.extras, false) {

@@ -185,7 +185,13 @@ pub async fn create(
     if !draft.source.is_empty() {
         body.insert("source_id".into(), json!(draft.source));
     }
-    match api::create(State(dash.app.clone()), RegulationBody(body)).await {
+    match api::create(
+        State(dash.app.clone()),
+        s.actor.clone(),
+        RegulationBody(body),
+    )
+    .await
+    {
         Ok((_, created)) => {
             let id = created.0["id"].as_str().unwrap_or("").to_owned();
             Ok(see_other(&format!(

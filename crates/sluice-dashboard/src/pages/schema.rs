@@ -23,6 +23,7 @@ use crate::layout::{
 };
 use crate::session::Session;
 use crate::widgets::lines;
+use sluice_api::principal::Actor;
 
 /// Entries per page.
 const PAGE: u32 = 50;
@@ -289,13 +290,14 @@ pub async fn show(
     Ok(page(Some(&s), &format!("Schema of {name}"), "sources", body).into_response())
 }
 
-async fn save(dash: &Dash, id: &str, rules: Value) -> PageResult<()> {
+async fn save(dash: &Dash, actor: &Actor, id: &str, rules: Value) -> PageResult<()> {
     let body = match rules {
         Value::Object(m) => m,
         _ => Map::new(),
     };
     let _saved = api::put_rules(
         State(dash.app.clone()),
+        actor.clone(),
         PathParam(id.to_owned()),
         JsonObject(body),
     )
@@ -341,7 +343,7 @@ pub async fn block(
         current.push(name);
     }
     rules[list] = json!(current);
-    save(&dash, &id, rules).await?;
+    save(&dash, &s.actor, &id, rules).await?;
     Ok(see_other(&back_to(&id, form.get("back"))))
 }
 
@@ -360,7 +362,7 @@ pub async fn plan(
         "enabled": form.checked("enabled"),
         "events": lines(form.raw("events")),
     });
-    save(&dash, &id, rules).await?;
+    save(&dash, &s.actor, &id, rules).await?;
     Ok(see_other(&format!("/sources/{id}/schema?saved=1#plan-h")))
 }
 

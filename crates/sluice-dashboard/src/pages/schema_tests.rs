@@ -3,11 +3,12 @@
 use super::*;
 
 fn session() -> Session {
-    Session {
-        id: "s".into(),
-        expires: 0,
-        csrf: "c".into(),
-    }
+    Session::new(
+        "s",
+        0,
+        "c".into(),
+        sluice_api::principal::Principal::AdminToken,
+    )
 }
 
 fn cell(name: &str, blocked: bool) -> String {

@@ -1,4 +1,6 @@
-//! Sign-in with the admin token, and sign-out.
+//! Sign-in, with a username and password or with the admin token, and
+//! sign-out. Both forms share the throttle of failed sign-ins, and every
+//! sign-in and sign-out is written to the audit log.
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
@@ -11,7 +13,10 @@ use chrono::Utc;
 use maud::html;
 use percent_encoding::percent_decode_str;
 use sluice_api::admin::admin_token_matches;
+use sluice_api::audit::{self, Target};
 use sluice_api::ingest::client_ip;
+use sluice_api::password;
+use sluice_api::principal::{Actor, Via, peer};
 use url::Url;
 
 use crate::Dash;
@@ -61,28 +66,54 @@ fn is_local_path(n: &str) -> bool {
         .is_ok_and(|u| u.origin() == base.origin() && !u.path().starts_with("//"))
 }
 
+/// Which sign-in form an error belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Which {
+    Password,
+    Token,
+}
+
 /// The sign-in page; `retry_after` (seconds) when a throttled try was refused.
 fn render(
     next: &str,
-    error: Option<&str>,
+    error: Option<(Which, &str)>,
     https: bool,
     status: StatusCode,
     retry_after: Option<i64>,
 ) -> Response {
     // A double-submit token: the sign-in form precedes any session.
     let token = random(32);
+    let password_error = error.filter(|(w, _)| *w == Which::Password).map(|e| e.1);
+    let token_error = error.filter(|(w, _)| *w == Which::Token).map(|e| e.1);
     let body = html! {
         form.card.narrow method="post" action="/signin" {
+            h2 { "With your username" }
+            input type="hidden" name="csrf" value=(token);
+            input type="hidden" name="next" value=(next);
+            div.field {
+                label for="username" { "Username" }
+                input #username type="text" name="username" autocomplete="username" autocapitalize="none" spellcheck="false";
+            }
+            div.field {
+                label for="password" { "Password" }
+                input #password type="password" name="password" autocomplete="current-password"
+                    aria-invalid=[password_error.map(|_| "true")] aria-describedby=[password_error.map(|_| "password-error")];
+                @if let Some(e) = password_error { p #password-error .field-error role="alert" { (e) } }
+            }
+            button type="submit" { "Sign in" }
+        }
+        form.card.narrow method="post" action="/signin" {
+            h2 { "With the admin token" }
             input type="hidden" name="csrf" value=(token);
             input type="hidden" name="next" value=(next);
             div.field {
                 label for="token" { "Admin token" }
-                input #token type="password" name="token" required autocomplete="current-password"
-                    aria-invalid=[error.map(|_| "true")] aria-describedby=(if error.is_some() { "token-help token-error" } else { "token-help" });
+                input #token type="password" name="token" required autocomplete="off"
+                    aria-invalid=[token_error.map(|_| "true")] aria-describedby=(if token_error.is_some() { "token-help token-error" } else { "token-help" });
                 p #token-help .help { "The token printed when Sluice first started, or your SLUICE_ADMIN_TOKEN." }
-                @if let Some(e) = error { p #token-error .field-error role="alert" { (e) } }
+                @if let Some(e) = token_error { p #token-error .field-error role="alert" { (e) } }
             }
-            button type="submit" { "Sign in" }
+            button type="submit" { "Sign in with the admin token" }
         }
     };
     let mut res = (
@@ -118,7 +149,7 @@ fn wait_message(secs: i64) -> String {
     let unit = if secs == 1 { "second" } else { "seconds" };
     format!(
         "Too many failed sign-ins: wait {secs} {unit}, then try again. \
-         (Each wrong token makes the wait longer, up to a minute.)"
+         (Each wrong password or token makes the wait longer, up to a minute.)"
     )
 }
 
@@ -161,29 +192,79 @@ pub async fn submit(
     let https = is_https(&headers, dash.app.trust_forwarded_for);
     let next = safe_next(Some(form.get("next"))).to_owned();
     let ip = client_address(&headers, &extensions, dash.app.trust_forwarded_for);
+    let which = if form.fields.iter().any(|(k, _)| k == "token") {
+        Which::Token
+    } else {
+        Which::Password
+    };
     // A throttled try is not checked at all: guessing during the wait gains nothing.
     if let Err(wait) = dash.throttle(|t| t.check(ip, now_secs())) {
         return Ok(render(
             &next,
-            Some(&wait_message(wait)),
+            Some((which, &wait_message(wait))),
             https,
             StatusCode::TOO_MANY_REQUESTS,
             Some(wait),
         ));
     }
-    if !admin_token_matches(&dash.app, form.get("token")) {
+    let issued = match which {
+        Which::Token => {
+            if admin_token_matches(&dash.app, form.get("token")) {
+                Some(dash.sessions.issue(dash.app.store.as_ref()).await?)
+            } else {
+                None
+            }
+        }
+        Which::Password => {
+            let username = form.get("username").to_lowercase();
+            let user = match username.is_empty() {
+                true => None,
+                false => dash.app.store.get_user_by_username(&username).await?,
+            };
+            let stored = user.as_ref().map(|u| u.password_hash.clone());
+            let ok = password::verify(form.raw("password").to_owned(), stored).await;
+            match (ok, user) {
+                (true, Some(user)) => {
+                    let ua = headers
+                        .get(header::USER_AGENT)
+                        .and_then(|v| v.to_str().ok())
+                        .map(|v| v.chars().take(300).collect());
+                    let store = dash.app.store.as_ref();
+                    let made = dash
+                        .sessions
+                        .issue_for_user(store, &user, Some(ip.to_string()), ua)
+                        .await?;
+                    Some(made)
+                }
+                _ => None,
+            }
+        }
+    };
+    let Some((session, value)) = issued else {
         dash.throttle(|t| t.failure(ip, now_secs()));
-        // The admin API's own message for a wrong token.
+        // For the token, the admin API's own message for a wrong token.
+        let message = match which {
+            Which::Token => "invalid admin token",
+            Which::Password => "wrong username or password",
+        };
         return Ok(render(
             &next,
-            Some("invalid admin token"),
+            Some((which, message)),
             https,
             StatusCode::UNAUTHORIZED,
             None,
         ));
-    }
+    };
     dash.throttle(|t| t.success(ip));
-    let (_, value) = dash.sessions.issue(dash.app.store.as_ref()).await?;
+    let actor = Actor::of_request(
+        session.principal.clone(),
+        &headers,
+        peer(&extensions),
+        dash.app.trust_forwarded_for,
+        Via::Dashboard,
+    );
+    let target = Target::new("session", "sign-in", Some(&session.id));
+    audit::note(&dash.app, &actor, target, None).await;
     Ok((
         AppendHeaders([
             (
@@ -204,9 +285,7 @@ pub async fn sign_out(
     form: Form,
 ) -> PageResult {
     check_csrf(&session, &form)?;
-    dash.sessions
-        .revoke(dash.app.store.as_ref(), &session)
-        .await?;
+    dash.sessions.revoke(&dash.app, &session).await?;
     let https = is_https(&headers, dash.app.trust_forwarded_for);
     Ok((
         AppendHeaders([(header::SET_COOKIE, set_cookie(SESSION_COOKIE, "", 0, https))]),

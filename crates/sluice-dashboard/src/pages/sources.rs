@@ -109,7 +109,7 @@ pub async fn create(
     let mut body = Map::new();
     body.insert("name".into(), Value::String(form.get("name").to_owned()));
     let id = form_id(&form);
-    match api::create_as(&dash.app, id.clone(), &body).await {
+    match api::create_as(&dash.app, &s.actor, id.clone(), &body).await {
         Ok((_, json)) => {
             let base = base_url(&headers, dash.app.trust_forwarded_for);
             Ok(key_once(&s, &json.0, "Source created", &base).into_response())
@@ -285,7 +285,7 @@ pub async fn rotate(
         )
             .into_response());
     }
-    let json = api::rotate_key(State(dash.app.clone()), PathParam(id))
+    let json = api::rotate_key(State(dash.app.clone()), s.actor.clone(), PathParam(id))
         .await?
         .0;
     let base = base_url(&headers, dash.app.trust_forwarded_for);

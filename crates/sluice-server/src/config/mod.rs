@@ -45,6 +45,7 @@ pub struct Config {
     pub limits: LimitsConfig,
     pub delivery: DeliverySettings,
     pub retention: RetentionConfig,
+    pub audit: AuditConfig,
     pub schema: SchemaConfig,
     pub http: HttpSettings,
     pub metrics: MetricsSettings,
@@ -81,6 +82,7 @@ impl Default for Config {
             limits: LimitsConfig::default(),
             delivery: DeliverySettings::default(),
             retention: RetentionConfig::default(),
+            audit: AuditConfig::default(),
             schema: SchemaConfig::default(),
             http: HttpSettings::default(),
             metrics: MetricsSettings::default(),
@@ -256,6 +258,12 @@ impl Config {
         }
         if self.retention.interval_secs == 0 {
             return invalid("retention.interval_secs", "must be at least 1");
+        }
+        if self.audit.prune_interval_secs == 0 {
+            return invalid("audit.prune_interval_secs", "must be at least 1");
+        }
+        if self.audit.prune_batch == 0 {
+            return invalid("audit.prune_batch", "must be at least 1");
         }
         self.http.validate()?;
         self.metrics.validate()

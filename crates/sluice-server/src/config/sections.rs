@@ -109,6 +109,30 @@ pub struct RetentionConfig {
     pub interval_secs: u64,
 }
 
+/// The audit log (docs/admin-api.md, "Audit log").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AuditConfig {
+    /// Entries older than this are deleted (365 days); 0 keeps all.
+    /// Regulations' entries are always kept.
+    pub retention_days: u64,
+    /// How often old entries are pruned (1 h), in batches of
+    /// `prune_batch` entries per transaction.
+    pub prune_interval_secs: u64,
+    /// Entries deleted per transaction when pruning (1000).
+    pub prune_batch: usize,
+}
+
+impl Default for AuditConfig {
+    fn default() -> Self {
+        AuditConfig {
+            retention_days: 365,
+            prune_interval_secs: 3600,
+            prune_batch: 1000,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct SchemaConfig {

@@ -30,4 +30,5 @@ mod refusals;
 mod schema;
 mod signing_ca;
 mod support;
+mod team;
 mod webhooks;

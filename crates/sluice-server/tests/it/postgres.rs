@@ -10,7 +10,7 @@ use sluice_testkit::Receiver;
 
 use crate::support::{TestServer, eventually, test_config};
 
-fn pg_config(dir: &std::path::Path, schema: &str) -> sluice_server::Config {
+pub(crate) fn pg_config(dir: &std::path::Path, schema: &str) -> sluice_server::Config {
     let url = std::env::var("SLUICE_TEST_POSTGRES_URL").unwrap_or_else(|_| {
         panic!("SLUICE_TEST_POSTGRES_URL is not set: run scripts/postgres-test-server.sh start")
     });
@@ -22,7 +22,7 @@ fn pg_config(dir: &std::path::Path, schema: &str) -> sluice_server::Config {
 }
 
 /// A schema name of its own for one test's nodes.
-fn unique_schema() -> String {
+pub(crate) fn unique_schema() -> String {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos());

@@ -47,6 +47,7 @@
 //! closing the pool; dropping the store without closing lets the writer
 //! finish queued appends on its own.
 
+mod audit;
 mod cluster;
 mod config;
 mod dedup;
@@ -59,6 +60,7 @@ pub(crate) mod rows;
 mod schema;
 mod source_schema;
 mod store_impl;
+mod team;
 mod tls;
 mod upkeep;
 mod vacuum;

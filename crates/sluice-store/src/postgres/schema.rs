@@ -283,6 +283,7 @@ const MIGRATIONS: &[(&str, &str)] = &[
     ("message id deduplication", super::dedup::SCHEMA),
     ("usage counters per node", USAGE_SHARDS),
     ("delivery lease owners", super::cluster::LEASE_OWNER),
+    ("users, API tokens and the audit log", super::team::SCHEMA),
 ];
 
 /// First key of the migration advisory lock ("SLUI"); the second is a hash

@@ -40,7 +40,9 @@
 //!   delivery), `usage`,
 //!   and the profile engine's `computations`, `profile_jobs`, `profiles`,
 //!   `profile_identities`, `computed_values`, `computation_sends`,
-//!   `profile_engine` (see `schema.rs` and [`crate::profiles`]). Times are integer unix milliseconds, UTC.
+//!   `profile_engine` (see `schema.rs` and [`crate::profiles`]), and the
+//!   team's `users`, `api_tokens`, `user_sessions` and `audit_log` (see
+//!   `team.rs`, [`crate::team`] and [`crate::audit`]). Times are integer unix milliseconds, UTC.
 //!   Event bodies and the profile engine's copies of call properties are
 //!   JSON text or LZ4 blobs against a built-in dictionary (`bodies`); SQL
 //!   reads them through `body_json(body)`.
@@ -69,6 +71,7 @@
 //! [`backup`] copies the database online, in one read transaction, to a
 //! new file (`backup.rs` has its invariants).
 
+mod audit;
 mod backup;
 mod bodies;
 mod checkpoint;
@@ -89,6 +92,7 @@ mod scrub;
 mod source_blocks;
 mod source_schema;
 mod store_impl;
+mod team;
 mod tombstones;
 mod writer;
 

@@ -14,8 +14,10 @@ use sluice_store::{Computation, ComputationPatch, NewComputation, keys};
 use super::validate;
 use crate::AppState;
 use crate::admin::extract::{JsonObject, Params, known_fields, opt_field};
+use crate::audit::{After, Target, json_of, record};
 use crate::error::{ApiError, ApiResult};
 use crate::path_param::PathParam;
+use crate::principal::Actor;
 
 fn what(class: &str) -> &'static str {
     if class == AUDIENCE {
@@ -54,6 +56,49 @@ async fn view(app: &AppState, c: &Computation) -> ApiResult<Value> {
     }))
 }
 
+/// The audit log's name for a computation of `class`.
+fn resource(class: &str) -> &'static str {
+    if class == AUDIENCE {
+        "audience"
+    } else {
+        "computed_trait"
+    }
+}
+
+/// A computation as the audit log keeps it: its definition, without the
+/// counts that change by themselves.
+fn audited(c: &Computation) -> Option<String> {
+    let definition: Value = serde_json::from_str(&c.definition).unwrap_or(Value::Null);
+    json_of(&json!({
+        "id": c.id, "class": c.class, "name": c.name, "key": c.key,
+        "definition": definition, "destination_ids": c.destination_ids,
+        "revision": c.revision,
+    }))
+}
+
+/// Changes a computation, recorded in the audit log.
+async fn change(
+    app: &AppState,
+    actor: &Actor,
+    class: &str,
+    action: &'static str,
+    current: &Computation,
+    patch: ComputationPatch,
+) -> ApiResult<Computation> {
+    let target = Target::new(resource(class), action, Some(&current.id));
+    let update = async {
+        app.store
+            .update_computation(&current.id, patch)
+            .await?
+            .ok_or_else(|| ApiError::not_found(what(class)))
+    };
+    record(app, actor, target, audited(current), update, |c| After {
+        id: None,
+        state: audited(c),
+    })
+    .await
+}
+
 /// The fields a create accepts (`preview` asks for a dry run).
 const CREATE_FIELDS: &[&str] = &["name", "key", "definition", "destination_ids", "preview"];
 /// The fields an update accepts (`key` only to be told it is permanent).
@@ -69,6 +114,7 @@ async fn live(app: &AppState, class: &str, id: &str) -> ApiResult<Computation> {
 
 pub async fn create(
     State(app): State<Arc<AppState>>,
+    actor: Actor,
     class: &'static str,
     JsonObject(body): JsonObject,
 ) -> ApiResult<Response> {
@@ -95,17 +141,22 @@ pub async fn create(
         }}))
         .into_response());
     }
-    let created = app
-        .store
-        .create_computation(NewComputation {
-            id: keys::new_id(if class == AUDIENCE { "aud" } else { "ctr" }),
-            class: class.to_owned(),
-            key,
-            name,
-            definition: def.to_json().to_string(),
-            destination_ids: destination_ids.unwrap_or_default(),
-        })
-        .await?;
+    let id = keys::new_id(if class == AUDIENCE { "aud" } else { "ctr" });
+    let target = Target::new(resource(class), "create", Some(&id));
+    let create = app.store.create_computation(NewComputation {
+        id,
+        class: class.to_owned(),
+        key,
+        name,
+        definition: def.to_json().to_string(),
+        destination_ids: destination_ids.unwrap_or_default(),
+    });
+    let create = async { Ok(create.await?) };
+    let created = record(&app, &actor, target, None, create, |c| After {
+        id: None,
+        state: audited(c),
+    })
+    .await?;
     Ok((StatusCode::CREATED, Json(view(&app, &created).await?)).into_response())
 }
 
@@ -130,6 +181,7 @@ pub async fn get(
 
 pub async fn update(
     State(app): State<Arc<AppState>>,
+    actor: Actor,
     class: &'static str,
     PathParam(id): PathParam<String>,
     JsonObject(body): JsonObject,
@@ -152,11 +204,7 @@ pub async fn update(
         patch.definition = Some(def.to_json().to_string());
     }
     patch.destination_ids = validate::destinations(app.store.as_ref(), &body).await?;
-    let updated = app
-        .store
-        .update_computation(&id, patch)
-        .await?
-        .ok_or_else(|| ApiError::not_found(what(class)))?;
+    let updated = change(&app, &actor, class, "update", &current, patch).await?;
     Ok(Json(view(&app, &updated).await?))
 }
 
@@ -164,16 +212,26 @@ pub async fn update(
 /// does); see `docs/personas.md`.
 pub async fn delete(
     State(app): State<Arc<AppState>>,
+    actor: Actor,
     class: &'static str,
     PathParam(id): PathParam<String>,
 ) -> ApiResult<StatusCode> {
-    live(&app, class, &id).await?;
-    app.store.delete_computation(&id).await?;
-    Ok(StatusCode::NO_CONTENT)
+    let current = live(&app, class, &id).await?;
+    let target = Target::new(resource(class), "delete", Some(&id));
+    let delete = async {
+        app.store.delete_computation(&id).await?;
+        Ok(StatusCode::NO_CONTENT)
+    };
+    let none = |_: &StatusCode| After {
+        id: None,
+        state: None,
+    };
+    record(&app, &actor, target, audited(&current), delete, none).await
 }
 
 pub async fn connect(
     State(app): State<Arc<AppState>>,
+    actor: Actor,
     class: &'static str,
     PathParam((id, destination_id)): PathParam<(String, String)>,
     on: bool,
@@ -184,8 +242,9 @@ pub async fn connect(
     }
     let mut ids: Vec<String> = current
         .destination_ids
-        .into_iter()
-        .filter(|d| *d != destination_id)
+        .iter()
+        .filter(|d| **d != destination_id)
+        .cloned()
         .collect();
     if on {
         ids.push(destination_id);
@@ -194,11 +253,8 @@ pub async fn connect(
         destination_ids: Some(ids),
         ..ComputationPatch::default()
     };
-    let updated = app
-        .store
-        .update_computation(&id, patch)
-        .await?
-        .ok_or_else(|| ApiError::not_found(what(class)))?;
+    let action = if on { "connect" } else { "disconnect" };
+    let updated = change(&app, &actor, class, action, &current, patch).await?;
     Ok(Json(view(&app, &updated).await?))
 }
 

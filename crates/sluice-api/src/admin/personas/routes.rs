@@ -20,6 +20,7 @@ use crate::admin::extract::{JsonObject, Params};
 use crate::error::ApiResult;
 use crate::openapi::schemas::ErrorBody;
 use crate::path_param::PathParam;
+use crate::principal::Actor;
 
 /// Both classes' routes.
 pub fn routes() -> OpenApiRouter<Arc<AppState>> {
@@ -41,8 +42,12 @@ pub fn routes() -> OpenApiRouter<Arc<AppState>> {
         (status = 200, description = "With `\"preview\": true`: `{preview: {count, profiles_scanned, sample}}`, nothing stored", body = Object),
         (status = 400, description = "`invalid_json`, `invalid_field` naming the field", body = ErrorBody),
     ))]
-pub async fn create_trait(app: State<Arc<AppState>>, body: JsonObject) -> ApiResult<Response> {
-    c::create(app, TRAIT, body).await
+pub async fn create_trait(
+    app: State<Arc<AppState>>,
+    actor: Actor,
+    body: JsonObject,
+) -> ApiResult<Response> {
+    c::create(app, actor, TRAIT, body).await
 }
 
 #[utoipa::path(get, path = "/computed-traits", tag = "personas",
@@ -69,10 +74,11 @@ pub async fn get_trait(app: State<Arc<AppState>>, id: PathParam<String>) -> ApiR
     ))]
 pub async fn update_trait(
     app: State<Arc<AppState>>,
+    actor: Actor,
     id: PathParam<String>,
     body: JsonObject,
 ) -> ApiResult<Json<Value>> {
-    c::update(app, TRAIT, id, body).await
+    c::update(app, actor, TRAIT, id, body).await
 }
 
 #[utoipa::path(delete, path = "/computed-traits/{id}", tag = "personas", params(("id" = String, Path)),
@@ -82,9 +88,10 @@ pub async fn update_trait(
     ))]
 pub async fn delete_trait(
     app: State<Arc<AppState>>,
+    actor: Actor,
     id: PathParam<String>,
 ) -> ApiResult<StatusCode> {
-    c::delete(app, TRAIT, id).await
+    c::delete(app, actor, TRAIT, id).await
 }
 
 #[utoipa::path(post, path = "/computed-traits/{id}/destinations/{destination_id}", tag = "personas",
@@ -96,9 +103,10 @@ pub async fn delete_trait(
     ))]
 pub async fn connect_trait(
     app: State<Arc<AppState>>,
+    actor: Actor,
     ids: PathParam<(String, String)>,
 ) -> ApiResult<Json<Value>> {
-    c::connect(app, TRAIT, ids, true).await
+    c::connect(app, actor, TRAIT, ids, true).await
 }
 
 #[utoipa::path(delete, path = "/computed-traits/{id}/destinations/{destination_id}", tag = "personas",
@@ -109,9 +117,10 @@ pub async fn connect_trait(
     ))]
 pub async fn disconnect_trait(
     app: State<Arc<AppState>>,
+    actor: Actor,
     ids: PathParam<(String, String)>,
 ) -> ApiResult<Json<Value>> {
-    c::connect(app, TRAIT, ids, false).await
+    c::connect(app, actor, TRAIT, ids, false).await
 }
 
 #[utoipa::path(get, path = "/computed-traits/{id}/members", tag = "personas",
@@ -140,8 +149,12 @@ pub async fn members_trait(
         (status = 200, description = "With `\"preview\": true`: `{preview: {count, profiles_scanned, sample}}`, nothing stored", body = Object),
         (status = 400, description = "`invalid_json`, `invalid_field` naming the field", body = ErrorBody),
     ))]
-pub async fn create_audience(app: State<Arc<AppState>>, body: JsonObject) -> ApiResult<Response> {
-    c::create(app, AUDIENCE, body).await
+pub async fn create_audience(
+    app: State<Arc<AppState>>,
+    actor: Actor,
+    body: JsonObject,
+) -> ApiResult<Response> {
+    c::create(app, actor, AUDIENCE, body).await
 }
 
 #[utoipa::path(get, path = "/audiences", tag = "personas",
@@ -171,10 +184,11 @@ pub async fn get_audience(
     ))]
 pub async fn update_audience(
     app: State<Arc<AppState>>,
+    actor: Actor,
     id: PathParam<String>,
     body: JsonObject,
 ) -> ApiResult<Json<Value>> {
-    c::update(app, AUDIENCE, id, body).await
+    c::update(app, actor, AUDIENCE, id, body).await
 }
 
 #[utoipa::path(delete, path = "/audiences/{id}", tag = "personas", params(("id" = String, Path)),
@@ -184,9 +198,10 @@ pub async fn update_audience(
     ))]
 pub async fn delete_audience(
     app: State<Arc<AppState>>,
+    actor: Actor,
     id: PathParam<String>,
 ) -> ApiResult<StatusCode> {
-    c::delete(app, AUDIENCE, id).await
+    c::delete(app, actor, AUDIENCE, id).await
 }
 
 #[utoipa::path(post, path = "/audiences/{id}/destinations/{destination_id}", tag = "personas",
@@ -198,9 +213,10 @@ pub async fn delete_audience(
     ))]
 pub async fn connect_audience(
     app: State<Arc<AppState>>,
+    actor: Actor,
     ids: PathParam<(String, String)>,
 ) -> ApiResult<Json<Value>> {
-    c::connect(app, AUDIENCE, ids, true).await
+    c::connect(app, actor, AUDIENCE, ids, true).await
 }
 
 #[utoipa::path(delete, path = "/audiences/{id}/destinations/{destination_id}", tag = "personas",
@@ -211,9 +227,10 @@ pub async fn connect_audience(
     ))]
 pub async fn disconnect_audience(
     app: State<Arc<AppState>>,
+    actor: Actor,
     ids: PathParam<(String, String)>,
 ) -> ApiResult<Json<Value>> {
-    c::connect(app, AUDIENCE, ids, false).await
+    c::connect(app, actor, AUDIENCE, ids, false).await
 }
 
 #[utoipa::path(get, path = "/audiences/{id}/members", tag = "personas",

@@ -220,7 +220,13 @@ pub async fn submit(
     let outcome = async {
         let body = d.body(class.is_audience(), preview)?;
         let shown = Value::Object(body.clone());
-        let r = api::create(State(dash.app.clone()), class.name(), JsonObject(body)).await?;
+        let r = api::create(
+            State(dash.app.clone()),
+            s.actor.clone(),
+            class.name(),
+            JsonObject(body),
+        )
+        .await?;
         let (_, out) = json_of(r).await?;
         Ok::<_, ApiError>((shown, out))
     }

@@ -302,6 +302,7 @@ pub async fn connect(
     let on = form.get("on") == "1";
     let _view = api::connect(
         State(dash.app.clone()),
+        s.actor.clone(),
         class.name(),
         PathParam((id.clone(), destination_id)),
         on,
@@ -322,6 +323,12 @@ pub async fn delete(
     form: Form,
 ) -> PageResult {
     check_csrf(&s, &form)?;
-    api::delete(State(dash.app.clone()), class.name(), PathParam(id)).await?;
+    api::delete(
+        State(dash.app.clone()),
+        s.actor.clone(),
+        class.name(),
+        PathParam(id),
+    )
+    .await?;
     Ok(see_other(class.path()))
 }

@@ -30,6 +30,7 @@ mod scheduled;
 mod schema;
 mod scoped_purge;
 mod support;
+mod team;
 
 use admin::*;
 use cap::*;
@@ -48,6 +49,7 @@ use retention::*;
 use scheduled::*;
 use schema::*;
 use scoped_purge::*;
+use team::*;
 
 /// Declares one `#[tokio::test]` per case, in the module it is used in.
 /// `$fresh` is an expression evaluated once per test to a future of
@@ -119,6 +121,14 @@ macro_rules! conformance_tests {
             a_destination_reached_through_several_sources_is_notified_once,
             a_scoped_purge_takes_its_source_out_of_the_profile,
             a_scoped_purge_makes_the_profile_due_for_evaluation_at_once,
+            users_round_trip_and_a_username_is_taken_once,
+            a_user_change_commits_with_its_audit_entry_and_only_when_it_happened,
+            deleting_a_user_deletes_their_tokens_and_revokes_their_sessions,
+            api_tokens_are_found_by_hash_and_need_an_existing_user,
+            user_sessions_are_listed_while_live_and_revoked_one_or_all,
+            audit_entries_are_filtered_and_paged_newest_first_by_cursor,
+            an_entry_written_ahead_is_confirmed_or_discarded,
+            pruning_goes_in_batches_from_the_oldest_and_keeps_regulations,
         );
     };
     (@each $fresh:expr; $($check:ident),* $(,)?) => {

@@ -7,6 +7,7 @@ mod import;
 mod import_resume;
 mod progress;
 mod tail;
+mod team;
 
 use std::process::{Output, Stdio};
 

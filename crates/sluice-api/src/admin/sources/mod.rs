@@ -1,22 +1,27 @@
-//! `/api/v1/sources`: create, list, get, update, delete, rotate the write key,
-//! and the debugger (recent events) and usage views.
+//! `/api/v1/sources`: create, list, get, update, delete, rotate the write key;
+//! the debugger (recent events) and usage views are in `reads.rs`.
+
+mod reads;
+pub use reads::*;
 
 use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use chrono::{DateTime, Duration, Utc};
+use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use sluice_store::{NewSource, Source, SourcePatch, keys};
-use utoipa::{IntoParams, ToSchema};
+use utoipa::ToSchema;
 
-use super::extract::{JsonObject, Params, known_fields, opt_field, required_name};
+use super::extract::{JsonObject, known_fields, opt_field, required_name};
 use crate::AppState;
+use crate::audit::{After, Target, json_of, record};
 use crate::error::{ApiError, ApiResult};
-use crate::openapi::schemas::{ErrorBody, List, Page, PageQuery};
+use crate::openapi::schemas::{ErrorBody, List};
 use crate::path_param::PathParam;
+use crate::principal::Actor;
 
 /// A source as the API shows it. The write key appears in full only in the
 /// answers to create and rotate (`write_key`), never afterwards.
@@ -80,9 +85,10 @@ pub const UPDATE_FIELDS: &[&str] = &["name", "enabled"];
     ))]
 pub async fn create(
     State(app): State<Arc<AppState>>,
+    actor: Actor,
     JsonObject(body): JsonObject,
 ) -> ApiResult<(StatusCode, Json<SourceView>)> {
-    create_as(&app, keys::new_id("src"), &body).await
+    create_as(&app, &actor, keys::new_id("src"), &body).await
 }
 
 /// Creates a source under the id `id`. The dashboard names a source after
@@ -91,6 +97,7 @@ pub async fn create(
 /// `409 conflict`, on whichever node it reaches, instead of making a second.
 pub async fn create_as(
     app: &AppState,
+    actor: &Actor,
     id: String,
     body: &Map<String, Value>,
 ) -> ApiResult<(StatusCode, Json<SourceView>)> {
@@ -98,18 +105,56 @@ pub async fn create_as(
     let name = required_name(body, "name")?;
     let enabled = opt_field(body, "enabled", Value::as_bool, "a boolean")?.unwrap_or(true);
     let key = keys::new_write_key();
-    let source = app
-        .store
-        .create_source(NewSource {
-            id,
-            name,
-            enabled,
-            write_key_hash: keys::hash_secret(&key),
-            write_key_hint: keys::hint(&key),
-        })
-        .await?;
-    app.config_changed().await?;
+    let target = Target::new(RESOURCE, "create", Some(&id));
+    let change = async {
+        let source = app
+            .store
+            .create_source(NewSource {
+                id,
+                name,
+                enabled,
+                write_key_hash: keys::hash_secret(&key),
+                write_key_hint: keys::hint(&key),
+            })
+            .await?;
+        app.config_changed().await?;
+        Ok(source)
+    };
+    let source = record(app, actor, target, None, change, |s| After {
+        id: None,
+        state: json_of(&view(s, None)),
+    })
+    .await?;
     Ok((StatusCode::CREATED, Json(view(&source, Some(&key)))))
+}
+
+/// The audit log's name for a source.
+const RESOURCE: &str = "source";
+
+/// A source change recorded in the audit log: `before` is the source as
+/// it was, the change answers the source as it is after.
+async fn audited(
+    app: &AppState,
+    actor: &Actor,
+    id: &str,
+    action: &'static str,
+    change: impl std::future::Future<Output = ApiResult<Source>>,
+) -> ApiResult<Source> {
+    let before = app.store.get_source(id).await?;
+    let before = before.map(|s| view(&s, None));
+    let target = Target::new(RESOURCE, action, Some(id));
+    record(
+        app,
+        actor,
+        target,
+        before.as_ref().and_then(json_of),
+        change,
+        |s| After {
+            id: None,
+            state: json_of(&view(s, None)),
+        },
+    )
+    .await
 }
 
 #[utoipa::path(get, path = "/sources", tag = "sources",
@@ -142,6 +187,7 @@ pub async fn get(
     ))]
 pub async fn update(
     State(app): State<Arc<AppState>>,
+    actor: Actor,
     PathParam(id): PathParam<String>,
     JsonObject(body): JsonObject,
 ) -> ApiResult<Json<SourceView>> {
@@ -160,12 +206,16 @@ pub async fn update(
         enabled: opt_field(&body, "enabled", Value::as_bool, "a boolean")?,
         write_key: None,
     };
-    let source = app
-        .store
-        .update_source(&id, patch)
-        .await?
-        .ok_or_else(|| ApiError::not_found("source"))?;
-    app.config_changed().await?;
+    let change = async {
+        let source = app
+            .store
+            .update_source(&id, patch)
+            .await?
+            .ok_or_else(|| ApiError::not_found("source"))?;
+        app.config_changed().await?;
+        Ok(source)
+    };
+    let source = audited(&app, &actor, &id, "update", change).await?;
     Ok(Json(view(&source, None)))
 }
 
@@ -176,13 +226,32 @@ pub async fn update(
     ))]
 pub async fn delete(
     State(app): State<Arc<AppState>>,
+    actor: Actor,
     PathParam(id): PathParam<String>,
 ) -> ApiResult<StatusCode> {
-    if !app.store.delete_source(&id).await? {
-        return Err(ApiError::not_found("source"));
-    }
-    app.config_changed().await?;
-    Ok(StatusCode::NO_CONTENT)
+    let before = app.store.get_source(&id).await?;
+    let before = before.map(|s| view(&s, None));
+    let target = Target::new(RESOURCE, "delete", Some(&id));
+    let change = async {
+        if !app.store.delete_source(&id).await? {
+            return Err(ApiError::not_found("source"));
+        }
+        app.config_changed().await?;
+        Ok(StatusCode::NO_CONTENT)
+    };
+    let none = |_: &StatusCode| After {
+        id: None,
+        state: None,
+    };
+    record(
+        &app,
+        &actor,
+        target,
+        before.as_ref().and_then(json_of),
+        change,
+        none,
+    )
+    .await
 }
 
 /// Replaces the write key. The old key stops working at once.
@@ -193,6 +262,7 @@ pub async fn delete(
     ))]
 pub async fn rotate_key(
     State(app): State<Arc<AppState>>,
+    actor: Actor,
     PathParam(id): PathParam<String>,
 ) -> ApiResult<Json<SourceView>> {
     let key = keys::new_write_key();
@@ -200,146 +270,17 @@ pub async fn rotate_key(
         write_key: Some((keys::hash_secret(&key), keys::hint(&key))),
         ..SourcePatch::default()
     };
-    let source = app
-        .store
-        .update_source(&id, patch)
-        .await?
-        .ok_or_else(|| ApiError::not_found("source"))?;
-    app.config_changed().await?;
-    Ok(Json(view(&source, Some(&key))))
-}
-
-/// The debugger: a source's events as stored after enrichment, newest first.
-/// `?limit=` (default 50, at most 500) and `?before=<seq>` page backwards.
-#[utoipa::path(get, path = "/sources/{id}/events", tag = "sources",
-    params(("id" = String, Path), PageQuery),
-    responses(
-        (status = 200, description = "Newest first; `next_before` is a `seq`", body = Page<StoredEvent>),
-        (status = 400, description = "`invalid_query`", body = ErrorBody),
-        (status = 404, description = "`not_found`", body = ErrorBody),
-    ))]
-pub async fn events(
-    State(app): State<Arc<AppState>>,
-    PathParam(id): PathParam<String>,
-    params: Params,
-) -> ApiResult<Json<Page<StoredEvent>>> {
-    find(&app, &id).await?;
-    let limit = params.limit(50, 500)?;
-    let events = app
-        .store
-        .recent_events(&id, params.i64("before")?, limit)
-        .await?;
-    let next_before = (events.len() == limit as usize)
-        .then(|| events.last().map(|e| e.seq))
-        .flatten();
-    let data = events
-        .into_iter()
-        .map(|e| StoredEvent {
-            event: serde_json::from_str(&e.body).unwrap_or(Value::Null),
-            seq: e.seq,
-            message_id: e.message_id,
-            event_type: e.event_type,
-            received_at: e.received_at,
-            blocked: e.blocked.is_some(),
-            blocked_by: e.blocked,
-        })
-        .collect();
-    Ok(Json(Page { data, next_before }))
-}
-
-/// API calls and events received per UTC day, counted at ingest before any
-/// filtering: blocked calls count as received, and again under `blocked`
-/// (with `blocked_events` by event name). `?from=YYYY-MM-DD&to=YYYY-MM-DD`,
-/// default the last 30 days.
-#[utoipa::path(get, path = "/sources/{id}/usage", tag = "sources",
-    params(("id" = String, Path), UsageQuery),
-    responses(
-        (status = 200, description = "Days with traffic, oldest first", body = List<UsageView>),
-        (status = 400, description = "`invalid_query`", body = ErrorBody),
-        (status = 404, description = "`not_found`", body = ErrorBody),
-    ))]
-pub async fn usage(
-    State(app): State<Arc<AppState>>,
-    PathParam(id): PathParam<String>,
-    params: Params,
-) -> ApiResult<Json<List<UsageView>>> {
-    find(&app, &id).await?;
-    let today = Utc::now().date_naive();
-    let day = |name: &str, default: chrono::NaiveDate| -> ApiResult<String> {
-        match params.str(name) {
-            None => Ok(default.to_string()),
-            Some(s) => chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d")
-                .map(|d| d.to_string())
-                .map_err(|_| {
-                    ApiError::bad_request("invalid_query", format!("{name}: must be YYYY-MM-DD"))
-                }),
-        }
+    let change = async {
+        let source = app
+            .store
+            .update_source(&id, patch)
+            .await?
+            .ok_or_else(|| ApiError::not_found("source"))?;
+        app.config_changed().await?;
+        Ok(source)
     };
-    let from = day("from", today - Duration::days(29))?;
-    let to = day("to", today)?;
-    let days = app.store.usage(&id, &from, &to).await?;
-    let blocked = app.store.blocked_usage(&id, &from, &to).await?;
-    let suppressed = app.store.suppressed_usage(&id, &from, &to).await?;
-    let mut data = super::regulations::with_suppressed(days, suppressed);
-    for d in &mut data {
-        let on_day = || blocked.iter().filter(|b| b.day == d.day);
-        d.blocked_events = on_day()
-            .map(|b| (b.event.clone(), json!(b.count)))
-            .collect();
-        d.blocked = on_day().map(|b| b.count).sum();
-    }
-    Ok(Json(List { data }))
-}
-
-/// One entry of the debugger.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct StoredEvent {
-    pub seq: i64,
-    pub message_id: String,
-    #[serde(rename = "type")]
-    pub event_type: String,
-    pub received_at: DateTime<Utc>,
-    /// Whether a source rule blocked the call (it is stored, not delivered).
-    pub blocked: bool,
-    /// The rule that blocked it: `blocked_events` or `tracking_plan`.
-    pub blocked_by: Option<String>,
-    /// The message as stored after enrichment: what webhooks receive.
-    #[schema(value_type = Object)]
-    pub event: Value,
-}
-
-/// `from` and `to` of the usage view.
-#[derive(Debug, Deserialize, IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct UsageQuery {
-    /// First UTC day, `YYYY-MM-DD`, inclusive; default 29 days before today.
-    pub from: Option<chrono::NaiveDate>,
-    /// Last UTC day, inclusive; default today.
-    pub to: Option<chrono::NaiveDate>,
-}
-
-/// One UTC day of usage.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct UsageView {
-    /// `YYYY-MM-DD`.
-    #[schema(format = Date)]
-    pub day: String,
-    /// Accepted requests.
-    pub api_calls: u64,
-    /// Calls stored (a batch of 2500 is 1 API call and 2500 events).
-    pub events: u64,
-    /// Calls dropped because their `userId` is suppressed.
-    pub suppressed: u64,
-    /// Calls answered 200 but not stored: the source had committed their
-    /// `messageId` within the deduplication window (a client's resend).
-    pub duplicates: u64,
-    /// `events + suppressed + duplicates`.
-    pub received: u64,
-    /// Calls blocked by the source's rules.
-    pub blocked: u64,
-    /// `blocked` per event name.
-    #[schema(value_type = std::collections::HashMap<String, u64>)]
-    pub blocked_events: serde_json::Map<String, Value>,
+    let source = audited(&app, &actor, &id, "rotate-key", change).await?;
+    Ok(Json(view(&source, Some(&key))))
 }
 
 pub(crate) async fn find(app: &AppState, id: &str) -> ApiResult<Source> {
