@@ -6,6 +6,7 @@
 //! - `cache`: destination settings, re-read at most every TTL.
 //! - `failure_log`: failed attempts and dead deliveries in the process log,
 //!   rate-limited per destination.
+//! - `observe`: outcomes handed to alerting ([`crate::alerts`]).
 //! - `reporter`: grouped `Store::report` calls.
 //! - `sizing`: how much to claim while a destination's queue is full.
 //!
@@ -19,6 +20,7 @@ mod dispatcher;
 mod failure_log;
 mod health;
 mod lane;
+mod observe;
 mod reporter;
 mod sizing;
 
@@ -30,6 +32,7 @@ use sluice_store::Store;
 use tokio::sync::{Notify, mpsc, watch};
 use tokio::task::JoinHandle;
 
+use crate::alerts::AlertSink;
 use crate::config::DeliveryConfig;
 use crate::error::DeliveryError;
 use crate::sender::Sender;
@@ -92,6 +95,17 @@ impl DeliveryEngine {
         config: DeliveryConfig,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(EngineHandle, JoinHandle<()>), DeliveryError> {
+        Self::start_with_alerts(store, config, None, shutdown)
+    }
+
+    /// [`Self::start`], handing every attempt's outcome and every dead
+    /// delivery to `alerts` (without waiting: see [`crate::alerts`]).
+    pub fn start_with_alerts(
+        store: Arc<dyn Store>,
+        config: DeliveryConfig,
+        alerts: Option<AlertSink>,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<(EngineHandle, JoinHandle<()>), DeliveryError> {
         config.validate()?;
         let sender = Sender::new(&config)?;
         let handle = EngineHandle {
@@ -118,6 +132,7 @@ impl DeliveryEngine {
             stop: stop_rx,
             handed_back: handle.handed_back.clone(),
             nodes: handle.nodes.clone(),
+            alerts,
         };
         let dispatcher = Dispatcher::new(store, config, sender, signals, report_tx);
         let task = tokio::spawn(async move {

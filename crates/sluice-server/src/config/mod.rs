@@ -10,7 +10,9 @@ use figment::Figment;
 use figment::providers::{Env, Format, Serialized, Toml};
 use serde::{Deserialize, Serialize};
 
+mod alerts;
 mod sections;
+pub use alerts::AlertsSettings;
 pub use sections::*;
 
 pub use crate::serve::settings::{HttpSettings, MetricsSettings};
@@ -49,6 +51,7 @@ pub struct Config {
     pub http: HttpSettings,
     pub metrics: MetricsSettings,
     pub personas: PersonasConfig,
+    pub alerts: AlertsSettings,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -85,6 +88,7 @@ impl Default for Config {
             http: HttpSettings::default(),
             metrics: MetricsSettings::default(),
             personas: PersonasConfig::default(),
+            alerts: AlertsSettings::default(),
         }
     }
 }
@@ -256,6 +260,9 @@ impl Config {
         }
         if self.retention.interval_secs == 0 {
             return invalid("retention.interval_secs", "must be at least 1");
+        }
+        if let Some((key, why)) = self.alerts.problem() {
+            return Err(ConfigError::Invalid { key, why });
         }
         self.http.validate()?;
         self.metrics.validate()
