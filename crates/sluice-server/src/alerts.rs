@@ -48,3 +48,20 @@ pub fn start(
     let started = alerts::start(alert_config, delivery, store, stop)?;
     Ok(Some(started))
 }
+
+/// The dashboard's view of the open incidents.
+pub fn incidents(view: Option<AlertsHandle>) -> sluice_api::Incidents {
+    Arc::new(move || {
+        view.as_ref()
+            .map(AlertsHandle::open_incidents)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|i| sluice_api::Incident {
+                destination_id: i.destination_id,
+                destination_name: i.destination_name,
+                reason: i.reason.to_owned(),
+                since: i.since,
+            })
+            .collect()
+    })
+}

@@ -247,7 +247,7 @@ pub async fn run(
     let engine_stop = wait_for(stop_rx.clone());
     let delivery = delivery_config(&config)?;
     let alerting = alerts::start(&config, &delivery, store.clone(), stop_rx.clone())?;
-    let (sink, _alerts_view) = match &alerting {
+    let (sink, alerts_view) = match &alerting {
         Some((sink, view, _)) => (Some(sink.clone()), Some(view.clone())),
         None => (None, None),
     };
@@ -327,6 +327,7 @@ pub async fn run(
         ready: ready.clone(),
         outbound: rules,
         schema: schema.clone(),
+        incidents: alerts::incidents(alerts_view),
     });
     let upkeep = tasks::spawn(
         store.clone(),

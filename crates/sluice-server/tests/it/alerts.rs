@@ -8,6 +8,7 @@ use sluice_server::Config;
 use sluice_signing::standard;
 use sluice_testkit::{Receiver, RecordedRequest, Reply};
 
+use crate::dashboard::session_cookie;
 use crate::support::{TestServer, eventually, test_config};
 
 const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
@@ -80,6 +81,24 @@ async fn alert_once_when_failing_and_once_on_recovery_not_per_attempt() {
     })
     .await;
     assert_eq!(alerts.requests().len(), 1, "no alert per failed attempt");
+    let cookie = session_cookie(&s).await;
+    let page = |path: String| {
+        let (s, cookie) = (&s, cookie.clone());
+        async move {
+            let res = s
+                .http
+                .get(s.url(&path))
+                .header("cookie", cookie)
+                .send()
+                .await;
+            res.expect("page").text().await.expect("page text")
+        }
+    };
+    for path in ["/".to_owned(), format!("/destinations/{dest}")] {
+        let html = page(path.clone()).await;
+        assert!(html.contains("Failing: "), "{path} shows the incident");
+        assert!(html.contains("most deliveries are failing"), "{path}");
+    }
 
     endpoint.set_default(Reply::status(200));
     let all = alerts.wait_for(2, Duration::from_secs(15)).await;
@@ -91,6 +110,10 @@ async fn alert_once_when_failing_and_once_on_recovery_not_per_attempt() {
         "the recovery names the incident it ends"
     );
     assert_ne!(all[0].header("webhook-id"), all[1].header("webhook-id"));
+    assert!(
+        !page("/".to_owned()).await.contains("Failing: "),
+        "notice gone"
+    );
 
     // Healthy traffic afterwards sends nothing more.
     send_events(&s, &key, "ok", 5).await;
