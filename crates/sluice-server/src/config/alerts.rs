@@ -21,7 +21,8 @@ pub struct AlertsSettings {
     /// Fewest attempts in the window before the rate counts (10).
     pub min_attempts: u32,
     /// Pending deliveries of one destination above which it is failing;
-    /// 0 (default): not checked.
+    /// 0 (default): not checked. At most 100,000: each check reads up to
+    /// one more than this many rows per destination.
     pub backlog_limit: u64,
     /// How often windows are re-evaluated and the backlog counted (10 s).
     pub check_interval_ms: u64,
@@ -96,6 +97,9 @@ impl AlertsSettings {
         }
         if !(0.0..=1.0).contains(&self.min_success_rate) {
             return Some(("alerts.min_success_rate", "must be between 0 and 1".into()));
+        }
+        if self.backlog_limit > 100_000 {
+            return Some(("alerts.backlog_limit", "must be at most 100000".into()));
         }
         if self.window_secs == 0 || self.check_interval_ms == 0 || self.max_tries == 0 {
             return Some((

@@ -197,6 +197,35 @@ async fn alert_failures_are_retried_until_the_receiver_takes_them() {
     s.stop().await;
 }
 
+#[tokio::test]
+async fn alert_once_when_the_backlog_passes_its_limit_then_recovery() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let alerts = Receiver::start().await;
+    let mut config = alerting_config(dir.path(), &alerts);
+    config.alerts.min_attempts = 1000;
+    config.alerts.backlog_limit = 3;
+    let s = TestServer::start_with(config).await;
+    let (src, key) = s.source("web").await;
+    let endpoint = Receiver::start().await;
+    endpoint.set_default(Reply::status(503));
+    s.webhook(&src, json!([endpoint.url()]), None).await;
+    send_events(&s, &key, "slow", 8).await;
+    let first = alerts.wait_for(1, Duration::from_secs(10)).await;
+    let failing = verified(&first[0]);
+    assert_eq!(failing["type"], "destination.failing", "{failing}");
+    assert_eq!(failing["data"]["reason"], "backlog");
+    assert_eq!(
+        failing["data"]["pending"], 4,
+        "counted up to one over the limit"
+    );
+    endpoint.set_default(Reply::status(200));
+    let all = alerts.wait_for(2, Duration::from_secs(15)).await;
+    assert_eq!(verified(&all[1])["type"], "destination.recovered");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(alerts.requests().len(), 2);
+    s.stop().await;
+}
+
 #[test]
 fn alerts_config_needs_a_valid_secret_and_never_shows_it() {
     let mut config = Config::default();
@@ -216,4 +245,6 @@ fn alerts_config_needs_a_valid_secret_and_never_shows_it() {
     assert!(!shown.contains("T0K3N"), "{shown}");
     config.alerts.urls = vec!["https://a.example".into(); 6];
     assert!(config.validate().is_err(), "at most five URLs");
+    config.alerts.urls = vec!["ftp://a.example/x".into()];
+    assert!(config.validate().is_err(), "http(s) only");
 }
