@@ -3,7 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
@@ -11,12 +11,12 @@ use sluice_store::{AttemptReport, DueDelivery, Outcome, Store};
 use tokio::sync::{Notify, Semaphore, mpsc, watch};
 use tokio::task::JoinSet;
 
+use super::Signals;
 use super::cache::{DestinationCache, Lookup};
 use super::deliver;
 use super::lane::{self, Lane};
 use super::observe;
 use super::sizing::{self, ClaimSize, LaneRoom};
-use crate::alerts::AlertSink;
 use crate::config::DeliveryConfig;
 use crate::policy::RetryPolicy;
 use crate::sender::Sender;
@@ -26,23 +26,6 @@ const MIN_IDLE: Duration = Duration::from_millis(5);
 /// How long a delivery handed back by a saturated destination waits before
 /// it can be claimed again.
 const RELEASE_DELAY: Duration = Duration::from_millis(100);
-
-/// Signals shared between the engine handle, the tasks and the loop.
-pub(super) struct Signals {
-    /// New work may be due (ingest commit, retry written, settings changed).
-    pub wake: Arc<Notify>,
-    /// Destination settings changed: drop the cache.
-    pub invalidate: Arc<AtomicBool>,
-    /// Becomes true on shutdown.
-    pub stop: watch::Receiver<bool>,
-    /// Claimed deliveries handed back unsent because their destination (or
-    /// the engine) had no room: counted for `/metrics`.
-    pub handed_back: Arc<AtomicU64>,
-    /// Live nodes sharing `concurrency_per_destination` (see `lane.rs`).
-    pub nodes: Arc<AtomicUsize>,
-    /// Where outcomes go for alerting, when alerts are on.
-    pub alerts: Option<AlertSink>,
-}
 
 pub(super) struct Dispatcher {
     store: Arc<dyn Store>,

@@ -36,7 +36,24 @@ use crate::alerts::AlertSink;
 use crate::config::DeliveryConfig;
 use crate::error::DeliveryError;
 use crate::sender::Sender;
-use dispatcher::{Dispatcher, Signals};
+use dispatcher::Dispatcher;
+
+/// Signals shared between the engine handle, the tasks and the loop.
+struct Signals {
+    /// New work may be due (ingest commit, retry written, settings changed).
+    pub wake: Arc<Notify>,
+    /// Destination settings changed: drop the cache.
+    pub invalidate: Arc<AtomicBool>,
+    /// Becomes true on shutdown.
+    pub stop: watch::Receiver<bool>,
+    /// Claimed deliveries handed back unsent because their destination (or
+    /// the engine) had no room: counted for `/metrics`.
+    pub handed_back: Arc<AtomicU64>,
+    /// Live nodes sharing `concurrency_per_destination` (see `lane.rs`).
+    pub nodes: Arc<AtomicUsize>,
+    /// Where outcomes go for alerting, when alerts are on.
+    pub alerts: Option<AlertSink>,
+}
 
 /// Starts and owns the delivery tasks.
 pub struct DeliveryEngine;
