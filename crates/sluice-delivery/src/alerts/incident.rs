@@ -205,11 +205,13 @@ impl Tracker {
         events
     }
 
-    /// Forgets a destination's pending count (it was deleted or disabled).
-    pub fn clear_backlog(&mut self, destination: &str) {
-        if let Some(d) = self.destinations.get_mut(destination) {
-            d.pending = None;
-        }
+    /// Forgets a destination switched off or deleted, with its open
+    /// incident if any: it gets no attempts, so nothing could end it. No
+    /// event: the operator acted. Returns whether an incident was open.
+    pub fn forget(&mut self, destination: &str) -> bool {
+        self.destinations
+            .remove(destination)
+            .is_some_and(|d| d.open.is_some())
     }
 
     /// The open incidents, by destination id.

@@ -214,3 +214,16 @@ fn idle_healthy_destinations_are_forgotten() {
     t.tick(now + Duration::from_secs(1));
     assert!(t.destinations.is_empty());
 }
+
+#[test]
+fn forgetting_a_switched_off_destination_closes_its_incident_silently() {
+    let mut t = Tracker::new(rules());
+    let now = Instant::now();
+    for _ in 0..4 {
+        t.observe("d", Observation::Attempt(false), now);
+    }
+    assert!(t.forget("d"));
+    assert_eq!(t.open().count(), 0);
+    assert!(!t.forget("d"), "nothing left to forget");
+    assert!(t.tick(now + Duration::from_secs(1)).is_empty());
+}

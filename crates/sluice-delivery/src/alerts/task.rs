@@ -95,9 +95,7 @@ impl Run {
                     }
                 }
                 _ = tick.tick() => {
-                    if self.config.rules.backlog_limit > 0 {
-                        self.count_backlog(store.as_ref()).await;
-                    }
+                    self.check_destinations(store.as_ref()).await;
                     for event in self.tracker.tick(Instant::now()) {
                         self.handle(event);
                     }
@@ -111,10 +109,11 @@ impl Run {
         }
     }
 
-    /// Reads each enabled destination's pending count, up to one over the
-    /// limit (a count past it changes nothing).
-    async fn count_backlog(&mut self, store: &dyn Store) {
-        let limit = self.config.rules.backlog_limit;
+    /// Forgets destinations switched off or deleted (closing their
+    /// incidents without an alert) and, with a backlog limit, reads each
+    /// enabled one's pending count, up to one over the limit (a count past
+    /// it changes nothing).
+    async fn check_destinations(&mut self, store: &dyn Store) {
         let destinations = match store.list_destinations().await {
             Ok(d) => d,
             Err(e) => {
@@ -122,11 +121,22 @@ impl Run {
                 return;
             }
         };
-        for dest in destinations {
-            if !dest.enabled {
-                self.tracker.clear_backlog(&dest.id);
-                continue;
+        let tracked: Vec<String> = self.names.keys().cloned().collect();
+        for id in tracked {
+            if !destinations.iter().any(|d| d.enabled && d.id == id) {
+                self.names.remove(&id);
+                if self.tracker.forget(&id) {
+                    self.incidents.remove(&id);
+                    tracing::info!(destination = %id, "alert incident closed: destination switched off or deleted");
+                    self.publish();
+                }
             }
+        }
+        let limit = self.config.rules.backlog_limit;
+        if limit == 0 {
+            return;
+        }
+        for dest in destinations.into_iter().filter(|d| d.enabled) {
             let filter = DeliveryFilter {
                 destination_id: Some(dest.id.clone()),
                 message_id: None,

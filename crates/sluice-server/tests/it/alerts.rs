@@ -127,6 +127,44 @@ async fn alert_once_when_failing_and_once_on_recovery_not_per_attempt() {
 }
 
 #[tokio::test]
+async fn switching_a_failing_destination_off_closes_its_incident_without_an_alert() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let alerts = Receiver::start().await;
+    let s = TestServer::start_with(alerting_config(dir.path(), &alerts)).await;
+    let (src, key) = s.source("web").await;
+    let endpoint = Receiver::start().await;
+    endpoint.set_default(Reply::status(503));
+    let dest = s.webhook(&src, json!([endpoint.url()]), None).await;
+    send_events(&s, &key, "fail", 3).await;
+    alerts.wait_for(1, Duration::from_secs(10)).await;
+    let cookie = session_cookie(&s).await;
+    let overview = || async {
+        let res = s
+            .http
+            .get(s.url("/"))
+            .header("cookie", &cookie)
+            .send()
+            .await;
+        res.expect("page").text().await.expect("page text")
+    };
+    assert!(overview().await.contains("Failing: "));
+    let path = format!("/destinations/{dest}");
+    let off = Some(json!({"enabled": false}));
+    assert_eq!(s.admin(reqwest::Method::PATCH, &path, off).await.0, 200);
+    eventually(5, || async {
+        (!overview().await.contains("Failing: ")).then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        alerts.requests().len(),
+        1,
+        "no recovery claimed for a switched-off destination"
+    );
+    s.stop().await;
+}
+
+#[tokio::test]
 async fn alert_once_for_dead_deliveries_then_recovery() {
     let dir = tempfile::tempdir().expect("tempdir");
     let alerts = Receiver::start().await;
