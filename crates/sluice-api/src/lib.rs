@@ -68,6 +68,20 @@ pub use routes::RouteTable;
 /// A callback the HTTP layer fires; the server wires it to delivery.
 pub type Hook = Arc<dyn Fn() + Send + Sync>;
 
+/// An open alert incident: a destination failing right now, as this node
+/// sees it (docs/alerts.md).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Incident {
+    pub destination_id: String,
+    pub destination_name: String,
+    /// `success_rate`, `delivery_dead` or `backlog`.
+    pub reason: String,
+    pub since: chrono::DateTime<chrono::Utc>,
+}
+
+/// Reads the open incidents (empty when alerts are off).
+pub type Incidents = Arc<dyn Fn() -> Vec<Incident> + Send + Sync>;
+
 /// Everything the handlers share.
 pub struct AppState {
     pub store: Arc<dyn Store>,
@@ -98,6 +112,8 @@ pub struct AppState {
     pub ready: Arc<AtomicBool>,
     /// Which destination URLs may be saved, and how credentials are shown.
     pub outbound: admin::webhook_settings::Rules,
+    /// The destinations failing now, for the dashboard's notices.
+    pub incidents: Incidents,
 }
 
 /// Access to `/metrics`.

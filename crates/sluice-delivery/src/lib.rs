@@ -13,8 +13,10 @@
 //!   one POST per URL, all URLs at once.
 //! - `engine`: the dispatcher, destination cache, grouped report writer and
 //!   the rate-limited process log of failures.
+//! - [`alerts`]: operational alerts on failing destinations.
 //! - [`error`]: the [`DeliveryError`] type.
 
+pub mod alerts;
 pub mod config;
 mod engine;
 pub mod error;

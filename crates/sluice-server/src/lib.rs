@@ -20,6 +20,7 @@
 //! listener bound to port 0.
 
 pub mod admin_token;
+pub mod alerts;
 pub mod audit_prune;
 pub mod backup;
 pub mod bootstrap;
@@ -247,8 +248,14 @@ pub async fn run(
 
     let (stop_tx, stop_rx) = watch::channel(false);
     let engine_stop = wait_for(stop_rx.clone());
+    let delivery = delivery_config(&config)?;
+    let alerting = alerts::start(&config, &delivery, store.clone(), stop_rx.clone())?;
+    let (sink, alerts_view) = match &alerting {
+        Some((sink, view, _)) => (Some(sink.clone()), Some(view.clone())),
+        None => (None, None),
+    };
     let (engine, engine_task) =
-        DeliveryEngine::start(store.clone(), delivery_config(&config)?, engine_stop)?;
+        DeliveryEngine::start_with_alerts(store.clone(), delivery, sink, engine_stop)?;
     let heartbeat = membership::spawn(store.clone(), engine.clone(), stop_rx.clone());
 
     let profiles = config.personas.enabled.then(|| {
@@ -323,6 +330,7 @@ pub async fn run(
         ready: ready.clone(),
         outbound: rules,
         schema: schema.clone(),
+        incidents: alerts::incidents(alerts_view),
     });
     let upkeep = tasks::spawn(
         store.clone(),
@@ -380,6 +388,9 @@ pub async fn run(
         && let Err(e) = task.await
     {
         tracing::error!(error = %e, "profile engine task failed");
+    }
+    if let Some((_, _, task)) = alerting {
+        let _ = task.await;
     }
     upkeep.abort();
     if let Some(pruner) = audit_pruner {

@@ -78,6 +78,7 @@ fn main() -> anyhow::Result<()> {
                 &mut cfg.admin_token,
                 &mut cfg.storage.postgres_url,
                 &mut cfg.metrics.token,
+                &mut cfg.alerts.secret,
             ] {
                 if secret.is_some() {
                     *secret = Some("(set)".into());

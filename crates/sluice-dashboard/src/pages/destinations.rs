@@ -82,7 +82,12 @@ pub async fn show(
         sluice_api::admin::schema::get_filters(State(dash.app.clone()), PathParam(id.clone()))
             .await?
             .0;
+    let failing: Vec<_> = (dash.app.incidents)()
+        .into_iter()
+        .filter(|i| i.destination_id == id)
+        .collect();
     let body = html! {
+        (super::incidents::notice(&failing))
         @if q.contains_key("created") {
             div.notice role="status" { p { "Destination saved. It is switched off: check the settings below, then switch it on." } }
         }

@@ -19,6 +19,7 @@
 //! - [`delivery_window`]: its time window, replay since, each row's call.
 //! - [`schema`]: a source's schema, block toggles, the tracking plan.
 //! - [`filters`]: destination filters on the destination page.
+//! - [`incidents`]: the notice of destinations failing now (alerts).
 //! - [`personas`]: computed traits and audiences: lists, builder, members.
 //! - [`profiles`]: profile lookup.
 //! - [`regulations`]: deletion and suppression requests, the suppression list.
@@ -34,6 +35,7 @@ pub mod destination_words;
 pub mod destinations;
 pub mod edit_destination;
 pub mod filters;
+pub mod incidents;
 pub mod lifecycle;
 pub mod new_destination;
 pub mod overview;

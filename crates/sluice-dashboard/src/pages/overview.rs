@@ -35,7 +35,9 @@ pub async fn show(State(dash): State<Arc<Dash>>, SignedIn(s): SignedIn) -> PageR
             "From then on every call of its connected sources is forwarded, signed.",
         ),
     ];
+    let failing = (dash.app.incidents)();
     let body = html! {
+        (super::incidents::notice(&failing))
         ol.steps {
             @for (done, label, href, help) in steps {
                 li class=(if done { "done" } else { "todo" }) {

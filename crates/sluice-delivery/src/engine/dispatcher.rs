@@ -3,7 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
@@ -11,9 +11,11 @@ use sluice_store::{AttemptReport, DueDelivery, Outcome, Store};
 use tokio::sync::{Notify, Semaphore, mpsc, watch};
 use tokio::task::JoinSet;
 
+use super::Signals;
 use super::cache::{DestinationCache, Lookup};
 use super::deliver;
 use super::lane::{self, Lane};
+use super::observe;
 use super::sizing::{self, ClaimSize, LaneRoom};
 use crate::config::DeliveryConfig;
 use crate::policy::RetryPolicy;
@@ -24,21 +26,6 @@ const MIN_IDLE: Duration = Duration::from_millis(5);
 /// How long a delivery handed back by a saturated destination waits before
 /// it can be claimed again.
 const RELEASE_DELAY: Duration = Duration::from_millis(100);
-
-/// Signals shared between the engine handle, the tasks and the loop.
-pub(super) struct Signals {
-    /// New work may be due (ingest commit, retry written, settings changed).
-    pub wake: Arc<Notify>,
-    /// Destination settings changed: drop the cache.
-    pub invalidate: Arc<AtomicBool>,
-    /// Becomes true on shutdown.
-    pub stop: watch::Receiver<bool>,
-    /// Claimed deliveries handed back unsent because their destination (or
-    /// the engine) had no room: counted for `/metrics`.
-    pub handed_back: Arc<AtomicU64>,
-    /// Live nodes sharing `concurrency_per_destination` (see `lane.rs`).
-    pub nodes: Arc<AtomicUsize>,
-}
 
 pub(super) struct Dispatcher {
     store: Arc<dyn Store>,
@@ -217,7 +204,8 @@ impl Dispatcher {
             let wait = lane
                 .health
                 .hand_back_delay(self.config.backoff_base, self.config.backoff_cap);
-            let report = deliver::hold_back(&due, wait, window, &lane.log);
+            let alerts = self.signals.alerts.as_ref();
+            let report = observe::hold_back(alerts, &dest, &due, wait, window, &lane.log);
             let finished = !matches!(report.outcome, Outcome::Retry { .. });
             if finished || lane.held.load(Ordering::SeqCst) >= 1 {
                 let _ = self.reports.send(report);
@@ -256,6 +244,7 @@ impl Dispatcher {
         let freed = self.freed.clone();
         let mut stop = self.signals.stop.clone();
         let (base, cap) = (self.config.backoff_base, self.config.backoff_cap);
+        let alerts = self.signals.alerts.clone();
         self.tasks.spawn(async move {
             let _global = global;
             // A free slot is taken at once; only a full lane waits (and
@@ -273,7 +262,9 @@ impl Dispatcher {
             let in_flight = lane.in_flight();
             if slot.is_some() && lane.health.open() && in_flight > 1 {
                 let wait = lane.health.hand_back_delay(base, cap);
-                let _ = reports.send(deliver::hold_back(&due, wait, window, &lane.log));
+                let report =
+                    observe::hold_back(alerts.as_ref(), &dest, &due, wait, window, &lane.log);
+                let _ = reports.send(report);
                 lane.held.fetch_sub(1, Ordering::SeqCst);
                 freed.notify_one();
                 return;
@@ -284,9 +275,11 @@ impl Dispatcher {
                     // Boxed: the send's future is a few KB, and only sends
                     // need it, not the deliveries queued for a slot.
                     let probe = lane.health.open();
+                    let observed = alerts.as_ref().map(|_| due.message_id.clone());
                     let attempt = deliver::attempt(&sender, &policy, due, &dest, &lane.log);
                     let report = Box::pin(attempt).await;
                     lane.health.record(&report.outcome, probe);
+                    observe::attempt(alerts.as_ref(), &dest, observed, &report);
                     let _ = reports.send(report);
                 }
                 Some(_) => {

@@ -6,6 +6,7 @@
 //! - `cache`: destination settings, re-read at most every TTL.
 //! - `failure_log`: failed attempts and dead deliveries in the process log,
 //!   rate-limited per destination.
+//! - `observe`: outcomes handed to alerting ([`crate::alerts`]).
 //! - `reporter`: grouped `Store::report` calls.
 //! - `sizing`: how much to claim while a destination's queue is full.
 //!
@@ -19,6 +20,7 @@ mod dispatcher;
 mod failure_log;
 mod health;
 mod lane;
+mod observe;
 mod reporter;
 mod sizing;
 
@@ -30,10 +32,28 @@ use sluice_store::Store;
 use tokio::sync::{Notify, mpsc, watch};
 use tokio::task::JoinHandle;
 
+use crate::alerts::AlertSink;
 use crate::config::DeliveryConfig;
 use crate::error::DeliveryError;
 use crate::sender::Sender;
-use dispatcher::{Dispatcher, Signals};
+use dispatcher::Dispatcher;
+
+/// Signals shared between the engine handle, the tasks and the loop.
+struct Signals {
+    /// New work may be due (ingest commit, retry written, settings changed).
+    pub wake: Arc<Notify>,
+    /// Destination settings changed: drop the cache.
+    pub invalidate: Arc<AtomicBool>,
+    /// Becomes true on shutdown.
+    pub stop: watch::Receiver<bool>,
+    /// Claimed deliveries handed back unsent because their destination (or
+    /// the engine) had no room: counted for `/metrics`.
+    pub handed_back: Arc<AtomicU64>,
+    /// Live nodes sharing `concurrency_per_destination` (see `lane.rs`).
+    pub nodes: Arc<AtomicUsize>,
+    /// Where outcomes go for alerting, when alerts are on.
+    pub alerts: Option<AlertSink>,
+}
 
 /// Starts and owns the delivery tasks.
 pub struct DeliveryEngine;
@@ -92,6 +112,17 @@ impl DeliveryEngine {
         config: DeliveryConfig,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(EngineHandle, JoinHandle<()>), DeliveryError> {
+        Self::start_with_alerts(store, config, None, shutdown)
+    }
+
+    /// [`Self::start`], handing every attempt's outcome and every dead
+    /// delivery to `alerts` (without waiting: see [`crate::alerts`]).
+    pub fn start_with_alerts(
+        store: Arc<dyn Store>,
+        config: DeliveryConfig,
+        alerts: Option<AlertSink>,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<(EngineHandle, JoinHandle<()>), DeliveryError> {
         config.validate()?;
         let sender = Sender::new(&config)?;
         let handle = EngineHandle {
@@ -118,6 +149,7 @@ impl DeliveryEngine {
             stop: stop_rx,
             handed_back: handle.handed_back.clone(),
             nodes: handle.nodes.clone(),
+            alerts,
         };
         let dispatcher = Dispatcher::new(store, config, sender, signals, report_tx);
         let task = tokio::spawn(async move {

@@ -10,7 +10,9 @@ use figment::Figment;
 use figment::providers::{Env, Format, Serialized, Toml};
 use serde::{Deserialize, Serialize};
 
+mod alerts;
 mod sections;
+pub use alerts::AlertsSettings;
 pub use sections::*;
 
 pub use crate::serve::settings::{HttpSettings, MetricsSettings};
@@ -50,6 +52,7 @@ pub struct Config {
     pub http: HttpSettings,
     pub metrics: MetricsSettings,
     pub personas: PersonasConfig,
+    pub alerts: AlertsSettings,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -87,6 +90,7 @@ impl Default for Config {
             http: HttpSettings::default(),
             metrics: MetricsSettings::default(),
             personas: PersonasConfig::default(),
+            alerts: AlertsSettings::default(),
         }
     }
 }
@@ -264,6 +268,9 @@ impl Config {
         }
         if self.audit.prune_batch == 0 {
             return invalid("audit.prune_batch", "must be at least 1");
+        }
+        if let Some((key, why)) = self.alerts.problem() {
+            return Err(ConfigError::Invalid { key, why });
         }
         self.http.validate()?;
         self.metrics.validate()

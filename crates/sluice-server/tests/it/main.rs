@@ -7,6 +7,7 @@
 )]
 
 mod admin;
+mod alerts;
 mod backlog;
 mod blocking;
 mod dashboard;

@@ -150,3 +150,28 @@ async fn serve_does_not_warn_about_the_cli_variables() {
     assert!(!stderr.contains("SLUICE_URL"), "{stderr}");
     assert!(!stderr.contains("SLUICE_WRITE_KEY"), "{stderr}");
 }
+
+#[tokio::test]
+async fn alerts_secret_is_masked_in_the_printed_config() {
+    let secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+    let out = sluice_config(
+        None,
+        &[
+            (
+                "SLUICE_ALERTS__URLS",
+                "[\"https://ops.example.com/alerts\"]",
+            ),
+            ("SLUICE_ALERTS__SECRET", secret),
+        ],
+    )
+    .await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!text.contains(&secret[6..]), "{text}");
+    assert!(text.contains("secret = \"(set)\""), "{text}");
+    assert!(text.contains("https://ops.example.com/alerts"), "{text}");
+}
