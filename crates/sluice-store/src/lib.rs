@@ -77,6 +77,7 @@ pub trait Store:
     + DeliveryStore
     + SchemaStore
     + ProfileStore
+    + DefinitionStore
     + RegulationStore
     + Send
     + Sync
@@ -91,6 +92,7 @@ impl<T> Store for T where
         + DeliveryStore
         + SchemaStore
         + ProfileStore
+        + DefinitionStore
         + RegulationStore
         + Send
         + Sync

@@ -264,6 +264,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
     ("node membership", super::cluster::SCHEMA),
     ("revoked dashboard sessions", REVOKED_SESSIONS),
     ("message id deduplication", super::dedup::SCHEMA),
+    (
+        "definition changes",
+        super::profiles::catalog::SCHEMA_CHANGES,
+    ),
 ];
 
 /// First key of the migration advisory lock ("SLUI"); the second is a hash

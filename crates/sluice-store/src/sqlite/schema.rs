@@ -332,6 +332,7 @@ pub(super) static MIGRATIONS: LazyLock<Migrations<'static>> = LazyLock::new(|| {
         M::up(super::regulations::NOTIFICATION_SOURCES),
         M::up(REVOKED_SESSIONS),
         M::up(super::dedup::SCHEMA_DUPLICATES),
+        M::up(super::profiles::catalog::SCHEMA_CHANGES),
     ])
 });
 

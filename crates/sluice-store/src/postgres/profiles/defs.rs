@@ -9,10 +9,11 @@ use super::super::rows::{
 };
 use crate::{Computation, ComputationPatch, ComputedValue, NewComputation, Result, StoreError};
 
-const COLUMNS: &str = "id, class, key, name, definition, destination_ids, revision, messages_sent,
+pub(super) const COLUMNS: &str =
+    "id, class, key, name, definition, destination_ids, revision, messages_sent,
      last_computed_at, created_at, updated_at, deleted_at";
 
-fn computation(row: &Row) -> Result<Computation> {
+pub(super) fn computation(row: &Row) -> Result<Computation> {
     let destinations: String = get(row, 5)?;
     Ok(Computation {
         id: get(row, 0)?,

@@ -3,6 +3,7 @@
 //! person's behavioural events in `events.rs`, window changes prepared
 //! ahead of their time in `scheduled.rs`.
 
+pub(super) mod catalog;
 pub(super) mod defs;
 mod engine;
 pub(super) mod events;

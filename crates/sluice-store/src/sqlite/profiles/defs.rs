@@ -6,10 +6,11 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 use super::super::rows::{conflict_or_backend, count, ms, opt_time, sql_limit, time};
 use crate::{Computation, ComputationPatch, ComputedValue, NewComputation, Result, StoreError};
 
-const COLUMNS: &str = "id, class, key, name, definition, destination_ids, revision, messages_sent,
+pub(super) const COLUMNS: &str =
+    "id, class, key, name, definition, destination_ids, revision, messages_sent,
      last_computed_at, created_at, updated_at, deleted_at";
 
-fn row_to_computation(row: &Row<'_>) -> rusqlite::Result<(Computation, String)> {
+pub(super) fn row_to_computation(row: &Row<'_>) -> rusqlite::Result<(Computation, String)> {
     let destinations: String = row.get(5)?;
     Ok((
         Computation {
@@ -30,7 +31,7 @@ fn row_to_computation(row: &Row<'_>) -> rusqlite::Result<(Computation, String)> 
     ))
 }
 
-fn finish((mut c, destinations): (Computation, String)) -> Result<Computation> {
+pub(super) fn finish((mut c, destinations): (Computation, String)) -> Result<Computation> {
     c.destination_ids = serde_json::from_str(&destinations)
         .map_err(|e| StoreError::Backend(format!("computation destinations: {e}")))?;
     Ok(c)

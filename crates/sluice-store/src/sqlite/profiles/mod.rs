@@ -4,6 +4,7 @@
 //! Writes go through the single writer (so a step commits in one
 //! transaction, grouped with ingest), reads through the read pool.
 
+pub(super) mod catalog;
 pub(super) mod defs;
 mod engine;
 pub(super) mod events;
