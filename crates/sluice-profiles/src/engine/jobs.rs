@@ -3,14 +3,15 @@
 //! whose first sync it is), one page per commit.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use sluice_store::{JobProgress, ProfileCommit, ProfileJob, Store};
 
-use super::Step;
 use super::defs::Defs;
-use super::diff::{Scope, diff, store_profile};
+use super::diff::{Plan, diff, next_change, store_profile};
 use super::sweep::{PAGE, commit_page, load, outcome};
+use super::{Stats, Step};
 use crate::error::ProfileError;
 use crate::message;
 
@@ -18,21 +19,26 @@ use crate::message;
 pub async fn job(
     store: &dyn Store,
     owner: &str,
-    space_id: &str,
+    defs: &mut Arc<Defs>,
     now: DateTime<Utc>,
+    stats: &Stats,
 ) -> Result<Step, ProfileError> {
     let Some(job) = store.next_profile_job().await? else {
         return Ok(Step::Nothing);
     };
-    // Definitions read after the job: the change that queued it is visible
-    // (both were committed together).
-    let defs = &Defs::new(store.list_computations().await?, space_id.to_owned());
+    // Definitions brought up to date after the job is read: the change
+    // that queued it is visible (both were committed together).
+    if let Some(fresh) = defs.refreshed(store).await? {
+        *defs = Arc::new(fresh);
+    }
+    let defs = defs.as_ref();
+    let space_id = defs.space_id.as_str();
     let mut commit = ProfileCommit {
         owner: owner.to_owned(),
         now,
         ..ProfileCommit::default()
     };
-    let Some(computation) = defs.items.iter().find(|(c, _)| c.id == job.computation_id) else {
+    let Some(&position) = defs.by_id.get(&job.computation_id) else {
         commit.job = Some((job.id, JobProgress::Done));
         return Ok(outcome(store.commit_profiles(commit).await?, 0));
     };
@@ -52,28 +58,31 @@ pub async fn job(
     }
     let loaded = started.elapsed();
     let empty = HashMap::new();
+    let Some(computation) = defs.items.get(position as usize) else {
+        return Ok(Step::Nothing);
+    };
+    // The job's definition and those it refers to: no other value changes.
+    let list = defs.index.with_upstream(position);
+    let plan = Plan {
+        evaluate: &list,
+        only: Some(&job.computation_id),
+        resend: false,
+    };
     for (id, p, was) in &profiles {
         let stored = values.get(id).unwrap_or(&empty);
         match job_kind(&job) {
             Kind::Recompute => {
-                let next = diff(
-                    defs,
-                    id,
-                    p,
-                    stored,
-                    now,
-                    &Scope::Only(&job.computation_id),
-                    false,
-                    &mut commit,
-                );
+                let (found, n) = diff(defs, id, p, stored, now, &plan, &mut commit);
+                stats.evaluated(n);
                 // A new windowed definition may move the next change earlier.
+                let next = next_change(*was, found, false);
                 store_profile(&mut commit, id, p, *was, next);
             }
             Kind::Backfill(destination) => {
                 if let Some(v) = stored.get(&job.computation_id) {
                     commit.messages.push(message::identify(
                         space_id,
-                        &computation.0,
+                        &computation.c,
                         p,
                         v,
                         now,
