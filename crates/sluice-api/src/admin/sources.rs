@@ -13,9 +13,10 @@ use sluice_store::{NewSource, Source, SourcePatch, keys};
 use utoipa::{IntoParams, ToSchema};
 
 use super::extract::{JsonObject, Params, known_fields, opt_field, required_name};
+use super::paging;
 use crate::AppState;
 use crate::error::{ApiError, ApiResult};
-use crate::openapi::schemas::{ErrorBody, List, Page, PageQuery};
+use crate::openapi::schemas::{AfterQuery, ErrorBody, List, ListPage, Page, PageQuery};
 use crate::path_param::PathParam;
 
 /// A source as the API shows it. The write key appears in full only in the
@@ -112,12 +113,22 @@ pub async fn create_as(
     Ok((StatusCode::CREATED, Json(view(&source, Some(&key)))))
 }
 
-#[utoipa::path(get, path = "/sources", tag = "sources",
-    responses((status = 200, description = "Every source", body = List<SourceView>)))]
-pub async fn list(State(app): State<Arc<AppState>>) -> ApiResult<Json<List<SourceView>>> {
-    let sources = app.store.list_sources().await?;
-    let data = sources.iter().map(|s| view(s, None)).collect();
-    Ok(Json(List { data }))
+#[utoipa::path(get, path = "/sources", tag = "sources", params(AfterQuery),
+    responses(
+        (status = 200, description = "A page of the sources, oldest first", body = ListPage<SourceView>),
+        (status = 400, description = "`invalid_query`", body = ErrorBody),
+    ))]
+pub async fn list(
+    State(app): State<Arc<AppState>>,
+    params: Params,
+) -> ApiResult<Json<ListPage<SourceView>>> {
+    let all = app.store.list_sources().await?;
+    let page = paging::page(all, |s| s.id.as_str(), &params)?;
+    Ok(Json(ListPage {
+        data: page.data.iter().map(|s| view(s, None)).collect(),
+        next_after: page.next_after,
+        total: page.total,
+    }))
 }
 
 #[utoipa::path(get, path = "/sources/{id}", tag = "sources", params(("id" = String, Path)),

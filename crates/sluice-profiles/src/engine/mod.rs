@@ -300,7 +300,7 @@ impl Engine {
             }
         }
         if !lost {
-            match jobs::job(store, owner, &mut self.defs, now, &self.stats).await? {
+            match jobs::jobs(store, owner, &mut self.defs, now, &self.stats).await? {
                 Step::Lost => lost = true,
                 step => round = round.max(step.round()),
             }
