@@ -12,7 +12,7 @@ const EVERYBODY_EVERY: usize = 1000;
 const OTHER_EVENTS: usize = 1000;
 
 fn kind(i: usize) -> Kind {
-    if i % ORDERS_EVERY == 0 {
+    if i.is_multiple_of(ORDERS_EVERY) {
         Kind::Orders
     } else if i % EVERYBODY_EVERY == 1 {
         Kind::Everybody

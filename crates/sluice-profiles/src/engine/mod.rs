@@ -239,8 +239,6 @@ impl Engine {
         };
         if let Some(fresh) = self.defs.refreshed(self.store.as_ref()).await? {
             self.defs = Arc::new(fresh);
-            let n = u64::try_from(self.defs.items.len()).unwrap_or(u64::MAX);
-            self.stats.definitions.store(n, Ordering::Relaxed);
         }
         let definitions = !self.defs.items.is_empty();
         if self.config.defer_to_ingest && self.pace.defer(self.store.write_load(), definitions) {
@@ -249,6 +247,9 @@ impl Engine {
         let started = Instant::now();
         let round = self.work(cursor, now).await;
         self.pace.ran(started.elapsed());
+        // A job may have read the definitions afresh too.
+        let n = u64::try_from(self.defs.items.len()).unwrap_or(u64::MAX);
+        self.stats.definitions.store(n, Ordering::Relaxed);
         round
     }
 
