@@ -9,8 +9,9 @@
 //! - Peak RSS of the server with them (budget: 150 MB).
 //!
 //! The mix ([`super::scale_defs`]): most definitions read one of 1,000
-//! other events, one in 200 reads the workload's `Order Completed`, one in
-//! 1,000 holds for everybody. `--quick`: 300 definitions, 5,000 events.
+//! other events, one in 1,000 reads the workload's `Order Completed` (as
+//! many as read each other name), one in 1,000 holds for everybody.
+//! `--quick`: 300 definitions, 5,000 events.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

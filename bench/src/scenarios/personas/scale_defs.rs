@@ -4,8 +4,9 @@
 
 use serde_json::{Value, json};
 
-/// Definitions reading the workload's event: one in 200.
-const ORDERS_EVERY: usize = 200;
+/// Definitions reading the workload's event: one in 1,000, as many as
+/// read each of the other event names.
+const ORDERS_EVERY: usize = 1000;
 /// Definitions holding for a person with nothing: one in 1,000.
 const EVERYBODY_EVERY: usize = 1000;
 /// Other event names the rest read.
