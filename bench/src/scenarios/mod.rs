@@ -12,7 +12,8 @@
 //!   resident memory during and after, against the idle figure.
 //! - [`personas`]: the profile engine's cost to ingest (off, on, 10 traits,
 //!   20 audiences), backfill, first sync, window expiry, event → identify;
-//!   `personas-latency` runs the last phase alone (for quick A/B runs).
+//!   `personas-latency` runs the last phase alone (for quick A/B runs);
+//!   `personas-scale`: 10,000 definitions (create time, latency, ingest, memory).
 //! - [`privacy`]: suppression's cost to ingest, and the time of a purge.
 //! - [`dashboard`]: each dashboard page's render time with 1,000,000 events.
 //! - [`dedup`]: ingest with deduplication against ingest without it, with
@@ -58,6 +59,7 @@ pub enum Scenario {
     Personas,
     PersonasLatency,
     PersonasPopulation,
+    PersonasScale,
     Privacy,
     Dashboard,
     Dedup,
@@ -85,6 +87,7 @@ impl Scenario {
             Scenario::Personas => "personas",
             Scenario::PersonasLatency => "personas latency",
             Scenario::PersonasPopulation => "personas population",
+            Scenario::PersonasScale => "personas at scale",
             Scenario::Privacy => "privacy",
             Scenario::Dashboard => "dashboard",
             Scenario::Dedup => "deduplication",
@@ -170,6 +173,7 @@ pub async fn run_all(plan: &Plan, scenarios: &[Scenario], report: &mut Report) {
             Scenario::Personas => personas::run(plan, report).await,
             Scenario::PersonasLatency => personas::run_latency(plan, report).await,
             Scenario::PersonasPopulation => personas::run_population(plan, report).await,
+            Scenario::PersonasScale => personas::run_scale(plan, report).await,
             Scenario::Privacy => privacy::run(plan, report).await,
             Scenario::Dashboard => dashboard::run(plan, report).await,
             Scenario::Dedup => dedup::run(plan, report).await,

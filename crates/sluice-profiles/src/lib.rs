@@ -8,6 +8,7 @@
 //! - `check`: the semantic checks of a parsed definition, each refusal
 //!   naming the field by its full JSON path.
 //! - [`filter`]: property filters and comparisons.
+//! - [`index`]: which definitions a change to a person can affect.
 //! - [`reads`]: which event properties the definitions read, and a parse
 //!   of an event's properties that keeps only those.
 //! - [`profile`]: the profile document and the identity and trait merge rules.
@@ -16,6 +17,7 @@
 //! - [`message`]: the identify messages emitted.
 //! - [`engine`]: the task that feeds on committed events (durable cursor,
 //!   one lease-holding node, one transaction per step).
+//! - [`refs`]: the definitions one refers to, read by key.
 //! - [`preview`]: a definition evaluated over stored profiles, unsaved.
 //!
 //! The modules before `engine` are pure and unit-tested without I/O; the engine wraps
@@ -27,11 +29,13 @@ pub mod definition;
 pub mod engine;
 pub mod error;
 pub mod filter;
+pub mod index;
 pub mod key;
 pub mod message;
 pub mod preview;
 pub mod profile;
 pub mod reads;
+pub mod refs;
 
 pub use definition::{AUDIENCE, Definition, TRAIT};
 pub use engine::{EngineConfig, EngineHandle};

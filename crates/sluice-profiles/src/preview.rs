@@ -28,7 +28,11 @@ pub async fn preview(
     key: &str,
     definition: &Definition,
 ) -> Result<Preview, ProfileError> {
-    let defs = Defs::new(store.list_computations().await?, String::new());
+    // Only what the definition refers to (its inputs) is evaluated with it.
+    let defs = Defs::new(
+        crate::refs::closure(store, definition, key).await?,
+        String::new(),
+    );
     let now = Utc::now().timestamp_millis();
     let mut out = Preview::default();
     let mut after = String::new();
@@ -43,8 +47,8 @@ pub async fn preview(
             };
             out.scanned += 1;
             let mut eval = Evaluation::default();
-            for (c, d) in &defs.items {
-                evaluate(&c.key, d, &p, now, &mut eval);
+            for i in &defs.items {
+                evaluate(&i.c.key, &i.d, &p, now, &mut eval);
             }
             if let Some(v) = evaluate(key, definition, &p, now, &mut eval) {
                 out.count += 1;

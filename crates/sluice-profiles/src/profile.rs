@@ -63,6 +63,10 @@ pub struct Profile {
     /// The document (identities, traits) changed since it was loaded.
     #[serde(skip)]
     pub dirty: bool,
+    /// Type and name of the events the cap dropped since it was loaded:
+    /// definitions reading them may change (see [`crate::index`]).
+    #[serde(skip)]
+    pub dropped: Vec<(String, Option<String>)>,
 }
 
 /// What the engine reads from one stored call.
@@ -413,7 +417,9 @@ impl Profile {
             return None;
         }
         let extra = self.events.len() - MAX_EVENTS;
-        self.events.drain(..extra);
+        for e in self.events.drain(..extra) {
+            self.dropped.push((e.kind, e.name));
+        }
         self.events.first().map(|e| (e.ts, e.seq))
     }
 

@@ -28,6 +28,7 @@ pub mod config;
 pub mod delivery_metrics;
 pub mod membership;
 pub mod privacy;
+mod profile_metrics;
 pub mod rlimit;
 pub mod serve;
 pub mod tasks;
@@ -272,6 +273,9 @@ pub async fn run(
     let mut registry = Registry::default();
     let metrics = Arc::new(Metrics::register(&mut registry));
     delivery_metrics::register(&mut registry, engine.clone());
+    if let Some(handle) = &wake_profiles {
+        profile_metrics::register(&mut registry, handle.clone());
+    }
     let capped = prometheus_client::metrics::counter::Counter::<u64>::default();
     registry.register(
         "sluice_deliveries_dead_lettered_pending_cap",

@@ -88,6 +88,7 @@ pub trait Store:
     + DeliveryStore
     + SchemaStore
     + ProfileStore
+    + DefinitionStore
     + RegulationStore
     + TeamStore
     + AuditStore
@@ -104,6 +105,7 @@ impl<T> Store for T where
         + DeliveryStore
         + SchemaStore
         + ProfileStore
+        + DefinitionStore
         + RegulationStore
         + TeamStore
         + AuditStore

@@ -12,12 +12,13 @@ use serde_json::{Map, Value};
 use sluice_store::{Destination, DestinationPatch, NewDestination, StoreError, keys};
 use utoipa::ToSchema;
 
-use super::extract::{JsonObject, known_fields, opt_field, required_name};
+use super::extract::{JsonObject, Params, known_fields, opt_field, required_name};
+use super::paging;
 use super::webhook_settings::{self, SettingsInput, SettingsView};
 use crate::AppState;
 use crate::audit::{After, Target, json_of, record};
 use crate::error::{ApiError, ApiResult};
-use crate::openapi::schemas::{ErrorBody, List};
+use crate::openapi::schemas::{AfterQuery, ErrorBody, ListPage};
 use crate::path_param::PathParam;
 use crate::principal::Actor;
 use crate::routes::WEBHOOKS;
@@ -142,12 +143,26 @@ pub async fn create(
     Ok((StatusCode::CREATED, Json(shown)))
 }
 
-#[utoipa::path(get, path = "/destinations", tag = "destinations",
-    responses((status = 200, body = List<DestinationView>)))]
-pub async fn list(State(app): State<Arc<AppState>>) -> ApiResult<Json<List<DestinationView>>> {
+#[utoipa::path(get, path = "/destinations", tag = "destinations", params(AfterQuery),
+    responses(
+        (status = 200, description = "A page of the destinations, oldest first", body = ListPage<DestinationView>),
+        (status = 400, description = "`invalid_query`", body = ErrorBody),
+    ))]
+pub async fn list(
+    State(app): State<Arc<AppState>>,
+    params: Params,
+) -> ApiResult<Json<ListPage<DestinationView>>> {
     let all = app.store.list_destinations().await?;
-    let data = all.iter().map(|d| view(d, &app.outbound.masker)).collect();
-    Ok(Json(List { data }))
+    let page = paging::page(all, |d| d.id.as_str(), &params)?;
+    Ok(Json(ListPage {
+        data: page
+            .data
+            .iter()
+            .map(|d| view(d, &app.outbound.masker))
+            .collect(),
+        next_after: page.next_after,
+        total: page.total,
+    }))
 }
 
 #[utoipa::path(get, path = "/destinations/{id}", tag = "destinations", params(("id" = String, Path)),

@@ -18,6 +18,7 @@ pub mod catalog;
 pub mod deliveries;
 pub mod destinations;
 pub mod extract;
+pub mod paging;
 pub mod personas;
 pub mod regulations;
 pub mod schema;

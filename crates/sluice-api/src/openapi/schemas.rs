@@ -31,6 +31,27 @@ pub struct List<T> {
     pub data: Vec<T>,
 }
 
+/// `{"data": [...], "next_after": …, "total": n}`: a page of a list in
+/// creation order. `next_after` is the `after` of the next page when this
+/// one is full, else `null`; `total` counts the whole list.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ListPage<T> {
+    pub data: Vec<T>,
+    pub next_after: Option<String>,
+    pub total: u64,
+}
+
+/// Paging forwards through a list in creation order.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct AfterQuery {
+    /// 1 to 1000, default 100.
+    #[param(minimum = 1, maximum = 1000)]
+    pub limit: Option<u32>,
+    /// Only items after this one (exclusive): a previous page's `next_after`.
+    pub after: Option<String>,
+}
+
 /// `{"data": [...], "next_before": …}`: a page, newest first. `next_before`
 /// is the `before` of the next page when this one is full, else `null`.
 #[derive(Debug, Serialize, ToSchema)]

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
-use sluice_store::{ProfileCommit, ProfileRecord, ValueChange};
+use sluice_store::{Computation, ProfileCommit, ProfileRecord, ValueChange};
 
 use super::defs::Defs;
 use crate::compute::{Evaluation, evaluate};
@@ -13,40 +13,45 @@ use crate::definition::AUDIENCE;
 use crate::message;
 use crate::profile::Profile;
 
-/// What a diff sends: only one computation's changes (a recompute job), or
-/// every computation's (events and window sweeps).
-pub enum Scope<'a> {
-    All,
-    Only(&'a str),
+/// Which definitions a diff evaluates, and which of them it sends.
+pub struct Plan<'a> {
+    /// Positions in [`Defs::items`], in evaluation order (see
+    /// [`crate::index::Index::candidates`]).
+    pub evaluate: &'a [u32],
+    /// Only this computation's changes (a recompute job); `None`: every
+    /// evaluated one's.
+    pub only: Option<&'a str>,
+    /// The profile's userId just changed (first identified, or aliased):
+    /// values it holds are sent again even when unchanged, since receivers
+    /// keyed by userId never saw them.
+    pub resend: bool,
 }
 
-/// Evaluates every definition for `profile`, compares with `stored`
+/// Evaluates the planned definitions for `profile`, compares with `stored`
 /// (computation id → JSON) and appends the changes to `commit`. Returns the
-/// next window change (unix ms). With `resend`, the profile's userId just
-/// changed (first identified, or aliased): values it holds are sent again
-/// even when unchanged, since receivers keyed by userId never saw them.
-#[allow(clippy::too_many_arguments)]
+/// earliest window change among them (unix ms) and how many it evaluated.
 pub fn diff(
     defs: &Defs,
     profile_id: &str,
     profile: &Profile,
     stored: &HashMap<String, Value>,
     now: DateTime<Utc>,
-    scope: &Scope<'_>,
-    resend: bool,
+    plan: &Plan<'_>,
     commit: &mut ProfileCommit,
-) -> Option<i64> {
+) -> (Option<i64>, usize) {
     let mut eval = Evaluation::default();
     let now_ms = now.timestamp_millis();
-    for (c, d) in &defs.items {
-        let new = evaluate(&c.key, d, profile, now_ms, &mut eval);
-        if let Scope::Only(id) = scope
-            && *id != c.id
-        {
+    for &i in plan.evaluate {
+        let Some(item) = defs.items.get(i as usize) else {
+            continue;
+        };
+        let c = &item.c;
+        let new = evaluate(&c.key, &item.d, profile, now_ms, &mut eval);
+        if plan.only.is_some_and(|id| id != c.id) {
             continue;
         }
         let changed = stored.get(&c.id) != new.as_ref();
-        let again = resend && new.is_some();
+        let again = plan.resend && new.is_some();
         if !changed && !again {
             continue;
         }
@@ -57,23 +62,63 @@ pub fn diff(
                 value: new.as_ref().map(Value::to_string),
             });
         }
-        let sent = match (&new, c.class.as_str()) {
-            (Some(v), _) => v.clone(),
-            (None, AUDIENCE) => Value::Bool(false),
-            (None, _) => Value::Null,
-        };
-        if !c.destination_ids.is_empty() {
-            commit.messages.push(message::identify(
-                &defs.space_id,
-                c,
-                profile,
-                &sent,
-                now,
-                c.destination_ids.clone(),
-            ));
+        send(defs, c, profile, new.as_ref(), now, commit);
+    }
+    if plan.resend && plan.only.is_none() {
+        // Values of definitions nothing reached are unchanged: sent again
+        // as stored.
+        for (id, value) in stored {
+            let Some(&i) = defs.by_id.get(id) else {
+                continue;
+            };
+            if plan.evaluate.binary_search(&i).is_err()
+                && let Some(item) = defs.items.get(i as usize)
+            {
+                send(defs, &item.c, profile, Some(value), now, commit);
+            }
         }
     }
-    eval.next_change
+    (eval.next_change, plan.evaluate.len())
+}
+
+/// Queues the identify message of `c`'s value `new` (`None`: no value).
+fn send(
+    defs: &Defs,
+    c: &Computation,
+    profile: &Profile,
+    new: Option<&Value>,
+    now: DateTime<Utc>,
+    commit: &mut ProfileCommit,
+) {
+    let sent = match (new, c.class.as_str()) {
+        (Some(v), _) => v.clone(),
+        (None, AUDIENCE) => Value::Bool(false),
+        (None, _) => Value::Null,
+    };
+    if !c.destination_ids.is_empty() {
+        commit.messages.push(message::identify(
+            &defs.space_id,
+            c,
+            profile,
+            &sent,
+            now,
+            c.destination_ids.clone(),
+        ));
+    }
+}
+
+/// The next window change to store after evaluating a part of the
+/// definitions: the earlier of the stored one (`was`, for the definitions
+/// not evaluated) and the evaluated ones' (`found`). With `exact`, every
+/// definition that can change by time was evaluated: `found` alone.
+pub fn next_change(was: Option<i64>, found: Option<i64>, exact: bool) -> Option<i64> {
+    if exact {
+        return found;
+    }
+    match (was, found) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
 }
 
 /// Writes what changed of a profile: the whole document when it is new or

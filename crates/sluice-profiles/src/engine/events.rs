@@ -7,211 +7,16 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sluice_store::{
-    CursorEvent, EventCursor, PERSONAS_SOURCE, PRIVACY_SOURCE, ProfileCommit, ProfileEventRow,
-    ProfileRecord, Store,
+    CursorEvent, EventCursor, PERSONAS_SOURCE, PRIVACY_SOURCE, ProfileCommit, ProfileRecord, Store,
 };
 
+use super::Stats;
 use super::compute::Compute;
 use super::defs::Defs;
-use super::diff::{Scope, diff, store_profile};
+use super::diff::{Plan, diff, next_change, store_profile};
+use super::work::{Work, anon, user};
 use crate::error::ProfileError;
-use crate::profile::{Call, Profile, ProfileEvent};
-
-/// Profiles touched by one batch, in memory until the commit.
-#[derive(Default)]
-struct Work {
-    profiles: HashMap<String, Profile>,
-    /// `next_change_at` as loaded (unix ms), to write it only when it moves.
-    next_change: HashMap<String, Option<i64>>,
-    identities: HashMap<String, String>,
-    changed_identities: Vec<(String, String)>,
-    touched: BTreeSet<String>,
-    removed: BTreeSet<String>,
-    /// Whether profiles carry their events (some definition reads them),
-    /// and the properties those keep.
-    with_events: bool,
-    roots: BTreeSet<String>,
-    /// Rows to append, under the profile the call resolved to then (a
-    /// later merge in the batch moves them with the rest).
-    new_events: Vec<(String, ProfileEventRow)>,
-    moved_events: Vec<(String, String)>,
-    /// Per profile, the cap's latest position.
-    trims: HashMap<String, (i64, i64)>,
-    /// Profiles whose messages' userId changed in this batch.
-    identified: HashSet<String>,
-}
-
-fn user(id: &str) -> String {
-    format!("user:{id}")
-}
-
-fn anon(id: &str) -> String {
-    format!("anon:{id}")
-}
-
-impl Work {
-    fn find(&self, identity: &str) -> Option<String> {
-        self.identities.get(identity).cloned()
-    }
-
-    fn point(&mut self, identity: String, profile: &str) {
-        if self.identities.get(&identity).map(String::as_str) != Some(profile) {
-            self.identities.insert(identity.clone(), profile.to_owned());
-            self.changed_identities.push((identity, profile.to_owned()));
-        }
-    }
-
-    fn create(&mut self) -> String {
-        // 16 alphanumerics (95 random bits), like every other Sluice id: the
-        // id is a key in each of the person's event rows, and a UUID's 32
-        // hex digits cost 16 bytes more per row (BENCHMARKS.md, "Measured
-        // choices").
-        let id = sluice_store::keys::new_id("prf");
-        let fresh = Profile {
-            dirty: true,
-            ..Profile::default()
-        };
-        self.profiles.insert(id.clone(), fresh);
-        id
-    }
-
-    /// Moves `from` into `into`, repointing its identities and events.
-    fn merge(&mut self, into: &str, from: &str) {
-        let Some(other) = self.profiles.remove(from) else {
-            return;
-        };
-        for u in &other.user_ids {
-            self.point(user(u), into);
-        }
-        for a in &other.anonymous_ids {
-            self.point(anon(a), into);
-        }
-        if let Some(p) = self.profiles.get_mut(into) {
-            let before = p.user_id().map(str::to_owned);
-            if let Some(cut) = p.absorb(other) {
-                self.trims.insert(into.to_owned(), cut);
-            }
-            if p.user_id() != before.as_deref() {
-                self.identified.insert(into.to_owned());
-            }
-        }
-        self.moved_events.push((from.to_owned(), into.to_owned()));
-        self.trims.remove(from);
-        self.removed.insert(from.to_owned());
-        self.touched.remove(from);
-    }
-
-    /// Applies a call to its profile: traits to the document, behaviour as
-    /// a new row (and to the loaded events).
-    fn apply(&mut self, id: &str, call: &Call) {
-        let Some(p) = self.profiles.get_mut(id) else {
-            return;
-        };
-        p.apply_traits(call);
-        // Behaviour names its source in its own row; the document keeps the
-        // sources of the other calls (identify, group, alias), which leave
-        // no row: together they tell a deletion where the person's calls
-        // went, at no cost per behavioural call.
-        let Some(row) = call.event_row() else {
-            p.add_source(&call.source_id);
-            return;
-        };
-        // A call sent twice counts once (Segment deduplicates by messageId).
-        if row.message_hash.is_some_and(|m| p.has_message(m)) {
-            return;
-        }
-        if self.with_events
-            && let Some(cut) = p.push_event(ProfileEvent::from_row_keeping(&row, Some(&self.roots)))
-        {
-            self.trims.insert(id.to_owned(), cut);
-        }
-        self.new_events.push((id.to_owned(), row));
-    }
-
-    fn attach_user(&mut self, profile: &str, id: &str) {
-        self.point(user(id), profile);
-        if let Some(p) = self.profiles.get_mut(profile) {
-            let before = p.user_id().map(str::to_owned);
-            p.add_user_id(id);
-            if p.user_id() != before.as_deref() {
-                self.identified.insert(profile.to_owned());
-            }
-        }
-    }
-
-    fn attach_anon(&mut self, profile: &str, id: &str) {
-        self.point(anon(id), profile);
-        if let Some(p) = self.profiles.get_mut(profile) {
-            p.add_anonymous_id(id);
-        }
-    }
-
-    /// The profile a call belongs to, merging as the rules say (see
-    /// `docs/personas.md`, "Identity resolution").
-    fn resolve(&mut self, call: &Call) -> String {
-        if call.kind == "alias"
-            && let (Some(u), Some(prev)) = (&call.user_id, &call.previous_id)
-        {
-            let target = self.find(&user(u));
-            let previous = self.find(&user(prev)).or_else(|| self.find(&anon(prev)));
-            let id = match (target, previous) {
-                (Some(t), Some(p)) if t != p => {
-                    self.merge(&t, &p);
-                    t
-                }
-                (Some(t), _) => t,
-                (None, Some(p)) => p,
-                (None, None) => self.create(),
-            };
-            self.attach_user(&id, u);
-            if self.find(&user(prev)).is_none() {
-                self.attach_anon(&id, prev);
-            }
-            return id;
-        }
-        let by_user = call.user_id.as_deref().and_then(|u| self.find(&user(u)));
-        let by_anon = call
-            .anonymous_id
-            .as_deref()
-            .and_then(|a| self.find(&anon(a)));
-        let id = match (by_user, by_anon) {
-            (Some(u), Some(a)) if u != a => {
-                let mergeable = match (self.profiles.get(&u), self.profiles.get(&a)) {
-                    (Some(pu), Some(pa)) => pu.can_merge(pa),
-                    _ => false,
-                };
-                if mergeable {
-                    self.merge(&u, &a);
-                }
-                u
-            }
-            (Some(u), _) => u,
-            (None, Some(a)) => {
-                // A userId on an anonymous profile claims it, unless that
-                // profile already belongs to another userId.
-                let taken = self
-                    .profiles
-                    .get(&a)
-                    .is_some_and(|p| !p.user_ids.is_empty());
-                if taken && call.user_id.is_some() {
-                    self.create()
-                } else {
-                    a
-                }
-            }
-            (None, None) => self.create(),
-        };
-        if let Some(u) = &call.user_id {
-            self.attach_user(&id, u);
-        }
-        if let Some(a) = &call.anonymous_id
-            && self.find(&anon(a)).is_none()
-        {
-            self.attach_anon(&id, a);
-        }
-        id
-    }
-}
+use crate::profile::{Call, Profile};
 
 /// The calls of `batch` the engine reads, and the identities they name.
 fn parse(batch: &[CursorEvent]) -> (Vec<Call>, Vec<String>) {
@@ -273,17 +78,19 @@ fn apply(
     Ok(work)
 }
 
-/// Evaluates the touched profiles and builds the step's commit.
+/// Evaluates what changed of the touched profiles and builds the step's
+/// commit. `settle`: profiles whose prepared changes the commit withdraws.
+/// Returns the commit and how many evaluations it took.
 fn build(
-    work: Work,
+    mut work: Work,
     defs: &Defs,
     stored: &HashMap<String, HashMap<String, Value>>,
+    settle: &HashSet<String>,
     mut commit: ProfileCommit,
-) -> ProfileCommit {
+) -> (ProfileCommit, usize) {
     let empty = HashMap::new();
     commit.identities = work.changed_identities;
     commit.removed_profiles = work.removed.into_iter().collect();
-    commit.computed = defs.items.iter().map(|(c, _)| c.id.clone()).collect();
     commit.events = work.new_events;
     commit.moved_events = work.moved_events;
     commit.trimmed_events = work
@@ -291,30 +98,44 @@ fn build(
         .into_iter()
         .map(|(id, (ts, seq))| (id, ts, seq))
         .collect();
+    let now_ms = commit.now.timestamp_millis();
+    let mut evaluated = BTreeSet::new();
+    let mut evaluations = 0;
     for id in &work.touched {
         let Some(profile) = work.profiles.get(id) else {
             continue;
         };
+        let was = work.next_change.get(id).copied().flatten();
         let next = if defs.items.is_empty() {
             None
         } else {
+            let mut touched = work.changes.remove(id).unwrap_or_default();
+            // A window due (not swept yet) or a prepared change withdrawn:
+            // whatever time changes is evaluated now.
+            if was.is_some_and(|t| t <= now_ms) || settle.contains(id) {
+                touched.all = true;
+            }
+            touched.expand(profile);
+            let list = defs.index.candidates(&touched);
+            let plan = Plan {
+                evaluate: &list,
+                only: None,
+                resend: work.identified.contains(id),
+            };
             let old = stored.get(id).unwrap_or(&empty);
-            let resend = work.identified.contains(id);
-            diff(
-                defs,
-                id,
-                profile,
-                old,
-                commit.now,
-                &Scope::All,
-                resend,
-                &mut commit,
-            )
+            let (found, n) = diff(defs, id, profile, old, commit.now, &plan, &mut commit);
+            evaluations += n;
+            evaluated.extend(list);
+            next_change(was, found, touched.all)
         };
-        let was = work.next_change.get(id).copied().flatten();
         store_profile(&mut commit, id, profile, was, next);
     }
-    commit
+    // `last_computed_at`: the definitions evaluated in this step.
+    commit.computed = evaluated
+        .into_iter()
+        .filter_map(|i| defs.items.get(i as usize).map(|item| item.c.id.clone()))
+        .collect();
+    (commit, evaluations)
 }
 
 /// Processes `batch` (already read after the cursor) and commits it; the
@@ -327,6 +148,7 @@ pub async fn step(
     defs: &Arc<Defs>,
     batch: Vec<CursorEvent>,
     now: DateTime<Utc>,
+    stats: &Stats,
 ) -> Result<Option<EventCursor>, ProfileError> {
     let Some(last) = batch.last().map(|e| e.cursor) else {
         return Ok(None);
@@ -348,6 +170,7 @@ pub async fn step(
         let touched: Vec<String> = work.touched.iter().cloned().collect();
         super::load::values_at(store, touched, now).await?
     };
+    let withdrawn: HashSet<String> = settle.iter().cloned().collect();
     let commit = ProfileCommit {
         owner: owner.to_owned(),
         now,
@@ -356,6 +179,9 @@ pub async fn step(
         ..ProfileCommit::default()
     };
     let defs = defs.clone();
-    let commit = cpu.run(move || build(work, &defs, &stored, commit)).await?;
+    let (commit, n) = cpu
+        .run(move || build(work, &defs, &stored, &withdrawn, commit))
+        .await?;
+    stats.evaluated(n);
     Ok(store.commit_profiles(commit).await?.then_some(last))
 }

@@ -3,44 +3,95 @@
 //! whose first sync it is), one page per commit.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use sluice_store::{JobProgress, ProfileCommit, ProfileJob, Store};
 
-use super::Step;
 use super::defs::Defs;
-use super::diff::{Scope, diff, store_profile};
+use super::diff::{Plan, diff, next_change, store_profile};
 use super::sweep::{PAGE, commit_page, load, outcome};
+use super::{Stats, Step};
 use crate::error::ProfileError;
 use crate::message;
 
-/// Advances the oldest job by one page.
-pub async fn job(
+/// Advances jobs a page at a time, several in one round while their pages
+/// are short: a definition created while few people exist is a job of one
+/// short page, and 10,000 of them one per round would queue behind each
+/// other for minutes. Stops after [`PAGE`] profiles, [`JOBS_PER_ROUND`]
+/// jobs or [`ROUND_TIME`].
+pub async fn jobs(
     store: &dyn Store,
     owner: &str,
-    space_id: &str,
+    defs: &mut Arc<Defs>,
     now: DateTime<Utc>,
+    stats: &Stats,
 ) -> Result<Step, ProfileError> {
+    let started = std::time::Instant::now();
+    let mut walked = 0;
+    let mut done = Step::Nothing;
+    for _ in 0..JOBS_PER_ROUND {
+        let (step, n) = job(store, owner, defs, now, stats).await?;
+        walked += n;
+        done = match (done, step) {
+            (_, Step::Lost) => return Ok(Step::Lost),
+            (_, Step::Nothing) => return Ok(done),
+            (Step::Full, _) | (_, Step::Full) => Step::Full,
+            _ => Step::Partial,
+        };
+        if walked >= PAGE as usize || started.elapsed() >= ROUND_TIME {
+            break;
+        }
+    }
+    // The budget ran out, more jobs may wait: go on at once.
+    Ok(Step::Full)
+}
+
+/// Jobs advanced in one round at most.
+const JOBS_PER_ROUND: usize = 64;
+/// A round stops taking jobs after this long.
+const ROUND_TIME: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// Advances the oldest job by one page; also returns the profiles walked.
+async fn job(
+    store: &dyn Store,
+    owner: &str,
+    defs: &mut Arc<Defs>,
+    now: DateTime<Utc>,
+    stats: &Stats,
+) -> Result<(Step, usize), ProfileError> {
     let Some(job) = store.next_profile_job().await? else {
-        return Ok(Step::Nothing);
+        return Ok((Step::Nothing, 0));
     };
-    // Definitions read after the job: the change that queued it is visible
-    // (both were committed together).
-    let defs = &Defs::new(store.list_computations().await?, space_id.to_owned());
+    // The definitions must include the change that queued the job (both
+    // were committed together): brought up to date when the job's
+    // definition is missing or older than the stored one.
+    let stale = match defs.get(&job.computation_id) {
+        None => true,
+        Some(item) => store
+            .get_computation(&job.computation_id)
+            .await?
+            .is_some_and(|c| c.revision != item.c.revision),
+    };
+    if stale && let Some(fresh) = defs.refreshed(store).await? {
+        *defs = Arc::new(fresh);
+    }
+    let defs = defs.as_ref();
+    let space_id = defs.space_id.as_str();
     let mut commit = ProfileCommit {
         owner: owner.to_owned(),
         now,
         ..ProfileCommit::default()
     };
-    let Some(computation) = defs.items.iter().find(|(c, _)| c.id == job.computation_id) else {
+    let Some(&position) = defs.by_id.get(&job.computation_id) else {
         commit.job = Some((job.id, JobProgress::Done));
-        return Ok(outcome(store.commit_profiles(commit).await?, 0));
+        return Ok((outcome(store.commit_profiles(commit).await?, 0), 0));
     };
     let ids = store.profile_ids_after(&job.after_profile, PAGE).await?;
     let Some(last) = ids.last().cloned() else {
         commit.job = Some((job.id, JobProgress::Done));
         commit.computed.push(job.computation_id.clone());
-        return Ok(outcome(store.commit_profiles(commit).await?, 0));
+        return Ok((outcome(store.commit_profiles(commit).await?, 0), 0));
     };
     let n = ids.len();
     let started = std::time::Instant::now();
@@ -52,28 +103,31 @@ pub async fn job(
     }
     let loaded = started.elapsed();
     let empty = HashMap::new();
+    let Some(computation) = defs.items.get(position as usize) else {
+        return Ok((Step::Nothing, 0));
+    };
+    // The job's definition and those it refers to: no other value changes.
+    let list = defs.index.with_upstream(position);
+    let plan = Plan {
+        evaluate: &list,
+        only: Some(&job.computation_id),
+        resend: false,
+    };
     for (id, p, was) in &profiles {
         let stored = values.get(id).unwrap_or(&empty);
         match job_kind(&job) {
             Kind::Recompute => {
-                let next = diff(
-                    defs,
-                    id,
-                    p,
-                    stored,
-                    now,
-                    &Scope::Only(&job.computation_id),
-                    false,
-                    &mut commit,
-                );
+                let (found, n) = diff(defs, id, p, stored, now, &plan, &mut commit);
+                stats.evaluated(n);
                 // A new windowed definition may move the next change earlier.
+                let next = next_change(*was, found, false);
                 store_profile(&mut commit, id, p, *was, next);
             }
             Kind::Backfill(destination) => {
                 if let Some(v) = stored.get(&job.computation_id) {
                     commit.messages.push(message::identify(
                         space_id,
-                        &computation.0,
+                        &computation.c,
                         p,
                         v,
                         now,
@@ -86,7 +140,7 @@ pub async fn job(
     commit.job = Some((job.id, JobProgress::At(last)));
     let committed = commit_page(store, commit, "job page", n, started, loaded).await?;
     // A page of a job is always followed at once by the next.
-    Ok(outcome(committed, n.max(PAGE as usize)))
+    Ok((outcome(committed, n.max(PAGE as usize)), n))
 }
 
 enum Kind<'a> {

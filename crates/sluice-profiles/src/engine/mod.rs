@@ -5,32 +5,38 @@
 //!
 //! - `compute`: the engine's low-priority thread for its CPU work.
 //! - `defs`: live definitions in evaluation order.
-//! - `events`: identity resolution and the per-batch step.
+//! - `events`: the per-batch step.
+//! - `work`: a batch's profiles: identity resolution, calls applied.
 //! - `load`: reading a step's profiles.
 //! - `diff`: values → changes → identify messages.
 //! - `pace`: stepping aside during ingest bursts and delivery backlogs.
 //! - `sweep`: window changes: due ones, and those prepared ahead.
+//! - `handle`: waking the engine, and its counters.
 //! - `jobs`: whole-population jobs (recompute, backfill).
 
 mod compute;
 mod defs;
 mod diff;
 mod events;
+mod handle;
 mod jobs;
 mod load;
 pub mod pace;
 mod sweep;
+mod work;
 
 use std::future::Future;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use sluice_store::{EventCursor, Store};
-use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
 pub use defs::Defs;
+pub use handle::EngineHandle;
+use handle::Stats;
 
 use crate::error::ProfileError;
 
@@ -80,18 +86,6 @@ impl Default for EngineConfig {
     }
 }
 
-/// Wakes the engine early (after an ingest commit or a definition change).
-#[derive(Clone, Default)]
-pub struct EngineHandle {
-    wake: Arc<Notify>,
-}
-
-impl EngineHandle {
-    pub fn notify(&self) {
-        self.wake.notify_one();
-    }
-}
-
 /// What one round did, which decides when the next one starts (ordered:
 /// the most urgent part of a round wins).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -131,7 +125,8 @@ pub fn start(
     stop: impl Future<Output = ()> + Send + 'static,
 ) -> (EngineHandle, JoinHandle<()>) {
     let handle = EngineHandle::default();
-    let wake = handle.wake.clone();
+    let wake = handle.wake();
+    let stats = handle.stats();
     let task = tokio::spawn(async move {
         tokio::pin!(stop);
         let cpu = match compute::Compute::start() {
@@ -151,6 +146,7 @@ pub fn start(
             defs: Arc::new(defs),
             cpu,
             pace,
+            stats,
         };
         let coalesce = engine.config.poll_interval / 2;
         loop {
@@ -210,6 +206,7 @@ struct Engine {
     defs: Arc<Defs>,
     cpu: compute::Compute,
     pace: pace::Pace,
+    stats: Arc<Stats>,
 }
 
 impl Engine {
@@ -240,8 +237,7 @@ impl Engine {
         let Some(cursor) = self.lease(now).await? else {
             return Ok(Round::Idle);
         };
-        let computations = self.store.list_computations().await?;
-        if let Some(fresh) = self.defs.refreshed(computations) {
+        if let Some(fresh) = self.defs.refreshed(self.store.as_ref()).await? {
             self.defs = Arc::new(fresh);
         }
         let definitions = !self.defs.items.is_empty();
@@ -251,6 +247,9 @@ impl Engine {
         let started = Instant::now();
         let round = self.work(cursor, now).await;
         self.pace.ran(started.elapsed());
+        // A job may have read the definitions afresh too.
+        let n = u64::try_from(self.defs.items.len()).unwrap_or(u64::MAX);
+        self.stats.definitions.store(n, Ordering::Relaxed);
         round
     }
 
@@ -277,7 +276,8 @@ impl Engine {
         };
         let mut lost = false;
         if round != Round::Idle {
-            match events::step(store, &self.cpu, owner, &self.defs, batch, now).await? {
+            let stats = self.stats.as_ref();
+            match events::step(store, &self.cpu, owner, &self.defs, batch, now, stats).await? {
                 Some(next) => {
                     if let Some(h) = &mut self.held {
                         h.cursor = next;
@@ -295,13 +295,13 @@ impl Engine {
             }
         }
         if !lost {
-            match sweep::sweep(store, owner, &self.defs, now).await? {
+            match sweep::sweep(store, owner, &self.defs, now, &self.stats).await? {
                 Step::Lost => lost = true,
                 step => round = round.max(step.round()),
             }
         }
         if !lost {
-            match jobs::job(store, owner, &self.config.space_id, now).await? {
+            match jobs::jobs(store, owner, &mut self.defs, now, &self.stats).await? {
                 Step::Lost => lost = true,
                 step => round = round.max(step.round()),
             }
@@ -311,7 +311,7 @@ impl Engine {
         // prepared in time is still made when it falls due.
         if !lost && round != Round::Full && !self.config.schedule_ahead.is_zero() {
             let until = now + self.config.schedule_ahead;
-            match sweep::ahead(store, owner, &self.defs, now, until).await? {
+            match sweep::ahead(store, owner, &self.defs, now, until, &self.stats).await? {
                 Step::Lost => lost = true,
                 step => round = round.max(step.round()),
             }

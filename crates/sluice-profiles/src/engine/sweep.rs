@@ -13,11 +13,12 @@ use std::collections::HashMap;
 use chrono::{DateTime, Utc};
 use sluice_store::{ProfileCommit, Schedule, ScheduledChange, Store};
 
-use super::Step;
 use super::defs::Defs;
-use super::diff::{Scope, diff, store_profile};
+use super::diff::{Plan, diff, store_profile};
 use super::load::{Values, load_records, values_at};
+use super::{Stats, Step};
 use crate::error::ProfileError;
+use crate::index::Touched;
 use crate::profile::Profile;
 
 /// Profiles re-evaluated per sweep or job commit. A page holds its
@@ -56,6 +57,31 @@ pub(super) async fn load(
     }
     profiles.sort_by(|a, b| a.0.cmp(&b.0));
     Ok((profiles, values))
+}
+
+/// Evaluates `p` for everything time can change for it (the definitions
+/// its own events and traits reach) at `at`: a window sweep's plan.
+/// Returns the next window change and how many evaluations it took.
+pub(super) fn evaluate_due(
+    defs: &Defs,
+    id: &str,
+    p: &Profile,
+    stored: &HashMap<String, serde_json::Value>,
+    at: DateTime<Utc>,
+    commit: &mut ProfileCommit,
+) -> (Option<i64>, usize) {
+    let mut touched = Touched {
+        all: true,
+        ..Touched::default()
+    };
+    touched.expand(p);
+    let list = defs.index.candidates(&touched);
+    let plan = Plan {
+        evaluate: &list,
+        only: None,
+        resend: false,
+    };
+    diff(defs, id, p, stored, at, &plan, commit)
 }
 
 /// How a commit of `n` profiles (out of a page) went.
@@ -99,6 +125,7 @@ pub async fn sweep(
     owner: &str,
     defs: &Defs,
     now: DateTime<Utc>,
+    stats: &Stats,
 ) -> Result<Step, ProfileError> {
     let due = store.due_profiles(now, PAGE).await?;
     if due.is_empty() {
@@ -115,16 +142,9 @@ pub async fn sweep(
     let loaded = started.elapsed();
     let empty = HashMap::new();
     for (id, p, was) in &profiles {
-        let next = diff(
-            defs,
-            id,
-            p,
-            values.get(id).unwrap_or(&empty),
-            now,
-            &Scope::All,
-            false,
-            &mut commit,
-        );
+        let stored = values.get(id).unwrap_or(&empty);
+        let (next, n) = evaluate_due(defs, id, p, stored, now, &mut commit);
+        stats.evaluated(n);
         store_profile(&mut commit, id, p, *was, next);
     }
     let committed = commit_page(store, commit, "window sweep", n, started, loaded).await?;
@@ -160,6 +180,7 @@ pub async fn ahead(
     defs: &Defs,
     now: DateTime<Utc>,
     until: DateTime<Utc>,
+    stats: &Stats,
 ) -> Result<Step, ProfileError> {
     if defs.items.is_empty() {
         return Ok(Step::Nothing);
@@ -183,19 +204,11 @@ pub async fn ahead(
     for (id, p, was) in &profiles {
         let Some(&at) = when.get(id) else { continue };
         let mut part = ProfileCommit::default();
-        let next = diff(
-            defs,
-            id,
-            p,
-            values.get(id).unwrap_or(&empty),
-            at,
-            &Scope::All,
-            false,
-            &mut part,
-        );
+        let stored = values.get(id).unwrap_or(&empty);
+        let (next, n) = evaluate_due(defs, id, p, stored, at, &mut part);
+        stats.evaluated(n);
         for v in part.values {
-            let computation = defs.items.iter().find(|(c, _)| c.id == v.computation_id);
-            let Some((computation, _)) = computation else {
+            let Some(computation) = defs.get(&v.computation_id).map(|i| &i.c) else {
                 continue;
             };
             let message = part

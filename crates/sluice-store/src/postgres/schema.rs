@@ -284,6 +284,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
     ("usage counters per node", USAGE_SHARDS),
     ("delivery lease owners", super::cluster::LEASE_OWNER),
     ("users, API tokens and the audit log", super::team::SCHEMA),
+    (
+        "definition changes",
+        super::profiles::catalog::SCHEMA_CHANGES,
+    ),
 ];
 
 /// First key of the migration advisory lock ("SLUI"); the second is a hash

@@ -70,6 +70,7 @@
 //! Nothing by hand: the lease lapses after its TTL and another node (or the
 //! restarted one) takes over at the committed cursor.
 
+mod catalog;
 mod types;
 
 use std::time::Duration;
@@ -78,6 +79,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use crate::Result;
+pub use catalog::{ComputationPage, DefinitionStore};
 pub use types::*;
 
 /// The source id of identify messages the profile engine emits.

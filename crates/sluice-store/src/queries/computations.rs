@@ -12,10 +12,11 @@ use chrono::{DateTime, Utc};
 use crate::sql::{Conn, Db, ProfileLinks, Row, Tx, args, conflict, limit};
 use crate::{Computation, ComputationPatch, ComputedValue, NewComputation, Result, StoreError};
 
-const COLUMNS: &str = "id, class, key, name, definition, destination_ids, revision, messages_sent,
+pub(super) const COLUMNS: &str =
+    "id, class, key, name, definition, destination_ids, revision, messages_sent,
      last_computed_at, created_at, updated_at, deleted_at";
 
-fn computation(mut row: Row) -> Result<Computation> {
+pub(super) fn computation(mut row: Row) -> Result<Computation> {
     let destinations: String = row.take(5)?;
     Ok(Computation {
         id: row.take(0)?,

@@ -8,6 +8,7 @@
 //!
 //! Modules, one per concern:
 //! - `computations`: Personas definitions, their jobs and stored values.
+//! - `definitions`: Personas definitions by page, key, id and change.
 //! - `deliveries`: the delivery log, replay and retention.
 //! - `destinations`: destinations and their connections to sources.
 //! - `regulations`: privacy requests, suppressions, delete notifications.
@@ -15,6 +16,7 @@
 //! - `sources`: service settings, revoked sessions, sources.
 
 pub(crate) mod computations;
+pub(crate) mod definitions;
 pub(crate) mod deliveries;
 pub(crate) mod destinations;
 pub(crate) mod regulations;

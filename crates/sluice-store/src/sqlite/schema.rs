@@ -333,6 +333,7 @@ pub(super) static MIGRATIONS: LazyLock<Migrations<'static>> = LazyLock::new(|| {
         M::up(REVOKED_SESSIONS),
         M::up(super::dedup::SCHEMA_DUPLICATES),
         M::up(super::team::SCHEMA),
+        M::up(super::profiles::catalog::SCHEMA_CHANGES),
     ])
 });
 

@@ -9,7 +9,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 use sluice_profiles::preview::preview;
 use sluice_profiles::{AUDIENCE, Definition};
-use sluice_store::{Computation, ComputationPatch, NewComputation, keys};
+use sluice_store::{Computation, ComputationPage, ComputationPatch, NewComputation, keys};
 
 use super::validate;
 use crate::AppState;
@@ -160,14 +160,39 @@ pub async fn create(
     Ok((StatusCode::CREATED, Json(view(&app, &created).await?)).into_response())
 }
 
-pub async fn list(State(app): State<Arc<AppState>>, class: &'static str) -> ApiResult<Json<Value>> {
-    let mut data = Vec::new();
-    for c in app.store.list_computations().await? {
-        if c.class == class {
-            data.push(view(&app, &c).await?);
-        }
+/// Items per page of a definitions list unless `limit` says otherwise.
+pub const LIST_DEFAULT: u32 = 100;
+/// The largest `limit` of a definitions list.
+pub const LIST_MAX: u32 = 1000;
+
+/// A page of one class's definitions, oldest first: `after` is the cursor
+/// (the last `id` of the previous page), `next_after` the next one (`null`
+/// after the last page), `total` the number of live definitions.
+pub async fn list(
+    State(app): State<Arc<AppState>>,
+    class: &'static str,
+    params: Params,
+) -> ApiResult<Json<Value>> {
+    let limit = params.limit(LIST_DEFAULT, LIST_MAX)?;
+    let page = ComputationPage {
+        class: class.to_owned(),
+        after: params.str("after").map(str::to_owned),
+        limit,
+    };
+    let (rows, total) = tokio::try_join!(
+        app.store.computations_page(page),
+        app.store.count_computations(class)
+    )?;
+    let mut data = Vec::with_capacity(rows.len());
+    for c in &rows {
+        data.push(view(&app, c).await?);
     }
-    Ok(Json(json!({ "data": data })))
+    let next = (rows.len() == limit as usize)
+        .then(|| rows.last().map(|c| c.id.clone()))
+        .flatten();
+    Ok(Json(
+        json!({ "data": data, "next_after": next, "total": total }),
+    ))
 }
 
 pub async fn get(

@@ -45,11 +45,21 @@ pub async fn get(
     let profile: Profile = serde_json::from_str(&record.doc).unwrap_or_default();
     // Every stored row, not only the newest the engine evaluates.
     let stored: Vec<ProfileEvent> = record.events.iter().map(ProfileEvent::from_row).collect();
-    let computations = app.store.list_computations().await?;
+    let values = app.store.values_of(vec![profile_id.clone()]).await?;
+    // Only the definitions the person has values of, by id.
+    let ids = values.iter().map(|v| v.computation_id.clone()).collect();
+    let computations: std::collections::HashMap<String, sluice_store::Computation> = app
+        .store
+        .computations_by_id(ids)
+        .await?
+        .into_iter()
+        .filter(|c| c.deleted_at.is_none())
+        .map(|c| (c.id.clone(), c))
+        .collect();
     let mut traits = Map::new();
     let mut audiences = Vec::new();
-    for v in app.store.values_of(vec![profile_id.clone()]).await? {
-        let Some(c) = computations.iter().find(|c| c.id == v.computation_id) else {
+    for v in values {
+        let Some(c) = computations.get(&v.computation_id) else {
             continue;
         };
         let value: Value = serde_json::from_str(&v.value).unwrap_or(Value::Null);

@@ -51,9 +51,16 @@ pub async fn create_trait(
 }
 
 #[utoipa::path(get, path = "/computed-traits", tag = "personas",
-    responses((status = 200, description = "`{data: [computed trait]}`", body = Object)))]
-pub async fn list_trait(app: State<Arc<AppState>>) -> ApiResult<Json<Value>> {
-    c::list(app, TRAIT).await
+    params(
+        ("after" = Option<String>, Query, description = "The previous page's `next_after`"),
+        ("limit" = Option<u32>, Query, description = "1 to 1000, default 100"),
+    ),
+    responses(
+        (status = 200, description = "`{data: [computed trait], next_after, total}`, oldest first; `next_after` is null after the last page", body = Object),
+        (status = 400, description = "`invalid_query`", body = ErrorBody),
+    ))]
+pub async fn list_trait(app: State<Arc<AppState>>, params: Params) -> ApiResult<Json<Value>> {
+    c::list(app, TRAIT, params).await
 }
 
 #[utoipa::path(get, path = "/computed-traits/{id}", tag = "personas", params(("id" = String, Path)),
@@ -158,9 +165,16 @@ pub async fn create_audience(
 }
 
 #[utoipa::path(get, path = "/audiences", tag = "personas",
-    responses((status = 200, description = "`{data: [audience]}`", body = Object)))]
-pub async fn list_audience(app: State<Arc<AppState>>) -> ApiResult<Json<Value>> {
-    c::list(app, AUDIENCE).await
+    params(
+        ("after" = Option<String>, Query, description = "The previous page's `next_after`"),
+        ("limit" = Option<u32>, Query, description = "1 to 1000, default 100"),
+    ),
+    responses(
+        (status = 200, description = "`{data: [audience], next_after, total}`, oldest first; `next_after` is null after the last page", body = Object),
+        (status = 400, description = "`invalid_query`", body = ErrorBody),
+    ))]
+pub async fn list_audience(app: State<Arc<AppState>>, params: Params) -> ApiResult<Json<Value>> {
+    c::list(app, AUDIENCE, params).await
 }
 
 #[utoipa::path(get, path = "/audiences/{id}", tag = "personas", params(("id" = String, Path)),

@@ -15,11 +15,12 @@ use serde_json::{Map, Value};
 use sluice_store::{NewSource, Source, SourcePatch, keys};
 use utoipa::ToSchema;
 
-use super::extract::{JsonObject, known_fields, opt_field, required_name};
+use super::extract::{JsonObject, Params, known_fields, opt_field, required_name};
+use super::paging;
 use crate::AppState;
 use crate::audit::{After, Target, json_of, record};
 use crate::error::{ApiError, ApiResult};
-use crate::openapi::schemas::{ErrorBody, List};
+use crate::openapi::schemas::{AfterQuery, ErrorBody, ListPage};
 use crate::path_param::PathParam;
 use crate::principal::Actor;
 
@@ -157,12 +158,22 @@ async fn audited(
     .await
 }
 
-#[utoipa::path(get, path = "/sources", tag = "sources",
-    responses((status = 200, description = "Every source", body = List<SourceView>)))]
-pub async fn list(State(app): State<Arc<AppState>>) -> ApiResult<Json<List<SourceView>>> {
-    let sources = app.store.list_sources().await?;
-    let data = sources.iter().map(|s| view(s, None)).collect();
-    Ok(Json(List { data }))
+#[utoipa::path(get, path = "/sources", tag = "sources", params(AfterQuery),
+    responses(
+        (status = 200, description = "A page of the sources, oldest first", body = ListPage<SourceView>),
+        (status = 400, description = "`invalid_query`", body = ErrorBody),
+    ))]
+pub async fn list(
+    State(app): State<Arc<AppState>>,
+    params: Params,
+) -> ApiResult<Json<ListPage<SourceView>>> {
+    let all = app.store.list_sources().await?;
+    let page = paging::page(all, |s| s.id.as_str(), &params)?;
+    Ok(Json(ListPage {
+        data: page.data.iter().map(|s| view(s, None)).collect(),
+        next_after: page.next_after,
+        total: page.total,
+    }))
 }
 
 #[utoipa::path(get, path = "/sources/{id}", tag = "sources", params(("id" = String, Path)),

@@ -32,6 +32,8 @@ use crate::widgets::{compact, plural, pretty};
 
 /// Members per page on a definition's page.
 const MEMBERS_PAGE: u32 = 50;
+/// Definitions per page of a list.
+const LIST_PAGE: u32 = 50;
 
 /// Which of the two classes a page is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,7 +108,7 @@ impl Class {
 /// The routes of one class, nested under [`Class::path`].
 pub fn routes(class: Class) -> Router<Arc<Dash>> {
     Router::new()
-        .route("/", get(move |st, si| list(st, si, class)))
+        .route("/", get(move |st, si, q| list(st, si, class, q)))
         .route(
             "/new",
             get(move |st, si| builder::form(st, si, class))
@@ -145,13 +147,23 @@ fn summary(def: &Value) -> String {
     }
 }
 
+/// A page of the list, oldest first; `after` is the cursor.
 pub async fn list(
     State(dash): State<Arc<Dash>>,
     SignedIn(s): SignedIn,
     class: Class,
+    Params(q): Params,
 ) -> PageResult {
-    let out = api::list(State(dash.app.clone()), class.name()).await?.0;
+    let after = q.get("after").cloned().unwrap_or_default();
+    let params = HashMap::from([
+        ("after".to_owned(), after.clone()),
+        ("limit".to_owned(), LIST_PAGE.to_string()),
+    ]);
+    let out = api::list(State(dash.app.clone()), class.name(), Params(params))
+        .await?
+        .0;
     let items = out["data"].as_array().cloned().unwrap_or_default();
+    let total = out["total"].as_u64().unwrap_or(0);
     let body = html! {
         p {
             @if class.is_audience() { "Groups of people matching a condition over their events, traits and computed traits. Entering and leaving are sent to the connected destinations as identify calls (trait true / false)." }
@@ -160,8 +172,9 @@ pub async fn list(
         }
         p.actions { a.button href={ (class.path()) "/new" } { (class.new_title()) } }
         @if items.is_empty() {
-            p #no-computations { "None yet." }
+            p #no-computations { @if after.is_empty() { "None yet." } @else { "No more." } }
         } @else {
+            p #total { (total) " in all; " (LIST_PAGE) " a page, oldest first." }
             div.table-wrap {
                 table #computations {
                     caption.sr-only { (class.title()) }
@@ -185,6 +198,10 @@ pub async fn list(
                     }
                 }
             }
+        }
+        p.actions {
+            @if !after.is_empty() { a href=(class.path()) { "First page" } }
+            @if let Some(n) = out["next_after"].as_str() { a #next href={ "?after=" (urlencode(n)) } { "Next page" } }
         }
     };
     Ok(page(Some(&s), class.title(), class.nav(), body).into_response())

@@ -7,6 +7,7 @@ mod defaults;
 mod identity;
 mod restart;
 mod resync;
+mod scale;
 mod traits;
 
 use std::time::Duration;

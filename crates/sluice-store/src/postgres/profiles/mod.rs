@@ -4,6 +4,7 @@
 //! person's behavioural events in `events.rs`, window changes prepared
 //! ahead of their time in `scheduled.rs`.
 
+pub(super) mod catalog;
 mod engine;
 pub(super) mod events;
 mod outbox;

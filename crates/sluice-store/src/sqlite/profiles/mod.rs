@@ -5,6 +5,7 @@
 //! Writes go through the single writer (so a step commits in one
 //! transaction, grouped with ingest), reads through the read pool.
 
+pub(super) mod catalog;
 mod engine;
 pub(super) mod events;
 pub(crate) mod scheduled;

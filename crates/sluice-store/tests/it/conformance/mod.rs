@@ -14,6 +14,7 @@
 
 mod admin;
 mod cap;
+mod catalog;
 mod cluster;
 mod dedup;
 mod deleted_destination;
@@ -34,6 +35,7 @@ mod team;
 
 use admin::*;
 use cap::*;
+use catalog::*;
 use cluster::*;
 use dedup::*;
 use deleted_destination::*;
@@ -101,6 +103,8 @@ macro_rules! conformance_tests {
             schema_cap_keeps_known_entries_and_counts_overflow,
             deleting_a_source_or_destination_removes_its_rules_filters_and_schema,
             computation_keys_are_never_reused_even_after_delete,
+            definition_changes_are_read_once_each_by_version,
+            a_cursor_walk_lists_every_live_definition_of_a_class_once,
             definition_changes_and_new_connections_queue_jobs,
             the_engine_lease_is_exclusive_until_it_lapses,
             events_after_the_cursor_come_in_commit_order,
