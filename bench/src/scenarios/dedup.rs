@@ -45,6 +45,10 @@ impl Arm {
 struct Figures {
     batch: f64,
     track: f64,
+    /// Server CPU seconds per million events stored, per phase: steadier
+    /// than the rates when other work shares the machine.
+    batch_cpu: f64,
+    track_cpu: f64,
     ready_secs: f64,
     rss: u64,
     peak: u64,
@@ -69,10 +73,12 @@ pub async fn run(plan: &Plan, report: &mut Report) -> anyhow::Result<u64> {
         for (i, arm) in [Arm::Off, Arm::On].into_iter().enumerate() {
             let f = one(plan, report, arm, &template, round).await?;
             eprintln!(
-                "  round {round}: {}: batch {:.0} ev/s, track {:.0} ev/s, ready in {:.1} s, RSS {:.0} MB",
+                "  round {round}: {}: batch {:.0} ev/s ({:.2} CPU s per M), track {:.0} ev/s ({:.2}), ready in {:.1} s, RSS {:.0} MB",
                 arm.label(),
                 f.batch,
+                f.batch_cpu,
                 f.track,
+                f.track_cpu,
                 f.ready_secs,
                 mb(f.rss)
             );
@@ -80,6 +86,8 @@ pub async fn run(plan: &Plan, report: &mut Report) -> anyhow::Result<u64> {
             let keep = best[i].take().map_or(f, |b| Figures {
                 batch: b.batch.max(f.batch),
                 track: b.track.max(f.track),
+                batch_cpu: b.batch_cpu.min(f.batch_cpu),
+                track_cpu: b.track_cpu.min(f.track_cpu),
                 ready_secs: b.ready_secs.min(f.ready_secs),
                 rss: b.rss.min(f.rss),
                 peak: b.peak.max(f.peak),
@@ -104,6 +112,20 @@ pub async fn run(plan: &Plan, report: &mut Report) -> anyhow::Result<u64> {
             format!("{l}: track events/s"),
             f.track,
             "ev/s",
+            None,
+        );
+        report.figure(
+            "dedup",
+            format!("{l}: CPU seconds per million events, batch"),
+            f.batch_cpu,
+            "s",
+            None,
+        );
+        report.figure(
+            "dedup",
+            format!("{l}: CPU seconds per million events, track"),
+            f.track_cpu,
+            "s",
             None,
         );
         report.figure(
@@ -136,6 +158,20 @@ pub async fn run(plan: &Plan, report: &mut Report) -> anyhow::Result<u64> {
         ratio(on.track, off.track),
         "x",
         at_least,
+    );
+    report.figure(
+        "dedup",
+        "CPU per event, batch: on / off",
+        on.batch_cpu / off.batch_cpu.max(1e-9),
+        "x",
+        None,
+    );
+    report.figure(
+        "dedup",
+        "CPU per event, track: on / off",
+        on.track_cpu / off.track_cpu.max(1e-9),
+        "x",
+        None,
     );
     let window = on.rss.saturating_sub(off.rss);
     report.figure(
@@ -172,7 +208,10 @@ async fn one(
     let started = Instant::now();
     let h = Harness::start(plan, &options).await?;
     let ready_secs = started.elapsed().as_secs_f64();
-    let rss = resident(h.sluice.pid())?;
+    let pid = h.sluice.pid();
+    let rss = resident(pid)?;
+    let cpu = || crate::resources::usage(pid).map(|u| u.cpu_secs);
+    let per_million = |secs: f64, events: usize| secs * 1e6 / events.max(1) as f64;
     let target = h.target(CONNECTIONS, Pace::Closed, plan.load_limit);
     let prefix = format!("d{round}{}", arm as u8);
     let batch = Arc::new(Workload::new(
@@ -180,7 +219,9 @@ async fn one(
         &format!("{prefix}b"),
         plan.batch_events / 2,
     ));
+    let before = cpu()?;
     let out = drive(&target, batch.clone()).await?;
+    let batch_cpu = per_million(cpu()? - before, out.acked_events(&batch));
     acknowledged(
         report,
         &format!("dedup {} batch", arm.label()),
@@ -193,7 +234,9 @@ async fn one(
         &format!("{prefix}t"),
         plan.track_events / 2,
     ));
+    let before = cpu()?;
     let out = drive(&target, track.clone()).await?;
+    let track_cpu = per_million(cpu()? - before, out.acked_events(&track));
     acknowledged(
         report,
         &format!("dedup {} track", arm.label()),
@@ -205,6 +248,8 @@ async fn one(
     Ok(Figures {
         batch: batch_rate,
         track: track_rate,
+        batch_cpu,
+        track_cpu,
         ready_secs,
         rss,
         peak,

@@ -42,20 +42,27 @@ pub(super) fn append(
     let mut first = None;
     let mut seq = 0;
     let mut outcome = Appended::default();
+    let mut keys = Vec::new();
     if let Some(window) = window.as_deref_mut() {
         window.expire(received_at);
+        keys.extend(
+            request
+                .events
+                .iter()
+                .map(|e| window.key(&request.source_id, &e.message_id)),
+        );
+        window.prefetch(&keys);
     }
     for (i, event) in request.events.iter().enumerate() {
-        let key = match window.as_deref() {
-            Some(window) => {
-                let key = window.key(&request.source_id, &event.message_id);
+        let key = match (window.as_deref(), keys.get(i)) {
+            (Some(window), Some(&key)) => {
                 if dedup::is_duplicate(conn, window, key, &request.source_id, &event.message_id)? {
                     outcome.duplicates += 1;
                     continue;
                 }
                 Some(key)
             }
-            None => None,
+            _ => None,
         };
         let body: &dyn rusqlite::ToSql = match stored.get(i) {
             Some(Some(blob)) => blob,
