@@ -11,7 +11,10 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use sluice_store::{Computation, Store, StoreError};
+use sluice_store::{Computation, Store};
+
+use super::compute::Compute;
+use crate::error::ProfileError;
 
 use crate::definition::Definition;
 use crate::index::Index;
@@ -66,12 +69,25 @@ impl Defs {
     }
 
     /// The definitions as they stand now, or `None` when none changed since
-    /// `self` was read. Only the changed ones are parsed again.
-    pub async fn refreshed(&self, store: &dyn Store) -> Result<Option<Defs>, StoreError> {
-        let (version, changed) = store.computations_changed(self.version).await?;
+    /// `defs` was read. Only the changed ones are parsed again; ordering and
+    /// indexing run on `cpu`, the engine's low-priority thread, so that a
+    /// burst of creates is not slowed by the engine keeping up with it.
+    pub async fn refreshed(
+        defs: &Arc<Defs>,
+        store: &dyn Store,
+        cpu: &Compute,
+    ) -> Result<Option<Defs>, ProfileError> {
+        let (version, changed) = store.computations_changed(defs.version).await?;
         if changed.is_empty() {
             return Ok(None);
         }
+        let defs = defs.clone();
+        cpu.run(move || defs.apply(version, changed))
+            .await
+            .map(Some)
+    }
+
+    fn apply(&self, version: i64, changed: Vec<Computation>) -> Defs {
         let mut live = self.live.clone();
         for c in changed {
             if c.deleted_at.is_some() {
@@ -91,7 +107,7 @@ impl Defs {
             }
         }
         let version = version.max(self.version);
-        Ok(Some(build(live, self.space_id.clone(), version)))
+        build(live, self.space_id.clone(), version)
     }
 }
 

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use sluice_store::{JobProgress, ProfileCommit, ProfileJob, Store};
+use sluice_store::{Computation, JobProgress, ProfileCommit, ProfileJob, Store};
 
 use super::defs::Defs;
 use super::diff::{Plan, diff, next_change, store_profile};
@@ -23,7 +23,7 @@ use crate::message;
 pub async fn jobs(
     store: &dyn Store,
     owner: &str,
-    defs: &mut Arc<Defs>,
+    defs: &Arc<Defs>,
     now: DateTime<Utc>,
     stats: &Stats,
 ) -> Result<Step, ProfileError> {
@@ -56,27 +56,31 @@ const ROUND_TIME: std::time::Duration = std::time::Duration::from_millis(100);
 async fn job(
     store: &dyn Store,
     owner: &str,
-    defs: &mut Arc<Defs>,
+    defs: &Arc<Defs>,
     now: DateTime<Utc>,
     stats: &Stats,
 ) -> Result<(Step, usize), ProfileError> {
     let Some(job) = store.next_profile_job().await? else {
         return Ok((Step::Nothing, 0));
     };
-    // The definitions must include the change that queued the job (both
-    // were committed together): brought up to date when the job's
-    // definition is missing or older than the stored one.
-    let stale = match defs.get(&job.computation_id) {
-        None => true,
-        Some(item) => store
-            .get_computation(&job.computation_id)
-            .await?
-            .is_some_and(|c| c.revision != item.c.revision),
+    // The job's definition as the change that queued it left it (both were
+    // committed together): when the engine's copy is missing or older, the
+    // job reads it, with what it refers to, by itself (the engine's own
+    // copy catches up at the next round, before any event).
+    let stored = store.get_computation(&job.computation_id).await?;
+    let current = defs.get(&job.computation_id).is_some_and(|item| {
+        stored
+            .as_ref()
+            .is_some_and(|c| c.revision == item.c.revision)
+    });
+    let own;
+    let defs: &Defs = match stored.filter(|c| c.deleted_at.is_none()) {
+        Some(c) if !current => {
+            own = alone(store, c, &defs.space_id).await?;
+            &own
+        }
+        _ => defs.as_ref(),
     };
-    if stale && let Some(fresh) = defs.refreshed(store).await? {
-        *defs = Arc::new(fresh);
-    }
-    let defs = defs.as_ref();
     let space_id = defs.space_id.as_str();
     let mut commit = ProfileCommit {
         owner: owner.to_owned(),
@@ -153,4 +157,14 @@ fn job_kind(job: &ProfileJob) -> Kind<'_> {
         ("backfill", Some(d)) => Kind::Backfill(d),
         _ => Kind::Recompute,
     }
+}
+
+/// `c` and the definitions it refers to, ordered and indexed.
+async fn alone(store: &dyn Store, c: Computation, space_id: &str) -> Result<Defs, ProfileError> {
+    let mut all = match crate::Definition::from_stored(&c.class, &c.definition) {
+        Ok(d) => crate::refs::closure(store, &d, &c.key).await?,
+        Err(_) => Vec::new(),
+    };
+    all.push(c);
+    Ok(Defs::new(all, space_id.to_owned()))
 }

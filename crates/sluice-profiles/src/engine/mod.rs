@@ -237,7 +237,7 @@ impl Engine {
         let Some(cursor) = self.lease(now).await? else {
             return Ok(Round::Idle);
         };
-        if let Some(fresh) = self.defs.refreshed(self.store.as_ref()).await? {
+        if let Some(fresh) = Defs::refreshed(&self.defs, self.store.as_ref(), &self.cpu).await? {
             self.defs = Arc::new(fresh);
         }
         let definitions = !self.defs.items.is_empty();
@@ -301,7 +301,7 @@ impl Engine {
             }
         }
         if !lost {
-            match jobs::jobs(store, owner, &mut self.defs, now, &self.stats).await? {
+            match jobs::jobs(store, owner, &self.defs, now, &self.stats).await? {
                 Step::Lost => lost = true,
                 step => round = round.max(step.round()),
             }
