@@ -115,47 +115,47 @@ async fn query(client: &impl GenericClient, sql: &str, params: &[Param<'_>]) -> 
     rows.iter().map(row).collect()
 }
 
-impl Db for Pg {
-    fn dialect(&self) -> Dialect {
-        Dialect::Postgres
-    }
+/// `Db` for a wrapper around something that runs statements: the pooled
+/// connection, a transaction, or a borrowed client of existing code.
+macro_rules! db_over_client {
+    ($($head:tt)*) => {
+        $($head)* {
+            fn dialect(&self) -> Dialect {
+                Dialect::Postgres
+            }
 
-    async fn execute(&self, sql: &str, params: &[Param<'_>]) -> Result<u64> {
-        execute(&self.0, sql, params).await
-    }
+            async fn execute(&self, sql: &str, params: &[Param<'_>]) -> Result<u64> {
+                execute(self.client(), sql, params).await
+            }
 
-    async fn query(&self, sql: &str, params: &[Param<'_>]) -> Result<Vec<Row>> {
-        query(&self.0, sql, params).await
+            async fn query(&self, sql: &str, params: &[Param<'_>]) -> Result<Vec<Row>> {
+                query(self.client(), sql, params).await
+            }
+        }
+    };
+}
+
+impl Pg {
+    fn client(&self) -> &Client {
+        &self.0
     }
 }
 
-impl Db for PgTx<'_> {
-    fn dialect(&self) -> Dialect {
-        Dialect::Postgres
-    }
-
-    async fn execute(&self, sql: &str, params: &[Param<'_>]) -> Result<u64> {
-        execute(&self.0, sql, params).await
-    }
-
-    async fn query(&self, sql: &str, params: &[Param<'_>]) -> Result<Vec<Row>> {
-        query(&self.0, sql, params).await
+impl<'t> PgTx<'t> {
+    fn client(&self) -> &Transaction<'t> {
+        &self.0
     }
 }
 
-impl<C: GenericClient> Db for PgRef<'_, C> {
-    fn dialect(&self) -> Dialect {
-        Dialect::Postgres
-    }
-
-    async fn execute(&self, sql: &str, params: &[Param<'_>]) -> Result<u64> {
-        execute(self.0, sql, params).await
-    }
-
-    async fn query(&self, sql: &str, params: &[Param<'_>]) -> Result<Vec<Row>> {
-        query(self.0, sql, params).await
+impl<C: GenericClient> PgRef<'_, C> {
+    fn client(&self) -> &C {
+        self.0
     }
 }
+
+db_over_client!(impl Db for Pg);
+db_over_client!(impl Db for PgTx<'_>);
+db_over_client!(impl<C: GenericClient> Db for PgRef<'_, C>);
 
 impl Conn for Pg {
     type Tx<'t>
