@@ -14,6 +14,8 @@
 //!   20 audiences), backfill, first sync, window expiry, event → identify;
 //!   `personas-latency` runs the last phase alone (for quick A/B runs);
 //!   `personas-scale`: 10,000 definitions (create time, latency, ingest, memory).
+//!   `personas-catchup`: the engine's backlog rate on one and two nodes
+//!   (PostgreSQL).
 //! - [`privacy`]: suppression's cost to ingest, and the time of a purge.
 //! - [`dashboard`]: each dashboard page's render time with 1,000,000 events.
 //! - [`dedup`]: ingest with deduplication against ingest without it, with
@@ -60,6 +62,7 @@ pub enum Scenario {
     PersonasLatency,
     PersonasPopulation,
     PersonasScale,
+    PersonasCatchup,
     Privacy,
     Dashboard,
     Dedup,
@@ -88,6 +91,7 @@ impl Scenario {
             Scenario::PersonasLatency => "personas latency",
             Scenario::PersonasPopulation => "personas population",
             Scenario::PersonasScale => "personas at scale",
+            Scenario::PersonasCatchup => "personas catch-up",
             Scenario::Privacy => "privacy",
             Scenario::Dashboard => "dashboard",
             Scenario::Dedup => "deduplication",
@@ -174,6 +178,7 @@ pub async fn run_all(plan: &Plan, scenarios: &[Scenario], report: &mut Report) {
             Scenario::PersonasLatency => personas::run_latency(plan, report).await,
             Scenario::PersonasPopulation => personas::run_population(plan, report).await,
             Scenario::PersonasScale => personas::run_scale(plan, report).await,
+            Scenario::PersonasCatchup => personas::run_catchup(plan, report).await,
             Scenario::Privacy => privacy::run(plan, report).await,
             Scenario::Dashboard => dashboard::run(plan, report).await,
             Scenario::Dedup => dedup::run(plan, report).await,

@@ -106,7 +106,12 @@ pub async fn run_arm(plan: &Plan, arm: Arm, loads: &Loads) -> anyhow::Result<(Ha
 
 /// Creates each definition, unconnected (computing and storing is the cost
 /// measured here; delivery has its own scenario).
-async fn create_all(h: &Harness, path: &str, name: &str, defs: Vec<Value>) -> anyhow::Result<()> {
+pub(super) async fn create_all(
+    h: &Harness,
+    path: &str,
+    name: &str,
+    defs: Vec<Value>,
+) -> anyhow::Result<()> {
     for (i, def) in defs.into_iter().enumerate() {
         let body = if name.is_empty() {
             def

@@ -9,12 +9,15 @@
 //!   audience's first sync and the expiry of its window for everyone.
 //! - [`latency`]: event 200 → identify at the sink at 2,000 events/s.
 //! - [`defs`]: the definitions.
+//! - [`catchup`]: `personas-catchup`, the engine working through a
+//!   backlog on one and two PostgreSQL nodes.
 //! - [`scale`]: `personas-scale`, 10,000 definitions on one node
 //!   ([`scale_defs`]: their mix).
 //!
 //! Full size: 1,000,000 batch events over 100,000 people (plus 60,000
 //! single calls); `--quick`: 5,000 over 1,000.
 
+mod catchup;
 mod defs;
 mod ingest;
 mod latency;
@@ -75,6 +78,11 @@ fn ratio(report: &mut Report, what: &str, with: f64, without: f64, budget: f64) 
 /// 10,000 definitions: create time, latency, ingest, memory.
 pub async fn run_scale(plan: &Plan, report: &mut Report) -> anyhow::Result<u64> {
     scale::run(plan, report).await
+}
+
+/// The engine's catch-up on one and two nodes (PostgreSQL).
+pub async fn run_catchup(plan: &Plan, report: &mut Report) -> anyhow::Result<u64> {
+    catchup::run(plan, report).await
 }
 
 /// The event → identify latency phase alone.

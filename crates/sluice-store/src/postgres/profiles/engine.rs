@@ -257,56 +257,9 @@ pub(super) async fn commit(
                 .map_err(backend)?;
         }
     }
-    for p in &c.profiles {
-        tx.execute(
-            "INSERT INTO profiles (id, doc, next_change_at) VALUES ($1, $2, $3)
-             ON CONFLICT (id) DO UPDATE
-             SET doc = excluded.doc, next_change_at = excluded.next_change_at",
-            &[&p.id, &p.doc, &p.next_change_at.map(ms)],
-        )
-        .await
-        .map_err(backend)?;
-    }
-    for (id, at) in &c.next_changes {
-        tx.execute(
-            "UPDATE profiles SET next_change_at = $2 WHERE id = $1",
-            &[id, &at.map(ms)],
-        )
-        .await
-        .map_err(backend)?;
-    }
-    for (identity, profile) in &c.identities {
-        tx.execute(
-            "INSERT INTO profile_identities (identity, profile_id) VALUES ($1, $2)
-             ON CONFLICT (identity) DO UPDATE SET profile_id = excluded.profile_id",
-            &[identity, profile],
-        )
-        .await
-        .map_err(backend)?;
-    }
-    for v in &c.values {
-        match &v.value {
-            Some(value) => {
-                tx.execute(
-                    "INSERT INTO computed_values (computation_id, profile_id, value)
-                     SELECT $1, $2, $3 WHERE EXISTS
-                       (SELECT 1 FROM computations WHERE id = $1 AND deleted_at IS NULL)
-                     ON CONFLICT (computation_id, profile_id) DO UPDATE SET value = excluded.value",
-                    &[&v.computation_id, &v.profile_id, value],
-                )
-                .await
-                .map_err(backend)?;
-            }
-            None => {
-                tx.execute(
-                    "DELETE FROM computed_values WHERE computation_id = $1 AND profile_id = $2",
-                    &[&v.computation_id, &v.profile_id],
-                )
-                .await
-                .map_err(backend)?;
-            }
-        }
-    }
+    super::commit::profiles(&tx, c).await?;
+    super::commit::identities(&tx, c).await?;
+    super::commit::values(&tx, c).await?;
     // Changes prepared from a definition edited since are not written.
     let (fresh, stale) = scheduled::fresh(&tx, c).await?;
     let (seqs, silent) = super::outbox::write(&tx, c, &stale).await?;

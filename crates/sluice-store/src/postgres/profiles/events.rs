@@ -41,8 +41,16 @@ pub(super) async fn of(
 ) -> Result<Vec<(String, ProfileEventRow)>> {
     let rows = c
         .query(
-            "SELECT profile_id, seq, ts, source_id, kind, name, properties, message_hash
-             FROM profile_events WHERE profile_id = ANY($1) ORDER BY profile_id, ts, seq",
+            // One index range per profile (a nested loop over the ids):
+            // with `profile_id = ANY($1)` the planner may choose a parallel
+            // scan of the whole table once it is large.
+            "SELECT k.id, e.seq, e.ts, e.source_id, e.kind, e.name, e.properties, e.message_hash
+             FROM unnest($1::text[]) AS k(id)
+             CROSS JOIN LATERAL (
+                 SELECT seq, ts, source_id, kind, name, properties, message_hash
+                 FROM profile_events WHERE profile_id = k.id ORDER BY ts, seq
+             ) e
+             ORDER BY k.id, e.ts, e.seq",
             &[&ids],
         )
         .await
@@ -111,10 +119,15 @@ pub(super) async fn write(c: &impl GenericClient, commit: &ProfileCommit) -> Res
         .await
         .map_err(backend)?;
     }
-    for (profile, ts, seq) in &commit.trimmed_events {
+    if !commit.trimmed_events.is_empty() {
+        let profiles: Vec<&str> = commit.trimmed_events.iter().map(|t| t.0.as_str()).collect();
+        let ts: Vec<i64> = commit.trimmed_events.iter().map(|t| t.1).collect();
+        let seq: Vec<i64> = commit.trimmed_events.iter().map(|t| t.2).collect();
         c.execute(
-            "DELETE FROM profile_events WHERE profile_id = $1 AND (ts, seq) < ($2, $3)",
-            &[profile, ts, seq],
+            "DELETE FROM profile_events e USING unnest($1::text[], $2::bigint[], $3::bigint[])
+                 AS k(p, ts, seq)
+             WHERE e.profile_id = k.p AND (e.ts, e.seq) < (k.ts, k.seq)",
+            &[&profiles, &ts, &seq],
         )
         .await
         .map_err(backend)?;

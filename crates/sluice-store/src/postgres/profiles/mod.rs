@@ -5,6 +5,7 @@
 //! ahead of their time in `scheduled.rs`.
 
 pub(super) mod catalog;
+mod commit;
 mod engine;
 pub(super) mod events;
 mod outbox;

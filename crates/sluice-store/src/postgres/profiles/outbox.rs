@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use deadpool_postgres::GenericClient;
 
 use super::super::rows::{backend, get, ms};
-use crate::{PERSONAS_SOURCE, ProfileCommit, Result};
+use crate::{EmittedMessage, PERSONAS_SOURCE, ProfileCommit, Result};
 
 /// Writes the step's messages, except `stale` ones (prepared from a
 /// definition edited since). Returns the event seqs of the scheduled
@@ -49,8 +49,8 @@ pub(super) async fn write<'c>(
         .map(|r| get(r, 0))
         .collect::<Result<_>>()?
     };
-    // Counters are added up here and written once per key, not per message.
-    let mut sends: BTreeMap<(&str, &str), i64> = BTreeMap::new();
+    // The messages to write, with the destinations of each that receive.
+    let mut chosen: Vec<(&EmittedMessage, Vec<&str>)> = Vec::new();
     for m in &c.messages {
         if m.destination_ids.is_empty() || stale.contains(m.message_id.as_str()) {
             continue;
@@ -63,58 +63,91 @@ pub(super) async fn write<'c>(
             .collect();
         if targets.is_empty() {
             silent.insert(m.message_id.as_str());
-            continue;
+        } else {
+            chosen.push((m, targets));
         }
-        let due = m.deliver_at.map_or(now, ms);
-        let row = tx
-            .query_opt(
-                "INSERT INTO events (source_id, message_id, event_type, received_at, body)
-                 SELECT $1, $2, 'identify', $3, $4 WHERE EXISTS
-                   (SELECT 1 FROM computations WHERE id = $5 AND deleted_at IS NULL)
-                 RETURNING seq",
-                &[
-                    &PERSONAS_SOURCE,
-                    &m.message_id,
-                    &due,
-                    &m.body,
-                    &m.computation_id,
-                ],
-            )
-            .await
-            .map_err(backend)?;
-        let Some(row) = row else { continue };
-        let seq: i64 = get(&row, 0)?;
+    }
+    if chosen.is_empty() {
+        return Ok((seqs, silent));
+    }
+    // One statement for the events (a message of a computation deleted
+    // meanwhile is not written), one for their deliveries.
+    let ids: Vec<&str> = chosen.iter().map(|(m, _)| m.message_id.as_str()).collect();
+    let due: Vec<i64> = chosen
+        .iter()
+        .map(|(m, _)| m.deliver_at.map_or(now, ms))
+        .collect();
+    let bodies: Vec<&str> = chosen.iter().map(|(m, _)| m.body.as_str()).collect();
+    let computations: Vec<&str> = chosen
+        .iter()
+        .map(|(m, _)| m.computation_id.as_str())
+        .collect();
+    let written: HashMap<String, i64> = tx
+        .query(
+            "INSERT INTO events (source_id, message_id, event_type, received_at, body)
+             SELECT $1, k.m, 'identify', k.due, k.b
+             FROM unnest($2::text[], $3::bigint[], $4::text[], $5::text[])
+                  WITH ORDINALITY AS k(m, due, b, c, n)
+             WHERE EXISTS (SELECT 1 FROM computations WHERE id = k.c AND deleted_at IS NULL)
+             ORDER BY k.n
+             RETURNING message_id, seq",
+            &[&PERSONAS_SOURCE, &ids, &due, &bodies, &computations],
+        )
+        .await
+        .map_err(backend)?
+        .iter()
+        .map(|r| Ok((get(r, 0)?, get(r, 1)?)))
+        .collect::<Result<_>>()?;
+    // Counters are added up here and written once per key, not per message.
+    let mut sends: BTreeMap<(&str, &str), i64> = BTreeMap::new();
+    let (mut event_seqs, mut destinations, mut due_at) = (Vec::new(), Vec::new(), Vec::new());
+    for (m, targets) in &chosen {
+        let Some(&seq) = written.get(&m.message_id) else {
+            continue;
+        };
         if m.deliver_at.is_some() {
             seqs.insert(m.message_id.as_str(), seq);
         }
+        for d in targets {
+            event_seqs.push(seq);
+            destinations.push(*d);
+            due_at.push(m.deliver_at.map_or(now, ms));
+            *sends.entry((m.computation_id.as_str(), *d)).or_default() += 1;
+        }
+    }
+    if !event_seqs.is_empty() {
         tx.execute(
             "INSERT INTO deliveries (event_seq, destination_id, source_id, state, attempts,
                                      next_attempt_at, updated_at)
-             SELECT $1, d, $3, 'pending', 0, $4, $5 FROM UNNEST($2::text[]) AS d",
-            &[&seq, &targets, &PERSONAS_SOURCE, &due, &now],
+             SELECT k.s, k.d, $4, 'pending', 0, k.due, $5
+             FROM unnest($1::bigint[], $2::text[], $3::bigint[]) AS k(s, d, due)",
+            &[&event_seqs, &destinations, &due_at, &PERSONAS_SOURCE, &now],
         )
         .await
         .map_err(backend)?;
-        for d in targets {
-            *sends.entry((m.computation_id.as_str(), d)).or_default() += 1;
-        }
     }
     let mut per_computation: BTreeMap<&str, i64> = BTreeMap::new();
+    let (mut keys_c, mut keys_d, mut counts) = (Vec::new(), Vec::new(), Vec::new());
     for ((computation, destination), n) in sends {
+        keys_c.push(computation);
+        keys_d.push(destination);
+        counts.push(n);
+        *per_computation.entry(computation).or_default() += n;
+    }
+    if !counts.is_empty() {
         tx.execute(
             "INSERT INTO computation_sends AS s (computation_id, destination_id, sent)
-             VALUES ($1, $2, $3)
-             ON CONFLICT (computation_id, destination_id) DO UPDATE SET sent = s.sent + $3",
-            &[&computation, &destination, &n],
+             SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[])
+             ON CONFLICT (computation_id, destination_id) DO UPDATE SET sent = s.sent + excluded.sent",
+            &[&keys_c, &keys_d, &counts],
         )
         .await
         .map_err(backend)?;
-        *per_computation.entry(computation).or_default() += n;
-    }
-    for (computation, n) in per_computation {
+        let (ids, ns): (Vec<&str>, Vec<i64>) = per_computation.into_iter().unzip();
         tx.execute(
-            "UPDATE computations SET messages_sent = messages_sent + $2 WHERE id = $1",
-            &[&computation, &n],
+            "UPDATE computations m SET messages_sent = m.messages_sent + k.n
+             FROM unnest($1::text[], $2::bigint[]) AS k(id, n) WHERE m.id = k.id",
+            &[&ids, &ns],
         )
         .await
         .map_err(backend)?;

@@ -100,7 +100,10 @@ pub(super) async fn lock(c: &impl GenericClient, profiles: &[&str], ids: &[&str]
 
 /// Writes values the way a step does: `None` deletes one; a deleted
 /// computation gets none. Keys are (computation, profile), each once.
-async fn apply(c: &impl GenericClient, changes: &[(String, String, Option<String>)]) -> Result<()> {
+pub(super) async fn apply(
+    c: &impl GenericClient,
+    changes: &[(String, String, Option<String>)],
+) -> Result<()> {
     if changes.is_empty() {
         return Ok(());
     }

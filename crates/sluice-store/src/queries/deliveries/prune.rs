@@ -8,7 +8,9 @@ use crate::sql::{Conn, Db, Param, Tx, args};
 
 /// What one retention transaction did.
 pub(crate) struct Pruned {
-    /// Events chosen; fewer than the chunk means nothing is left to prune.
+    /// Events chosen; fewer than the chunk means nothing is left to prune
+    /// (PostgreSQL's retention loop reads it; SQLite's stops on `deleted`).
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
     pub taken: usize,
     /// Events deleted (on PostgreSQL a chosen event is kept if a delivery
     /// of it was replayed meanwhile).

@@ -1,0 +1,114 @@
+//! The writes of one engine step, inside its transaction: every kind of
+//! row in one statement over arrays (`unnest`), not one statement per row.
+//! A step of 250 events touches hundreds of profiles, identities and
+//! values; one round trip each kept the engine near 1,000 events/s.
+//!
+//! A key may appear twice in one commit (a profile written, then written
+//! again after a merge in the same batch); the last write wins, as it did
+//! when rows were written one by one, and `ON CONFLICT DO UPDATE` may not
+//! touch a row twice in one statement, so keys are made unique first.
+
+use std::collections::HashMap;
+use std::hash::Hash;
+
+use deadpool_postgres::GenericClient;
+
+use super::super::rows::{backend, ms};
+use crate::{ProfileCommit, Result};
+
+/// The items of `items` whose key comes last, in their original order.
+pub(super) fn last_per_key<'a, T, K: Eq + Hash>(
+    items: &'a [T],
+    key: impl Fn(&'a T) -> K,
+) -> Vec<&'a T> {
+    let mut last: HashMap<K, usize> = HashMap::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        last.insert(key(item), i);
+    }
+    items
+        .iter()
+        .enumerate()
+        .filter(|(i, item)| last.get(&key(item)) == Some(i))
+        .map(|(_, item)| item)
+        .collect()
+}
+
+/// Profiles inserted or replaced, then moved `next_change_at`s.
+pub(super) async fn profiles(c: &impl GenericClient, commit: &ProfileCommit) -> Result<()> {
+    let profiles = last_per_key(&commit.profiles, |p| p.id.as_str());
+    if !profiles.is_empty() {
+        let ids: Vec<&str> = profiles.iter().map(|p| p.id.as_str()).collect();
+        let docs: Vec<&str> = profiles.iter().map(|p| p.doc.as_str()).collect();
+        let next: Vec<Option<i64>> = profiles.iter().map(|p| p.next_change_at.map(ms)).collect();
+        c.execute(
+            "INSERT INTO profiles (id, doc, next_change_at)
+             SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[])
+             ON CONFLICT (id) DO UPDATE
+             SET doc = excluded.doc, next_change_at = excluded.next_change_at",
+            &[&ids, &docs, &next],
+        )
+        .await
+        .map_err(backend)?;
+    }
+    let moved = last_per_key(&commit.next_changes, |(id, _)| id.as_str());
+    if !moved.is_empty() {
+        let ids: Vec<&str> = moved.iter().map(|(id, _)| id.as_str()).collect();
+        let ats: Vec<Option<i64>> = moved.iter().map(|(_, at)| at.map(ms)).collect();
+        c.execute(
+            "UPDATE profiles p SET next_change_at = k.at
+             FROM unnest($1::text[], $2::bigint[]) AS k(id, at) WHERE p.id = k.id",
+            &[&ids, &ats],
+        )
+        .await
+        .map_err(backend)?;
+    }
+    Ok(())
+}
+
+/// Identities inserted or repointed.
+pub(super) async fn identities(c: &impl GenericClient, commit: &ProfileCommit) -> Result<()> {
+    let identities = last_per_key(&commit.identities, |(identity, _)| identity.as_str());
+    if identities.is_empty() {
+        return Ok(());
+    }
+    let keys: Vec<&str> = identities.iter().map(|(i, _)| i.as_str()).collect();
+    let profiles: Vec<&str> = identities.iter().map(|(_, p)| p.as_str()).collect();
+    c.execute(
+        "INSERT INTO profile_identities (identity, profile_id)
+         SELECT * FROM unnest($1::text[], $2::text[])
+         ON CONFLICT (identity) DO UPDATE SET profile_id = excluded.profile_id",
+        &[&keys, &profiles],
+    )
+    .await
+    .map_err(backend)?;
+    Ok(())
+}
+
+/// Value changes, each key once (see `scheduled::apply`).
+pub(super) async fn values(c: &impl GenericClient, commit: &ProfileCommit) -> Result<()> {
+    let changes: Vec<(String, String, Option<String>)> = last_per_key(&commit.values, |v| {
+        (v.computation_id.as_str(), v.profile_id.as_str())
+    })
+    .into_iter()
+    .map(|v| {
+        (
+            v.computation_id.clone(),
+            v.profile_id.clone(),
+            v.value.clone(),
+        )
+    })
+    .collect();
+    super::scheduled::apply(c, &changes).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::last_per_key;
+
+    #[test]
+    fn keeps_the_last_item_of_each_key_in_order() {
+        let items = [("a", 1), ("b", 2), ("a", 3), ("c", 4), ("b", 5)];
+        let kept: Vec<_> = last_per_key(&items, |(k, _)| *k);
+        assert_eq!(kept, vec![&("a", 3), &("c", 4), &("b", 5)]);
+    }
+}
