@@ -24,6 +24,7 @@ use crate::routes::{SourceRoute, WEBHOOKS};
 pub fn screen(route: &SourceRoute, event: Event, track_schema: bool) -> (NewEvent, Option<Shape>) {
     let routed = destination_enabled(event.integrations.as_ref(), WEBHOOKS);
     let mut stored = NewEvent {
+        person: sluice_store::person_slot(event.user_id.as_deref(), event.anonymous_id.as_deref()),
         message_id: event.message_id,
         event_type: event.event_type.as_str().to_owned(),
         ..NewEvent::default()

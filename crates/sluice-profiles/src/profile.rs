@@ -527,6 +527,7 @@ mod tests {
                 row(4, None),
                 row(5, Some("m2")),
             ],
+            version: 0,
         };
         let p = Profile::from_record(&record, None).expect("profile");
         let seqs: Vec<i64> = p.events.iter().map(|e| e.seq).collect();

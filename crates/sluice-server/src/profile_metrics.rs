@@ -42,6 +42,15 @@ impl Collector for ProfileCounters {
             None,
             definitions.metric_type(),
         )?;
-        definitions.encode(metric)
+        definitions.encode(metric)?;
+        let partitions =
+            ConstGauge::new(i64::try_from(self.engine.partitions()).unwrap_or(i64::MAX));
+        let metric = encoder.encode_descriptor(
+            "sluice_profile_partitions",
+            "Profile engine partitions this node holds (its share of the people)",
+            None,
+            partitions.metric_type(),
+        )?;
+        partitions.encode(metric)
     }
 }

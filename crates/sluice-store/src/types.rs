@@ -143,6 +143,9 @@ pub struct NewEvent {
     /// Per-destination bodies that differ from `body` (fields dropped by a
     /// destination filter): `(destination id, body)`.
     pub bodies: Vec<(String, String)>,
+    /// The slot of the call's person ([`crate::person_slot`]), which
+    /// decides the profile engine partition that reads it.
+    pub person: u16,
 }
 
 /// Why a call was blocked: the rule, and the event name counted against it.

@@ -67,6 +67,7 @@ pub async fn send(
         .map(|e| {
             message_id = e.message_id.clone();
             NewEvent {
+                person: sluice_store::person_slot(e.user_id.as_deref(), e.anonymous_id.as_deref()),
                 message_id: e.message_id,
                 event_type: e.event_type.as_str().to_owned(),
                 body: e.json,

@@ -137,7 +137,7 @@ pub fn store_profile(
             id: id.to_owned(),
             doc: profile.doc(),
             next_change_at: at,
-            events: Vec::new(),
+            ..ProfileRecord::default()
         });
     } else if was != next_change {
         commit.next_changes.push((id.to_owned(), at));

@@ -10,11 +10,11 @@ use sluice_store::{
     CursorEvent, EventCursor, PERSONAS_SOURCE, PRIVACY_SOURCE, ProfileCommit, ProfileRecord, Store,
 };
 
-use super::Stats;
 use super::compute::Compute;
 use super::defs::Defs;
 use super::diff::{Plan, diff, next_change, store_profile};
 use super::work::{Work, anon, user};
+use super::{Lease, Stats};
 use crate::error::ProfileError;
 use crate::profile::{Call, Profile};
 
@@ -144,7 +144,7 @@ fn build(
 pub async fn step(
     store: &dyn Store,
     cpu: &Compute,
-    owner: &str,
+    lease: &Lease,
     defs: &Arc<Defs>,
     batch: Vec<CursorEvent>,
     now: DateTime<Utc>,
@@ -154,10 +154,19 @@ pub async fn step(
         return Ok(None);
     };
     let (calls, keys) = cpu.run(move || parse(&batch)).await?;
+    // What each identity the calls name pointed to when read (`None`:
+    // absent). Others a merge repoints are covered by the version of the
+    // profile they leave.
+    let mut before: HashMap<String, Option<String>> =
+        keys.iter().map(|k| (k.clone(), None)).collect();
     let found = store.resolve_identities(keys).await?;
+    for (identity, profile) in &found {
+        before.insert(identity.clone(), Some(profile.clone()));
+    }
     let ids: BTreeSet<String> = found.iter().map(|(_, p)| p.clone()).collect();
     let with_events = !defs.items.is_empty();
     let records = super::load::load_records(store, ids.into_iter().collect(), with_events).await?;
+    let expected: Vec<(String, i64)> = records.iter().map(|r| (r.id.clone(), r.version)).collect();
     let for_apply = defs.clone();
     let work = cpu
         .run(move || apply(calls, found, records, &for_apply))
@@ -172,16 +181,23 @@ pub async fn step(
     };
     let withdrawn: HashSet<String> = settle.iter().cloned().collect();
     let commit = ProfileCommit {
-        owner: owner.to_owned(),
-        now,
         cursor: Some(last),
         settle,
-        ..ProfileCommit::default()
+        expected,
+        ..lease.commit(now)
     };
     let defs = defs.clone();
-    let (commit, n) = cpu
+    let (mut commit, n) = cpu
         .run(move || build(work, &defs, &stored, &withdrawn, commit))
         .await?;
+    commit.identities_before = commit
+        .identities
+        .iter()
+        .filter_map(|(identity, _)| {
+            let was = before.get(identity)?;
+            Some((identity.clone(), was.clone()))
+        })
+        .collect();
     stats.evaluated(n);
     Ok(store.commit_profiles(commit).await?.then_some(last))
 }

@@ -28,6 +28,11 @@ impl EngineHandle {
     pub fn definitions(&self) -> u64 {
         self.stats.definitions.load(Ordering::Relaxed)
     }
+
+    /// Engine partitions this node held at its last renewal.
+    pub fn partitions(&self) -> u64 {
+        self.stats.partitions.load(Ordering::Relaxed)
+    }
 }
 
 /// The engine's counters (see [`EngineHandle`]).
@@ -35,6 +40,7 @@ impl EngineHandle {
 pub struct Stats {
     evaluations: AtomicU64,
     pub(super) definitions: AtomicU64,
+    pub(super) partitions: AtomicU64,
 }
 
 impl Stats {

@@ -6,12 +6,12 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use sluice_store::{Computation, JobProgress, ProfileCommit, ProfileJob, Store};
+use sluice_store::{Computation, JobProgress, ProfileJob, Store};
 
 use super::defs::Defs;
 use super::diff::{Plan, diff, next_change, store_profile};
 use super::sweep::{PAGE, commit_page, load, outcome};
-use super::{Stats, Step};
+use super::{Lease, Stats, Step};
 use crate::error::ProfileError;
 use crate::message;
 
@@ -22,16 +22,20 @@ use crate::message;
 /// jobs or [`ROUND_TIME`].
 pub async fn jobs(
     store: &dyn Store,
-    owner: &str,
+    lease: &Lease,
     defs: &Arc<Defs>,
     now: DateTime<Utc>,
     stats: &Stats,
 ) -> Result<Step, ProfileError> {
+    // Partition 0's work: jobs walk every profile, in id order.
+    if !lease.first() {
+        return Ok(Step::Nothing);
+    }
     let started = std::time::Instant::now();
     let mut walked = 0;
     let mut done = Step::Nothing;
     for _ in 0..JOBS_PER_ROUND {
-        let (step, n) = job(store, owner, defs, now, stats).await?;
+        let (step, n) = job(store, lease, defs, now, stats).await?;
         walked += n;
         done = match (done, step) {
             (_, Step::Lost) => return Ok(Step::Lost),
@@ -55,7 +59,7 @@ const ROUND_TIME: std::time::Duration = std::time::Duration::from_millis(100);
 /// Advances the oldest job by one page; also returns the profiles walked.
 async fn job(
     store: &dyn Store,
-    owner: &str,
+    lease: &Lease,
     defs: &Arc<Defs>,
     now: DateTime<Utc>,
     stats: &Stats,
@@ -82,11 +86,7 @@ async fn job(
         _ => defs.as_ref(),
     };
     let space_id = defs.space_id.as_str();
-    let mut commit = ProfileCommit {
-        owner: owner.to_owned(),
-        now,
-        ..ProfileCommit::default()
-    };
+    let mut commit = lease.commit(now);
     let Some(&position) = defs.by_id.get(&job.computation_id) else {
         commit.job = Some((job.id, JobProgress::Done));
         return Ok((outcome(store.commit_profiles(commit).await?, 0), 0));

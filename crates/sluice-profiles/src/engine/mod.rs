@@ -31,7 +31,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
-use sluice_store::{EventCursor, Store};
+use sluice_store::{Partition, ProfileCommit, Store};
 use tokio::task::JoinHandle;
 
 pub use defs::Defs;
@@ -100,13 +100,50 @@ enum Round {
     Full,
 }
 
-/// The lease as this node last saw it. While it holds the lease this node
-/// is the only one to move the cursor, so it keeps the cursor in memory
-/// instead of reading (and renewing) the lease row on every round; every
-/// commit still checks the lease in the database.
+/// The partitions this node holds, as it last saw them. While it holds
+/// them this node is the only one to move their cursors, so it keeps the
+/// cursors in memory instead of reading (and renewing) the lease rows on
+/// every round; every commit still checks the leases in the database.
 struct Held {
-    cursor: EventCursor,
+    partitions: Vec<Partition>,
     renewed: Instant,
+}
+
+/// What a commit of this node names: its owner id and the partitions it
+/// holds (see [`sluice_store::ProfileCommit::partitions`]).
+pub(crate) struct Lease {
+    pub(crate) owner: String,
+    pub(crate) partitions: Vec<u16>,
+    /// Whether they are every partition of the store.
+    all: bool,
+}
+
+impl Lease {
+    /// An empty commit under this lease.
+    pub(crate) fn commit(&self, now: DateTime<Utc>) -> ProfileCommit {
+        ProfileCommit {
+            owner: self.owner.clone(),
+            now,
+            partitions: self.partitions.clone(),
+            ..ProfileCommit::default()
+        }
+    }
+
+    /// Partition 0 settles scheduled changes and runs whole-population
+    /// jobs for everyone.
+    pub(crate) fn first(&self) -> bool {
+        self.partitions.contains(&0)
+    }
+
+    /// The partitions whose due profiles this node sweeps: none named
+    /// means all, the cheaper query.
+    pub(crate) fn share(&self) -> Vec<u16> {
+        if self.all {
+            Vec::new()
+        } else {
+            self.partitions.clone()
+        }
+    }
 }
 
 /// Starts the engine. `on_emit` runs after a step put messages in the outbox
@@ -210,31 +247,35 @@ struct Engine {
 }
 
 impl Engine {
-    /// The committed cursor when this node holds the lease, renewing it
-    /// once a third of its TTL has passed since the last renewal.
-    async fn lease(&mut self, now: DateTime<Utc>) -> Result<Option<EventCursor>, ProfileError> {
+    /// The partitions this node holds, with their committed cursors,
+    /// taking its share and renewing the leases once a third of their TTL
+    /// has passed since the last renewal.
+    async fn lease(&mut self, now: DateTime<Utc>) -> Result<Option<Vec<Partition>>, ProfileError> {
         if let Some(h) = &self.held
             && h.renewed.elapsed() < self.config.lease_ttl / 3
         {
-            return Ok(Some(h.cursor));
+            return Ok(Some(h.partitions.clone()));
         }
         // Counted from before the call: the lease lasts at least that long.
         let asked = Instant::now();
-        self.held = self
+        let partitions = self
             .store
-            .take_profile_lease(&self.config.node_id, now, self.config.lease_ttl)
-            .await?
-            .map(|cursor| Held {
-                cursor,
-                renewed: asked,
-            });
-        Ok(self.held.as_ref().map(|h| h.cursor))
+            .take_profile_partitions(&self.config.node_id, now, self.config.lease_ttl)
+            .await?;
+        self.stats
+            .partitions
+            .store(partitions.len() as u64, Ordering::Relaxed);
+        self.held = (!partitions.is_empty()).then_some(Held {
+            partitions,
+            renewed: asked,
+        });
+        Ok(self.held.as_ref().map(|h| h.partitions.clone()))
     }
 
     /// One round: the lease, then events, due windows, one job page.
     async fn round(&mut self) -> Result<Round, ProfileError> {
         let now = sluice_now();
-        let Some(cursor) = self.lease(now).await? else {
+        let Some(partitions) = self.lease(now).await? else {
             return Ok(Round::Idle);
         };
         if let Some(fresh) = Defs::refreshed(&self.defs, self.store.as_ref(), &self.cpu).await? {
@@ -245,7 +286,7 @@ impl Engine {
             return Ok(Round::Some);
         }
         let started = Instant::now();
-        let round = self.work(cursor, now).await;
+        let round = self.work(partitions, now).await;
         self.pace.ran(started.elapsed());
         // A job may have read the definitions afresh too.
         let n = u64::try_from(self.defs.items.len()).unwrap_or(u64::MAX);
@@ -257,18 +298,23 @@ impl Engine {
     /// windows, one job page, then changes to prepare ahead.
     async fn work(
         &mut self,
-        cursor: EventCursor,
+        partitions: Vec<Partition>,
         now: DateTime<Utc>,
     ) -> Result<Round, ProfileError> {
         let store = self.store.as_ref();
-        let owner = self.config.node_id.as_str();
+        let lease = Lease {
+            owner: self.config.node_id.clone(),
+            partitions: partitions.iter().map(|p| p.id).collect(),
+            all: partitions.len() >= usize::from(store.profile_partitions()),
+        };
+        let lease = &lease;
         let limit = if self.config.defer_to_ingest {
             self.pace
                 .step(!self.defs.items.is_empty(), self.config.batch)
         } else {
             self.config.batch
         };
-        let batch = store.profile_events_after(cursor, limit).await?;
+        let batch = store.profile_events_in(partitions, limit).await?;
         let mut round = match batch.len() {
             0 => Round::Idle,
             n if n >= limit as usize => Round::Full,
@@ -277,10 +323,12 @@ impl Engine {
         let mut lost = false;
         if round != Round::Idle {
             let stats = self.stats.as_ref();
-            match events::step(store, &self.cpu, owner, &self.defs, batch, now, stats).await? {
+            match events::step(store, &self.cpu, lease, &self.defs, batch, now, stats).await? {
                 Some(next) => {
                     if let Some(h) = &mut self.held {
-                        h.cursor = next;
+                        for p in &mut h.partitions {
+                            p.cursor = p.cursor.max(next);
+                        }
                     }
                 }
                 None => lost = true,
@@ -289,19 +337,19 @@ impl Engine {
         // Scheduled changes exist only while definitions do (deleting one
         // drops its changes), so a node without any skips the look.
         if !lost && !self.defs.items.is_empty() {
-            match sweep::settle(store, owner, now).await? {
+            match sweep::settle(store, lease, now).await? {
                 Step::Lost => lost = true,
                 step => round = round.max(step.round()),
             }
         }
         if !lost {
-            match sweep::sweep(store, owner, &self.defs, now, &self.stats).await? {
+            match sweep::sweep(store, lease, &self.defs, now, &self.stats).await? {
                 Step::Lost => lost = true,
                 step => round = round.max(step.round()),
             }
         }
         if !lost {
-            match jobs::jobs(store, owner, &self.defs, now, &self.stats).await? {
+            match jobs::jobs(store, lease, &self.defs, now, &self.stats).await? {
                 Step::Lost => lost = true,
                 step => round = round.max(step.round()),
             }
@@ -311,7 +359,7 @@ impl Engine {
         // prepared in time is still made when it falls due.
         if !lost && round != Round::Full && !self.config.schedule_ahead.is_zero() {
             let until = now + self.config.schedule_ahead;
-            match sweep::ahead(store, owner, &self.defs, now, until, &self.stats).await? {
+            match sweep::ahead(store, lease, &self.defs, now, until, &self.stats).await? {
                 Step::Lost => lost = true,
                 step => round = round.max(step.round()),
             }

@@ -13,6 +13,7 @@ use std::collections::HashMap;
 use chrono::{DateTime, Utc};
 use sluice_store::{ProfileCommit, Schedule, ScheduledChange, Store};
 
+use super::Lease;
 use super::defs::Defs;
 use super::diff::{Plan, diff, store_profile};
 use super::load::{Values, load_records, values_at};
@@ -50,6 +51,7 @@ pub(super) async fn load(
     commit.settle = settle;
     let mut profiles = Vec::new();
     for r in records {
+        commit.expected.push((r.id.clone(), r.version));
         let p = Profile::from_record(&r, Some(&defs.roots))
             .map_err(|e| ProfileError::Corrupt(r.id.clone(), e.to_string()))?;
         let was = r.next_change_at.map(|t| t.timestamp_millis());
@@ -122,22 +124,18 @@ pub(super) async fn commit_page(
 /// Re-evaluates profiles whose next window change is due.
 pub async fn sweep(
     store: &dyn Store,
-    owner: &str,
+    lease: &Lease,
     defs: &Defs,
     now: DateTime<Utc>,
     stats: &Stats,
 ) -> Result<Step, ProfileError> {
-    let due = store.due_profiles(now, PAGE).await?;
+    let due = store.due_profiles_in(now, PAGE, lease.share()).await?;
     if due.is_empty() {
         return Ok(Step::Nothing);
     }
     let n = due.len();
     let started = std::time::Instant::now();
-    let mut commit = ProfileCommit {
-        owner: owner.to_owned(),
-        now,
-        ..ProfileCommit::default()
-    };
+    let mut commit = lease.commit(now);
     let (profiles, values) = load(store, due, defs, now, &mut commit).await?;
     let loaded = started.elapsed();
     let empty = HashMap::new();
@@ -152,13 +150,17 @@ pub async fn sweep(
 }
 
 /// Applies scheduled changes whose time has come to the stored values.
+/// Partition 0's work: its holder settles for every partition.
 pub async fn settle(
     store: &dyn Store,
-    owner: &str,
+    lease: &Lease,
     now: DateTime<Utc>,
 ) -> Result<Step, ProfileError> {
+    if !lease.first() {
+        return Ok(Step::Nothing);
+    }
     let started = std::time::Instant::now();
-    let settled = store.settle_scheduled(owner, now, SETTLE).await?;
+    let settled = store.settle_scheduled(&lease.owner, now, SETTLE).await?;
     if let Some(n) = settled.filter(|n| *n > 0) {
         let ms = started.elapsed().as_millis() as u64;
         tracing::debug!(changes = n, ms, "scheduled changes settled");
@@ -176,7 +178,7 @@ pub async fn settle(
 /// scheduled changes and its messages wait for that time.
 pub async fn ahead(
     store: &dyn Store,
-    owner: &str,
+    lease: &Lease,
     defs: &Defs,
     now: DateTime<Utc>,
     until: DateTime<Utc>,
@@ -185,17 +187,13 @@ pub async fn ahead(
     if defs.items.is_empty() {
         return Ok(Step::Nothing);
     }
-    let due = store.due_ahead(now, until, PAGE).await?;
+    let due = store.due_ahead_in(now, until, PAGE, lease.share()).await?;
     if due.is_empty() {
         return Ok(Step::Nothing);
     }
     let n = due.len();
     let started = std::time::Instant::now();
-    let mut commit = ProfileCommit {
-        owner: owner.to_owned(),
-        now,
-        ..ProfileCommit::default()
-    };
+    let mut commit = lease.commit(now);
     let when: HashMap<String, DateTime<Utc>> = due.iter().cloned().collect();
     let ids = due.into_iter().map(|(id, _)| id).collect();
     let (profiles, values) = load(store, ids, defs, now, &mut commit).await?;

@@ -29,6 +29,7 @@ struct Columns {
     received_ats: Vec<i64>,
     bodies: Vec<String>,
     blocked: Vec<Option<String>>,
+    persons: Vec<i16>,
 }
 
 /// Commits `requests` in one transaction: reserve one seq per event (in
@@ -115,6 +116,9 @@ async fn write(
             events.received_ats.push(received_at);
             events.bodies.push(event.body.clone());
             events
+                .persons
+                .push(i16::try_from(event.person).unwrap_or(0));
+            events
                 .blocked
                 .push(event.blocked.as_ref().map(|b| b.rule.clone()));
             for destination_id in &event.destination_ids {
@@ -143,9 +147,9 @@ async fn write(
         let insert = tx
             .prepare_cached(
                 "INSERT INTO events (seq, source_id, message_id, event_type, received_at, body,
-                                     blocked)
+                                     blocked, person)
                  SELECT * FROM UNNEST($1::bigint[], $2::text[], $3::text[], $4::text[],
-                                      $5::bigint[], $6::text[], $7::text[])",
+                                      $5::bigint[], $6::text[], $7::text[], $8::smallint[])",
             )
             .await
             .map_err(backend)?;
@@ -159,6 +163,7 @@ async fn write(
                 &events.received_ats,
                 &events.bodies,
                 &events.blocked,
+                &events.persons,
             ],
         )
         .await

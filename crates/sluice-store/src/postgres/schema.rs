@@ -288,6 +288,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "definition changes",
         super::profiles::catalog::SCHEMA_CHANGES,
     ),
+    (
+        "profile engine partitions",
+        super::profiles::partitions::SCHEMA_PARTITIONS,
+    ),
 ];
 
 /// First key of the migration advisory lock ("SLUI"); the second is a hash

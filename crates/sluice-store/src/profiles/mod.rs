@@ -40,14 +40,18 @@
 //! every live computation connected to it (replacing one still queued)
 //! and withdraws their scheduled changes: the first sync of a destination
 //! that was sent nothing while it was off.
-//! - `profile_engine`: one row: the event cursor and the engine lease.
+//! - `profile_engine`: one row per engine partition (one on SQLite, 16
+//!   on PostgreSQL, see `postgres/profiles/partitions.rs`): its event
+//!   cursor and lease.
 //!
 //! # Invariants
 //! - **One commit per step.** [`ProfileStore::commit_profiles`] writes
 //!   profiles, identities, values, the emitted identify messages (events of
 //!   source [`PERSONAS_SOURCE`] plus pending deliveries: the same outbox as
-//!   ingest) and the advanced cursor or job position in ONE transaction, and
-//!   only while the caller holds the lease. A crash before the commit loses
+//!   ingest) and the advanced cursors or job position in ONE transaction,
+//!   and only while the caller holds the leases of the partitions it names
+//!   and (where partitions run at once) the profiles and identities it read
+//!   are as it read them. A crash before the commit loses
 //!   the step entirely (it is redone); after it, nothing is redone.
 //! - **Commit order.** [`ProfileStore::profile_events_after`] only returns
 //!   events whose writing transaction has ended, and never one at or before
@@ -81,6 +85,10 @@ use chrono::{DateTime, Utc};
 use crate::Result;
 pub use catalog::{ComputationPage, DefinitionStore};
 pub use types::*;
+
+/// Engine partitions on PostgreSQL: enough for a share on each of up to
+/// 16 nodes; few enough that an idle node's rounds stay cheap.
+pub const POSTGRES_PARTITIONS: u16 = 16;
 
 /// The source id of identify messages the profile engine emits.
 pub const PERSONAS_SOURCE: &str = "personas";
@@ -118,22 +126,57 @@ pub trait ProfileStore: Send + Sync + 'static {
     async fn sends_by_destination(&self, computation_id: &str) -> Result<Vec<(String, u64)>>;
 
     // --- the engine -----------------------------------------------------------
-    /// Takes or renews the engine lease for `owner` until `now + ttl`.
-    /// Returns the committed cursor when `owner` holds the lease.
+    /// How many partitions the engine's work is split into: 1 where one
+    /// node writes (SQLite), [`POSTGRES_PARTITIONS`] on PostgreSQL.
+    fn profile_partitions(&self) -> u16 {
+        1
+    }
+    /// Registers `owner` as an engine node at `now`, renews the partitions
+    /// it holds until `now + ttl` and takes or gives up partitions so that
+    /// each live engine node holds its share (ceiling of partitions over
+    /// engine nodes seen within `ttl`). Returns the partitions `owner` now
+    /// holds, with their committed cursors, by id.
+    async fn take_profile_partitions(
+        &self,
+        owner: &str,
+        now: DateTime<Utc>,
+        ttl: Duration,
+    ) -> Result<Vec<Partition>>;
+    /// Takes or renews the whole engine for `owner`: its cursor when it
+    /// holds every partition (a single engine, and the tests').
     async fn take_profile_lease(
         &self,
         owner: &str,
         now: DateTime<Utc>,
         ttl: Duration,
-    ) -> Result<Option<EventCursor>>;
-    /// Gives the lease up (shutdown), so another node need not wait.
+    ) -> Result<Option<EventCursor>> {
+        let held = self.take_profile_partitions(owner, now, ttl).await?;
+        if held.len() < usize::from(self.profile_partitions()) {
+            return Ok(None);
+        }
+        Ok(held.iter().map(|p| p.cursor).min())
+    }
+    /// Gives every partition up (shutdown), so another node need not wait.
     async fn release_profile_lease(&self, owner: &str) -> Result<()>;
-    /// Up to `limit` committed events after `cursor`, in commit order.
+    /// Up to `limit` committed events of the given partitions, each after
+    /// its partition's cursor, in commit order.
+    async fn profile_events_in(
+        &self,
+        partitions: Vec<Partition>,
+        limit: u32,
+    ) -> Result<Vec<CursorEvent>>;
+    /// Up to `limit` committed events after `cursor`, in commit order (every
+    /// partition at one cursor).
     async fn profile_events_after(
         &self,
         cursor: EventCursor,
         limit: u32,
-    ) -> Result<Vec<CursorEvent>>;
+    ) -> Result<Vec<CursorEvent>> {
+        let all = (0..self.profile_partitions())
+            .map(|id| Partition { id, cursor })
+            .collect();
+        self.profile_events_in(all, limit).await
+    }
     /// Profile ids of the given identities (`user:…`/`anon:…`) that exist.
     async fn resolve_identities(&self, identities: Vec<String>) -> Result<Vec<(String, String)>>;
     /// The stored profiles among `ids`; with `events`, each with its
@@ -141,16 +184,37 @@ pub trait ProfileStore: Send + Sync + 'static {
     async fn load_profiles(&self, ids: Vec<String>, events: bool) -> Result<Vec<ProfileRecord>>;
     /// Stored values of the given profiles.
     async fn values_of(&self, profile_ids: Vec<String>) -> Result<Vec<ComputedValue>>;
+    /// Profiles of the given partitions (by a hash of the profile id; all
+    /// when empty) whose `next_change_at` is at or before `now`.
+    async fn due_profiles_in(
+        &self,
+        now: DateTime<Utc>,
+        limit: u32,
+        partitions: Vec<u16>,
+    ) -> Result<Vec<String>>;
     /// Profiles whose `next_change_at` is at or before `now`.
-    async fn due_profiles(&self, now: DateTime<Utc>, limit: u32) -> Result<Vec<String>>;
-    /// With their `next_change_at`: profiles due after `now` and by
-    /// `until`, without scheduled changes, soonest first.
+    async fn due_profiles(&self, now: DateTime<Utc>, limit: u32) -> Result<Vec<String>> {
+        self.due_profiles_in(now, limit, Vec::new()).await
+    }
+    /// With their `next_change_at`: profiles of the given partitions (all
+    /// when empty) due after `now` and by `until`, without scheduled
+    /// changes, soonest first.
+    async fn due_ahead_in(
+        &self,
+        now: DateTime<Utc>,
+        until: DateTime<Utc>,
+        limit: u32,
+        partitions: Vec<u16>,
+    ) -> Result<Vec<(String, DateTime<Utc>)>>;
+    /// [`Self::due_ahead_in`] over every partition.
     async fn due_ahead(
         &self,
         now: DateTime<Utc>,
         until: DateTime<Utc>,
         limit: u32,
-    ) -> Result<Vec<(String, DateTime<Utc>)>>;
+    ) -> Result<Vec<(String, DateTime<Utc>)>> {
+        self.due_ahead_in(now, until, limit, Vec::new()).await
+    }
     /// Scheduled changes of the given profiles.
     async fn scheduled_of(&self, profile_ids: Vec<String>) -> Result<Vec<ScheduledChange>>;
     /// Applies up to `limit` scheduled changes due by `now` to the values

@@ -68,6 +68,45 @@ pub struct ProfileRecord {
     pub next_change_at: Option<DateTime<Utc>>,
     /// Oldest first, by `(ts, seq)`; empty unless loaded with events.
     pub events: Vec<ProfileEventRow>,
+    /// Bumped by every commit that touches the profile where engine
+    /// partitions run at once (PostgreSQL); always 0 where one engine
+    /// writes (SQLite). A commit names the versions it read
+    /// ([`ProfileCommit::expected`]) and is refused if one moved.
+    pub version: i64,
+}
+
+/// One engine partition a node holds, and its committed cursor. People
+/// are spread over partitions by a hash of the identity their calls name
+/// first (see [`person_slot`]); each partition reads only its share of
+/// the events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Partition {
+    pub id: u16,
+    pub cursor: EventCursor,
+}
+
+/// Slots an event's person is hashed into; a store with `n` partitions
+/// gives slot `s` to partition `s % n`. 4,096 is a multiple of every
+/// partition count a store uses, and fits a `smallint`.
+pub const PERSON_SLOTS: u16 = 4096;
+
+/// The slot of a call's person: the FNV-1a hash of `user:<userId>`, or of
+/// `anon:<anonymousId>` for a call without a userId. A person's calls
+/// after they are identified carry the userId, so they share a slot; calls
+/// made before that may sit in another partition, which the version checks
+/// of [`ProfileCommit`] keep correct.
+pub fn person_slot(user_id: Option<&str>, anonymous_id: Option<&str>) -> u16 {
+    let (prefix, id) = match (user_id, anonymous_id) {
+        (Some(u), _) => ("user:", u),
+        (None, Some(a)) => ("anon:", a),
+        (None, None) => return 0,
+    };
+    let mut hash: u32 = 0x811c_9dc5;
+    for b in prefix.bytes().chain(id.bytes()) {
+        hash ^= u32::from(b);
+        hash = hash.wrapping_mul(0x0100_0193);
+    }
+    (hash % u32::from(PERSON_SLOTS)) as u16
 }
 
 /// One behavioural call (track, page, screen) of a person, as the profile
@@ -177,8 +216,19 @@ pub struct ProfileCommit {
     /// The lease holder; the commit is refused if it lost the lease.
     pub owner: String,
     pub now: DateTime<Utc>,
-    /// The new event cursor, when events were consumed.
+    /// The new event cursor, when events were consumed: every partition
+    /// of [`Self::partitions`] moves to it (or stays, if already past it).
     pub cursor: Option<EventCursor>,
+    /// The partitions the committing node holds; the commit is refused
+    /// unless it holds them all. Empty: every partition (one engine).
+    pub partitions: Vec<u16>,
+    /// `(profile id, version)` of every profile the step read: the commit
+    /// is refused if another partition committed one of them since.
+    pub expected: Vec<(String, i64)>,
+    /// The profile each identity of [`Self::identities`] pointed to when
+    /// the step read it (`None`: it was new); the commit is refused if
+    /// another partition moved or created it since.
+    pub identities_before: Vec<(String, Option<String>)>,
     /// Profiles whose document is new or changed: inserted or replaced
     /// (document and `next_change_at`; `events` is ignored).
     pub profiles: Vec<ProfileRecord>,

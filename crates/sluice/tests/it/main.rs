@@ -17,6 +17,7 @@ mod durability;
 mod failure_log;
 mod hostile;
 mod lifecycle;
+mod partitions;
 mod personas;
 mod regulation_crash;
 mod secrets;

@@ -65,23 +65,94 @@ pub(super) async fn profiles(c: &impl GenericClient, commit: &ProfileCommit) -> 
     Ok(())
 }
 
-/// Identities inserted or repointed.
-pub(super) async fn identities(c: &impl GenericClient, commit: &ProfileCommit) -> Result<()> {
+/// Bumps the version of every profile the step read, if none moved since
+/// (see `partitions.rs`); false when one did (or is gone).
+pub(super) async fn versions(c: &impl GenericClient, commit: &ProfileCommit) -> Result<bool> {
+    let mut expected = last_per_key(&commit.expected, |(id, _)| id.as_str());
+    if expected.is_empty() {
+        return Ok(true);
+    }
+    // In id order, as every step locks them: two steps touching the same
+    // profiles wait for each other rather than deadlock.
+    expected.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    let ids: Vec<&str> = expected.iter().map(|(id, _)| id.as_str()).collect();
+    let versions: Vec<i64> = expected.iter().map(|(_, v)| *v).collect();
+    let bumped = c
+        .execute(
+            "UPDATE profiles p SET version = p.version + 1
+             FROM unnest($1::text[], $2::bigint[]) AS k(id, v)
+             WHERE p.id = k.id AND p.version = k.v",
+            &[&ids, &versions],
+        )
+        .await
+        .map_err(backend)?;
+    Ok(bumped == ids.len() as u64)
+}
+
+/// Identities inserted or repointed. Those the step read (its
+/// `identities_before`) are written only if they still point where they
+/// did, or are still absent; false, writing nothing more, when one moved.
+pub(super) async fn identities(c: &impl GenericClient, commit: &ProfileCommit) -> Result<bool> {
     let identities = last_per_key(&commit.identities, |(identity, _)| identity.as_str());
     if identities.is_empty() {
-        return Ok(());
+        return Ok(true);
     }
-    let keys: Vec<&str> = identities.iter().map(|(i, _)| i.as_str()).collect();
-    let profiles: Vec<&str> = identities.iter().map(|(_, p)| p.as_str()).collect();
-    c.execute(
-        "INSERT INTO profile_identities (identity, profile_id)
-         SELECT * FROM unnest($1::text[], $2::text[])
-         ON CONFLICT (identity) DO UPDATE SET profile_id = excluded.profile_id",
-        &[&keys, &profiles],
-    )
-    .await
-    .map_err(backend)?;
-    Ok(())
+    let before: HashMap<&str, Option<&str>> = commit
+        .identities_before
+        .iter()
+        .map(|(i, p)| (i.as_str(), p.as_deref()))
+        .collect();
+    let (mut fresh, mut moved, mut any) = (Vec::new(), Vec::new(), Vec::new());
+    for (identity, profile) in identities {
+        match before.get(identity.as_str()) {
+            Some(None) => fresh.push((identity.as_str(), profile.as_str())),
+            Some(Some(old)) => moved.push((identity.as_str(), profile.as_str(), *old)),
+            None => any.push((identity.as_str(), profile.as_str())),
+        }
+    }
+    if !fresh.is_empty() {
+        let (keys, profiles): (Vec<&str>, Vec<&str>) = fresh.iter().copied().unzip();
+        let n = c
+            .execute(
+                "INSERT INTO profile_identities (identity, profile_id)
+                 SELECT * FROM unnest($1::text[], $2::text[]) ON CONFLICT (identity) DO NOTHING",
+                &[&keys, &profiles],
+            )
+            .await
+            .map_err(backend)?;
+        if n != keys.len() as u64 {
+            return Ok(false);
+        }
+    }
+    if !moved.is_empty() {
+        let keys: Vec<&str> = moved.iter().map(|m| m.0).collect();
+        let profiles: Vec<&str> = moved.iter().map(|m| m.1).collect();
+        let olds: Vec<&str> = moved.iter().map(|m| m.2).collect();
+        let n = c
+            .execute(
+                "UPDATE profile_identities i SET profile_id = k.p
+                 FROM unnest($1::text[], $2::text[], $3::text[]) AS k(i, p, old)
+                 WHERE i.identity = k.i AND i.profile_id = k.old",
+                &[&keys, &profiles, &olds],
+            )
+            .await
+            .map_err(backend)?;
+        if n != keys.len() as u64 {
+            return Ok(false);
+        }
+    }
+    if !any.is_empty() {
+        let (keys, profiles): (Vec<&str>, Vec<&str>) = any.iter().copied().unzip();
+        c.execute(
+            "INSERT INTO profile_identities (identity, profile_id)
+             SELECT * FROM unnest($1::text[], $2::text[])
+             ON CONFLICT (identity) DO UPDATE SET profile_id = excluded.profile_id",
+            &[&keys, &profiles],
+        )
+        .await
+        .map_err(backend)?;
+    }
+    Ok(true)
 }
 
 /// Value changes, each key once (see `scheduled::apply`).

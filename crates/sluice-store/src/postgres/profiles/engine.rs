@@ -1,92 +1,11 @@
 //! The engine's side: lease, input events, profiles and the step commit.
 
-use std::time::Duration;
-
 use chrono::{DateTime, Utc};
 use deadpool_postgres::GenericClient;
 
-use super::super::rows::{backend, big, get, ms, opt_time, sql_limit, time};
+use super::super::rows::{backend, get, ms, opt_time, sql_limit};
 use super::scheduled;
-use crate::{
-    ComputedValue, CursorEvent, EventCursor, JobProgress, ProfileCommit, ProfileJob, ProfileRecord,
-    Result, StoredEvent,
-};
-
-pub(super) async fn take_lease(
-    c: &impl GenericClient,
-    owner: &str,
-    now: DateTime<Utc>,
-    ttl: Duration,
-) -> Result<Option<EventCursor>> {
-    let until = ms(now).saturating_add(big(ttl.as_millis()));
-    let row = c
-        .query_opt(
-            "UPDATE profile_engine SET lease_owner = $1, lease_until = $2
-             WHERE id = 1 AND (lease_owner IS NULL OR lease_owner = $1 OR lease_until < $3)
-             RETURNING cursor_xact, cursor_seq",
-            &[&owner, &until, &ms(now)],
-        )
-        .await
-        .map_err(backend)?;
-    row.map(|r| {
-        Ok(EventCursor {
-            xact: get(&r, 0)?,
-            seq: get(&r, 1)?,
-        })
-    })
-    .transpose()
-}
-
-pub(super) async fn release_lease(c: &impl GenericClient, owner: &str) -> Result<()> {
-    c.execute(
-        "UPDATE profile_engine SET lease_owner = NULL, lease_until = NULL
-         WHERE id = 1 AND lease_owner = $1",
-        &[&owner],
-    )
-    .await
-    .map_err(backend)?;
-    Ok(())
-}
-
-/// Events in `(xact, seq)` order after the cursor, below the oldest running
-/// transaction: every writer of those rows has ended, so nothing can appear
-/// behind the cursor later (see the V2 migration notes).
-pub(super) async fn events_after(
-    c: &impl GenericClient,
-    cursor: EventCursor,
-    limit: u32,
-) -> Result<Vec<CursorEvent>> {
-    let rows = c
-        .query(
-            "SELECT seq, source_id, message_id, event_type, received_at, body, xact FROM events
-             WHERE (xact, seq) > ($1, $2) AND blocked IS NULL
-               AND xact < pg_snapshot_xmin(pg_current_snapshot())::text::bigint
-             ORDER BY xact, seq LIMIT $3",
-            &[&cursor.xact, &cursor.seq, &sql_limit(limit)],
-        )
-        .await
-        .map_err(backend)?;
-    rows.iter()
-        .map(|row| {
-            let event = StoredEvent {
-                blocked: None,
-                seq: get(row, 0)?,
-                source_id: get(row, 1)?,
-                message_id: get(row, 2)?,
-                event_type: get(row, 3)?,
-                received_at: time(row, 4)?,
-                body: get(row, 5)?,
-            };
-            Ok(CursorEvent {
-                cursor: EventCursor {
-                    xact: get(row, 6)?,
-                    seq: event.seq,
-                },
-                event,
-            })
-        })
-        .collect()
-}
+use crate::{ComputedValue, JobProgress, ProfileCommit, ProfileJob, ProfileRecord, Result};
 
 pub(super) async fn resolve(
     c: &impl GenericClient,
@@ -109,7 +28,7 @@ pub(super) async fn load(
 ) -> Result<Vec<ProfileRecord>> {
     let rows = c
         .query(
-            "SELECT id, doc, next_change_at FROM profiles WHERE id = ANY($1)",
+            "SELECT id, doc, next_change_at, version FROM profiles WHERE id = ANY($1)",
             &[&ids],
         )
         .await
@@ -122,6 +41,7 @@ pub(super) async fn load(
                 doc: get(r, 1)?,
                 next_change_at: opt_time(r, 2)?,
                 events: Vec::new(),
+                version: get(r, 3)?,
             })
         })
         .collect::<Result<Vec<_>>>()?;
@@ -157,12 +77,14 @@ pub(super) async fn due(
     c: &impl GenericClient,
     now: DateTime<Utc>,
     limit: u32,
+    partitions: &[u16],
 ) -> Result<Vec<String>> {
     let rows = c
         .query(
             "SELECT id FROM profiles WHERE next_change_at IS NOT NULL AND next_change_at <= $1
+               AND (cardinality($3::smallint[]) = 0 OR ((hashtext(id) & 2147483647) % $4)::smallint = ANY($3))
              ORDER BY next_change_at LIMIT $2",
-            &[&ms(now), &sql_limit(limit)],
+            &[&ms(now), &sql_limit(limit), &small(partitions), &n_partitions()],
         )
         .await
         .map_err(backend)?;
@@ -205,17 +127,18 @@ pub(super) async fn next_job(c: &impl GenericClient) -> Result<Option<ProfileJob
     .transpose()
 }
 
-/// Whether `owner` holds the engine lease; locks the engine row until the
-/// transaction ends, so it stays so.
-pub(super) async fn holds(c: &impl GenericClient, owner: &str) -> Result<bool> {
-    let row = c
-        .query_one(
-            "SELECT lease_owner FROM profile_engine WHERE id = 1 FOR UPDATE",
-            &[],
-        )
-        .await
-        .map_err(backend)?;
-    Ok(get::<Option<String>>(&row, 0)?.as_deref() == Some(owner))
+/// Partition ids as `smallint`s.
+pub(super) fn small(partitions: &[u16]) -> Vec<i16> {
+    partitions
+        .iter()
+        .map(|p| i16::try_from(*p).unwrap_or(i16::MAX))
+        .collect()
+}
+
+/// [`crate::POSTGRES_PARTITIONS`] as the `integer` `hashtext` is taken
+/// modulo of.
+pub(super) fn n_partitions() -> i32 {
+    i32::from(crate::POSTGRES_PARTITIONS)
 }
 
 /// One engine step in one transaction. The engine row is locked first, so a
@@ -226,7 +149,12 @@ pub(super) async fn commit(
     c: &ProfileCommit,
 ) -> Result<bool> {
     let tx = client.transaction().await.map_err(backend)?;
-    if !holds(&tx, &c.owner).await? {
+    if !super::partitions::hold(&tx, &c.owner, &c.partitions).await? {
+        return Ok(false);
+    }
+    // Another partition committed one of these profiles or identities
+    // since the step read them: refused, and the step is redone.
+    if !super::commit::versions(&tx, c).await? {
         return Ok(false);
     }
     let now = ms(c.now);
@@ -258,7 +186,9 @@ pub(super) async fn commit(
         }
     }
     super::commit::profiles(&tx, c).await?;
-    super::commit::identities(&tx, c).await?;
+    if !super::commit::identities(&tx, c).await? {
+        return Ok(false);
+    }
     super::commit::values(&tx, c).await?;
     // Changes prepared from a definition edited since are not written.
     let (fresh, stale) = scheduled::fresh(&tx, c).await?;
@@ -273,12 +203,7 @@ pub(super) async fn commit(
         .map_err(backend)?;
     }
     if let Some(cursor) = c.cursor {
-        tx.execute(
-            "UPDATE profile_engine SET cursor_xact = $1, cursor_seq = $2 WHERE id = 1",
-            &[&cursor.xact, &cursor.seq],
-        )
-        .await
-        .map_err(backend)?;
+        super::partitions::advance(&tx, &c.partitions, cursor).await?;
     }
     match &c.job {
         Some((id, JobProgress::At(after))) => {

@@ -9,6 +9,7 @@ mod commit;
 mod engine;
 pub(super) mod events;
 mod outbox;
+pub(super) mod partitions;
 pub(crate) mod scheduled;
 
 use std::time::Duration;
@@ -21,7 +22,7 @@ use super::rows::backend;
 use crate::queries::computations as q;
 use crate::records::now;
 use crate::{
-    Computation, ComputationPatch, ComputedValue, CursorEvent, EventCursor, NewComputation,
+    Computation, ComputationPatch, ComputedValue, CursorEvent, NewComputation, Partition,
     ProfileCommit, ProfileJob, ProfileRecord, ProfileStore, Result, ScheduledChange,
 };
 
@@ -68,25 +69,29 @@ impl ProfileStore for PostgresStore {
         q::sends(&self.db().await?, computation_id).await
     }
 
-    async fn take_profile_lease(
+    fn profile_partitions(&self) -> u16 {
+        crate::POSTGRES_PARTITIONS
+    }
+
+    async fn take_profile_partitions(
         &self,
         owner: &str,
         now: DateTime<Utc>,
         ttl: Duration,
-    ) -> Result<Option<EventCursor>> {
-        engine::take_lease(&self.client().await?, owner, now, ttl).await
+    ) -> Result<Vec<Partition>> {
+        partitions::take(&mut self.client().await?, owner, now, ttl).await
     }
 
     async fn release_profile_lease(&self, owner: &str) -> Result<()> {
-        engine::release_lease(&self.client().await?, owner).await
+        partitions::release(&self.client().await?, owner).await
     }
 
-    async fn profile_events_after(
+    async fn profile_events_in(
         &self,
-        cursor: EventCursor,
+        partitions: Vec<Partition>,
         limit: u32,
     ) -> Result<Vec<CursorEvent>> {
-        engine::events_after(&self.client().await?, cursor, limit).await
+        partitions::events_in(&self.client().await?, &partitions, limit).await
     }
 
     async fn resolve_identities(&self, identities: Vec<String>) -> Result<Vec<(String, String)>> {
@@ -101,17 +106,23 @@ impl ProfileStore for PostgresStore {
         engine::values_of(&self.client().await?, &profile_ids).await
     }
 
-    async fn due_profiles(&self, now: DateTime<Utc>, limit: u32) -> Result<Vec<String>> {
-        engine::due(&self.client().await?, now, limit).await
+    async fn due_profiles_in(
+        &self,
+        now: DateTime<Utc>,
+        limit: u32,
+        partitions: Vec<u16>,
+    ) -> Result<Vec<String>> {
+        engine::due(&self.client().await?, now, limit, &partitions).await
     }
 
-    async fn due_ahead(
+    async fn due_ahead_in(
         &self,
         now: DateTime<Utc>,
         until: DateTime<Utc>,
         limit: u32,
+        partitions: Vec<u16>,
     ) -> Result<Vec<(String, DateTime<Utc>)>> {
-        scheduled::due_ahead(&self.client().await?, now, until, limit).await
+        scheduled::due_ahead(&self.client().await?, now, until, limit, &partitions).await
     }
 
     async fn scheduled_of(&self, profile_ids: Vec<String>) -> Result<Vec<ScheduledChange>> {
@@ -130,7 +141,8 @@ impl ProfileStore for PostgresStore {
             return Ok(Some(0));
         }
         let tx = client.transaction().await.map_err(backend)?;
-        if !engine::holds(&tx, owner).await? {
+        // Partition 0 settles scheduled changes for everyone.
+        if !partitions::hold(&tx, owner, &[0]).await? {
             return Ok(None);
         }
         let settled = scheduled::settle_due(&tx, now, limit).await?;

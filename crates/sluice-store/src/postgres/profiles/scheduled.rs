@@ -66,14 +66,23 @@ pub(super) async fn due_ahead(
     now: DateTime<Utc>,
     until: DateTime<Utc>,
     limit: u32,
+    partitions: &[u16],
 ) -> Result<Vec<(String, DateTime<Utc>)>> {
     let rows = c
         .query(
             "SELECT id, next_change_at FROM profiles p
              WHERE next_change_at > $1 AND next_change_at <= $2
                AND NOT EXISTS (SELECT 1 FROM profile_scheduled s WHERE s.profile_id = p.id)
+               AND (cardinality($4::smallint[]) = 0
+                    OR ((hashtext(id) & 2147483647) % $5)::smallint = ANY($4))
              ORDER BY next_change_at, id LIMIT $3",
-            &[&ms(now), &ms(until), &i64::from(limit)],
+            &[
+                &ms(now),
+                &ms(until),
+                &i64::from(limit),
+                &super::engine::small(partitions),
+                &super::engine::n_partitions(),
+            ],
         )
         .await
         .map_err(backend)?;

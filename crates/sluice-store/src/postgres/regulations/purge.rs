@@ -43,9 +43,10 @@ pub(super) async fn release_lease(c: &impl GenericClient, owner: &str) -> Result
     Ok(())
 }
 
-/// Takes the profile engine's lease whoever holds it; returns whether
-/// `owner` held it unexpired already (see the trait docs). The row lock
-/// orders it against the engine's commit, which locks the same row.
+/// Takes every partition of the profile engine whoever holds it; returns
+/// whether `owner` held them all unexpired already (see the trait docs).
+/// The row locks order it against the engine's commits, which lock the
+/// rows of the partitions they name.
 pub(super) async fn seize_profile_lease(
     client: &mut deadpool_postgres::Object,
     owner: &str,
@@ -53,24 +54,28 @@ pub(super) async fn seize_profile_lease(
     ttl: Duration,
 ) -> Result<bool> {
     let tx = client.transaction().await.map_err(backend)?;
-    let row = tx
-        .query_one(
-            "SELECT lease_owner, lease_until FROM profile_engine WHERE id = 1 FOR UPDATE",
+    let rows = tx
+        .query(
+            "SELECT lease_owner, lease_until FROM profile_engine ORDER BY id FOR UPDATE",
             &[],
         )
         .await
         .map_err(backend)?;
-    let holder: Option<String> = get(&row, 0)?;
-    let until: Option<i64> = get(&row, 1)?;
+    let mut held = !rows.is_empty();
+    for row in &rows {
+        let holder: Option<String> = get(row, 0)?;
+        let until: Option<i64> = get(row, 1)?;
+        held &= holder.as_deref() == Some(owner) && until.is_some_and(|u| u >= ms(now));
+    }
     let new_until = ms(now).saturating_add(big(ttl.as_millis()));
     tx.execute(
-        "UPDATE profile_engine SET lease_owner = $1, lease_until = $2 WHERE id = 1",
+        "UPDATE profile_engine SET lease_owner = $1, lease_until = $2",
         &[&owner, &new_until],
     )
     .await
     .map_err(backend)?;
     tx.commit().await.map_err(backend)?;
-    Ok(holder.as_deref() == Some(owner) && until.is_some_and(|u| u >= ms(now)))
+    Ok(held)
 }
 
 /// Marks the regulation `FAILED` (see the trait docs).

@@ -95,6 +95,7 @@ pub(super) fn load(conn: &Connection, ids: &[String], events: bool) -> Result<Ve
                     doc: r.get(1)?,
                     next_change_at: opt_time(r, 2)?,
                     events: Vec::new(),
+                    version: 0,
                 })
             })
             .optional()?;

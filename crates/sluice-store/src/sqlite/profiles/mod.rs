@@ -21,7 +21,7 @@ use crate::queries::computations as q;
 use crate::records::now;
 use crate::sql::sqlite::{Lite, ready};
 use crate::{
-    Computation, ComputationPatch, ComputedValue, CursorEvent, EventCursor, NewComputation,
+    Computation, ComputationPatch, ComputedValue, CursorEvent, NewComputation, Partition,
     ProfileCommit, ProfileJob, ProfileRecord, ProfileStore, Result, ScheduledChange,
 };
 
@@ -90,18 +90,24 @@ impl ProfileStore for SqliteStore {
             .await
     }
 
-    async fn take_profile_lease(
+    /// One partition: SQLite has one writer, so the engine is one too.
+    async fn take_profile_partitions(
         &self,
         owner: &str,
         now: DateTime<Utc>,
         ttl: Duration,
-    ) -> Result<Option<EventCursor>> {
+    ) -> Result<Vec<Partition>> {
         let owner = owner.to_owned();
-        self.writer
+        let cursor = self
+            .writer
             .run_as(Class::Engine, 1, move |c| {
                 engine::take_lease(c, &owner, now, ttl)
             })
-            .await
+            .await?;
+        Ok(cursor
+            .map(|cursor| Partition { id: 0, cursor })
+            .into_iter()
+            .collect())
     }
 
     async fn release_profile_lease(&self, owner: &str) -> Result<()> {
@@ -111,11 +117,14 @@ impl ProfileStore for SqliteStore {
             .await
     }
 
-    async fn profile_events_after(
+    async fn profile_events_in(
         &self,
-        cursor: EventCursor,
+        partitions: Vec<Partition>,
         limit: u32,
     ) -> Result<Vec<CursorEvent>> {
+        let Some(cursor) = partitions.iter().map(|p| p.cursor).min() else {
+            return Ok(Vec::new());
+        };
         self.readers
             .run(move |c| engine::events_after(c, cursor, limit))
             .await
@@ -139,15 +148,21 @@ impl ProfileStore for SqliteStore {
             .await
     }
 
-    async fn due_profiles(&self, now: DateTime<Utc>, limit: u32) -> Result<Vec<String>> {
+    async fn due_profiles_in(
+        &self,
+        now: DateTime<Utc>,
+        limit: u32,
+        _partitions: Vec<u16>,
+    ) -> Result<Vec<String>> {
         self.readers.run(move |c| engine::due(c, now, limit)).await
     }
 
-    async fn due_ahead(
+    async fn due_ahead_in(
         &self,
         now: DateTime<Utc>,
         until: DateTime<Utc>,
         limit: u32,
+        _partitions: Vec<u16>,
     ) -> Result<Vec<(String, DateTime<Utc>)>> {
         let (now, until) = (now.timestamp_millis(), until.timestamp_millis());
         self.readers

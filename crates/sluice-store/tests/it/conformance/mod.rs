@@ -106,7 +106,7 @@ macro_rules! conformance_tests {
             definition_changes_are_read_once_each_by_version,
             a_cursor_walk_lists_every_live_definition_of_a_class_once,
             definition_changes_and_new_connections_queue_jobs,
-            the_engine_lease_is_exclusive_until_it_lapses,
+            the_engine_partitions_are_shared_and_move_when_a_lease_lapses,
             events_after_the_cursor_come_in_commit_order,
             a_step_commits_profiles_values_messages_and_cursor_together,
             profile_events_are_appended_moved_trimmed_and_dropped,

@@ -119,30 +119,44 @@ pub async fn definition_changes_and_new_connections_queue_jobs(store: Shared) {
     );
 }
 
-pub async fn the_engine_lease_is_exclusive_until_it_lapses(store: Shared) {
-    let a = store.take_profile_lease("a", at(0), TTL).await.expect("a");
-    assert_eq!(a, Some(EventCursor::default()));
-    assert_eq!(
-        store.take_profile_lease("b", at(5), TTL).await.expect("b"),
-        None
-    );
-    assert!(
-        store
-            .take_profile_lease("a", at(5), TTL)
-            .await
-            .expect("renew")
-            .is_some()
-    );
+pub async fn the_engine_partitions_are_shared_and_move_when_a_lease_lapses(store: Shared) {
+    let all = usize::from(store.profile_partitions());
+    let held = |p: Vec<sluice_store::Partition>| p.len();
+    let a = store
+        .take_profile_partitions("a", at(0), TTL)
+        .await
+        .expect("a");
+    assert_eq!(held(a.clone()), all, "a lone node takes every partition");
+    assert!(a.iter().all(|p| p.cursor == EventCursor::default()));
+    let b = store
+        .take_profile_partitions("b", at(5), TTL)
+        .await
+        .expect("b");
+    assert!(b.is_empty(), "nothing is free while a holds it");
+    // A second engine node seen: a keeps its share and gives the rest up
+    // (with one partition, its share is that one).
+    let a = store
+        .take_profile_partitions("a", at(5), TTL)
+        .await
+        .expect("a");
+    assert_eq!(held(a), all.div_ceil(2));
+    let b = store
+        .take_profile_partitions("b", at(6), TTL)
+        .await
+        .expect("b");
+    assert_eq!(held(b), all - all.div_ceil(2));
     assert_eq!(
         store.take_profile_lease("b", at(14), TTL).await.expect("b"),
-        None
+        None,
+        "a's lease, renewed at 5, runs until 15"
     );
     assert!(
         store
             .take_profile_lease("b", at(16), TTL)
             .await
             .expect("b")
-            .is_some()
+            .is_some(),
+        "a's partitions lapsed and a no longer counts: b takes them all"
     );
     let stale = ProfileCommit {
         owner: "a".into(),
