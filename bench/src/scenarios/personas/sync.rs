@@ -13,27 +13,58 @@ use crate::report::{Budget, Report};
 use crate::scenarios::{Harness, SECRET, once_detail};
 use crate::sink::Endpoint;
 
-const MARKER_USER: &str = "bench-marker";
+/// One marker person per engine partition: with several partitions
+/// (PostgreSQL), each reads its own people in its own order, so one
+/// marker shows only its own partition has caught up.
+fn markers() -> Vec<String> {
+    let partitions = sluice_store::POSTGRES_PARTITIONS;
+    let mut by_partition: Vec<Option<String>> = vec![None; usize::from(partitions)];
+    for i in 0.. {
+        let user = format!("bench-marker-{i}");
+        let p = sluice_store::person_slot(Some(&user), None) % partitions;
+        by_partition[usize::from(p)].get_or_insert(user);
+        if by_partition.iter().all(Option::is_some) {
+            break;
+        }
+    }
+    by_partition.into_iter().flatten().collect()
+}
 
-/// Sends a marker call and waits until the engine has made its profile:
-/// every event committed before it is then computed (commit order).
-/// Returns the wait, or `None` past `limit`.
+/// Sends marker calls and waits until the engine has made their profiles:
+/// every event committed before them is then computed (commit order, in
+/// each partition). Returns the wait, or `None` past `limit`.
 pub async fn caught_up(h: &Harness, limit: Duration) -> anyhow::Result<Option<Duration>> {
     let started = Instant::now();
-    let marker = json!({"userId": MARKER_USER, "event": "Bench Marker"}).to_string();
+    let markers = markers();
+    let batch: Vec<Value> = markers
+        .iter()
+        .map(|user| json!({"type": "track", "userId": user, "event": "Bench Marker"}))
+        .collect();
     h.sluice
         .http
-        .post(format!("http://{}/v1/track", h.sluice.addr))
+        .post(format!("http://{}/v1/batch", h.sluice.addr))
         .header("authorization", &h.source.authorization)
-        .body(marker)
+        .body(json!({ "batch": batch }).to_string())
         .send()
         .await?
         .error_for_status()?;
+    let mut waiting = markers;
     while started.elapsed() < limit {
-        let url = format!("/profiles/{MARKER_USER}");
-        if h.sluice.admin(Method::GET, &url, Value::Null).await.is_ok() {
+        let mut left = Vec::new();
+        for user in waiting {
+            let url = format!("/profiles/{user}");
+            if h.sluice
+                .admin(Method::GET, &url, Value::Null)
+                .await
+                .is_err()
+            {
+                left.push(user);
+            }
+        }
+        if left.is_empty() {
             return Ok(Some(started.elapsed()));
         }
+        waiting = left;
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     Ok(None)

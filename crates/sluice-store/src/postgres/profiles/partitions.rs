@@ -227,10 +227,18 @@ pub(super) async fn advance(
 }
 
 /// Events of the given partitions, each after its partition's cursor, in
-/// `(xact, seq)` order below the oldest running transaction (see
-/// `engine::events_after`).
+/// `(xact, seq)` order below the oldest running transaction: every writer
+/// of those rows has ended, so nothing can appear behind a cursor later
+/// (see the V2 migration notes).
+///
+/// While the partitions stand at one cursor (the usual case: a node moves
+/// all of its partitions together) the read is one walk of
+/// `events_xact_seq` filtered by slot. Partitions at different cursors (one
+/// just taken over) are read with a per-partition condition, which the
+/// planner misjudges into a parallel plan that costs more to start than
+/// the read itself; that read runs with parallel workers off.
 pub(super) async fn events_in(
-    c: &impl GenericClient,
+    client: &mut deadpool_postgres::Object,
     partitions: &[Partition],
     limit: u32,
 ) -> Result<Vec<CursorEvent>> {
@@ -242,29 +250,51 @@ pub(super) async fn events_in(
         .iter()
         .map(|p| i16::try_from(p.id).unwrap_or(0))
         .collect();
-    let xacts: Vec<i64> = partitions.iter().map(|p| p.cursor.xact).collect();
-    let seqs: Vec<i64> = partitions.iter().map(|p| p.cursor.seq).collect();
-    let rows = c
-        .query(
-            "SELECT e.seq, e.source_id, e.message_id, e.event_type, e.received_at, e.body, e.xact
-             FROM events e
-             JOIN unnest($4::smallint[], $5::bigint[], $6::bigint[]) AS k(p, x, s)
-               ON k.p = COALESCE(e.person, 0) % $7::smallint AND (e.xact, e.seq) > (k.x, k.s)
-             WHERE (e.xact, e.seq) > ($1, $2) AND e.blocked IS NULL
-               AND e.xact < pg_snapshot_xmin(pg_current_snapshot())::text::bigint
-             ORDER BY e.xact, e.seq LIMIT $3",
-            &[
-                &from.xact,
-                &from.seq,
-                &sql_limit(limit),
-                &ids,
-                &xacts,
-                &seqs,
-                &n,
-            ],
-        )
-        .await
-        .map_err(backend)?;
+    const COLUMNS: &str = "SELECT e.seq, e.source_id, e.message_id, e.event_type, e.received_at,
+                                  e.body, e.xact FROM events e
+                           WHERE (e.xact, e.seq) > ($1, $2) AND e.blocked IS NULL
+                             AND e.xact < pg_snapshot_xmin(pg_current_snapshot())::text::bigint";
+    let rows = if partitions.iter().all(|p| p.cursor == from) {
+        let sql = format!(
+            "{COLUMNS} AND COALESCE(e.person, 0) % $5::smallint = ANY($4::smallint[])
+             ORDER BY e.xact, e.seq LIMIT $3"
+        );
+        client
+            .query(&sql, &[&from.xact, &from.seq, &sql_limit(limit), &ids, &n])
+            .await
+            .map_err(backend)?
+    } else {
+        let xacts: Vec<i64> = partitions.iter().map(|p| p.cursor.xact).collect();
+        let seqs: Vec<i64> = partitions.iter().map(|p| p.cursor.seq).collect();
+        let sql = format!(
+            "{COLUMNS} AND EXISTS (
+                 SELECT 1 FROM unnest($4::smallint[], $6::bigint[], $7::bigint[]) AS k(p, x, s)
+                 WHERE k.p = COALESCE(e.person, 0) % $5::smallint
+                   AND (e.xact, e.seq) > (k.x, k.s))
+             ORDER BY e.xact, e.seq LIMIT $3"
+        );
+        let tx = client.transaction().await.map_err(backend)?;
+        tx.batch_execute("SET LOCAL max_parallel_workers_per_gather = 0")
+            .await
+            .map_err(backend)?;
+        let rows = tx
+            .query(
+                &sql,
+                &[
+                    &from.xact,
+                    &from.seq,
+                    &sql_limit(limit),
+                    &ids,
+                    &n,
+                    &xacts,
+                    &seqs,
+                ],
+            )
+            .await
+            .map_err(backend)?;
+        tx.commit().await.map_err(backend)?;
+        rows
+    };
     rows.iter()
         .map(|row| {
             let event = StoredEvent {

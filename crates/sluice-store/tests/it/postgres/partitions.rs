@@ -104,7 +104,7 @@ async fn each_partition_reads_only_the_events_of_its_people() {
         .collect();
     node_a.append(events).await.expect("append");
     let mut seen = Vec::new();
-    for (node, held) in [(&node_a, a), (&node_b, b)] {
+    for (node, held) in [(&node_a, a.clone()), (&node_b, b)] {
         let mut got = Vec::new();
         for _ in 0..250 {
             got = node
@@ -122,4 +122,23 @@ async fn each_partition_reads_only_the_events_of_its_people() {
     seen.sort();
     seen.dedup();
     assert_eq!(seen.len(), 64, "every event read once, by one partition");
+    // Partitions at different cursors (one taken over): each reads only
+    // what lies after its own.
+    let all = node_a
+        .profile_events_in(a.clone(), 100)
+        .await
+        .expect("read a");
+    let last = all.last().expect("a has events").cursor;
+    let mut mixed = a.clone();
+    mixed[0].cursor = last;
+    let got = node_a.profile_events_in(mixed, 100).await.expect("mixed");
+    let first_slot = |e: &sluice_store::CursorEvent| {
+        let user = format!("user-{}", e.event.message_id.trim_start_matches('m'));
+        sluice_store::person_slot(Some(&user), None) % 16
+    };
+    assert!(got.iter().all(|e| first_slot(e) != a[0].id));
+    assert_eq!(
+        got.len(),
+        all.iter().filter(|e| first_slot(e) != a[0].id).count()
+    );
 }
