@@ -10,7 +10,8 @@
 //!
 //! Two ways to write an entry:
 //! - in the transaction of the change, where the store takes the entry
-//!   (users, API tokens and sessions: [`sluice_store::TeamStore`]);
+//!   ([`in_change`]; users, API tokens and sessions:
+//!   [`sluice_store::TeamStore`]);
 //! - ahead of the change ([`record`]): an unconfirmed entry is written
 //!   first, the change is made, then the entry is confirmed with the state
 //!   after it. A change refused with a `4xx` discards its entry; if the
@@ -107,6 +108,26 @@ pub fn entry(
     }
 }
 
+/// A confirmed entry for `action` on the `resource` named `id`, which the
+/// store writes in the transaction of the change (users, API tokens and
+/// sessions: see the module docs).
+pub fn in_change(
+    actor: &Actor,
+    resource: &'static str,
+    action: &'static str,
+    id: &str,
+    before: Option<String>,
+    after: Option<String>,
+) -> NewAuditEntry {
+    entry(
+        actor,
+        &Target::new(resource, action, Some(id)),
+        before,
+        after,
+        true,
+    )
+}
+
 /// Appends a confirmed entry for something already done (a sign-in).
 pub async fn note(app: &AppState, actor: &Actor, target: Target, after: Option<String>) {
     let e = entry(actor, &target, None, after, true);
@@ -121,6 +142,18 @@ pub async fn note(app: &AppState, actor: &Actor, target: Target, after: Option<S
 pub struct After {
     pub id: Option<String>,
     pub state: Option<String>,
+}
+
+impl After {
+    /// The state after a change to the resource its target names.
+    pub fn state(state: Option<String>) -> After {
+        After { id: None, state }
+    }
+
+    /// Nothing after the change (a deletion), whatever it answered.
+    pub fn nothing<T>(_: &T) -> After {
+        After::state(None)
+    }
 }
 
 /// Makes `change` with its entry written ahead and confirmed after it (see

@@ -237,10 +237,7 @@ async fn replay(
         target,
         json_of(&selection),
         change,
-        |Json(r)| After {
-            id: None,
-            state: json_of(r),
-        },
+        |Json(r)| After::state(json_of(r)),
     )
     .await
 }

@@ -271,11 +271,7 @@ pub async fn delete(
         app.config_changed().await?;
         Ok(StatusCode::NO_CONTENT)
     };
-    let none = |_: &StatusCode| After {
-        id: None,
-        state: None,
-    };
-    record(&app, &actor, target, before, change, none).await
+    record(&app, &actor, target, before, change, After::nothing).await
 }
 
 /// The audit log's name for a destination.
@@ -284,10 +280,7 @@ const RESOURCE: &str = "destination";
 /// A destination as the audit log keeps it: as the API shows it, masked
 /// (never with a generated secret revealed).
 fn after(app: &AppState, d: &Destination) -> After {
-    After {
-        id: None,
-        state: json_of(&view(d, &app.outbound.masker)),
-    }
+    After::state(json_of(&view(d, &app.outbound.masker)))
 }
 
 /// The store reports a connection to a missing source as not found; to the

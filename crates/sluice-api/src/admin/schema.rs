@@ -191,10 +191,7 @@ pub async fn put_rules(
         Ok(Json(doc))
     };
     record(&app, &actor, target, json_of(&before), change, |Json(d)| {
-        After {
-            id: None,
-            state: json_of(d),
-        }
+        After::state(json_of(d))
     })
     .await
 }
@@ -259,10 +256,7 @@ pub async fn put_filters(
         Ok(Json(doc))
     };
     record(&app, &actor, target, json_of(&before), change, |Json(d)| {
-        After {
-            id: None,
-            state: json_of(d),
-        }
+        After::state(json_of(d))
     })
     .await
 }

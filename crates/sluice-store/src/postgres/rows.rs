@@ -57,15 +57,6 @@ fn kind_of(e: &tokio_postgres::Error) -> ErrorKind {
     }
 }
 
-/// Maps a uniqueness violation to `Conflict(what)`, anything else to `Backend`.
-pub(super) fn conflict_or_backend(e: tokio_postgres::Error, what: impl Into<String>) -> StoreError {
-    if e.code() == Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION) {
-        StoreError::Conflict(what.into())
-    } else {
-        backend(e)
-    }
-}
-
 /// A pool error: `Closed` once the store is closed, `Timeout` when no
 /// connection came in time, else the connection's failure.
 pub(super) fn pool_error(e: deadpool_postgres::PoolError) -> StoreError {

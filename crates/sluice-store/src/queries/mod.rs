@@ -7,6 +7,7 @@
 //! [`crate::sql`] for what differs between the two and where.
 //!
 //! Modules, one per concern:
+//! - `audit`: the audit log.
 //! - `computations`: Personas definitions, their jobs and stored values.
 //! - `definitions`: Personas definitions by page, key, id and change.
 //! - `deliveries`: the delivery log, replay and retention.
@@ -14,7 +15,9 @@
 //! - `regulations`: privacy requests, suppressions, delete notifications.
 //! - `source_schema`: the observed schema's reads, rules and filters.
 //! - `sources`: service settings, revoked sessions, sources.
+//! - `team`: users, API tokens and user sessions.
 
+pub(crate) mod audit;
 pub(crate) mod computations;
 pub(crate) mod definitions;
 pub(crate) mod deliveries;
@@ -22,3 +25,4 @@ pub(crate) mod destinations;
 pub(crate) mod regulations;
 pub(crate) mod source_schema;
 pub(crate) mod sources;
+pub(crate) mod team;

@@ -48,15 +48,6 @@ pub(crate) fn is_unique_violation(e: &rusqlite::Error) -> bool {
     })
 }
 
-/// Maps a uniqueness violation to `Conflict(what)`, anything else to `Backend`.
-pub(super) fn conflict_or_backend(e: rusqlite::Error, what: impl Into<String>) -> StoreError {
-    if is_unique_violation(&e) {
-        StoreError::Conflict(what.into())
-    } else {
-        e.into()
-    }
-}
-
 /// Unix milliseconds of `t`.
 pub(super) fn ms(t: DateTime<Utc>) -> i64 {
     t.timestamp_millis()

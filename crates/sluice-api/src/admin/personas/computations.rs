@@ -92,9 +92,8 @@ async fn change(
             .await?
             .ok_or_else(|| ApiError::not_found(what(class)))
     };
-    record(app, actor, target, audited(current), update, |c| After {
-        id: None,
-        state: audited(c),
+    record(app, actor, target, audited(current), update, |c| {
+        After::state(audited(c))
     })
     .await
 }
@@ -152,9 +151,8 @@ pub async fn create(
         destination_ids: destination_ids.unwrap_or_default(),
     });
     let create = async { Ok(create.await?) };
-    let created = record(&app, &actor, target, None, create, |c| After {
-        id: None,
-        state: audited(c),
+    let created = record(&app, &actor, target, None, create, |c| {
+        After::state(audited(c))
     })
     .await?;
     Ok((StatusCode::CREATED, Json(view(&app, &created).await?)).into_response())
@@ -247,11 +245,15 @@ pub async fn delete(
         app.store.delete_computation(&id).await?;
         Ok(StatusCode::NO_CONTENT)
     };
-    let none = |_: &StatusCode| After {
-        id: None,
-        state: None,
-    };
-    record(&app, &actor, target, audited(&current), delete, none).await
+    record(
+        &app,
+        &actor,
+        target,
+        audited(&current),
+        delete,
+        After::nothing,
+    )
+    .await
 }
 
 pub async fn connect(

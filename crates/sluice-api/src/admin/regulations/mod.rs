@@ -71,12 +71,11 @@ pub async fn create(
         .iter()
         .map(|s| format!("sha256:{}", keys::hash_secret(s)))
         .collect();
-    let regulation = record(&app, &actor, target, None, change, |r| After {
-        id: None,
-        state: json_of(&json!({
+    let regulation = record(&app, &actor, target, None, change, |r| {
+        After::state(json_of(&json!({
             "regulationType": r.regulation_type, "subjects": hashes.len(),
             "subjectSha256": hashes, "source_id": r.source_id,
-        })),
+        })))
     })
     .await?;
     if suppress.is_some()

@@ -121,9 +121,8 @@ pub async fn create_as(
         app.config_changed().await?;
         Ok(source)
     };
-    let source = record(app, actor, target, None, change, |s| After {
-        id: None,
-        state: json_of(&view(s, None)),
+    let source = record(app, actor, target, None, change, |s| {
+        After::state(json_of(&view(s, None)))
     })
     .await?;
     Ok((StatusCode::CREATED, Json(view(&source, Some(&key)))))
@@ -150,10 +149,7 @@ async fn audited(
         target,
         before.as_ref().and_then(json_of),
         change,
-        |s| After {
-            id: None,
-            state: json_of(&view(s, None)),
-        },
+        |s| After::state(json_of(&view(s, None))),
     )
     .await
 }
@@ -250,17 +246,13 @@ pub async fn delete(
         app.config_changed().await?;
         Ok(StatusCode::NO_CONTENT)
     };
-    let none = |_: &StatusCode| After {
-        id: None,
-        state: None,
-    };
     record(
         &app,
         &actor,
         target,
         before.as_ref().and_then(json_of),
         change,
-        none,
+        After::nothing,
     )
     .await
 }

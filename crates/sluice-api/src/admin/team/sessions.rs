@@ -15,7 +15,7 @@ use sluice_store::UserSession;
 use utoipa::ToSchema;
 
 use crate::AppState;
-use crate::audit::{Target, entry};
+use crate::audit::in_change;
 use crate::error::{ApiError, ApiResult};
 use crate::openapi::schemas::{ErrorBody, List};
 use crate::path_param::PathParam;
@@ -62,12 +62,13 @@ pub async fn revoke(
         "revoke-all"
     };
     let after = json!({"user_id": user_id, "session": only}).to_string();
-    let audit = entry(
+    let audit = in_change(
         actor,
-        &Target::new("session", action, Some(only.unwrap_or(user_id))),
+        "session",
+        action,
+        only.unwrap_or(user_id),
         None,
         Some(after),
-        true,
     );
     let now = Utc::now().timestamp();
     Ok(app

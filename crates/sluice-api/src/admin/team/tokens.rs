@@ -17,7 +17,7 @@ use utoipa::ToSchema;
 use super::role;
 use crate::AppState;
 use crate::admin::extract::{JsonObject, known_fields, opt_field, required_name};
-use crate::audit::{Target, entry, json_of};
+use crate::audit::{in_change, json_of};
 use crate::error::{ApiError, ApiResult};
 use crate::openapi::schemas::{ErrorBody, List};
 use crate::path_param::PathParam;
@@ -107,13 +107,7 @@ pub async fn create(
         last_used_at: None,
         token: None,
     };
-    let audit = entry(
-        &actor,
-        &Target::new("token", "create", Some(&id)),
-        None,
-        json_of(&shown),
-        true,
-    );
+    let audit = in_change(&actor, "token", "create", &id, None, json_of(&shown));
     let new = NewApiToken {
         id,
         name,
@@ -180,12 +174,13 @@ pub async fn delete(
     PathParam(id): PathParam<String>,
 ) -> ApiResult<StatusCode> {
     let current = find(&app, &id).await?;
-    let audit = entry(
+    let audit = in_change(
         &actor,
-        &Target::new("token", "delete", Some(&id)),
+        "token",
+        "delete",
+        &id,
         json_of(&view(&current)),
         None,
-        true,
     );
     if !app.store.delete_api_token(&id, audit).await? {
         return Err(ApiError::not_found("token"));

@@ -15,7 +15,7 @@ use utoipa::ToSchema;
 use super::{role, username};
 use crate::AppState;
 use crate::admin::extract::{JsonObject, known_fields, opt_field};
-use crate::audit::{Target, entry, json_of};
+use crate::audit::{in_change, json_of};
 use crate::error::{ApiError, ApiResult};
 use crate::openapi::schemas::{ErrorBody, List};
 use crate::password;
@@ -99,13 +99,7 @@ pub async fn create(
         created_at: now,
         updated_at: now,
     };
-    let audit = entry(
-        &actor,
-        &Target::new("user", "create", Some(&id)),
-        None,
-        json_of(&shown),
-        true,
-    );
+    let audit = in_change(&actor, "user", "create", &id, None, json_of(&shown));
     let new = NewUser {
         id,
         username: name,
@@ -187,12 +181,13 @@ pub async fn update(
         v["password_changed"] = Value::Bool(true);
         *text = v.to_string();
     }
-    let audit = entry(
+    let audit = in_change(
         &actor,
-        &Target::new("user", action, Some(&id)),
+        "user",
+        action,
+        &id,
         json_of(&view(&current)),
         after_json,
-        true,
     );
     let patch = UserPatch {
         role: new_role,
@@ -224,12 +219,13 @@ pub async fn delete(
     PathParam(id): PathParam<String>,
 ) -> ApiResult<StatusCode> {
     let current = find(&app, &id).await?;
-    let audit = entry(
+    let audit = in_change(
         &actor,
-        &Target::new("user", "delete", Some(&id)),
+        "user",
+        "delete",
+        &id,
         json_of(&view(&current)),
         None,
-        true,
     );
     let now = Utc::now().timestamp();
     if !app.store.delete_user(&id, now, audit).await? {

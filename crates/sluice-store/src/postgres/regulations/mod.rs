@@ -1,8 +1,9 @@
 //! [`RegulationStore`] for [`PostgresStore`]: requests, suppressions and
-//! the delete notifications are `crate::queries::regulations` (suppression
-//! versions are assigned there under a transaction-scoped advisory lock, so
-//! they commit in order and pollers never skip one); the job's lease, scan
-//! and one-transaction purge are `purge.rs`.
+//! the delete notifications, the job's lease and the frame of its purge
+//! step are `crate::queries::regulations` (suppression versions are
+//! assigned there under a transaction-scoped advisory lock, so they commit
+//! in order and pollers never skip one); the scan and what a purge deletes
+//! are `purge.rs`.
 
 mod purge;
 
@@ -12,7 +13,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use super::PostgresStore;
-use crate::queries::regulations;
+use crate::queries::regulations::{self, purge as job};
 use crate::{
     NewRegulation, Regulation, RegulationCommit, RegulationDetail, RegulationStore, Result,
     SubjectData, SuppressedCount, SuppressionChange,
@@ -123,11 +124,11 @@ impl RegulationStore for PostgresStore {
         now: DateTime<Utc>,
         ttl: Duration,
     ) -> Result<bool> {
-        purge::take_lease(&self.client().await?, owner, now, ttl).await
+        job::take_lease(&self.db().await?, owner, now, ttl).await
     }
 
     async fn release_regulation_lease(&self, owner: &str) -> Result<()> {
-        purge::release_lease(&self.client().await?, owner).await
+        job::release_lease(&self.db().await?, owner).await
     }
 
     async fn next_regulation(&self, limit: u32) -> Result<Option<(Regulation, Vec<String>)>> {
@@ -153,7 +154,7 @@ impl RegulationStore for PostgresStore {
         error: &str,
         now: DateTime<Utc>,
     ) -> Result<bool> {
-        purge::fail(&mut self.client().await?, owner, id, error, now).await
+        job::fail(&mut self.db().await?, owner, id, error, now).await
     }
 
     async fn seize_profile_lease(
@@ -162,6 +163,6 @@ impl RegulationStore for PostgresStore {
         now: DateTime<Utc>,
         ttl: Duration,
     ) -> Result<bool> {
-        purge::seize_profile_lease(&mut self.client().await?, owner, now, ttl).await
+        job::seize_profile_lease(&mut self.db().await?, owner, now, ttl).await
     }
 }

@@ -1,115 +1,17 @@
-//! The regulation job: its lease, the scan for a subject's data and the
-//! one-transaction purge. Sequences never hand a value out twice, so purged
-//! rows are simply deleted (unlike SQLite's rowids).
-
-use std::time::Duration;
+//! The regulation job's scan for a subject's data and what a purge step
+//! deletes of a subject; the lease and the step's frame are
+//! `crate::queries::regulations::purge`. Sequences never hand a value out
+//! twice, so purged rows are simply deleted (unlike SQLite's rowids).
 
 use chrono::{DateTime, Utc};
 use deadpool_postgres::{GenericClient, Transaction};
 
 use super::super::profiles::scheduled::remove_profiles;
-use super::super::rows::{backend, big, get, ms};
-use crate::queries::regulations::notify::write_notifications;
-use crate::regulations::{identity_parts, pseudonym, status, subject_index};
+use super::super::rows::{backend, get, ms};
+use crate::queries::regulations::purge as job;
+use crate::regulations::{identity_parts, subject_index};
 use crate::sql::postgres::PgRef;
 use crate::{PRIVACY_SOURCE, RegulationCommit, Result, SubjectData, SubjectPurge};
-
-pub(super) async fn take_lease(
-    c: &impl GenericClient,
-    owner: &str,
-    now: DateTime<Utc>,
-    ttl: Duration,
-) -> Result<bool> {
-    let until = ms(now).saturating_add(big(ttl.as_millis()));
-    let taken = c
-        .execute(
-            "UPDATE regulation_engine SET lease_owner = $1, lease_until = $2
-             WHERE id = 1 AND (lease_owner IS NULL OR lease_owner = $1 OR lease_until < $3)",
-            &[&owner, &until, &ms(now)],
-        )
-        .await
-        .map_err(backend)?;
-    Ok(taken == 1)
-}
-
-pub(super) async fn release_lease(c: &impl GenericClient, owner: &str) -> Result<()> {
-    c.execute(
-        "UPDATE regulation_engine SET lease_owner = NULL, lease_until = NULL
-         WHERE id = 1 AND lease_owner = $1",
-        &[&owner],
-    )
-    .await
-    .map_err(backend)?;
-    Ok(())
-}
-
-/// Takes every partition of the profile engine whoever holds it; returns
-/// whether `owner` held them all unexpired already (see the trait docs).
-/// The row locks order it against the engine's commits, which lock the
-/// rows of the partitions they name.
-pub(super) async fn seize_profile_lease(
-    client: &mut deadpool_postgres::Object,
-    owner: &str,
-    now: DateTime<Utc>,
-    ttl: Duration,
-) -> Result<bool> {
-    let tx = client.transaction().await.map_err(backend)?;
-    let rows = tx
-        .query(
-            "SELECT lease_owner, lease_until FROM profile_engine ORDER BY id FOR UPDATE",
-            &[],
-        )
-        .await
-        .map_err(backend)?;
-    let mut held = !rows.is_empty();
-    for row in &rows {
-        let holder: Option<String> = get(row, 0)?;
-        let until: Option<i64> = get(row, 1)?;
-        held &= holder.as_deref() == Some(owner) && until.is_some_and(|u| u >= ms(now));
-    }
-    let new_until = ms(now).saturating_add(big(ttl.as_millis()));
-    tx.execute(
-        "UPDATE profile_engine SET lease_owner = $1, lease_until = $2",
-        &[&owner, &new_until],
-    )
-    .await
-    .map_err(backend)?;
-    tx.commit().await.map_err(backend)?;
-    Ok(held)
-}
-
-/// Marks the regulation `FAILED` (see the trait docs).
-pub(super) async fn fail(
-    client: &mut deadpool_postgres::Object,
-    owner: &str,
-    id: &str,
-    error: &str,
-    now: DateTime<Utc>,
-) -> Result<bool> {
-    let tx = client.transaction().await.map_err(backend)?;
-    let holder: Option<String> = get(
-        &tx.query_one(
-            "SELECT lease_owner FROM regulation_engine WHERE id = 1 FOR UPDATE",
-            &[],
-        )
-        .await
-        .map_err(backend)?,
-        0,
-    )?;
-    if holder.as_deref() != Some(owner) {
-        return Ok(false);
-    }
-    let changed = tx
-        .execute(
-            "UPDATE regulations SET status = $2, error = $3, finished_at = $4
-             WHERE id = $1 AND finished_at IS NULL",
-            &[&id, &status::FAILED, &error, &ms(now)],
-        )
-        .await
-        .map_err(backend)?;
-    tx.commit().await.map_err(backend)?;
-    Ok(changed == 1)
-}
 
 pub(super) async fn find(
     c: &impl GenericClient,
@@ -188,92 +90,31 @@ async fn profile_sources(c: &impl GenericClient, profile_ids: &[String]) -> Resu
     rows.iter().map(|r| get(r, 0)).collect()
 }
 
+/// One purge step in a transaction of its own (see `job::commit`).
 pub(super) async fn commit(
     client: &mut deadpool_postgres::Object,
     commit: &RegulationCommit,
 ) -> Result<bool> {
     let tx = client.transaction().await.map_err(backend)?;
-    let holder: Option<String> = get(
-        &tx.query_one(
-            "SELECT lease_owner FROM regulation_engine WHERE id = 1 FOR UPDATE",
-            &[],
-        )
-        .await
-        .map_err(backend)?,
-        0,
-    )?;
-    if holder.as_deref() != Some(commit.owner.as_str()) {
-        return Ok(false);
-    }
-    let row = tx
-        .query_one(
-            "SELECT notify, source_id FROM regulations WHERE id = $1",
-            &[&commit.regulation_id],
-        )
-        .await
-        .map_err(backend)?;
-    let notify: bool = get(&row, 0)?;
-    let scoped: Option<String> = get(&row, 1)?;
-    for subject in &commit.subjects {
-        let pending = tx
-            .query_opt(
-                "SELECT position FROM regulation_subjects
-                 WHERE regulation_id = $1 AND subject_id = $2 AND NOT done",
-                &[&commit.regulation_id, &subject.subject_id],
-            )
-            .await
-            .map_err(backend)?;
-        let Some(pending) = pending else { continue };
-        let position: i64 = get(&pending, 0)?;
-        purge(&tx, subject, scoped.as_deref(), commit.now).await?;
-        let name = pseudonym(&subject.subject_id);
-        if notify {
-            write_notifications(
-                &PgRef(&tx),
-                &commit.regulation_id,
-                subject,
-                &name,
-                commit.now,
-            )
-            .await?;
-        }
-        tx.execute(
-            "UPDATE regulation_subjects SET done = true, subject_id = $3,
-                    affected_sources = $4, events_purged = $5
-             WHERE regulation_id = $1 AND position = $2",
-            &[
-                &commit.regulation_id,
-                &position,
-                &name,
-                &serde_json::to_string(&subject.affected_sources).unwrap_or_default(),
-                &big(subject.event_seqs.len()),
-            ],
-        )
-        .await
-        .map_err(backend)?;
-    }
-    let left: i64 = get(
-        &tx.query_one(
-            "SELECT count(*) FROM regulation_subjects WHERE regulation_id = $1 AND NOT done",
-            &[&commit.regulation_id],
-        )
-        .await
-        .map_err(backend)?,
-        0,
-    )?;
-    let (state, finished) = if left == 0 && commit.subjects.is_empty() {
-        (status::FINISHED, Some(ms(commit.now)))
-    } else {
-        (status::RUNNING, None)
+    let purger = Purger {
+        tx: &tx,
+        now: commit.now,
     };
-    tx.execute(
-        "UPDATE regulations SET status = $2, finished_at = $3 WHERE id = $1",
-        &[&commit.regulation_id, &state, &finished],
-    )
-    .await
-    .map_err(backend)?;
+    let done = job::commit(&PgRef(&tx), commit, &purger).await?;
     tx.commit().await.map_err(backend)?;
-    Ok(true)
+    Ok(done)
+}
+
+/// Purges in the step's transaction; `now` makes stripped profiles due.
+struct Purger<'a, 't> {
+    tx: &'a Transaction<'t>,
+    now: DateTime<Utc>,
+}
+
+impl job::PurgeSubject for Purger<'_, '_> {
+    async fn purge(&self, subject: &SubjectPurge, scope: Option<&str>) -> Result<()> {
+        purge(self.tx, subject, scope, self.now).await
+    }
 }
 
 /// Purges a subject; `scope` keeps the profiles but takes that source out

@@ -1,6 +1,7 @@
 //! [`RegulationStore`] for [`SqliteStore`]: requests, suppressions and the
-//! delete notifications are `crate::queries::regulations`; the job's lease,
-//! scan and one-transaction purge are `purge.rs`.
+//! delete notifications, the job's lease and the frame of its purge step
+//! are `crate::queries::regulations`; the scan and what a purge deletes are
+//! `purge.rs`.
 //!
 //! The writer runs with `secure_delete = ON` (see `schema.rs`), so every
 //! update and delete zeroes the space it frees: neither a purged row nor a
@@ -19,7 +20,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use super::SqliteStore;
-use crate::queries::regulations;
+use crate::queries::regulations::{self, purge as job};
 use crate::sql::sqlite::{Lite, ready};
 use crate::{
     NewRegulation, Regulation, RegulationCommit, RegulationDetail, RegulationStore, Result,
@@ -155,14 +156,16 @@ impl RegulationStore for SqliteStore {
     ) -> Result<bool> {
         let owner = owner.to_owned();
         self.writer
-            .run(1, move |c| purge::take_lease(c, &owner, now, ttl))
+            .run(1, move |c| {
+                ready(job::take_lease(&Lite(c), &owner, now, ttl))
+            })
             .await
     }
 
     async fn release_regulation_lease(&self, owner: &str) -> Result<()> {
         let owner = owner.to_owned();
         self.writer
-            .run(1, move |c| purge::release_lease(c, &owner))
+            .run(1, move |c| ready(job::release_lease(&Lite(c), &owner)))
             .await
     }
 
@@ -212,7 +215,9 @@ impl RegulationStore for SqliteStore {
     ) -> Result<bool> {
         let (owner, id, error) = (owner.to_owned(), id.to_owned(), error.to_owned());
         self.writer
-            .run(1, move |c| purge::fail(c, &owner, &id, &error, now))
+            .run(1, move |c| {
+                ready(job::fail(&mut Lite(c), &owner, &id, &error, now))
+            })
             .await
     }
 
@@ -224,7 +229,9 @@ impl RegulationStore for SqliteStore {
     ) -> Result<bool> {
         let owner = owner.to_owned();
         self.writer
-            .run(1, move |c| purge::seize_profile_lease(c, &owner, now, ttl))
+            .run(1, move |c| {
+                ready(job::seize_profile_lease(&mut Lite(c), &owner, now, ttl))
+            })
             .await
     }
 }

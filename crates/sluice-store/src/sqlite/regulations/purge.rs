@@ -1,82 +1,17 @@
-//! The regulation job: its lease, the scan for a subject's data (on a read
-//! connection, so ingest is not held up) and the one-transaction purge.
+//! The regulation job's scan for a subject's data (on a read connection,
+//! so ingest is not held up) and what a purge step deletes of a subject;
+//! the lease and the step's frame are `crate::queries::regulations::purge`.
 
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::super::rows::ms;
 use super::super::tombstones;
-use crate::queries::regulations::notify::write_notifications;
-use crate::regulations::{identity_parts, pseudonym, status, subject_index};
+use crate::queries::regulations::purge as job;
+use crate::regulations::{identity_parts, subject_index};
 use crate::sql::sqlite::{Lite, ready};
-use crate::{PRIVACY_SOURCE, RegulationCommit, Result, SubjectData};
-
-pub(super) fn take_lease(
-    c: &Connection,
-    owner: &str,
-    now: DateTime<Utc>,
-    ttl: Duration,
-) -> Result<bool> {
-    let until = ms(now).saturating_add(i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX));
-    let taken = c
-        .prepare_cached(
-            "UPDATE regulation_engine SET lease_owner = ?1, lease_until = ?2
-             WHERE id = 1 AND (lease_owner IS NULL OR lease_owner = ?1 OR lease_until < ?3)",
-        )?
-        .execute(params![owner, until, ms(now)])?;
-    Ok(taken == 1)
-}
-
-pub(super) fn release_lease(c: &Connection, owner: &str) -> Result<()> {
-    c.prepare_cached(
-        "UPDATE regulation_engine SET lease_owner = NULL, lease_until = NULL
-         WHERE id = 1 AND lease_owner = ?1",
-    )?
-    .execute([owner])?;
-    Ok(())
-}
-
-/// Takes the profile engine's lease whoever holds it; returns whether
-/// `owner` held it unexpired already (see the trait docs).
-pub(super) fn seize_profile_lease(
-    c: &Connection,
-    owner: &str,
-    now: DateTime<Utc>,
-    ttl: Duration,
-) -> Result<bool> {
-    let (holder, until): (Option<String>, Option<i64>) = c
-        .prepare_cached("SELECT lease_owner, lease_until FROM profile_engine WHERE id = 1")?
-        .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))?;
-    let new_until = ms(now).saturating_add(i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX));
-    c.prepare_cached("UPDATE profile_engine SET lease_owner = ?1, lease_until = ?2 WHERE id = 1")?
-        .execute(params![owner, new_until])?;
-    Ok(holder.as_deref() == Some(owner) && until.is_some_and(|u| u >= ms(now)))
-}
-
-/// Marks the regulation `FAILED` (see the trait docs).
-pub(super) fn fail(
-    c: &Connection,
-    owner: &str,
-    id: &str,
-    error: &str,
-    now: DateTime<Utc>,
-) -> Result<bool> {
-    let holder: Option<String> = c
-        .prepare_cached("SELECT lease_owner FROM regulation_engine WHERE id = 1")?
-        .query_row([], |r| r.get(0))?;
-    if holder.as_deref() != Some(owner) {
-        return Ok(false);
-    }
-    let changed = c
-        .prepare_cached(
-            "UPDATE regulations SET status = ?2, error = ?3, finished_at = ?4
-             WHERE id = ?1 AND finished_at IS NULL",
-        )?
-        .execute(params![id, status::FAILED, error, ms(now)])?;
-    Ok(changed == 1)
-}
+use crate::{PRIVACY_SOURCE, RegulationCommit, Result, SubjectData, SubjectPurge};
 
 /// One pass over the events for every subject (see the trait docs).
 pub(super) fn find(
@@ -147,75 +82,29 @@ fn profile_sources(c: &Connection, profile_ids: &[String]) -> Result<Vec<String>
     Ok(sources)
 }
 
+/// One purge step on the writer (see `job::commit`).
 pub(super) fn commit(c: &Connection, commit: &RegulationCommit) -> Result<bool> {
-    let holder: Option<String> = c
-        .prepare_cached("SELECT lease_owner FROM regulation_engine WHERE id = 1")?
-        .query_row([], |r| r.get(0))?;
-    if holder.as_deref() != Some(commit.owner.as_str()) {
-        return Ok(false);
-    }
-    purge_all(c, commit).map(|()| true)
+    let purger = Purger {
+        c,
+        now: ms(commit.now),
+    };
+    ready(job::commit(&Lite(c), commit, &purger))
 }
 
-fn purge_all(c: &Connection, commit: &RegulationCommit) -> Result<()> {
-    let (notify, scoped): (bool, Option<String>) = c
-        .prepare_cached("SELECT notify, source_id FROM regulations WHERE id = ?1")?
-        .query_row([&commit.regulation_id], |r| Ok((r.get(0)?, r.get(1)?)))?;
-    let now = ms(commit.now);
-    for subject in &commit.subjects {
-        let pending: Option<i64> = c
-            .prepare_cached(
-                "SELECT position FROM regulation_subjects
-                 WHERE regulation_id = ?1 AND subject_id = ?2 AND done = 0",
-            )?
-            .query_row(params![commit.regulation_id, subject.subject_id], |r| {
-                r.get(0)
-            })
-            .optional()?;
-        let Some(position) = pending else { continue };
-        purge_events(c, &subject.event_seqs)?;
-        match scoped.as_deref() {
-            None => purge_profiles(c, &subject.profile_ids)?,
-            Some(source) => strip_source(c, &subject.profile_ids, source, now)?,
+/// Purges on the writer's connection; `now` makes stripped profiles due.
+struct Purger<'c> {
+    c: &'c Connection,
+    now: i64,
+}
+
+impl job::PurgeSubject for Purger<'_> {
+    async fn purge(&self, subject: &SubjectPurge, scope: Option<&str>) -> Result<()> {
+        purge_events(self.c, &subject.event_seqs)?;
+        match scope {
+            None => purge_profiles(self.c, &subject.profile_ids),
+            Some(source) => strip_source(self.c, &subject.profile_ids, source, self.now),
         }
-        let name = pseudonym(&subject.subject_id);
-        if notify {
-            ready(write_notifications(
-                &Lite(c),
-                &commit.regulation_id,
-                subject,
-                &name,
-                commit.now,
-            ))?;
-        }
-        c.prepare_cached(
-            "UPDATE regulation_subjects SET done = 1, subject_id = ?3, affected_sources = ?4,
-                    events_purged = ?5
-             WHERE regulation_id = ?1 AND position = ?2",
-        )?
-        .execute(params![
-            commit.regulation_id,
-            position,
-            name,
-            serde_json::to_string(&subject.affected_sources).unwrap_or_default(),
-            i64::try_from(subject.event_seqs.len()).unwrap_or(i64::MAX),
-        ])?;
     }
-    let left: i64 = c
-        .prepare_cached(
-            "SELECT count(*) FROM regulation_subjects WHERE regulation_id = ?1 AND done = 0",
-        )?
-        .query_row([&commit.regulation_id], |r| r.get(0))?;
-    // A step with subjects never finishes the regulation: the job confirms
-    // with an empty step once the purge is on disk (see the trait docs).
-    let (state, finished) = if left == 0 && commit.subjects.is_empty() {
-        (status::FINISHED, Some(now))
-    } else {
-        (status::RUNNING, None)
-    };
-    c.prepare_cached("UPDATE regulations SET status = ?2, finished_at = ?3 WHERE id = ?1")?
-        .execute(params![commit.regulation_id, state, finished])?;
-    Ok(())
 }
 
 /// Deletes events with their deliveries and attempts. The newest event and

@@ -1,0 +1,177 @@
+//! The engines and background tasks `run` starts, and their stop, in the
+//! order that lets each finish what the one before handed it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use prometheus_client::metrics::counter::Counter;
+use sluice_api::RouteTable;
+use sluice_api::suppression::Suppressions;
+use sluice_delivery::{DeliveryEngine, EngineHandle};
+use sluice_schema::Tracker;
+use sluice_store::Store;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use super::{settings, wait_for};
+use crate::config::Config;
+use crate::{ServerError, alerts, audit_prune, membership, privacy, tasks};
+
+/// The delivery engine with its alerts and this node's heartbeat, and the
+/// profile engine when Personas is on.
+pub(super) struct Engines {
+    pub(super) delivery: EngineHandle,
+    delivery_task: JoinHandle<()>,
+    pub(super) alerting: alerts::Started,
+    heartbeat: JoinHandle<()>,
+    pub(super) profiles: Option<sluice_profiles::EngineHandle>,
+    profiles_task: Option<JoinHandle<()>>,
+}
+
+impl Engines {
+    pub(super) fn start(
+        config: &Config,
+        store: &Arc<dyn Store>,
+        stop: &watch::Receiver<bool>,
+    ) -> Result<Engines, ServerError> {
+        let engine_stop = wait_for(stop.clone());
+        let delivery = settings::delivery_config(config)?;
+        let alerting = alerts::start(config, &delivery, store.clone(), stop.clone())?;
+        let sink = alerting.as_ref().map(|(sink, _, _)| sink.clone());
+        let (engine, delivery_task) =
+            DeliveryEngine::start_with_alerts(store.clone(), delivery, sink, engine_stop)?;
+        let heartbeat = membership::spawn(store.clone(), engine.clone(), stop.clone());
+        let profiles = config.personas.enabled.then(|| {
+            let wake_delivery = engine.clone();
+            sluice_profiles::engine::start(
+                store.clone(),
+                settings::profile_config(config),
+                Arc::new(move || wake_delivery.notify()),
+                wait_for(stop.clone()),
+            )
+        });
+        let (profiles, profiles_task) = profiles.unzip();
+        Ok(Engines {
+            delivery: engine,
+            delivery_task,
+            alerting,
+            heartbeat,
+            profiles,
+            profiles_task,
+        })
+    }
+}
+
+/// The suppression list's sync and the regulation job.
+pub(super) struct Privacy {
+    sync: JoinHandle<()>,
+    job: JoinHandle<()>,
+}
+
+impl Privacy {
+    pub(super) fn spawn(
+        config: &Config,
+        store: &Arc<dyn Store>,
+        suppressions: &Arc<Suppressions>,
+        delivery: &EngineHandle,
+        stop: &watch::Receiver<bool>,
+    ) -> Privacy {
+        let sync = privacy::spawn_sync(store.clone(), suppressions.clone(), stop.clone());
+        let wake_delivery = delivery.clone();
+        let job = privacy::spawn_job(
+            store.clone(),
+            privacy::JobConfig {
+                poll_interval: Duration::from_millis(config.personas.poll_interval_ms),
+                lease_ttl: Duration::from_secs(config.personas.lease_ttl_secs),
+                settle: privacy::settle_time(Duration::from_millis(config.storage.timeout_ms)),
+            },
+            Arc::new(move || wake_delivery.notify()),
+            stop.clone(),
+        );
+        Privacy { sync, job }
+    }
+}
+
+/// Routing refresh, retention and the pending cap; the audit log's
+/// retention; the observed schema's flushes.
+pub(super) struct Upkeep {
+    tasks: JoinHandle<()>,
+    audit_pruner: Option<JoinHandle<()>>,
+    schema_flusher: Option<JoinHandle<()>>,
+}
+
+impl Upkeep {
+    pub(super) fn spawn(
+        config: &Config,
+        store: &Arc<dyn Store>,
+        routes: RouteTable,
+        schema: Option<Arc<Tracker>>,
+        capped: Counter,
+        stop: &watch::Receiver<bool>,
+    ) -> Upkeep {
+        let tasks = tasks::spawn(
+            store.clone(),
+            routes,
+            &config.retention,
+            tasks::PendingCap::new(&config.delivery, capped),
+            stop.clone(),
+        );
+        let audit_pruner = audit_prune::spawn(store.clone(), &config.audit, stop.clone());
+        let schema_flusher = schema.map(|tracker| {
+            tasks::spawn_schema_flush(store.clone(), tracker, &config.schema, stop.clone())
+        });
+        Upkeep {
+            tasks,
+            audit_pruner,
+            schema_flusher,
+        }
+    }
+}
+
+/// Everything started, to wait for once the stop signal is sent.
+pub(super) struct Workers {
+    pub(super) metrics_side: Option<JoinHandle<()>>,
+    pub(super) engines: Engines,
+    pub(super) upkeep: Upkeep,
+    pub(super) privacy: Privacy,
+}
+
+impl Workers {
+    /// Waits for each worker to finish (the periodic upkeep is aborted);
+    /// the stop signal has been sent.
+    pub(super) async fn finish(self) {
+        let Workers {
+            metrics_side,
+            engines,
+            upkeep,
+            privacy,
+        } = self;
+        if let Some(side) = metrics_side {
+            let _ = side.await;
+        }
+        if let Err(e) = engines.delivery_task.await {
+            tracing::error!(error = %e, "delivery engine task failed");
+        }
+        if let Some(task) = engines.profiles_task
+            && let Err(e) = task.await
+        {
+            tracing::error!(error = %e, "profile engine task failed");
+        }
+        if let Some((_, _, task)) = engines.alerting {
+            let _ = task.await;
+        }
+        upkeep.tasks.abort();
+        if let Some(pruner) = upkeep.audit_pruner {
+            pruner.abort();
+        }
+        if let Some(flusher) = upkeep.schema_flusher {
+            // It writes what is pending once more on its way out.
+            if let Err(e) = flusher.await {
+                tracing::error!(error = %e, "schema flush task failed");
+            }
+        }
+        let _ = privacy.job.await;
+        let _ = privacy.sync.await;
+        let _ = engines.heartbeat.await;
+    }
+}
