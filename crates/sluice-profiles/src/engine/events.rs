@@ -22,7 +22,11 @@ use crate::profile::{Call, Profile};
 fn parse(batch: &[CursorEvent]) -> (Vec<Call>, Vec<String>) {
     let calls: Vec<Call> = batch
         .iter()
-        .filter(|e| e.event.source_id != PERSONAS_SOURCE && e.event.source_id != PRIVACY_SOURCE)
+        .filter(|e| {
+            !e.elsewhere
+                && e.event.source_id != PERSONAS_SOURCE
+                && e.event.source_id != PRIVACY_SOURCE
+        })
         .filter_map(|e| {
             Call::parse(
                 e.event.seq,

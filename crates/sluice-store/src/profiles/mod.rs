@@ -158,8 +158,10 @@ pub trait ProfileStore: Send + Sync + 'static {
     }
     /// Gives every partition up (shutdown), so another node need not wait.
     async fn release_profile_lease(&self, owner: &str) -> Result<()>;
-    /// Up to `limit` committed events of the given partitions, each after
-    /// its partition's cursor, in commit order.
+    /// Committed events after the lowest of the partitions' cursors, in
+    /// commit order: about `limit` of the given partitions' own (each
+    /// after its partition's cursor), and, marked
+    /// [`CursorEvent::elsewhere`], the others' among them.
     async fn profile_events_in(
         &self,
         partitions: Vec<Partition>,

@@ -57,6 +57,11 @@ pub struct EventCursor {
 pub struct CursorEvent {
     pub cursor: EventCursor,
     pub event: StoredEvent,
+    /// The event is another partition's (its body left out): the reader
+    /// skips it but moves its cursor past it. Reads walk the log in commit
+    /// order and mark what is not theirs, rather than filter it out, so
+    /// that a partition with few people still moves forward.
+    pub elsewhere: bool,
 }
 
 /// A stored profile: an opaque document (identities and traits), its next

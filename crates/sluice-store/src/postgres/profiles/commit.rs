@@ -89,19 +89,28 @@ pub(super) async fn versions(c: &impl GenericClient, commit: &ProfileCommit) -> 
     Ok(bumped == ids.len() as u64)
 }
 
-/// Identities inserted or repointed. Those the step read (its
-/// `identities_before`) are written only if they still point where they
-/// did, or are still absent; false, writing nothing more, when one moved.
-pub(super) async fn identities(c: &impl GenericClient, commit: &ProfileCommit) -> Result<bool> {
+/// Identities inserted or repointed. With `checked`, those the step read
+/// (its `identities_before`) are written only if they still point where
+/// they did, or are still absent; false, writing nothing more, when one
+/// moved.
+pub(super) async fn identities(
+    c: &impl GenericClient,
+    commit: &ProfileCommit,
+    checked: bool,
+) -> Result<bool> {
     let identities = last_per_key(&commit.identities, |(identity, _)| identity.as_str());
     if identities.is_empty() {
         return Ok(true);
     }
-    let before: HashMap<&str, Option<&str>> = commit
-        .identities_before
-        .iter()
-        .map(|(i, p)| (i.as_str(), p.as_deref()))
-        .collect();
+    let before: HashMap<&str, Option<&str>> = if checked {
+        commit
+            .identities_before
+            .iter()
+            .map(|(i, p)| (i.as_str(), p.as_deref()))
+            .collect()
+    } else {
+        HashMap::new()
+    };
     let (mut fresh, mut moved, mut any) = (Vec::new(), Vec::new(), Vec::new());
     for (identity, profile) in identities {
         match before.get(identity.as_str()) {

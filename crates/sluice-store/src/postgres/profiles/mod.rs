@@ -91,7 +91,7 @@ impl ProfileStore for PostgresStore {
         partitions: Vec<Partition>,
         limit: u32,
     ) -> Result<Vec<CursorEvent>> {
-        partitions::events_in(&mut self.client().await?, &partitions, limit).await
+        partitions::events_in(&self.client().await?, &partitions, limit).await
     }
 
     async fn resolve_identities(&self, identities: Vec<String>) -> Result<Vec<(String, String)>> {

@@ -24,7 +24,8 @@
 //!   only where they are unchanged and writes identities only where they
 //!   still point where they did, or refuses, so the step is redone on
 //!   fresh reads. Profiles touched from two partitions at once are rare:
-//!   the calls of one identity always share a slot.
+//!   the calls of one identity always share a slot. A commit naming every
+//!   partition skips the checks (and the bumps): nothing else can write.
 //!
 //! # Recovery
 //! A dead node's partitions lapse after the TTL; the others take them at
@@ -226,19 +227,20 @@ pub(super) async fn advance(
     Ok(())
 }
 
-/// Events of the given partitions, each after its partition's cursor, in
+/// Events after the lowest of the given partitions' cursors, in
 /// `(xact, seq)` order below the oldest running transaction: every writer
 /// of those rows has ended, so nothing can appear behind a cursor later
-/// (see the V2 migration notes).
+/// (see the V2 migration notes). Those of other partitions, or at or before
+/// their own partition's cursor, come marked [`CursorEvent::elsewhere`],
+/// without their bodies.
 ///
-/// While the partitions stand at one cursor (the usual case: a node moves
-/// all of its partitions together) the read is one walk of
-/// `events_xact_seq` filtered by slot. Partitions at different cursors (one
-/// just taken over) are read with a per-partition condition, which the
-/// planner misjudges into a parallel plan that costs more to start than
-/// the read itself; that read runs with parallel workers off.
+/// The read is one walk of `events_xact_seq` stopped by the limit, as with
+/// one partition: filtering by slot in the query made the planner misjudge
+/// how far the walk goes and pick a parallel bitmap scan of everything
+/// after the cursor, then a sort. The limit is widened by the share of the
+/// partitions held, so a step still finds about `limit` events of its own.
 pub(super) async fn events_in(
-    client: &mut deadpool_postgres::Object,
+    c: &impl GenericClient,
     partitions: &[Partition],
     limit: u32,
 ) -> Result<Vec<CursorEvent>> {
@@ -250,51 +252,38 @@ pub(super) async fn events_in(
         .iter()
         .map(|p| i16::try_from(p.id).unwrap_or(0))
         .collect();
-    const COLUMNS: &str = "SELECT e.seq, e.source_id, e.message_id, e.event_type, e.received_at,
-                                  e.body, e.xact FROM events e
-                           WHERE (e.xact, e.seq) > ($1, $2) AND e.blocked IS NULL
-                             AND e.xact < pg_snapshot_xmin(pg_current_snapshot())::text::bigint";
-    let rows = if partitions.iter().all(|p| p.cursor == from) {
-        let sql = format!(
-            "{COLUMNS} AND COALESCE(e.person, 0) % $5::smallint = ANY($4::smallint[])
-             ORDER BY e.xact, e.seq LIMIT $3"
-        );
-        client
-            .query(&sql, &[&from.xact, &from.seq, &sql_limit(limit), &ids, &n])
-            .await
-            .map_err(backend)?
-    } else {
-        let xacts: Vec<i64> = partitions.iter().map(|p| p.cursor.xact).collect();
-        let seqs: Vec<i64> = partitions.iter().map(|p| p.cursor.seq).collect();
-        let sql = format!(
-            "{COLUMNS} AND EXISTS (
-                 SELECT 1 FROM unnest($4::smallint[], $6::bigint[], $7::bigint[]) AS k(p, x, s)
-                 WHERE k.p = COALESCE(e.person, 0) % $5::smallint
-                   AND (e.xact, e.seq) > (k.x, k.s))
-             ORDER BY e.xact, e.seq LIMIT $3"
-        );
-        let tx = client.transaction().await.map_err(backend)?;
-        tx.batch_execute("SET LOCAL max_parallel_workers_per_gather = 0")
-            .await
-            .map_err(backend)?;
-        let rows = tx
-            .query(
-                &sql,
-                &[
-                    &from.xact,
-                    &from.seq,
-                    &sql_limit(limit),
-                    &ids,
-                    &n,
-                    &xacts,
-                    &seqs,
-                ],
-            )
-            .await
-            .map_err(backend)?;
-        tx.commit().await.map_err(backend)?;
-        rows
-    };
+    let xacts: Vec<i64> = partitions.iter().map(|p| p.cursor.xact).collect();
+    let seqs: Vec<i64> = partitions.iter().map(|p| p.cursor.seq).collect();
+    let held = u32::try_from(partitions.len()).unwrap_or(1).max(1);
+    let wide = limit.saturating_mul(u32::from(POSTGRES_PARTITIONS)) / held;
+    let rows = c
+        .query(
+            "SELECT seq, source_id, message_id, event_type, received_at,
+                    CASE WHEN mine THEN body ELSE '' END, xact, mine
+             FROM (
+                 SELECT e.*, EXISTS (
+                     SELECT 1 FROM unnest($4::smallint[], $6::bigint[], $7::bigint[])
+                         AS k(p, x, s)
+                     WHERE k.p = COALESCE(e.person, 0) % $5::smallint
+                       AND (e.xact, e.seq) > (k.x, k.s)) AS mine
+                 FROM events e
+                 WHERE (e.xact, e.seq) > ($1, $2) AND e.blocked IS NULL
+                   AND e.xact < pg_snapshot_xmin(pg_current_snapshot())::text::bigint
+                 ORDER BY e.xact, e.seq LIMIT $3
+             ) w
+             ORDER BY xact, seq",
+            &[
+                &from.xact,
+                &from.seq,
+                &sql_limit(wide),
+                &ids,
+                &n,
+                &xacts,
+                &seqs,
+            ],
+        )
+        .await
+        .map_err(backend)?;
     rows.iter()
         .map(|row| {
             let event = StoredEvent {
@@ -312,6 +301,7 @@ pub(super) async fn events_in(
                     seq: event.seq,
                 },
                 event,
+                elsewhere: !get::<bool>(row, 7)?,
             })
         })
         .collect()

@@ -63,6 +63,7 @@ pub(super) fn events_after(
                 seq: event.seq,
             },
             event,
+            elsewhere: false,
         })
     })?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)

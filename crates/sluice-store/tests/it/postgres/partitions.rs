@@ -10,10 +10,13 @@ use super::{TestSchema, at, request};
 
 const TTL: Duration = Duration::from_secs(10);
 
+/// A commit naming half of the partitions: as a node sharing the engine
+/// with another would (a node holding them all has no one to race).
 fn commit(owner: &str) -> ProfileCommit {
     ProfileCommit {
         owner: owner.into(),
         now: at(0),
+        partitions: (0..8).collect(),
         ..ProfileCommit::default()
     }
 }
@@ -124,14 +127,16 @@ async fn each_partition_reads_only_the_events_of_its_people() {
     assert_eq!(seen.len(), 64, "every event read once, by one partition");
     // Partitions at different cursors (one taken over): each reads only
     // what lies after its own.
-    let all = node_a
+    let mut all = node_a
         .profile_events_in(a.clone(), 100)
         .await
         .expect("read a");
+    all.retain(|e| !e.elsewhere);
     let last = all.last().expect("a has events").cursor;
     let mut mixed = a.clone();
     mixed[0].cursor = last;
-    let got = node_a.profile_events_in(mixed, 100).await.expect("mixed");
+    let mut got = node_a.profile_events_in(mixed, 100).await.expect("mixed");
+    got.retain(|e| !e.elsewhere);
     let first_slot = |e: &sluice_store::CursorEvent| {
         let user = format!("user-{}", e.event.message_id.trim_start_matches('m'));
         sluice_store::person_slot(Some(&user), None) % 16
