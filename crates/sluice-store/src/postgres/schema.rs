@@ -288,6 +288,7 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "definition changes",
         super::profiles::catalog::SCHEMA_CHANGES,
     ),
+    ("delivery health", super::health::SCHEMA),
 ];
 
 /// First key of the migration advisory lock ("SLUI"); the second is a hash
