@@ -114,6 +114,9 @@ pub struct AppState {
     pub outbound: admin::webhook_settings::Rules,
     /// The destinations failing now, for the dashboard's notices.
     pub incidents: Incidents,
+    /// This node's delivery health counts: ingest adds the calls
+    /// destination filters dropped. `None` when delivery health is off.
+    pub tally: Option<Arc<sluice_store::health::Tally>>,
 }
 
 /// Access to `/metrics`.

@@ -8,6 +8,7 @@
 //! - [`tasks`]: background upkeep (routing refresh, retention).
 //! - [`audit_prune`]: the audit log's retention.
 //! - [`delivery_metrics`]: the delivery engine's counters on `/metrics`.
+//! - [`health`]: the delivery health tally merged into the store, pruned.
 //! - [`membership`]: this node's heartbeat, and the live node count that
 //!   splits per-destination concurrency.
 //! - [`serve`]: the HTTP accept loop with its timeouts, connection cap and
@@ -26,6 +27,7 @@ pub mod backup;
 pub mod bootstrap;
 pub mod config;
 pub mod delivery_metrics;
+pub mod health;
 pub mod membership;
 pub mod privacy;
 mod profile_metrics;
@@ -41,7 +43,7 @@ use std::time::Duration;
 use prometheus_client::registry::Registry;
 use sluice_api::admin::webhook_settings;
 use sluice_api::{AppState, BodyBudget, Metrics, MetricsAccess, RouteTable};
-use sluice_delivery::{DeliveryConfig, DeliveryEngine};
+use sluice_delivery::{DeliveryConfig, DeliveryEngine, Hooks};
 use sluice_schema::Tracker;
 use sluice_store::Store;
 use sluice_store::keys;
@@ -255,8 +257,20 @@ pub async fn run(
         Some((sink, view, _)) => (Some(sink.clone()), Some(view.clone())),
         None => (None, None),
     };
+    let tally = config
+        .delivery
+        .health
+        .then(|| Arc::new(sluice_store::health::Tally::new()));
+    let hooks = Hooks {
+        alerts: sink,
+        tally: tally.clone(),
+    };
     let (engine, engine_task) =
-        DeliveryEngine::start_with_alerts(store.clone(), delivery, sink, engine_stop)?;
+        DeliveryEngine::start_with(store.clone(), delivery, hooks, engine_stop)?;
+    let health_merge = tally.clone().map(|tally| {
+        let every = Duration::from_millis(config.delivery.health_flush_ms);
+        health::spawn(store.clone(), tally, every, stop_rx.clone())
+    });
     let heartbeat = membership::spawn(store.clone(), engine.clone(), stop_rx.clone());
 
     let profiles = config.personas.enabled.then(|| {
@@ -335,6 +349,7 @@ pub async fn run(
         outbound: rules,
         schema: schema.clone(),
         incidents: alerts::incidents(alerts_view),
+        tally: tally.clone(),
     });
     let upkeep = tasks::spawn(
         store.clone(),
@@ -387,6 +402,11 @@ pub async fn run(
     }
     if let Err(e) = engine_task.await {
         tracing::error!(error = %e, "delivery engine task failed");
+    }
+    if let (Some(merge), Some(tally)) = (health_merge, &tally) {
+        let _ = merge.await;
+        // Delivery and ingest have stopped counting: merge the rest.
+        health::flush(store.as_ref(), tally).await;
     }
     if let Some((_, task)) = profiles
         && let Err(e) = task.await
