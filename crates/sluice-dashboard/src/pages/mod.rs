@@ -6,6 +6,7 @@
 //! - [`sources`]: sources, write keys shown once.
 //! - [`debugger`]: a source's live event stream.
 //! - [`usage`]: calls and events per day per source.
+//! - [`health`]: every destination's delivery health at a glance.
 //! - [`destinations`]: the list, a destination's page, the on/off switch.
 //! - [`destination_form`]: the destination form, validated field by field.
 //! - [`destination_extras`]: its Standard Webhooks and CA bundle fields.
@@ -35,6 +36,7 @@ pub mod destination_words;
 pub mod destinations;
 pub mod edit_destination;
 pub mod filters;
+pub mod health;
 pub mod incidents;
 pub mod lifecycle;
 pub mod new_destination;

@@ -20,7 +20,7 @@ mod tally;
 use async_trait::async_trait;
 
 pub use latency::{LATENCY_BUCKETS, Latency, bucket_of, lower_bound};
-pub use rollup::{Bar, Figures, HealthWindow, Overview, bucket_start, overview};
+pub use rollup::{Bar, Figures, HealthWindow, Overview, bucket_start, hourly, overview};
 pub use tally::Tally;
 
 use crate::Result;
