@@ -83,7 +83,8 @@ document.addEventListener('DOMContentLoaded', () => {
     const status = document.getElementById('live-status');
     const poll = async () => {
       try {
-        const res = await fetch(`${list.dataset.poll}?after=${encodeURIComponent(list.dataset.after)}`,
+        const sep = list.dataset.poll.includes('?') ? '&' : '?';
+        const res = await fetch(`${list.dataset.poll}${sep}after=${encodeURIComponent(list.dataset.after)}`,
           { credentials: 'same-origin', headers: { accept: 'text/html' } });
         if (res.ok && res.headers.get('x-sluice-fragment') === '1') {
           if (res.headers.get('x-sluice-more') === '1' && !document.querySelector('details[open]')) {

@@ -17,6 +17,7 @@
 //!   destinations, each after a confirmation page.
 //! - [`test_event`]: a signed test call through the real pipeline.
 //! - [`deliveries`]: the delivery log, its chart, replay.
+//! - [`delivery_search`]: its search by call (type, name, user) and status.
 //! - [`delivery_window`]: its time window, replay since, each row's call.
 //! - [`schema`]: a source's schema, block toggles, the tracking plan.
 //! - [`filters`]: destination filters on the destination page.
@@ -29,6 +30,7 @@
 pub mod catalog;
 pub mod debugger;
 pub mod deliveries;
+pub mod delivery_search;
 pub mod delivery_window;
 pub mod destination_extras;
 pub mod destination_form;
