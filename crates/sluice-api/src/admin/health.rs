@@ -2,7 +2,8 @@
 //! glance: outcome counts, success rate and p50/p95 latency over the last
 //! hour, day and week, and one window's chart. Read from the aggregates
 //! the nodes merge every few seconds (`sluice_store::health`), never from
-//! the delivery log: two reads of at most a week of hourly sums.
+//! the delivery log: the last twelve five-minute buckets and the last
+//! week's hours.
 
 use std::sync::Arc;
 
@@ -12,7 +13,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use sluice_store::Destination;
 use sluice_store::health::{
-    self, BUCKET_MS, Bar, Counts, Figures, HealthWindow, Overview, bucket_start,
+    self, BUCKET_MS, Bar, Counts, Figures, HOUR_MS, HealthWindow, Overview, bucket_end,
 };
 use utoipa::{IntoParams, ToSchema};
 
@@ -123,35 +124,36 @@ pub struct DestinationHealth {
 pub struct HealthOverview {
     /// The window the charts show.
     pub window: String,
-    /// The end of the newest five-minute bucket: windows end here.
+    /// The end of the current five-minute bucket, where the hour ends;
+    /// the day and the week end with the current hour.
     pub until: DateTime<Utc>,
     /// Every destination, in the order of the destination list.
     pub destinations: Vec<DestinationHealth>,
 }
 
 /// The overview at `now` as the store holds it: each destination with its
-/// figures and `chart`'s bars.
+/// figures and `chart`'s bars; and where the newest bucket read ends.
 pub async fn read(
     app: &AppState,
     chart: HealthWindow,
     now: DateTime<Utc>,
 ) -> ApiResult<(i64, Vec<(Destination, Overview)>)> {
-    let end = bucket_start(now.timestamp_millis()) + BUCKET_MS;
+    let now = now.timestamp_millis();
     let destinations = app.store.list_destinations().await?;
-    let hourly = app.store.read_health(&health::hourly(end)).await?;
-    let fine = match chart {
-        HealthWindow::Hour => Some(app.store.read_health(&chart.chart_query(end)).await?),
-        _ => None,
-    };
+    let fine = app
+        .store
+        .read_health(&health::fine(bucket_end(now, BUCKET_MS)))
+        .await?;
+    let hourly = app
+        .store
+        .read_health(&health::hourly(bucket_end(now, HOUR_MS)))
+        .await?;
     let ids: Vec<String> = destinations.iter().map(|d| d.id.clone()).collect();
-    let overviews = health::overview(
-        end,
-        &ids,
-        &hourly,
-        chart,
-        fine.as_deref().unwrap_or(&hourly),
-    );
-    Ok((end, destinations.into_iter().zip(overviews).collect()))
+    let overviews = health::overview(now, &ids, &fine, &hourly, chart);
+    Ok((
+        bucket_end(now, BUCKET_MS),
+        destinations.into_iter().zip(overviews).collect(),
+    ))
 }
 
 /// The chart window a query names; `24h` when it names none.

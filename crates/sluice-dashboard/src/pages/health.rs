@@ -89,7 +89,8 @@ pub async fn show(
     let body = html! {
         p {
             "Every destination's deliveries over the last hour, day or week, counted as they complete "
-            "(merged every few seconds) in five-minute buckets up to " (until.format("%H:%M UTC")) ". "
+            "and merged every few seconds. The hour is the last twelve five-minute buckets, up to "
+            (until.format("%H:%M UTC")) "; the day and the week are whole hours, up to the end of this one. "
             "Success rate: delivered ÷ (delivered + retrying + dead). Latency: each HTTP attempt's."
         }
         nav.windows aria-label="Window" {

@@ -4,9 +4,11 @@
 //! counts the calls destination filters dropped, into a [`Tally`] in
 //! memory (one per node); a background task merges the tally into the
 //! store every few seconds ([`HealthStore::add_health`]). Rows are keyed by
-//! destination, [`BUCKET_MS`] bucket and node shard: each node adds to rows
-//! of its own, and reads sum the shards. No row is written per delivery
-//! and no page reads the delivery log.
+//! width, bucket, destination and node shard: each count is kept twice, in
+//! its five-minute bucket ([`BUCKET_MS`]) and in its hour ([`HOUR_MS`]),
+//! so that a week is read as 168 hourly rows per destination rather than
+//! 2,016; each node adds to rows of its own, and reads sum the shards. No
+//! row is written per delivery and no page reads the delivery log.
 //!
 //! Modules:
 //! - `latency`: the latency histogram (pure).
@@ -20,13 +22,18 @@ mod tally;
 use async_trait::async_trait;
 
 pub use latency::{LATENCY_BUCKETS, Latency, bucket_of, lower_bound};
-pub use rollup::{Bar, Figures, HealthWindow, Overview, bucket_start, hourly, overview};
+pub use rollup::{
+    Bar, Figures, HealthWindow, Overview, bucket_end, bucket_start, fine, hourly, overview,
+};
 pub use tally::Tally;
 
 use crate::Result;
 
 /// The width of one aggregate bucket: five minutes, in milliseconds.
 pub const BUCKET_MS: i64 = 300_000;
+
+/// The width of the coarser buckets: an hour, in milliseconds.
+pub const HOUR_MS: i64 = 3_600_000;
 
 /// How long buckets are kept: the longest window (7 days) and a day's
 /// margin.
@@ -90,7 +97,8 @@ impl Health {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HealthDelta {
     pub destination_id: String,
-    /// The bucket's start, unix milliseconds, a multiple of [`BUCKET_MS`].
+    /// The five-minute bucket's start, unix milliseconds, a multiple of
+    /// [`BUCKET_MS`]; the store adds it to its hour too.
     pub bucket_start: i64,
     pub health: Health,
 }
@@ -98,8 +106,10 @@ pub struct HealthDelta {
 /// Which buckets to read, and how to group them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HealthQuery {
+    /// Which buckets: [`BUCKET_MS`] or [`HOUR_MS`].
+    pub width: i64,
     /// The end of the newest bucket read (exclusive), unix milliseconds, a
-    /// multiple of [`BUCKET_MS`].
+    /// multiple of `width`.
     pub end: i64,
     /// How many buckets before `end` to read.
     pub buckets: u32,
@@ -120,8 +130,9 @@ pub struct HealthSlot {
 /// Storing and reading the aggregates.
 #[async_trait]
 pub trait HealthStore: Send + Sync {
-    /// Adds `deltas` to the rows of node shard `shard`: counts and
-    /// histogram buckets are summed into what is there.
+    /// Adds `deltas` to the rows of node shard `shard`, each to its
+    /// five-minute bucket and to its hour: counts and histogram buckets are
+    /// summed into what is there.
     async fn add_health(&self, shard: i32, deltas: Vec<HealthDelta>) -> Result<()>;
     /// Every destination's slots of `query` that hold anything, summed over
     /// the node shards.

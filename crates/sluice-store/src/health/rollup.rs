@@ -1,15 +1,16 @@
 //! From read slots to what the overview shows: each destination's figures
 //! over the last hour, day and week, and the bars of one window's chart.
-//! Pure: the store reads hourly slots (and five-minute ones for the hour's
-//! chart), these functions add them up.
+//! Pure: the store reads the last twelve five-minute buckets ([`fine`])
+//! and the last week's hours ([`hourly`]), these functions add them up.
 //!
 //! Windows are made of whole buckets ending with the current one: "1 h" is
-//! the current five-minute bucket and the eleven before it, so it covers
-//! between 55 and 60 minutes of the past.
+//! the current five-minute bucket and the eleven before it (55 to 60
+//! minutes of the past); "24 h" and "7 d" are the current hour and the 23
+//! or 167 before it.
 
 use std::collections::BTreeMap;
 
-use super::{BUCKET_MS, Counts, Health, HealthQuery, HealthSlot};
+use super::{BUCKET_MS, Counts, HOUR_MS, Health, HealthQuery, HealthSlot};
 
 /// A window of the overview.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -35,51 +36,46 @@ impl HealthWindow {
         HealthWindow::ALL.into_iter().find(|w| w.label() == s)
     }
 
-    /// Hours it spans.
-    pub fn hours(self) -> u32 {
-        match self {
-            HealthWindow::Hour => 1,
-            HealthWindow::Day => 24,
-            HealthWindow::Week => 168,
-        }
-    }
-
-    /// Bars of its chart, and buckets per bar.
+    /// Bars of its chart, and slots per bar: five-minute slots for the
+    /// hour, hourly ones for the day and the week.
     pub fn bars(self) -> (u32, u32) {
         match self {
             HealthWindow::Hour => (12, 1),
-            HealthWindow::Day => (24, 12),
-            HealthWindow::Week => (28, 72),
-        }
-    }
-
-    /// The read its chart needs at `end`: five-minute slots for the hour,
-    /// hourly slots otherwise (see [`hourly`]).
-    pub fn chart_query(self, end: i64) -> HealthQuery {
-        match self {
-            HealthWindow::Hour => HealthQuery {
-                end,
-                buckets: 12,
-                step: 1,
-            },
-            _ => hourly(end),
+            HealthWindow::Day => (24, 1),
+            HealthWindow::Week => (28, 6),
         }
     }
 }
 
-/// Hourly slots over the whole week before `end`: every window's figures
-/// and the day's and week's charts.
+/// The last twelve five-minute buckets before `end` (a five-minute mark),
+/// one slot each.
+pub fn fine(end: i64) -> HealthQuery {
+    HealthQuery {
+        width: BUCKET_MS,
+        end,
+        buckets: 12,
+        step: 1,
+    }
+}
+
+/// The last week's hours before `end` (an hour mark), one slot each.
 pub fn hourly(end: i64) -> HealthQuery {
     HealthQuery {
+        width: HOUR_MS,
         end,
-        buckets: 2016,
-        step: 12,
+        buckets: 168,
+        step: 1,
     }
 }
 
-/// The start of the bucket holding `at_ms` (unix milliseconds).
+/// The start of the five-minute bucket holding `at_ms` (unix milliseconds).
 pub fn bucket_start(at_ms: i64) -> i64 {
     at_ms.div_euclid(BUCKET_MS) * BUCKET_MS
+}
+
+/// The end of the bucket of width `width` holding `at_ms`.
+pub fn bucket_end(at_ms: i64, width: i64) -> i64 {
+    at_ms.div_euclid(width) * width + width
 }
 
 /// One window's figures.
@@ -134,45 +130,50 @@ fn by_destination(slots: &[HealthSlot]) -> BTreeMap<&str, Vec<&HealthSlot>> {
     m
 }
 
-/// The overview of `destinations` at `end` (a bucket end): figures from
-/// `hourly` (slots of [`hourly`]), and the bars of `chart` from
-/// `chart_slots` (slots of [`HealthWindow::chart_query`]). Destinations
-/// without any slot get zeros.
+/// The overview of `destinations` at `now_ms`: the hour's figures and
+/// chart from `fine` (slots of [`fine`]), the day's and week's from
+/// `hourly` (slots of [`hourly`]). Destinations without any slot get zeros.
 pub fn overview(
-    end: i64,
+    now_ms: i64,
     destinations: &[String],
+    fine: &[HealthSlot],
     hourly: &[HealthSlot],
     chart: HealthWindow,
-    chart_slots: &[HealthSlot],
 ) -> Vec<Overview> {
+    let fine = by_destination(fine);
     let hourly = by_destination(hourly);
-    let charted = by_destination(chart_slots);
+    let none: Vec<&HealthSlot> = Vec::new();
+    let sum = |slots: &Vec<&HealthSlot>, below: u32| {
+        let mut h = Health::default();
+        for s in slots.iter().filter(|s| s.slot < below) {
+            h.merge(&s.health);
+        }
+        h
+    };
     let (bars, per_bar) = chart.bars();
-    let slot_buckets = chart.chart_query(end).step;
-    let slots_per_bar = per_bar / slot_buckets;
-    let bar_ms = i64::from(per_bar) * BUCKET_MS;
+    let (width, charted) = match chart {
+        HealthWindow::Hour => (BUCKET_MS, &fine),
+        _ => (HOUR_MS, &hourly),
+    };
+    let bar_ms = i64::from(per_bar) * width;
+    let first = bucket_end(now_ms, width) - i64::from(bars) * bar_ms;
     destinations
         .iter()
         .map(|id| {
-            let mine = hourly.get(id.as_str()).map_or(&[][..], Vec::as_slice);
-            let figures = HealthWindow::ALL
-                .into_iter()
-                .map(|w| {
-                    let mut sum = Health::default();
-                    for s in mine.iter().filter(|s| s.slot < w.hours()) {
-                        sum.merge(&s.health);
-                    }
-                    Figures::of(w, &sum)
-                })
-                .collect();
+            let f = fine.get(id.as_str()).unwrap_or(&none);
+            let h = hourly.get(id.as_str()).unwrap_or(&none);
+            let figures = vec![
+                Figures::of(HealthWindow::Hour, &sum(f, 12)),
+                Figures::of(HealthWindow::Day, &sum(h, 24)),
+                Figures::of(HealthWindow::Week, &sum(h, 168)),
+            ];
             let mut sums = vec![Health::default(); bars as usize];
-            for s in charted.get(id.as_str()).map_or(&[][..], Vec::as_slice) {
-                let from_newest = s.slot / slots_per_bar;
+            for s in charted.get(id.as_str()).unwrap_or(&none) {
+                let from_newest = s.slot / per_bar;
                 if from_newest < bars {
                     sums[(bars - 1 - from_newest) as usize].merge(&s.health);
                 }
             }
-            let first = end - i64::from(bars) * bar_ms;
             let bars = sums
                 .iter()
                 .enumerate()
@@ -195,7 +196,10 @@ pub fn overview(
 mod tests {
     use super::*;
 
-    const END: i64 = 1_800_000_000_000 - 1_800_000_000_000 % BUCKET_MS + BUCKET_MS;
+    /// Some time, five minutes and two seconds after an hour mark.
+    const NOW: i64 = 1_800_000_000 / 3600 * 3_600_000 + 302_000;
+    const HOUR_END: i64 = NOW - 302_000 + HOUR_MS;
+    const FINE_END: i64 = NOW - 2_000 + BUCKET_MS;
 
     fn slot(dest: &str, slot: u32, delivered: u64, dead: u64, latency_ms: u64) -> HealthSlot {
         let mut health = Health::default();
@@ -212,37 +216,36 @@ mod tests {
     }
 
     #[test]
-    fn buckets_start_on_five_minute_marks() {
+    fn buckets_start_on_five_minute_marks_and_end_on_their_widths() {
         assert_eq!(bucket_start(0), 0);
         assert_eq!(bucket_start(299_999), 0);
         assert_eq!(bucket_start(300_000), 300_000);
         assert_eq!(bucket_start(-1), -300_000);
+        assert_eq!(bucket_end(NOW, HOUR_MS), HOUR_END);
+        assert_eq!(bucket_end(NOW, BUCKET_MS), FINE_END);
     }
 
     #[test]
-    fn each_window_adds_up_the_hours_it_spans() {
+    fn each_window_adds_up_the_buckets_it_spans() {
+        let fine = [
+            slot("a", 0, 4, 0, 20),
+            slot("a", 11, 6, 0, 20),
+            slot("b", 3, 1, 0, 20),
+        ];
         let hourly = [
             slot("a", 0, 10, 0, 20),
             slot("a", 5, 30, 10, 20),
             slot("a", 100, 60, 0, 20),
             slot("b", 1, 1, 1, 20),
         ];
-        let o = overview(
-            END,
-            &["a".into(), "b".into(), "c".into()],
-            &hourly,
-            HealthWindow::Day,
-            &hourly,
-        );
+        let ids = ["a".to_owned(), "b".to_owned(), "c".to_owned()];
+        let o = overview(NOW, &ids, &fine, &hourly, HealthWindow::Day);
         let a: Vec<u64> = o[0].figures.iter().map(|f| f.counts.delivered).collect();
         assert_eq!(a, [10, 40, 100]);
         assert_eq!(o[0].figures[1].counts.dead, 10);
         assert_eq!(o[0].figures[1].success_rate, Some(0.8));
         assert_eq!(o[0].figures[0].success_rate, Some(1.0));
-        assert_eq!(
-            o[1].figures[0].success_rate, None,
-            "b sent nothing this hour"
-        );
+        assert_eq!(o[1].figures[0].success_rate, Some(1.0));
         assert_eq!(o[1].figures[1].success_rate, Some(0.5));
         assert!(
             o[2].figures
@@ -258,13 +261,13 @@ mod tests {
             slot("a", 23, 3, 0, 5),
             slot("a", 24, 99, 0, 5),
         ];
-        let o = overview(END, &["a".into()], &hourly, HealthWindow::Day, &hourly);
+        let o = overview(NOW, &["a".into()], &[], &hourly, HealthWindow::Day);
         let bars = &o[0].bars;
         assert_eq!(bars.len(), 24);
-        assert_eq!(bars[23].counts.delivered, 7, "the newest hour is last");
+        assert_eq!(bars[23].counts.delivered, 7, "the current hour is last");
         assert_eq!(bars[0].counts.delivered, 3, "hour 24 is outside the day");
-        assert_eq!(bars[23].start, END - 3_600_000);
-        assert_eq!(bars[0].start, END - 24 * 3_600_000);
+        assert_eq!(bars[23].start, HOUR_END - HOUR_MS);
+        assert_eq!(bars[0].start, HOUR_END - 24 * HOUR_MS);
     }
 
     #[test]
@@ -275,7 +278,7 @@ mod tests {
             slot("a", 6, 4, 0, 5),
             slot("a", 167, 8, 0, 5),
         ];
-        let o = overview(END, &["a".into()], &hourly, HealthWindow::Week, &hourly);
+        let o = overview(NOW, &["a".into()], &[], &hourly, HealthWindow::Week);
         let bars: Vec<u64> = o[0].bars.iter().map(|b| b.counts.delivered).collect();
         assert_eq!(bars.len(), 28);
         assert_eq!(bars[27], 3);
@@ -285,17 +288,16 @@ mod tests {
 
     #[test]
     fn the_hour_chart_has_one_bar_per_five_minutes() {
-        let hourly = [slot("a", 0, 12, 0, 5)];
         let fine = [slot("a", 0, 2, 0, 5), slot("a", 11, 10, 0, 5)];
-        let o = overview(END, &["a".into()], &hourly, HealthWindow::Hour, &fine);
+        let o = overview(NOW, &["a".into()], &fine, &[], HealthWindow::Hour);
         let bars = &o[0].bars;
         assert_eq!(bars.len(), 12);
         assert_eq!(
             (bars[11].counts.delivered, bars[0].counts.delivered),
             (2, 10)
         );
-        assert_eq!(bars[0].start, END - 3_600_000);
-        assert_eq!(HealthWindow::Hour.chart_query(END).step, 1);
+        assert_eq!(bars[0].start, FINE_END - HOUR_MS);
+        assert_eq!(o[0].figures[0].counts.delivered, 12);
     }
 
     #[test]

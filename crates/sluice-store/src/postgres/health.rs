@@ -8,13 +8,14 @@ use crate::Result;
 use crate::health::{HealthDelta, HealthQuery, HealthSlot, HealthStore};
 use crate::queries::health;
 
-/// Delivery health aggregates, one row per (five-minute bucket,
-/// destination, node shard): each node merges into rows of its own, so no
-/// two nodes wait on one row; reads sum the shards. Keyed by time first:
-/// reads take a range of buckets, pruning deletes the oldest.
+/// Delivery health aggregates, one row per (width: five minutes or an
+/// hour, bucket, destination, node shard): each node merges into rows of
+/// its own, so no two nodes wait on one row; reads sum the shards. Keyed
+/// by width and time first: reads take a range of one width's buckets.
 pub(super) const SCHEMA: &str = r#"
 CREATE TABLE delivery_health (
-    bucket_start bigint NOT NULL, destination_id text COLLATE "C" NOT NULL, shard integer NOT NULL,
+    width bigint NOT NULL, bucket_start bigint NOT NULL, destination_id text COLLATE "C" NOT NULL,
+    shard integer NOT NULL,
     delivered bigint NOT NULL DEFAULT 0, retrying bigint NOT NULL DEFAULT 0, dead bigint NOT NULL DEFAULT 0,
     filtered bigint NOT NULL DEFAULT 0, discarded bigint NOT NULL DEFAULT 0, l0 bigint NOT NULL DEFAULT 0,
     l1 bigint NOT NULL DEFAULT 0, l2 bigint NOT NULL DEFAULT 0, l3 bigint NOT NULL DEFAULT 0,
@@ -28,7 +29,7 @@ CREATE TABLE delivery_health (
     l25 bigint NOT NULL DEFAULT 0, l26 bigint NOT NULL DEFAULT 0, l27 bigint NOT NULL DEFAULT 0,
     l28 bigint NOT NULL DEFAULT 0, l29 bigint NOT NULL DEFAULT 0, l30 bigint NOT NULL DEFAULT 0,
     l31 bigint NOT NULL DEFAULT 0, l32 bigint NOT NULL DEFAULT 0, l33 bigint NOT NULL DEFAULT 0,
-    PRIMARY KEY (bucket_start, destination_id, shard)
+    PRIMARY KEY (width, bucket_start, destination_id, shard)
 );
 "#;
 

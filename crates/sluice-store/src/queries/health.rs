@@ -1,14 +1,17 @@
 //! The delivery health aggregates (`delivery_health`): merged in by each
 //! node's tally, summed over node shards on read, pruned after a week.
 //!
-//! One row per (bucket start, destination, node shard), with the outcome
+//! One row per (width, bucket start, destination, node shard): each delta
+//! goes to its five-minute bucket and to its hour. Each row has the outcome
 //! counts and one column per latency bucket (`l0` … `l33`), so that a merge
 //! is one upsert adding column to column and a read one `SUM` per column,
 //! the same statements on both backends.
 
 use std::sync::LazyLock;
 
-use crate::health::{BUCKET_MS, Health, HealthDelta, HealthQuery, HealthSlot, LATENCY_BUCKETS};
+use crate::health::{
+    BUCKET_MS, HOUR_MS, Health, HealthDelta, HealthQuery, HealthSlot, LATENCY_BUCKETS,
+};
 use crate::sql::{Conn, Db, Param, Row, Tx, args};
 use crate::{Result, StoreError};
 
@@ -25,15 +28,15 @@ fn summed() -> Vec<String> {
 
 static UPSERT: LazyLock<String> = LazyLock::new(|| {
     let cols = summed();
-    let values: Vec<String> = (4..4 + cols.len()).map(|n| format!("${n}")).collect();
+    let values: Vec<String> = (5..5 + cols.len()).map(|n| format!("${n}")).collect();
     let sets: Vec<String> = cols
         .iter()
         .map(|c| format!("{c} = h.{c} + excluded.{c}"))
         .collect();
     format!(
-        "INSERT INTO delivery_health AS h (bucket_start, destination_id, shard, {})
-         VALUES ($1, $2, $3, {})
-         ON CONFLICT (bucket_start, destination_id, shard) DO UPDATE SET {}",
+        "INSERT INTO delivery_health AS h (width, bucket_start, destination_id, shard, {})
+         VALUES ($1, $2, $3, $4, {})
+         ON CONFLICT (width, bucket_start, destination_id, shard) DO UPDATE SET {}",
         cols.join(", "),
         values.join(", "),
         sets.join(", ")
@@ -45,10 +48,11 @@ static READ: LazyLock<String> = LazyLock::new(|| {
         .iter()
         .map(|c| format!("CAST(SUM({c}) AS BIGINT)"))
         .collect();
-    // $1: end; $2: milliseconds per slot; $3: the first bucket read.
+    // $1: end; $2: milliseconds per slot; $3: the first bucket read; $4:
+    // the width.
     format!(
-        "SELECT destination_id, CAST(($1 - bucket_start - {BUCKET_MS}) / $2 AS BIGINT) AS slot, {}
-         FROM delivery_health WHERE bucket_start >= $3 AND bucket_start < $1
+        "SELECT destination_id, CAST(($1 - bucket_start - $4) / $2 AS BIGINT) AS slot, {}
+         FROM delivery_health WHERE width = $4 AND bucket_start >= $3 AND bucket_start < $1
          GROUP BY destination_id, slot",
         sums.join(", ")
     )
@@ -60,18 +64,22 @@ pub(crate) async fn add(conn: &mut impl Conn, shard: i32, deltas: &[HealthDelta]
     let tx = conn.begin().await?;
     for d in deltas {
         let c = &d.health.counts;
-        let mut params: Vec<Param<'_>> = vec![
-            Param::from(d.bucket_start),
-            Param::from(&d.destination_id),
-            Param::from(shard),
-        ];
-        params.extend(
-            [c.delivered, c.retrying, c.dead, c.filtered, c.discarded]
-                .into_iter()
-                .chain(d.health.latency.0.iter().copied())
-                .map(Param::from),
-        );
-        tx.execute(&UPSERT, &params).await?;
+        let hour = d.bucket_start.div_euclid(HOUR_MS) * HOUR_MS;
+        for (width, start) in [(BUCKET_MS, d.bucket_start), (HOUR_MS, hour)] {
+            let mut params: Vec<Param<'_>> = vec![
+                Param::from(width),
+                Param::from(start),
+                Param::from(&d.destination_id),
+                Param::from(shard),
+            ];
+            params.extend(
+                [c.delivered, c.retrying, c.dead, c.filtered, c.discarded]
+                    .into_iter()
+                    .chain(d.health.latency.0.iter().copied())
+                    .map(Param::from),
+            );
+            tx.execute(&UPSERT, &params).await?;
+        }
     }
     tx.commit().await
 }
@@ -98,17 +106,22 @@ fn slot(row: Row) -> Result<HealthSlot> {
 
 /// The slots of `q`, summed over shards.
 pub(crate) async fn read(db: &impl Db, q: &HealthQuery) -> Result<Vec<HealthSlot>> {
-    let slot_ms = i64::from(q.step.max(1)) * BUCKET_MS;
-    let first = q.end - i64::from(q.buckets) * BUCKET_MS;
-    db.query_map(&READ, args![q.end, slot_ms, first], slot)
+    let slot_ms = i64::from(q.step.max(1)) * q.width;
+    let first = q.end - i64::from(q.buckets) * q.width;
+    db.query_map(&READ, args![q.end, slot_ms, first, q.width], slot)
         .await
 }
 
-/// Deletes the buckets that start before `before`.
+/// Deletes the buckets of either width that start before `before`.
 pub(crate) async fn prune(db: &impl Db, before: i64) -> Result<u64> {
-    db.execute(
-        "DELETE FROM delivery_health WHERE bucket_start < $1",
-        args![before],
-    )
-    .await
+    let mut deleted = 0;
+    for width in [BUCKET_MS, HOUR_MS] {
+        deleted += db
+            .execute(
+                "DELETE FROM delivery_health WHERE width = $1 AND bucket_start < $2",
+                args![width, before],
+            )
+            .await?;
+    }
+    Ok(deleted)
 }

@@ -9,13 +9,14 @@ use crate::health::{HealthDelta, HealthQuery, HealthSlot, HealthStore};
 use crate::queries::health;
 use crate::sql::sqlite::{Lite, ready};
 
-/// Version 20: delivery health aggregates, one row per (five-minute
-/// bucket, destination, node shard), with one column per latency bucket.
-/// Keyed by time first: reads take a range of buckets, pruning deletes the
-/// oldest.
+/// Version 20: delivery health aggregates, one row per (width: five
+/// minutes or an hour, bucket, destination, node shard), with one column
+/// per latency bucket. Keyed by width and time first: reads take a range
+/// of one width's buckets.
 pub(super) const SCHEMA: &str = "
 CREATE TABLE delivery_health (
-    bucket_start INTEGER NOT NULL, destination_id TEXT NOT NULL, shard INTEGER NOT NULL,
+    width INTEGER NOT NULL, bucket_start INTEGER NOT NULL, destination_id TEXT NOT NULL,
+    shard INTEGER NOT NULL,
     delivered INTEGER NOT NULL DEFAULT 0, retrying INTEGER NOT NULL DEFAULT 0, dead INTEGER NOT NULL DEFAULT 0,
     filtered INTEGER NOT NULL DEFAULT 0, discarded INTEGER NOT NULL DEFAULT 0, l0 INTEGER NOT NULL DEFAULT 0,
     l1 INTEGER NOT NULL DEFAULT 0, l2 INTEGER NOT NULL DEFAULT 0, l3 INTEGER NOT NULL DEFAULT 0,
@@ -29,7 +30,7 @@ CREATE TABLE delivery_health (
     l25 INTEGER NOT NULL DEFAULT 0, l26 INTEGER NOT NULL DEFAULT 0, l27 INTEGER NOT NULL DEFAULT 0,
     l28 INTEGER NOT NULL DEFAULT 0, l29 INTEGER NOT NULL DEFAULT 0, l30 INTEGER NOT NULL DEFAULT 0,
     l31 INTEGER NOT NULL DEFAULT 0, l32 INTEGER NOT NULL DEFAULT 0, l33 INTEGER NOT NULL DEFAULT 0,
-    PRIMARY KEY (bucket_start, destination_id, shard)
+    PRIMARY KEY (width, bucket_start, destination_id, shard)
 ) WITHOUT ROWID;
 ";
 

@@ -1,13 +1,14 @@
-//! Delivery health aggregates (`HealthStore`): merged per node shard,
-//! summed on read, grouped into slots, pruned by age.
+//! Delivery health aggregates (`HealthStore`): merged per node shard into
+//! five-minute and hourly buckets, summed on read, grouped into slots,
+//! pruned by age.
 
 use super::support::Shared;
-use sluice_store::health::{BUCKET_MS, Health, HealthDelta, HealthQuery, HealthSlot};
+use sluice_store::health::{BUCKET_MS, HOUR_MS, Health, HealthDelta, HealthQuery, HealthSlot};
 
-/// The end of the bucket read as "now" by these cases.
-const END: i64 = 1_700_000_100 * 1000 / BUCKET_MS * BUCKET_MS + BUCKET_MS;
+/// An hour mark, the end of what these cases read.
+const END: i64 = 1_700_000_000 / 3600 * HOUR_MS;
 
-/// A delta of `destination`'s bucket `ago` buckets before the newest.
+/// A delta of `destination`'s five-minute bucket `ago` buckets before END.
 fn delta(destination: &str, ago: i64, delivered: u64, dead: u64, latencies: &[u64]) -> HealthDelta {
     let mut health = Health::default();
     health.counts.delivered = delivered;
@@ -23,9 +24,25 @@ fn delta(destination: &str, ago: i64, delivered: u64, dead: u64, latencies: &[u6
     }
 }
 
+fn query(width: i64, buckets: u32, step: u32) -> HealthQuery {
+    HealthQuery {
+        width,
+        end: END,
+        buckets,
+        step,
+    }
+}
+
 fn sorted(mut slots: Vec<HealthSlot>) -> Vec<HealthSlot> {
     slots.sort_by(|a, b| (&a.destination_id, a.slot).cmp(&(&b.destination_id, b.slot)));
     slots
+}
+
+fn delivered(slots: Vec<HealthSlot>) -> Vec<(String, u32, u64)> {
+    sorted(slots)
+        .into_iter()
+        .map(|s| (s.destination_id, s.slot, s.health.counts.delivered))
+        .collect()
 }
 
 pub async fn health_merges_add_up_across_flushes_and_node_shards(store: Shared) {
@@ -37,26 +54,12 @@ pub async fn health_merges_add_up_across_flushes_and_node_shards(store: Shared) 
         .add_health(1, vec![delta("dst_a", 0, 3, 0, &[40])])
         .await
         .unwrap();
-    store
-        .add_health(
-            7,
-            vec![
-                delta("dst_a", 0, 5, 0, &[10_000]),
-                delta("dst_b", 0, 1, 0, &[]),
-            ],
-        )
-        .await
-        .unwrap();
-    let slots = sorted(
-        store
-            .read_health(&HealthQuery {
-                end: END,
-                buckets: 12,
-                step: 1,
-            })
-            .await
-            .unwrap(),
-    );
+    let more = vec![
+        delta("dst_a", 0, 5, 0, &[10_000]),
+        delta("dst_b", 0, 1, 0, &[]),
+    ];
+    store.add_health(7, more).await.unwrap();
+    let slots = sorted(store.read_health(&query(BUCKET_MS, 12, 1)).await.unwrap());
     assert_eq!(slots.len(), 2);
     let a = &slots[0];
     assert_eq!((a.destination_id.as_str(), a.slot), ("dst_a", 0));
@@ -75,69 +78,60 @@ pub async fn health_merges_add_up_across_flushes_and_node_shards(store: Shared) 
     assert_eq!(slots[1].health.counts.delivered, 1);
 }
 
-pub async fn health_slots_group_buckets_back_from_the_end(store: Shared) {
+pub async fn health_is_kept_per_five_minutes_and_per_hour(store: Shared) {
     let deltas = vec![
-        delta("dst_a", 0, 1, 0, &[]),
-        delta("dst_a", 11, 2, 0, &[]),
+        delta("dst_a", 0, 1, 0, &[5]),
+        delta("dst_a", 11, 2, 0, &[5]),
         delta("dst_a", 12, 4, 0, &[]),
-        delta("dst_a", 2015, 8, 0, &[]),
-        delta("dst_a", 2016, 16, 0, &[]),
-        // After the end: not read.
+        delta("dst_a", 167 * 12 + 11, 8, 0, &[]),
+        delta("dst_a", 168 * 12, 16, 0, &[]),
+        // At the end: not read.
         delta("dst_a", -1, 32, 0, &[]),
     ];
     store.add_health(0, deltas).await.unwrap();
-    let hourly = sorted(
-        store
-            .read_health(&HealthQuery {
-                end: END,
-                buckets: 2016,
-                step: 12,
-            })
-            .await
-            .unwrap(),
+    let fine = store.read_health(&query(BUCKET_MS, 12, 1)).await.unwrap();
+    assert_eq!(
+        delivered(fine),
+        [("dst_a".into(), 0, 1), ("dst_a".into(), 11, 2)]
     );
-    let got: Vec<(u32, u64)> = hourly
-        .iter()
-        .map(|s| (s.slot, s.health.counts.delivered))
-        .collect();
-    assert_eq!(got, [(0, 3), (1, 4), (167, 8)]);
-    let fine = store
-        .read_health(&HealthQuery {
-            end: END,
-            buckets: 12,
-            step: 1,
-        })
-        .await
-        .unwrap();
-    let got: Vec<(u32, u64)> = sorted(fine)
-        .iter()
-        .map(|s| (s.slot, s.health.counts.delivered))
-        .collect();
-    assert_eq!(got, [(0, 1), (11, 2)]);
+    let hourly = store.read_health(&query(HOUR_MS, 168, 1)).await.unwrap();
+    let hourly = sorted(hourly);
+    assert_eq!(
+        hourly[0].health.latency.count(),
+        2,
+        "the hour holds its buckets' latencies"
+    );
+    assert_eq!(
+        delivered(hourly),
+        [
+            ("dst_a".into(), 0, 3),
+            ("dst_a".into(), 1, 4),
+            ("dst_a".into(), 167, 8)
+        ]
+    );
+    let six_hours = store.read_health(&query(HOUR_MS, 168, 6)).await.unwrap();
+    assert_eq!(
+        delivered(six_hours),
+        [("dst_a".into(), 0, 7), ("dst_a".into(), 27, 8)]
+    );
 }
 
 pub async fn health_buckets_older_than_the_cut_are_pruned(store: Shared) {
-    store
-        .add_health(
-            0,
-            vec![
-                delta("dst_a", 0, 1, 0, &[]),
-                delta("dst_a", 3000, 1, 0, &[]),
-            ],
-        )
-        .await
-        .unwrap();
-    let cut = END - BUCKET_MS * 100;
-    assert_eq!(store.prune_health(cut).await.unwrap(), 1);
+    let deltas = vec![
+        delta("dst_a", 0, 1, 0, &[]),
+        delta("dst_a", 3000, 1, 0, &[]),
+    ];
+    store.add_health(0, deltas).await.unwrap();
+    let cut = END - HOUR_MS * 100;
+    assert_eq!(
+        store.prune_health(cut).await.unwrap(),
+        2,
+        "its bucket and its hour"
+    );
     assert_eq!(store.prune_health(cut).await.unwrap(), 0);
-    let left = store
-        .read_health(&HealthQuery {
-            end: END,
-            buckets: 4000,
-            step: 4000,
-        })
-        .await
-        .unwrap();
-    assert_eq!(left.len(), 1);
-    assert_eq!(left[0].health.counts.delivered, 1);
+    for width in [BUCKET_MS, HOUR_MS] {
+        let left = store.read_health(&query(width, 4000, 4000)).await.unwrap();
+        assert_eq!(left.len(), 1);
+        assert_eq!(left[0].health.counts.delivered, 1);
+    }
 }

@@ -136,7 +136,7 @@ macro_rules! conformance_tests {
             an_entry_written_ahead_is_confirmed_or_discarded,
             pruning_goes_in_batches_from_the_oldest_and_keeps_regulations,
             health_merges_add_up_across_flushes_and_node_shards,
-            health_slots_group_buckets_back_from_the_end,
+            health_is_kept_per_five_minutes_and_per_hour,
             health_buckets_older_than_the_cut_are_pruned,
         );
     };
