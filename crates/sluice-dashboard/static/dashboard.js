@@ -80,7 +80,8 @@ document.addEventListener('DOMContentLoaded', () => {
   // Live debugger: poll for newer calls and put them on top.
   const list = document.querySelector('ol[data-poll]');
   if (list) {
-    const status = document.getElementById('live-status');
+    // The words only: the status line also holds the Pause link.
+    const status = document.getElementById('live-text') || document.getElementById('live-status');
     const poll = async () => {
       try {
         const sep = list.dataset.poll.includes('?') ? '&' : '?';

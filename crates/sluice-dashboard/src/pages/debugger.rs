@@ -257,7 +257,8 @@ pub async fn show(
         }
         @if live {
             p.live #live-status role="status" aria-live="polite" {
-                "Live: new calls appear at the top. "
+                span #live-text { "Live: new calls appear at the top." }
+                " "
                 a #pause href={ (here) "&paused=1" } { "Pause" }
             }
         } @else if paused && before.is_none() {
