@@ -239,7 +239,7 @@ fn label(path: &str, src: &str, dest: &str) -> String {
 
 /// Signs in through the dashboard's form (the double-submit CSRF cookie is
 /// ours to choose) and returns the `Cookie` header of the session.
-async fn sign_in(sluice: &Sluice) -> anyhow::Result<String> {
+pub(super) async fn sign_in(sluice: &Sluice) -> anyhow::Result<String> {
     let client = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()?;

@@ -18,6 +18,8 @@
 //!   (PostgreSQL).
 //! - [`privacy`]: suppression's cost to ingest, and the time of a purge.
 //! - [`dashboard`]: each dashboard page's render time with 1,000,000 events.
+//! - [`health`]: the delivery health overview's read time over the
+//!   aggregates of 10,000,000 events, and ingest with them on against off.
 //! - [`dedup`]: ingest with deduplication against ingest without it, with
 //!   10,000,000 message ids in the window; the window's memory and rebuild.
 //!
@@ -29,6 +31,7 @@ mod dashboard;
 mod dedup;
 mod e2e;
 mod fanout;
+mod health;
 mod ingest;
 mod personas;
 mod privacy;
@@ -66,6 +69,7 @@ pub enum Scenario {
     Privacy,
     Dashboard,
     Dedup,
+    Health,
 }
 
 impl Scenario {
@@ -95,6 +99,7 @@ impl Scenario {
             Scenario::Privacy => "privacy",
             Scenario::Dashboard => "dashboard",
             Scenario::Dedup => "deduplication",
+            Scenario::Health => "delivery health",
         }
     }
 }
@@ -182,6 +187,7 @@ pub async fn run_all(plan: &Plan, scenarios: &[Scenario], report: &mut Report) {
             Scenario::Privacy => privacy::run(plan, report).await,
             Scenario::Dashboard => dashboard::run(plan, report).await,
             Scenario::Dedup => dedup::run(plan, report).await,
+            Scenario::Health => health::run(plan, report).await,
         };
         match result {
             Ok(rss) => peak_rss = peak_rss.max(rss),

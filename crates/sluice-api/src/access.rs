@@ -51,6 +51,10 @@ mod tests {
         assert_eq!(required_role(&Method::GET, "/sources"), Role::Viewer);
         assert_eq!(required_role(&Method::HEAD, "/sources/{id}"), Role::Viewer);
         assert_eq!(required_role(&Method::GET, "/me"), Role::Viewer);
+        assert_eq!(
+            required_role(&Method::GET, "/delivery-health"),
+            Role::Viewer
+        );
         for m in [Method::POST, Method::PUT, Method::PATCH, Method::DELETE] {
             assert_eq!(required_role(&m, "/destinations/{id}"), Role::Editor);
         }

@@ -15,7 +15,8 @@
 
 use sluice_model::{Event, destination_enabled};
 use sluice_schema::{FilterOutcome, Shape, Verdict};
-use sluice_store::{Blocked, NewEvent};
+use sluice_store::health::Tally;
+use sluice_store::{AppendRequest, Appended, Blocked, NewEvent};
 
 use crate::routes::{SourceRoute, WEBHOOKS};
 
@@ -78,4 +79,31 @@ pub fn screen(route: &SourceRoute, event: Event, track_schema: bool) -> (NewEven
     }
     stored.body = body;
     (stored, Some(shape))
+}
+
+/// How many of `request`'s calls each destination's filters dropped, for
+/// delivery health; empty (no allocation) when none were.
+pub fn filtered(request: &AppendRequest) -> Vec<(String, u64)> {
+    let mut out: Vec<(String, u64)> = Vec::new();
+    for (destination, _) in request.events.iter().flat_map(|e| &e.filtered) {
+        match out.iter_mut().find(|(d, _)| d == destination) {
+            Some((_, n)) => *n += 1,
+            None => out.push((destination.clone(), 1)),
+        }
+    }
+    out
+}
+
+/// Counts `filtered` (see [`filtered`]) once their request committed. The
+/// store does not say which calls of a request were duplicates: a request
+/// with any is not counted, so a client re-sending a batch never counts
+/// its filtered calls twice (and one mixing new calls with re-sent ones,
+/// which is rare, counts none).
+pub fn count_filtered(tally: &Tally, at_ms: i64, appended: Appended, filtered: &[(String, u64)]) {
+    if appended.duplicates > 0 {
+        return;
+    }
+    for (destination, n) in filtered {
+        tally.add(destination, at_ms, |h| h.counts.filtered += n);
+    }
 }

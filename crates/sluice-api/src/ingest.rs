@@ -212,10 +212,18 @@ pub(crate) async fn handle(
     app.suppressions
         .drop_suppressed(&route.source_id, &mut envelope.events, ctx.received_at);
     let (request, shapes) = append_request(&route, envelope, ctx.received_at, app.schema.is_some());
+    let filtered = match &app.tally {
+        Some(_) => gate::filtered(&request),
+        None => Vec::new(),
+    };
     let started = Instant::now();
     let appended = tokio::time::timeout(app.store_timeout, app.store.append(request))
         .await
         .map_err(|_| ApiError::store_timeout())??;
+    if let (Some(tally), false) = (&app.tally, filtered.is_empty()) {
+        let at = ctx.received_at.timestamp_millis();
+        gate::count_filtered(tally, at, appended, &filtered);
+    }
     app.metrics
         .commit_seconds
         .observe(started.elapsed().as_secs_f64());

@@ -18,6 +18,7 @@
 //! - [`audit`]: recording changes in the audit log.
 //! - [`password`]: argon2id password hashes of dashboard users.
 //! - [`metrics`]: Prometheus metrics.
+//! - [`health_metrics`]: delivery health per destination on `/metrics`.
 //! - [`front`]: the service in front of every route: a credential on the
 //!   admin prefix, and the request counter.
 //! - [`error`]: [`ApiError`], the stable JSON error shape.
@@ -36,6 +37,7 @@ pub mod budget;
 pub mod error;
 pub mod front;
 pub mod gate;
+pub mod health_metrics;
 pub mod ingest;
 pub mod metrics;
 pub mod openapi;
@@ -114,6 +116,9 @@ pub struct AppState {
     pub outbound: admin::webhook_settings::Rules,
     /// The destinations failing now, for the dashboard's notices.
     pub incidents: Incidents,
+    /// This node's delivery health counts: ingest adds the calls
+    /// destination filters dropped. `None` when delivery health is off.
+    pub tally: Option<Arc<sluice_store::health::Tally>>,
 }
 
 /// Access to `/metrics`.
@@ -245,8 +250,22 @@ async fn metrics_text(
             .into_response();
         }
     }
+    let health = match &app.tally {
+        Some(_) => match health_metrics::registry(&app).await {
+            Ok(r) => Some(r),
+            Err(e) => {
+                tracing::warn!(error = %e.message, "reading delivery health for /metrics");
+                None
+            }
+        },
+        None => None,
+    };
     let mut out = String::new();
-    if let Err(e) = prometheus_client::encoding::text::encode(&mut out, &app.registry) {
+    use prometheus_client::encoding::text;
+    let encoded = text::encode_registry(&mut out, &app.registry)
+        .and_then(|()| health.map_or(Ok(()), |h| text::encode_registry(&mut out, &h)))
+        .and_then(|()| text::encode_eof(&mut out));
+    if let Err(e) = encoded {
         tracing::error!(error = %e, "encoding metrics");
         return StatusCode::INTERNAL_SERVER_ERROR.into_response();
     }

@@ -53,6 +53,10 @@ mod tests {
         assert_eq!(required_role(&Method::POST, "/sources"), Role::Editor);
         assert_eq!(required_role(&Method::POST, "/signout"), Role::Viewer);
         assert_eq!(required_role(&Method::GET, "/account"), Role::Viewer);
+        assert_eq!(
+            required_role(&Method::GET, "/delivery-health"),
+            Role::Viewer
+        );
         assert_eq!(required_role(&Method::GET, "/audit"), Role::Admin);
         assert_eq!(
             required_role(&Method::GET, "/regulations/{id}"),

@@ -174,8 +174,25 @@ pub fn bucket_attempts(attempts: &[Attempt], n: usize) -> Buckets {
     }
 }
 
+/// What the three marks of [`outcomes_with`] stand for.
+pub struct Legend<'a> {
+    pub ok: &'a str,
+    pub failed: &'a str,
+    pub latency: &'a str,
+}
+
 /// The delivery chart: stacked outcome bars and a latency line.
 pub fn outcomes(title: &str, b: &Buckets) -> Markup {
+    let legend = Legend {
+        ok: "succeeded attempts",
+        failed: "failed attempts",
+        latency: "mean latency in ms (right axis)",
+    };
+    outcomes_with(title, b, &legend)
+}
+
+/// [`outcomes`] with its own words for the marks.
+pub fn outcomes_with(title: &str, b: &Buckets, legend: &Legend) -> Markup {
     let totals: Vec<u64> = b.ok.iter().zip(&b.failed).map(|(o, f)| o + f).collect();
     let max = nice_max(totals.iter().copied().max().unwrap_or(0));
     let lat_max = nice_max(
@@ -210,10 +227,10 @@ pub fn outcomes(title: &str, b: &Buckets) -> Markup {
                     @let y_ok = y_of(b.ok[i], max);
                     @let y_top = y_of(totals[i], max);
                     rect.s-ok x=(x) y=(y_ok) width=(slot * 0.7) height=(TOP + plot_h() - y_ok) {
-                        title { (b.labels[i]) ": " (b.ok[i]) " succeeded" }
+                        title { (b.labels[i]) ": " (b.ok[i]) " " (legend.ok) }
                     }
                     rect.s-fail x=(x) y=(y_top) width=(slot * 0.7) height=(y_ok - y_top) {
-                        title { (b.labels[i]) ": " (b.failed[i]) " failed" }
+                        title { (b.labels[i]) ": " (b.failed[i]) " " (legend.failed) }
                     }
                 }
                 @if !points.is_empty() {
@@ -221,9 +238,9 @@ pub fn outcomes(title: &str, b: &Buckets) -> Markup {
                 }
             }
             figcaption.legend {
-                span { i.key.s-ok {} "succeeded attempts" }
-                span { i.key.s-fail {} "failed attempts" }
-                span { i.key.s-latency-key {} "mean latency in ms (right axis)" }
+                span { i.key.s-ok {} (legend.ok) }
+                span { i.key.s-fail {} (legend.failed) }
+                span { i.key.s-latency-key {} (legend.latency) }
             }
         }
     }

@@ -34,6 +34,7 @@ pub const NAV: &[(&str, &str, &str)] = &[
     ("overview", "/", "Overview"),
     ("sources", "/sources", "Sources"),
     ("destinations", "/destinations", "Destinations"),
+    ("health", "/delivery-health", "Health"),
     ("catalog", "/catalog", "Catalog"),
     ("debugger", "/debugger", "Debugger"),
     ("usage", "/usage", "Usage"),

@@ -83,6 +83,7 @@ pub fn router(app: Arc<AppState>) -> Router {
         .route("/sources/{id}/rules/block", post(schema::block))
         .route("/sources/{id}/rules/plan", post(schema::plan))
         .route("/usage", get(usage::show))
+        .route("/delivery-health", get(health::show))
         .route("/destinations", get(destinations::list))
         .route(
             "/destinations/new",

@@ -80,10 +80,12 @@ document.addEventListener('DOMContentLoaded', () => {
   // Live debugger: poll for newer calls and put them on top.
   const list = document.querySelector('ol[data-poll]');
   if (list) {
-    const status = document.getElementById('live-status');
+    // The words only: the status line also holds the Pause link.
+    const status = document.getElementById('live-text') || document.getElementById('live-status');
     const poll = async () => {
       try {
-        const res = await fetch(`${list.dataset.poll}?after=${encodeURIComponent(list.dataset.after)}`,
+        const sep = list.dataset.poll.includes('?') ? '&' : '?';
+        const res = await fetch(`${list.dataset.poll}${sep}after=${encodeURIComponent(list.dataset.after)}`,
           { credentials: 'same-origin', headers: { accept: 'text/html' } });
         if (res.ok && res.headers.get('x-sluice-fragment') === '1') {
           if (res.headers.get('x-sluice-more') === '1' && !document.querySelector('details[open]')) {

@@ -8,6 +8,7 @@
 //! - [`tasks`]: background upkeep (routing refresh, retention).
 //! - [`audit_prune`]: the audit log's retention.
 //! - [`delivery_metrics`]: the delivery engine's counters on `/metrics`.
+//! - [`health`]: the delivery health tally merged into the store, pruned.
 //! - [`membership`]: this node's heartbeat, and the live node count that
 //!   splits per-destination concurrency.
 //! - [`serve`]: the HTTP accept loop with its timeouts, connection cap and
@@ -28,6 +29,7 @@ pub mod bootstrap;
 pub mod config;
 pub mod delivery_metrics;
 mod error;
+pub mod health;
 pub mod membership;
 pub mod privacy;
 mod profile_metrics;

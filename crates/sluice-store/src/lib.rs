@@ -23,6 +23,8 @@
 //! - [`regulations`]: [`RegulationStore`], user deletion and suppression.
 //! - [`team`]: [`TeamStore`], users, API tokens with roles, user sessions.
 //! - [`audit`]: [`AuditStore`], the audit log of changes.
+//! - [`health`]: [`HealthStore`], delivery health aggregates per
+//!   destination, and the in-memory [`health::Tally`] that feeds them.
 //!
 //! One behavioural suite, written against the public traits only, checks
 //! that every backend meets the contract: it lives with the crate's
@@ -39,6 +41,7 @@ pub mod cluster;
 pub mod delivery;
 pub mod error;
 pub mod events;
+pub mod health;
 pub mod keys;
 pub mod log_gate;
 #[cfg(feature = "postgres")]
@@ -62,6 +65,7 @@ pub use cluster::ClusterStore;
 pub use delivery::DeliveryStore;
 pub use error::{ErrorKind, StoreError};
 pub use events::EventStore;
+pub use health::HealthStore;
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresConfig, PostgresStore};
 pub use profiles::*;
@@ -92,6 +96,7 @@ pub trait Store:
     + RegulationStore
     + TeamStore
     + AuditStore
+    + HealthStore
     + Send
     + Sync
     + 'static
@@ -109,6 +114,7 @@ impl<T> Store for T where
         + RegulationStore
         + TeamStore
         + AuditStore
+        + HealthStore
         + Send
         + Sync
         + 'static

@@ -18,6 +18,7 @@ pub mod catalog;
 pub mod deliveries;
 pub mod destinations;
 pub mod extract;
+pub mod health;
 pub mod paging;
 pub mod personas;
 pub mod regulations;
@@ -69,6 +70,7 @@ pub fn routes() -> OpenApiRouter<Arc<AppState>> {
         .routes(routes!(deliveries::list))
         .routes(routes!(deliveries::get))
         .routes(routes!(deliveries::replay_one))
+        .routes(routes!(health::overview))
         .merge(personas::routes())
         .routes(routes!(regulations::create, regulations::list))
         .routes(routes!(regulations::get))

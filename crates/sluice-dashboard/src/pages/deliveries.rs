@@ -1,8 +1,9 @@
 //! `/destinations/{id}/deliveries`: the delivery log. Deliveries newest
 //! first, a page at a time, filtered by state and messageId (through the
-//! admin API's own list handler, so a bad filter gets its message) and by
-//! a time window (see [`super::delivery_window`]); each says what its call
-//! carries and expands to its attempts. Dead deliveries replay one at a
+//! admin API's own list handler, so a bad filter gets its message), by a
+//! time window, by what the call carries and by HTTP status (see
+//! [`super::delivery_search`]); each says what its call carries and
+//! expands to its attempts. Dead deliveries replay one at a
 //! time, all together, or those that died since a time. The chart covers the attempts of the destination's latest
 //! deliveries.
 
@@ -21,6 +22,7 @@ use sluice_api::admin::deliveries as api;
 use sluice_api::admin::extract::{OptionalJsonObject, Params};
 use sluice_store::{Attempt, DeliveryFilter, DeliveryRecord, DeliveryState};
 
+use super::delivery_search::{CONTENT_SCAN, Search, carried_query, content_fields};
 use super::delivery_window::{
     Carried, REPLAY_SCAN, SCAN, Window, carried, carried_line, parse_time, scan,
 };
@@ -115,19 +117,8 @@ pub async fn show(
         .get_destination(&id)
         .await?
         .ok_or_else(|| ApiError::not_found("destination"))?;
-    let now = Utc::now();
-    let mut window = Window::default();
-    let mut window_error = None;
-    for (key, slot) in [("since", &mut window.since), ("until", &mut window.until)] {
-        match q.get(key).map(|v| v.trim()).filter(|v| !v.is_empty()) {
-            None => {}
-            Some(v) => match parse_time(v, now) {
-                Ok(t) => *slot = Some(t),
-                Err(e) => window_error = Some(format!("{key}: {e}")),
-            },
-        }
-    }
-    let (rows, older) = if window.is_open() {
+    let (search, search_errors) = Search::from_query(&q, Utc::now());
+    let (rows, older) = if search.is_open() {
         let mut params: HashMap<String, String> = q
             .iter()
             .filter(|(k, _)| ["state", "message_id", "before"].contains(&k.as_str()))
@@ -171,7 +162,12 @@ pub async fn show(
             before_id: q.get("before").and_then(|v| v.trim().parse().ok()),
             limit: PAGE,
         };
-        scan(app.store.as_ref(), &filter, window, PAGE as usize, SCAN).await?
+        let most = if search.by_content() {
+            CONTENT_SCAN
+        } else {
+            SCAN
+        };
+        scan(app.store.as_ref(), &filter, &search, PAGE as usize, most).await?
     };
     let mut page_rows = Vec::with_capacity(rows.len());
     for d in rows {
@@ -252,10 +248,11 @@ pub async fn show(
                 label for="until" { "Changed until" }
                 input #until name="until" value=(until_text) placeholder="30m or 2026-11-28T11:00" aria-describedby="window-help";
             }
+            (content_fields(&q))
             button type="submit" { "Filter" }
             a href={ "/destinations/" (id) "/deliveries" } { "Clear" }
             p.help #window-help { "Times are UTC; an age such as 2h counts back from now. A delivery's time is its last change: when it succeeded, died or was last tried." }
-            @if let Some(e) = &window_error { p.field-error #window-error role="alert" { (e) } }
+            @if !search_errors.is_empty() { p.field-error #window-error role="alert" { (search_errors.join("; ")) } }
         }
         @if any_dead {
         form.inline method="post" action={ "/destinations/" (id) "/replay" } data-confirm="Replay every dead delivery of this destination?" {
@@ -282,7 +279,7 @@ pub async fn show(
             }
         }
         @if let Some(o) = older {
-            p { a href={ "?state=" (urlencode(state)) "&message_id=" (urlencode(message_id)) "&since=" (urlencode(since_text)) "&until=" (urlencode(until_text)) "&before=" (o) } { "Older deliveries" } }
+            p { a href={ "?state=" (urlencode(state)) "&message_id=" (urlencode(message_id)) (carried_query(&q)) "&before=" (o) } { "Older deliveries" } }
         }
     };
     Ok(page(Some(&s), "Delivery log", "destinations", body).into_response())
@@ -366,14 +363,17 @@ async fn replay_since(
         state: Some(DeliveryState::Dead),
         ..DeliveryFilter::default()
     };
-    let window = Window {
-        since: Some(at),
-        until: None,
+    let search = Search {
+        window: Window {
+            since: Some(at),
+            until: None,
+        },
+        ..Search::default()
     };
     let (dead, _) = scan(
         dash.app.store.as_ref(),
         &filter,
-        window,
+        &search,
         usize::MAX,
         REPLAY_SCAN,
     )

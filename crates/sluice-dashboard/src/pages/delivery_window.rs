@@ -14,6 +14,8 @@ use maud::{Markup, html};
 use serde_json::Value;
 use sluice_store::{DeliveryFilter, DeliveryRecord, Store};
 
+use super::delivery_search::Search;
+
 /// Deliveries read at most for one page of a windowed log.
 pub const SCAN: usize = 2000;
 /// Dead deliveries read at most by one "replay dead since…".
@@ -74,12 +76,12 @@ impl Window {
 }
 
 /// Up to `want` deliveries matching `filter` whose last change is in
-/// `window`, newest first, reading at most `scan`; and the cursor to go on
-/// from when more may match.
+/// `search`'s window and that match the rest of it, newest first, reading
+/// at most `scan`; and the cursor to go on from when more may match.
 pub async fn scan(
     store: &dyn Store,
     filter: &DeliveryFilter,
-    window: Window,
+    search: &Search,
     want: usize,
     scan: usize,
 ) -> Result<(Vec<DeliveryRecord>, Option<i64>), sluice_store::StoreError> {
@@ -98,7 +100,7 @@ pub async fn scan(
         for d in chunk {
             read += 1;
             cursor = Some(d.id);
-            if window.holds(d.updated_at) {
+            if search.window.holds(d.updated_at) && search.keeps(store, &d).await? {
                 kept.push(d);
             }
             if kept.len() >= want || read >= scan {
@@ -116,6 +118,7 @@ pub struct Carried {
     pub kind: String,
     pub name: Option<String>,
     pub user: Option<String>,
+    pub anonymous: Option<String>,
 }
 
 /// The call of delivery `d`, if still stored.
@@ -133,7 +136,8 @@ pub async fn carried(
     let text = |k: &str| body.get(k).and_then(Value::as_str).map(str::to_owned);
     Ok(Some(Carried {
         name: text("event").or_else(|| text("name")),
-        user: text("userId").or_else(|| text("anonymousId").map(|a| format!("anonymous {a}"))),
+        user: text("userId"),
+        anonymous: text("anonymousId"),
         kind: event.event_type,
     }))
 }
@@ -147,6 +151,7 @@ pub fn carried_line(c: Option<&Carried>) -> Markup {
                     span.kind { (c.kind) }
                     @if let Some(n) = &c.name { " " strong.name { (n) } }
                     @if let Some(u) = &c.user { " · userId " code.user { (u) } }
+                    @else if let Some(a) = &c.anonymous { " · anonymousId " code.user { (a) } }
                 }
             }
             None => { span.carried.muted { "call no longer stored" } }

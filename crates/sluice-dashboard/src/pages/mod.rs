@@ -6,6 +6,7 @@
 //! - [`sources`]: sources, write keys shown once.
 //! - [`debugger`]: a source's live event stream.
 //! - [`usage`]: calls and events per day per source.
+//! - [`health`]: every destination's delivery health at a glance.
 //! - [`destinations`]: the list, a destination's page, the on/off switch.
 //! - [`destination_form`]: the destination form, validated field by field.
 //! - [`destination_extras`]: its Standard Webhooks and CA bundle fields.
@@ -16,6 +17,7 @@
 //!   destinations, each after a confirmation page.
 //! - [`test_event`]: a signed test call through the real pipeline.
 //! - [`deliveries`]: the delivery log, its chart, replay.
+//! - [`delivery_search`]: its search by call (type, name, user) and status.
 //! - [`delivery_window`]: its time window, replay since, each row's call.
 //! - [`schema`]: a source's schema, block toggles, the tracking plan.
 //! - [`filters`]: destination filters on the destination page.
@@ -28,6 +30,7 @@
 pub mod catalog;
 pub mod debugger;
 pub mod deliveries;
+pub mod delivery_search;
 pub mod delivery_window;
 pub mod destination_extras;
 pub mod destination_form;
@@ -35,6 +38,7 @@ pub mod destination_words;
 pub mod destinations;
 pub mod edit_destination;
 pub mod filters;
+pub mod health;
 pub mod incidents;
 pub mod lifecycle;
 pub mod new_destination;

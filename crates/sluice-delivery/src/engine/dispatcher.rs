@@ -13,6 +13,7 @@ use tokio::task::JoinSet;
 
 use super::Signals;
 use super::cache::{DestinationCache, Lookup};
+use super::counted;
 use super::deliver;
 use super::lane::{self, Lane};
 use super::observe;
@@ -170,18 +171,14 @@ impl Dispatcher {
         {
             Lookup::Found(dest) => dest,
             Lookup::Missing => {
-                let _ = self
-                    .reports
-                    .send(deliver::discard(&due, "destination deleted"));
+                self.finish(&due, deliver::discard(&due, "destination deleted"));
                 return true;
             }
             // Left leased: it is claimed again when the lease ends.
             Lookup::Unavailable => return true,
         };
         if !dest.enabled {
-            let _ = self
-                .reports
-                .send(deliver::discard(&due, "destination disabled"));
+            self.finish(&due, deliver::discard(&due, "destination disabled"));
             return true;
         }
         let per_dest = self.per_dest();
@@ -208,7 +205,7 @@ impl Dispatcher {
             let report = observe::hold_back(alerts, &dest, &due, wait, window, &lane.log);
             let finished = !matches!(report.outcome, Outcome::Retry { .. });
             if finished || lane.held.load(Ordering::SeqCst) >= 1 {
-                let _ = self.reports.send(report);
+                self.finish(&due, report);
                 return finished;
             }
         }
@@ -245,6 +242,7 @@ impl Dispatcher {
         let mut stop = self.signals.stop.clone();
         let (base, cap) = (self.config.backoff_base, self.config.backoff_cap);
         let alerts = self.signals.alerts.clone();
+        let tally = self.signals.tally.clone();
         self.tasks.spawn(async move {
             let _global = global;
             // A free slot is taken at once; only a full lane waits (and
@@ -264,6 +262,7 @@ impl Dispatcher {
                 let wait = lane.health.hand_back_delay(base, cap);
                 let report =
                     observe::hold_back(alerts.as_ref(), &dest, &due, wait, window, &lane.log);
+                counted::outcome(tally.as_deref(), &dest.id, &report);
                 let _ = reports.send(report);
                 lane.held.fetch_sub(1, Ordering::SeqCst);
                 freed.notify_one();
@@ -280,6 +279,7 @@ impl Dispatcher {
                     let report = Box::pin(attempt).await;
                     lane.health.record(&report.outcome, probe);
                     observe::attempt(alerts.as_ref(), &dest, observed, &report);
+                    counted::outcome(tally.as_deref(), &dest.id, &report);
                     let _ = reports.send(report);
                 }
                 Some(_) => {
@@ -292,6 +292,12 @@ impl Dispatcher {
             freed.notify_one();
         });
         true
+    }
+
+    /// Counts `report` of `due` and hands it to the reporter.
+    fn finish(&self, due: &DueDelivery, report: AttemptReport) {
+        counted::outcome(self.signals.tally.as_deref(), &due.destination_id, &report);
+        let _ = self.reports.send(report);
     }
 
     /// Hands a claimed delivery back unsent, due again after [`RELEASE_DELAY`].

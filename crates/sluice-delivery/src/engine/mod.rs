@@ -4,6 +4,7 @@
 //! - `dispatcher`: the claim/spawn/sleep loop, per-destination lanes, shutdown.
 //! - `deliver`: one attempt of one delivery (payload, signature, send, decide).
 //! - `cache`: destination settings, re-read at most every TTL.
+//! - `counted`: outcomes and latencies counted into the health tally.
 //! - `failure_log`: failed attempts and dead deliveries in the process log,
 //!   rate-limited per destination.
 //! - `observe`: outcomes handed to alerting ([`crate::alerts`]).
@@ -15,6 +16,7 @@
 //! deliveries come back when their leases end.
 
 mod cache;
+mod counted;
 mod deliver;
 mod dispatcher;
 mod failure_log;
@@ -29,6 +31,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use sluice_store::Store;
+use sluice_store::health::Tally;
 use tokio::sync::{Notify, mpsc, watch};
 use tokio::task::JoinHandle;
 
@@ -53,6 +56,17 @@ struct Signals {
     pub nodes: Arc<AtomicUsize>,
     /// Where outcomes go for alerting, when alerts are on.
     pub alerts: Option<AlertSink>,
+    /// Where outcomes are counted for delivery health, when it is on.
+    pub tally: Option<Arc<Tally>>,
+}
+
+/// Who else learns of the engine's outcomes.
+#[derive(Default)]
+pub struct Hooks {
+    /// Alerting: every attempt's outcome and every dead delivery.
+    pub alerts: Option<AlertSink>,
+    /// Delivery health: every outcome and attempt latency, counted.
+    pub tally: Option<Arc<Tally>>,
 }
 
 /// Starts and owns the delivery tasks.
@@ -123,6 +137,20 @@ impl DeliveryEngine {
         alerts: Option<AlertSink>,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(EngineHandle, JoinHandle<()>), DeliveryError> {
+        let hooks = Hooks {
+            alerts,
+            tally: None,
+        };
+        Self::start_with(store, config, hooks, shutdown)
+    }
+
+    /// [`Self::start`], telling `hooks` of outcomes as they are decided.
+    pub fn start_with(
+        store: Arc<dyn Store>,
+        config: DeliveryConfig,
+        hooks: Hooks,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<(EngineHandle, JoinHandle<()>), DeliveryError> {
         config.validate()?;
         let sender = Sender::new(&config)?;
         let handle = EngineHandle {
@@ -149,7 +177,8 @@ impl DeliveryEngine {
             stop: stop_rx,
             handed_back: handle.handed_back.clone(),
             nodes: handle.nodes.clone(),
-            alerts,
+            alerts: hooks.alerts,
+            tally: hooks.tally,
         };
         let dispatcher = Dispatcher::new(store, config, sender, signals, report_tx);
         let task = tokio::spawn(async move {

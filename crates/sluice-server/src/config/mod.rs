@@ -245,6 +245,9 @@ impl Config {
         if d.pending_cap_interval_ms == 0 {
             return invalid("delivery.pending_cap_interval_ms", "must be at least 1");
         }
+        if !(100..=60_000).contains(&d.health_flush_ms) {
+            return invalid("delivery.health_flush_ms", "must be from 100 to 60000");
+        }
         if self.schema.flush_interval_ms == 0 {
             return invalid("schema.flush_interval_ms", "must be at least 1");
         }

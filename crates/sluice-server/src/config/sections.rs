@@ -98,6 +98,12 @@ pub struct DeliverySettings {
     pub max_pending_per_destination: u64,
     /// How often the pending cap is enforced (5 s).
     pub pending_cap_interval_ms: u64,
+    /// Count delivery health (outcomes and latencies per destination) for
+    /// the dashboard's overview and `/metrics` (on).
+    pub health: bool,
+    /// How often this node merges its health counts into the store (5 s):
+    /// what `kill -9` can lose.
+    pub health_flush_ms: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -240,6 +246,8 @@ impl Default for DeliverySettings {
             sensitive_headers: Vec::new(),
             max_pending_per_destination: 1_000_000,
             pending_cap_interval_ms: 5_000,
+            health: true,
+            health_flush_ms: 5_000,
         }
     }
 }

@@ -85,5 +85,6 @@ pub(super) fn app_state(config: &Config, engines: &Engines, parts: Parts) -> Arc
         outbound: parts.outbound,
         schema: parts.schema,
         incidents: alerts::incidents(alerts_view),
+        tally: engines.tally.clone(),
     })
 }

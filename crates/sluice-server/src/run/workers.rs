@@ -7,15 +7,16 @@ use std::time::Duration;
 use prometheus_client::metrics::counter::Counter;
 use sluice_api::RouteTable;
 use sluice_api::suppression::Suppressions;
-use sluice_delivery::{DeliveryEngine, EngineHandle};
+use sluice_delivery::{DeliveryEngine, EngineHandle, Hooks};
 use sluice_schema::Tracker;
 use sluice_store::Store;
+use sluice_store::health::Tally;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use super::{settings, wait_for};
 use crate::config::Config;
-use crate::{ServerError, alerts, audit_prune, membership, privacy, tasks};
+use crate::{ServerError, alerts, audit_prune, health, membership, privacy, tasks};
 
 /// The delivery engine with its alerts and this node's heartbeat, and the
 /// profile engine when Personas is on.
@@ -26,6 +27,9 @@ pub(super) struct Engines {
     heartbeat: JoinHandle<()>,
     pub(super) profiles: Option<sluice_profiles::EngineHandle>,
     profiles_task: Option<JoinHandle<()>>,
+    /// Delivery health counted in memory, and its merge into the store.
+    pub(super) tally: Option<Arc<Tally>>,
+    health_merge: Option<(JoinHandle<()>, Arc<dyn Store>)>,
 }
 
 impl Engines {
@@ -38,8 +42,18 @@ impl Engines {
         let delivery = settings::delivery_config(config)?;
         let alerting = alerts::start(config, &delivery, store.clone(), stop.clone())?;
         let sink = alerting.as_ref().map(|(sink, _, _)| sink.clone());
+        let tally = config.delivery.health.then(|| Arc::new(Tally::new()));
+        let hooks = Hooks {
+            alerts: sink,
+            tally: tally.clone(),
+        };
         let (engine, delivery_task) =
-            DeliveryEngine::start_with_alerts(store.clone(), delivery, sink, engine_stop)?;
+            DeliveryEngine::start_with(store.clone(), delivery, hooks, engine_stop)?;
+        let health_merge = tally.clone().map(|tally| {
+            let every = Duration::from_millis(config.delivery.health_flush_ms);
+            let task = health::spawn(store.clone(), tally, every, stop.clone());
+            (task, store.clone())
+        });
         let heartbeat = membership::spawn(store.clone(), engine.clone(), stop.clone());
         let profiles = config.personas.enabled.then(|| {
             let wake_delivery = engine.clone();
@@ -58,6 +72,8 @@ impl Engines {
             heartbeat,
             profiles,
             profiles_task,
+            tally,
+            health_merge,
         })
     }
 }
@@ -151,6 +167,11 @@ impl Workers {
         }
         if let Err(e) = engines.delivery_task.await {
             tracing::error!(error = %e, "delivery engine task failed");
+        }
+        if let (Some((merge, store)), Some(tally)) = (engines.health_merge, &engines.tally) {
+            let _ = merge.await;
+            // Delivery and ingest have stopped counting: merge the rest.
+            health::flush(store.as_ref(), tally).await;
         }
         if let Some(task) = engines.profiles_task
             && let Err(e) = task.await

@@ -15,6 +15,7 @@ mod dashboard_forms;
 mod dashboard_sessions;
 mod dedup;
 mod filters;
+mod health;
 mod hostile;
 mod ingest;
 mod lanes;

@@ -52,6 +52,7 @@ mod cluster;
 mod config;
 mod dedup;
 mod delivery;
+mod health;
 mod ingest;
 mod pooler;
 pub(crate) mod profiles;

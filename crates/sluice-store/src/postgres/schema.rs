@@ -292,6 +292,7 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "profile engine partitions",
         super::profiles::partitions::SCHEMA_PARTITIONS,
     ),
+    ("delivery health", super::health::SCHEMA),
 ];
 
 /// First key of the migration advisory lock ("SLUI"); the second is a hash

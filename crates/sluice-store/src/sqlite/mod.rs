@@ -79,6 +79,7 @@ mod cluster;
 mod config;
 mod dedup;
 mod delivery;
+mod health;
 mod ingest;
 mod lock;
 mod message_ids;

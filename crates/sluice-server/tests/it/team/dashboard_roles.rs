@@ -24,6 +24,7 @@ fn pages(src: &str, dst: &str, ct: &str, aud: &str, usr: &str) -> Vec<(String, &
         (format!("/sources/{src}/debugger"), v),
         (format!("/sources/{src}/schema"), v),
         ("/usage".into(), v),
+        ("/delivery-health".into(), v),
         ("/destinations".into(), v),
         ("/destinations/new".into(), v),
         (format!("/destinations/{dst}"), v),

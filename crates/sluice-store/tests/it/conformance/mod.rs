@@ -19,6 +19,7 @@ mod cluster;
 mod dedup;
 mod deleted_destination;
 mod delivery;
+mod health;
 mod ingest;
 mod notices;
 mod profile_events;
@@ -40,6 +41,7 @@ use cluster::*;
 use dedup::*;
 use deleted_destination::*;
 use delivery::*;
+use health::*;
 use ingest::*;
 use notices::*;
 use profile_events::*;
@@ -133,6 +135,9 @@ macro_rules! conformance_tests {
             audit_entries_are_filtered_and_paged_newest_first_by_cursor,
             an_entry_written_ahead_is_confirmed_or_discarded,
             pruning_goes_in_batches_from_the_oldest_and_keeps_regulations,
+            health_merges_add_up_across_flushes_and_node_shards,
+            health_is_kept_per_five_minutes_and_per_hour,
+            health_buckets_older_than_the_cut_are_pruned,
         );
     };
     (@each $fresh:expr; $($check:ident),* $(,)?) => {
