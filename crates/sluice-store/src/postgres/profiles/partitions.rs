@@ -256,8 +256,22 @@ pub(super) async fn events_in(
     let seqs: Vec<i64> = partitions.iter().map(|p| p.cursor.seq).collect();
     let held = u32::try_from(partitions.len()).unwrap_or(1).max(1);
     let wide = limit.saturating_mul(u32::from(POSTGRES_PARTITIONS)) / held;
-    let rows = c
-        .query(
+    // Every partition at one cursor (one engine node): every event is its.
+    let whole =
+        held >= u32::from(POSTGRES_PARTITIONS) && partitions.iter().all(|p| p.cursor == from);
+    let rows = if whole {
+        c.query(
+            "SELECT seq, source_id, message_id, event_type, received_at, body, xact, true
+             FROM events
+             WHERE (xact, seq) > ($1, $2) AND blocked IS NULL
+               AND xact < pg_snapshot_xmin(pg_current_snapshot())::text::bigint
+             ORDER BY xact, seq LIMIT $3",
+            &[&from.xact, &from.seq, &sql_limit(limit)],
+        )
+        .await
+        .map_err(backend)?
+    } else {
+        c.query(
             "SELECT seq, source_id, message_id, event_type, received_at,
                     CASE WHEN mine THEN body ELSE '' END, xact, mine
              FROM (
@@ -283,7 +297,8 @@ pub(super) async fn events_in(
             ],
         )
         .await
-        .map_err(backend)?;
+        .map_err(backend)?
+    };
     rows.iter()
         .map(|row| {
             let event = StoredEvent {
