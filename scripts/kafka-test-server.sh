@@ -21,7 +21,8 @@
 # run by the JVM of Debian's openjdk-17-jre-headless. Brokers listen on
 # 127.0.0.1 only, in plaintext (local tests, never production); state lives
 # under target/kafka-test (override with SLUICE_KAFKA_TEST_DIR); ports from
-# 59092 (SLUICE_KAFKA_TEST_PORT) or the next free ones. Each broker is stopped
+# 29092 (SLUICE_KAFKA_TEST_PORT; below the ephemeral range, so that no
+# outgoing connection holds one) or the next free ones. Each broker is stopped
 # by its own pid. Every command is idempotent.
 set -euo pipefail
 
@@ -154,7 +155,7 @@ launch() {
 
 # Formats (once) and starts deployment $1 of $2 brokers, then prints its bootstrap servers.
 start_kind() {
-    local kind=$1 count=$2 heap=$3 first=${SLUICE_KAFKA_TEST_PORT:-59092} id port cport cluster_id
+    local kind=$1 count=$2 heap=$3 first=${SLUICE_KAFKA_TEST_PORT:-29092} id port cport cluster_id
     install
     if [[ ! -f $base/$kind/cluster-id ]]; then
         rm -rf "${base:?}/$kind"

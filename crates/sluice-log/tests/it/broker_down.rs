@@ -26,7 +26,7 @@ impl OwnBroker {
         let out = Command::new(script())
             .arg("start")
             .env("SLUICE_KAFKA_TEST_DIR", dir.path())
-            .env("SLUICE_KAFKA_TEST_PORT", "59400")
+            .env("SLUICE_KAFKA_TEST_PORT", "29400")
             .output()
             .unwrap();
         assert!(
