@@ -1,0 +1,62 @@
+//! The event log on Apache Kafka, through rdkafka (librdkafka).
+//!
+//! - [`LogProducer`]: appends a batch and returns once every record is
+//!   acknowledged by all in-sync replicas (`acks=all`, idempotent).
+//! - [`LogConsumer`]: one member of a consumer group; reads records per
+//!   partition, in offset order, and commits offsets only when told.
+//! - [`ensure_topic`]: creates the event topic when it is missing.
+
+mod admin;
+mod consumer;
+mod errors;
+mod producer;
+
+use std::time::Duration;
+
+pub use admin::ensure_topic;
+pub use consumer::{ConsumedRecord, LogConsumer, PartitionRecords};
+pub use producer::{Appended, LogProducer};
+
+/// Where the log is and how long to wait for it.
+#[derive(Debug, Clone)]
+pub struct KafkaConfig {
+    /// `host:port,host:port` of one or more brokers.
+    pub bootstrap_servers: String,
+    /// The topic holding accepted events.
+    pub topic: String,
+    /// Names this node to the brokers (their logs and quotas).
+    pub client_id: String,
+    /// How long an append waits for every acknowledgement before it gives
+    /// up with [`crate::LogError::Unavailable`] (librdkafka's
+    /// `message.timeout.ms`: retries included).
+    pub ack_timeout: Duration,
+}
+
+impl KafkaConfig {
+    /// A configuration with the defaults: client id `sluice`, a 10 s
+    /// acknowledgement timeout.
+    pub fn new(bootstrap_servers: impl Into<String>, topic: impl Into<String>) -> Self {
+        KafkaConfig {
+            bootstrap_servers: bootstrap_servers.into(),
+            topic: topic.into(),
+            client_id: "sluice".into(),
+            ack_timeout: Duration::from_secs(10),
+        }
+    }
+
+    fn client_config(&self) -> rdkafka::ClientConfig {
+        let mut config = rdkafka::ClientConfig::new();
+        config
+            .set("bootstrap.servers", &self.bootstrap_servers)
+            .set("client.id", &self.client_id)
+            // Kafka's Java clients' partitioner: a key lands in the same
+            // partition whichever client wrote it.
+            .set("partitioner", "murmur2_random");
+        config
+    }
+}
+
+/// Milliseconds of `duration` for a librdkafka setting, at least 1.
+fn millis(duration: Duration) -> String {
+    duration.as_millis().clamp(1, i32::MAX as u128).to_string()
+}

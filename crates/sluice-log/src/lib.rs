@@ -1,0 +1,42 @@
+//! The event log of Sluice's Kafka deployment shape.
+//!
+//! In that shape accepted events live in an Apache Kafka topic, not in a
+//! database: ingest appends each event to the partition of its (source,
+//! person) and answers `200` once every in-sync replica has it; delivery
+//! nodes share the partitions as one consumer group and commit a
+//! partition's offset only once every earlier event there is delivered or
+//! handed to retry state (`docs/kafka.md`).
+//!
+//! - [`record`]: what one record holds ([`LogEvent`]) and its key
+//!   ([`partition_key`]). Pure.
+//! - [`error`]: [`LogError`], and which errors are worth a retry.
+//! - `kafka` (feature `kafka`): the producer, the consumer-group reader and
+//!   topic creation, on rdkafka.
+//!
+//! # How librdkafka is built
+//!
+//! rdkafka wraps librdkafka, a C library. With the feature `kafka` it is
+//! compiled from the sources rdkafka-sys ships, with librdkafka's own
+//! `configure` and `make` (rdkafka's default build), and linked statically:
+//!
+//! - Linking the operating system's copy (`dynamic-linking`) is not an
+//!   option: rdkafka-sys requires at least the librdkafka it wraps (2.12),
+//!   and Debian 12's `librdkafka-dev` is 2.0.
+//! - The CMake build (`cmake-build`) of librdkafka 2.12.1 does not compile
+//!   without libcurl: its generated `config.h` defines
+//!   `WITH_OAUTHBEARER_OIDC` as `0`, which a `#ifdef` reads as set, so it
+//!   includes `curl/curl.h`. The `configure` build has no such flaw.
+//!
+//! The `configure` build needs only a C compiler, `make` and `bash`, which
+//! a Rust toolchain's machine has; it takes about a minute of CPU, once per
+//! clean target directory. Compression is zlib (system `libz`) and
+//! librdkafka's built-in lz4; TLS and SASL to the brokers are later
+//! features (`ssl` links the system OpenSSL).
+
+pub mod error;
+#[cfg(feature = "kafka")]
+pub mod kafka;
+pub mod record;
+
+pub use error::LogError;
+pub use record::{LogEvent, format_received_at, partition_key};
