@@ -17,28 +17,60 @@ pub struct Usage {
 
 /// Reads `/proc/<pid>/stat` and `/proc/<pid>/status`.
 pub fn usage(pid: u32) -> anyhow::Result<Usage> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .with_context(|| format!("reading /proc/{pid}/stat"))?;
-    // The command name (field 2) may contain spaces; fields resume after ')'.
-    let rest = stat
-        .rsplit_once(')')
-        .map(|(_, rest)| rest)
-        .context("malformed /proc/<pid>/stat")?;
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    // After ')': state is field 3, so utime (14) and stime (15) sit at 11, 12.
-    let ticks = |i: usize| -> anyhow::Result<u64> {
-        fields
-            .get(i)
-            .and_then(|f| f.parse().ok())
-            .context("malformed utime/stime in /proc/<pid>/stat")
-    };
-    let cpu_secs = (ticks(11)? + ticks(12)?) as f64 / clock_ticks_per_sec();
+    let stat = proc_stat(pid)?;
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
         .with_context(|| format!("reading /proc/{pid}/status"))?;
     let peak_kib = kib_field(&status, "VmHWM:").context("no VmHWM in /proc/<pid>/status")?;
     Ok(Usage {
-        cpu_secs,
+        cpu_secs: stat.cpu_secs(),
         peak_rss_bytes: peak_kib * 1024,
+    })
+}
+
+/// The fields of `/proc/<pid>/stat` the bench reads.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProcStat {
+    /// The executable's name (`comm`, at most 15 bytes).
+    pub comm: String,
+    pub ppid: u32,
+    /// utime, stime, cutime and cstime in clock ticks: the process's own
+    /// CPU time, and that of its children it has waited for.
+    pub ticks: [u64; 4],
+}
+
+impl ProcStat {
+    /// utime + stime, in seconds.
+    pub fn cpu_secs(&self) -> f64 {
+        (self.ticks[0] + self.ticks[1]) as f64 / clock_ticks_per_sec()
+    }
+
+    /// utime + stime + cutime + cstime, in seconds: with the children it
+    /// has reaped.
+    pub fn cpu_secs_with_reaped(&self) -> f64 {
+        self.ticks.iter().sum::<u64>() as f64 / clock_ticks_per_sec()
+    }
+}
+
+pub fn proc_stat(pid: u32) -> anyhow::Result<ProcStat> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .with_context(|| format!("reading /proc/{pid}/stat"))?;
+    parse_stat(&stat).context("malformed /proc/<pid>/stat")
+}
+
+fn parse_stat(stat: &str) -> Option<ProcStat> {
+    // The command name (field 2) may contain spaces and parentheses; the
+    // fields resume after the last ')'.
+    let (head, rest) = stat.rsplit_once(')')?;
+    let (_, comm) = head.split_once('(')?;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // After ')': state is field 3, so ppid (4) sits at 1 and utime, stime,
+    // cutime, cstime (14-17) at 11-14.
+    let number = |i: usize| fields.get(i).and_then(|f| f.parse::<i64>().ok());
+    let ticks = |i: usize| number(i).map(|t| u64::try_from(t).unwrap_or(0));
+    Some(ProcStat {
+        comm: comm.to_owned(),
+        ppid: u32::try_from(number(1)?).ok()?,
+        ticks: [ticks(11)?, ticks(12)?, ticks(13)?, ticks(14)?],
     })
 }
 
@@ -155,6 +187,16 @@ mod tests {
     fn the_commit_is_read_from_the_version_line() {
         assert_eq!(built_from("sluice 0.1.0 (abc1234)\n"), Some("abc1234"));
         assert_eq!(built_from("sluice 0.1.0\n"), None);
+    }
+
+    #[test]
+    fn stat_fields_are_read_after_the_command_name() {
+        let line = "42 (post gres) S 7 42 42 0 -1 4194560 10 0 0 0 \
+                    120 30 5 6 20 0 1 0 100 1000 200";
+        let stat = parse_stat(line).expect("parsed");
+        assert_eq!(stat.comm, "post gres");
+        assert_eq!(stat.ppid, 7);
+        assert_eq!(stat.ticks, [120, 30, 5, 6]);
     }
 
     #[test]

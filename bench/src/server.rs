@@ -246,6 +246,11 @@ impl Sluice {
         }
     }
 
+    /// The PostgreSQL schema holding this node's tables, if any.
+    pub fn schema(&self) -> Option<&str> {
+        self.schema.as_deref()
+    }
+
     /// The PostgreSQL URL this node uses, if any.
     pub fn postgres_url(&self) -> Option<&str> {
         match &self.backend {

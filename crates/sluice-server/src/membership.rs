@@ -8,8 +8,9 @@
 //! always alone and nothing is written.
 //!
 //! When a node drops out, each node that counted it releases its delivery
-//! leases ([`ClusterStore::release_leases`]): its deliveries are claimed
-//! again within [`TTL`] plus one beat, not when their leases end.
+//! leases ([`ClusterStore::release_leases`]) and wakes its delivery engine:
+//! a killed node's deliveries are sent again within [`TTL`] plus one beat
+//! of the kill (9 s), not when their leases end.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,11 +21,14 @@ use sluice_store::{ClusterStore, Store};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-/// How often a node says it is alive.
-pub const HEARTBEAT: Duration = Duration::from_secs(2);
+/// How often a node says it is alive: one row update a second per node.
+pub const HEARTBEAT: Duration = Duration::from_secs(1);
 
-/// How long a node is counted after its last heartbeat.
-pub const TTL: Duration = Duration::from_secs(10);
+/// How long a node is counted after its last heartbeat. A killed node's
+/// deliveries wait at most this plus one [`HEARTBEAT`] (the others' next
+/// beat), inside the 10 s a takeover may take; a live node drops out only
+/// when its heartbeats fail for 7 s in a row.
+pub const TTL: Duration = Duration::from_secs(8);
 
 /// Starts the heartbeat; it leaves the membership when `stop` turns true.
 pub fn spawn(
@@ -47,8 +51,12 @@ pub fn spawn(
                 }
                 _ = tick.tick() => match store.heartbeat(&node, Utc::now(), TTL).await {
                     Ok(live) => {
+                        let mut released = 0;
                         for gone in vanished(&seen, &live) {
-                            release(store.as_ref(), gone).await;
+                            released += release(store.as_ref(), gone).await;
+                        }
+                        if released > 0 {
+                            engine.notify();
                         }
                         seen.clone_from(&live);
                         if live.len() != counted {
@@ -79,18 +87,22 @@ fn vanished<'a>(before: &'a [String], live: &[String]) -> impl Iterator<Item = &
         .map(String::as_str)
 }
 
-/// Releases a vanished node's leases; a failure is logged and the leases
-/// then end on their own.
-async fn release(store: &dyn Store, node: &str) {
+/// Releases a vanished node's leases and returns how many; a failure is
+/// logged and the leases then end on their own.
+async fn release(store: &dyn Store, node: &str) -> u64 {
     match store.release_leases(node, Utc::now()).await {
-        Ok(0) => {}
-        Ok(released) => tracing::info!(
-            node,
-            released,
-            "released the delivery leases of a node that dropped out"
-        ),
+        Ok(0) => 0,
+        Ok(released) => {
+            tracing::info!(
+                node,
+                released,
+                "released the delivery leases of a node that dropped out"
+            );
+            released
+        }
         Err(e) => {
-            tracing::warn!(node, error = %e, "releasing the leases of a node that dropped out; they end on their own")
+            tracing::warn!(node, error = %e, "releasing the leases of a node that dropped out; they end on their own");
+            0
         }
     }
 }

@@ -32,5 +32,7 @@ mod refusals;
 mod schema;
 mod signing_ca;
 mod support;
+#[cfg(feature = "postgres-tests")]
+mod takeover;
 mod team;
 mod webhooks;

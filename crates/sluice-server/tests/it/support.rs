@@ -13,7 +13,7 @@ use tokio::task::JoinHandle;
 
 pub const ADMIN_TOKEN: &str = "test-admin-token-0123456789";
 
-struct Quiet;
+pub struct Quiet;
 impl Announce for Quiet {
     fn admin_token_generated(&self, _token: &str) {}
 }
@@ -86,6 +86,21 @@ impl TestServer {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         panic!("server did not become ready");
+    }
+
+    /// A client of a server run elsewhere (a runtime of its own, say), at
+    /// `base`; [`TestServer::stop`] then does nothing.
+    pub fn client_of(base: String) -> TestServer {
+        TestServer {
+            base,
+            http: Client::builder()
+                .timeout(Duration::from_secs(10))
+                .build()
+                .expect("client"),
+            _dir: None,
+            stop: None,
+            task: None,
+        }
     }
 
     /// Stops the server gracefully and waits for `run` to return.
