@@ -59,12 +59,13 @@ async fn an_engine_step_in_flight_during_a_purge_cannot_recreate_the_user() {
         .await
         .expect("append");
     // The engine reads u1's event and computes its step...
-    let cursor = store
-        .take_profile_lease("engine", Utc::now(), CONFIG.lease_ttl)
+    let held = store
+        .take_profile_partitions("engine", Utc::now(), CONFIG.lease_ttl)
         .await
-        .expect("lease")
-        .expect("free");
-    let read = store.profile_events_after(cursor, 10).await.expect("read");
+        .expect("lease");
+    assert_eq!(held.len(), 1, "SQLite runs the engine as one partition");
+    let cursor = held[0].cursor;
+    let read = store.profile_events_in(held, 10).await.expect("read");
     assert_eq!(read.len(), 1);
     let in_flight = ProfileCommit {
         owner: "engine".into(),
@@ -116,10 +117,10 @@ async fn an_engine_step_in_flight_during_a_purge_cannot_recreate_the_user() {
     assert!(identities.is_empty(), "u1 came back: {identities:?}");
     // The job handed the lease back: the engine resumes at its cursor.
     let again = store
-        .take_profile_lease("engine", Utc::now(), CONFIG.lease_ttl)
+        .take_profile_partitions("engine", Utc::now(), CONFIG.lease_ttl)
         .await
         .expect("lease");
-    assert_eq!(again, Some(cursor));
+    assert_eq!(again.first().map(|p| p.cursor), Some(cursor));
 }
 
 /// Polling with nothing to do is the usual case: it must not write (each

@@ -53,7 +53,7 @@
 //!   and (where partitions run at once) the profiles and identities it read
 //!   are as it read them. A crash before the commit loses
 //!   the step entirely (it is redone); after it, nothing is redone.
-//! - **Commit order.** [`ProfileStore::profile_events_after`] only returns
+//! - **Commit order.** [`ProfileStore::profile_events_in`] only returns
 //!   events whose writing transaction has ended, and never one at or before
 //!   the cursor: SQLite has one writer, so seqs are commit order; PostgreSQL
 //!   orders by `(xact, seq)` below the oldest transaction still running
@@ -142,20 +142,6 @@ pub trait ProfileStore: Send + Sync + 'static {
         now: DateTime<Utc>,
         ttl: Duration,
     ) -> Result<Vec<Partition>>;
-    /// Takes or renews the whole engine for `owner`: its cursor when it
-    /// holds every partition (a single engine, and the tests').
-    async fn take_profile_lease(
-        &self,
-        owner: &str,
-        now: DateTime<Utc>,
-        ttl: Duration,
-    ) -> Result<Option<EventCursor>> {
-        let held = self.take_profile_partitions(owner, now, ttl).await?;
-        if held.len() < usize::from(self.profile_partitions()) {
-            return Ok(None);
-        }
-        Ok(held.iter().map(|p| p.cursor).min())
-    }
     /// Gives every partition up (shutdown), so another node need not wait.
     async fn release_profile_lease(&self, owner: &str) -> Result<()>;
     /// Committed events after the lowest of the partitions' cursors, in
@@ -167,18 +153,6 @@ pub trait ProfileStore: Send + Sync + 'static {
         partitions: Vec<Partition>,
         limit: u32,
     ) -> Result<Vec<CursorEvent>>;
-    /// Up to `limit` committed events after `cursor`, in commit order (every
-    /// partition at one cursor).
-    async fn profile_events_after(
-        &self,
-        cursor: EventCursor,
-        limit: u32,
-    ) -> Result<Vec<CursorEvent>> {
-        let all = (0..self.profile_partitions())
-            .map(|id| Partition { id, cursor })
-            .collect();
-        self.profile_events_in(all, limit).await
-    }
     /// Profile ids of the given identities (`user:…`/`anon:…`) that exist.
     async fn resolve_identities(&self, identities: Vec<String>) -> Result<Vec<(String, String)>>;
     /// The stored profiles among `ids`; with `events`, each with its
@@ -194,10 +168,6 @@ pub trait ProfileStore: Send + Sync + 'static {
         limit: u32,
         partitions: Vec<u16>,
     ) -> Result<Vec<String>>;
-    /// Profiles whose `next_change_at` is at or before `now`.
-    async fn due_profiles(&self, now: DateTime<Utc>, limit: u32) -> Result<Vec<String>> {
-        self.due_profiles_in(now, limit, Vec::new()).await
-    }
     /// With their `next_change_at`: profiles of the given partitions (all
     /// when empty) due after `now` and by `until`, without scheduled
     /// changes, soonest first.
@@ -208,15 +178,6 @@ pub trait ProfileStore: Send + Sync + 'static {
         limit: u32,
         partitions: Vec<u16>,
     ) -> Result<Vec<(String, DateTime<Utc>)>>;
-    /// [`Self::due_ahead_in`] over every partition.
-    async fn due_ahead(
-        &self,
-        now: DateTime<Utc>,
-        until: DateTime<Utc>,
-        limit: u32,
-    ) -> Result<Vec<(String, DateTime<Utc>)>> {
-        self.due_ahead_in(now, until, limit, Vec::new()).await
-    }
     /// Scheduled changes of the given profiles.
     async fn scheduled_of(&self, profile_ids: Vec<String>) -> Result<Vec<ScheduledChange>>;
     /// Applies up to `limit` scheduled changes due by `now` to the values

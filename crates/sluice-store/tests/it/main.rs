@@ -17,3 +17,4 @@ mod postgres_dedup;
 mod sqlite;
 mod sqlite_backup;
 mod sqlite_purge_bytes;
+mod whole_engine;

@@ -1,5 +1,6 @@
 //! SQLite-specific behaviour: files, reopening, migrations, group commit.
 
+use crate::whole_engine::WholeEngine;
 use sluice_store::CatalogStore;
 use sluice_store::EventStore;
 use std::path::PathBuf;
@@ -272,7 +273,7 @@ async fn a_database_in_use_cannot_be_opened_again_until_it_is_closed() {
 /// claimed deliveries resume at once, not when the leases lapse.
 #[tokio::test]
 async fn reopening_frees_the_leases_of_the_process_before() {
-    use sluice_store::{DeliveryStore, ProfileStore, RegulationStore};
+    use sluice_store::{DeliveryStore, RegulationStore};
     use std::time::Duration;
 
     let (dir, store) = fresh().await;

@@ -1,6 +1,7 @@
 //! A deleted destination leaves computed traits and audiences, as a
 //! deleted source leaves destinations.
 
+use crate::whole_engine::WholeEngine;
 use std::time::Duration;
 
 use super::support::{Shared, at, new_destination, source};

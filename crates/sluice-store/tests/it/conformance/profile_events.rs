@@ -2,6 +2,7 @@
 //! moved by a merge, trimmed by the cap, dropped with the profile; and a
 //! document rewritten only when asked.
 
+use crate::whole_engine::WholeEngine;
 use std::time::Duration;
 
 use super::support::{Shared, at};

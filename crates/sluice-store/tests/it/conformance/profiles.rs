@@ -1,6 +1,7 @@
 //! [`ProfileStore`](sluice_store::ProfileStore): definitions, the engine lease, the
 //! event cursor and the one-transaction step commit.
 
+use crate::whole_engine::WholeEngine;
 use std::time::Duration;
 
 use super::support::{Shared, append, at, event, new_destination, source};

@@ -4,6 +4,7 @@
 use super::profiles::read_at_least;
 use super::regulations::{TTL, call, regulation};
 use super::support::{Shared, append, at, new_destination, source};
+use crate::whole_engine::WholeEngine;
 use sluice_store::{
     NewComputation, ProfileCommit, ProfileEventRow, ProfileRecord, RegulationCommit, SubjectPurge,
 };

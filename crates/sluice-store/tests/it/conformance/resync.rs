@@ -1,6 +1,7 @@
 //! A destination switched off is sent and counted nothing by the profile
 //! engine, and switching it on again queues a first sync of its own.
 
+use crate::whole_engine::WholeEngine;
 use std::time::Duration;
 
 use super::support::{Shared, at, deliveries_to, new_destination, source};

@@ -3,6 +3,7 @@
 //! step that touches the profile, an edit of the computation or a stale
 //! definition withdraws it.
 
+use crate::whole_engine::WholeEngine;
 use std::time::Duration;
 
 use super::support::{Shared, at, new_destination, source};

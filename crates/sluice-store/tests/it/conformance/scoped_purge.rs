@@ -4,6 +4,7 @@
 use super::regulation_job::profile_of_u1;
 use super::regulations::{TTL, regulation};
 use super::support::{Shared, at, source};
+use crate::whole_engine::WholeEngine;
 use sluice_store::{RegulationCommit, SubjectPurge};
 
 /// Creates `reg_1`, scoped to `src_a`, for u1 and takes the job lease.
