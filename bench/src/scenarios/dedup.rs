@@ -13,7 +13,9 @@
 //! calls, 64 connections, all ids new), interleaved over two rounds; the
 //! best round of each arm counts. Also reported: the time from spawn to
 //! ready of each arm (the "on" arm's rebuilds the window) and the resident
-//! memory after start, whose difference is the window's.
+//! memory after start, whose difference is the window's, and the time the
+//! store takes to open with the window rebuilt from the events and loaded
+//! from the file a clean stop saves.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -65,6 +67,24 @@ pub async fn run(plan: &Plan, report: &mut Report) -> anyhow::Result<u64> {
     eprintln!(
         "  template: {ids} events in {:.1} s",
         started.elapsed().as_secs_f64()
+    );
+    let (rebuilt, loaded) = open_times(&template).await?;
+    eprintln!(
+        "  store open: window rebuilt in {rebuilt:.2} s, loaded from its saved file in {loaded:.2} s"
+    );
+    report.figure(
+        "dedup",
+        "store open, window rebuilt from the events",
+        rebuilt,
+        "s",
+        None,
+    );
+    report.figure(
+        "dedup",
+        "store open, window loaded from the saved file",
+        loaded,
+        "s",
+        None,
     );
     let rounds = if plan.quick { 1 } else { 2 };
     let mut best: [Option<Figures>; 2] = [None, None];
@@ -296,6 +316,24 @@ async fn write_template(path: &Path, ids: usize) -> anyhow::Result<()> {
     let store = sluice_store::SqliteStore::open(config).await?;
     store.close().await;
     Ok(())
+}
+
+/// How long opening the template takes with the window on: first rebuilt
+/// from the events (as after a `kill -9`), then loaded from the file the
+/// clean close saved. The file goes after, so the arms start as the first.
+async fn open_times(template: &Path) -> anyhow::Result<(f64, f64)> {
+    let config = sluice_store::SqliteConfig::new(template.to_owned());
+    let mut secs = [0.0; 2];
+    for s in &mut secs {
+        let started = Instant::now();
+        let store = sluice_store::SqliteStore::open(config.clone()).await?;
+        *s = started.elapsed().as_secs_f64();
+        store.close().await;
+    }
+    let mut saved = template.as_os_str().to_owned();
+    saved.push("-dedup");
+    std::fs::remove_file(saved)?;
+    Ok((secs[0], secs[1]))
 }
 
 /// `VmRSS` of a process, in bytes.

@@ -131,11 +131,16 @@ impl SqliteStore {
             lock::release_dead_leases(&conn)?;
             let window = match config.dedup_window {
                 Some(span) => {
-                    let mut window = dedup::Window::new(span);
-                    dedup::rebuild(&conn, &mut window, rows::ms(chrono::Utc::now()))?;
+                    let now = rows::ms(chrono::Utc::now());
+                    let window = dedup::restore(&conn, &config.path, span, now)?;
                     Some(Arc::new(std::sync::Mutex::new(window)))
                 }
-                None => None,
+                None => {
+                    // A window saved while deduplication was on would be
+                    // stale by the time it is turned on again.
+                    let _ = std::fs::remove_file(dedup::saved_path(&config.path));
+                    None
+                }
             };
             let checkpoint_conn = schema::open_checkpointer(&config)?;
             Ok((lock, conn, checkpoint_conn, config, window))
@@ -180,9 +185,30 @@ impl SqliteStore {
 
     /// Commits every queued write, stops the writer and closes connections.
     /// Calls made afterwards fail with [`StoreError::Closed`].
+    /// With deduplication on, the window is saved beside the database, so
+    /// the next open need not read every event of it again.
     pub async fn close(&self) {
         self.writer.close().await;
         self.readers.close();
+        let Some(window) = self.window.clone() else {
+            return;
+        };
+        let path = self.path.clone();
+        let saved = tokio::task::spawn_blocking(move || -> Result<()> {
+            let conn = rusqlite::Connection::open_with_flags(
+                &path,
+                rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY
+                    | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            )?;
+            dedup::save(&conn, &path, &dedup::lock(&window))
+        })
+        .await;
+        match saved {
+            Ok(Ok(())) => {}
+            // The next open rebuilds the window from the events instead.
+            Ok(Err(e)) => tracing::warn!(error = %e, "message-id window not saved"),
+            Err(e) => tracing::warn!(error = %e, "message-id window not saved"),
+        }
     }
 }
 

@@ -81,6 +81,30 @@ async fn a_resend_after_reopening_is_dropped_as_a_duplicate() {
     assert_eq!(ids, vec!["m3", "m2", "m1"]);
 }
 
+/// A clean close saves the window beside the database; the next open loads
+/// it (and removes the file) instead of reading every event again.
+#[tokio::test]
+async fn a_resend_after_a_clean_restart_is_dropped_through_the_saved_window() {
+    let (dir, store) = fresh().await;
+    store
+        .append(request("src_1", &["m1", "m2"]))
+        .await
+        .expect("append");
+    store.close().await;
+    drop(store);
+    let saved = dir.path().join("data/nested/sluice.db-dedup");
+    assert!(saved.exists(), "the window is saved at a clean close");
+
+    let store = open_in(&dir).await;
+    assert!(!saved.exists(), "a saved window is used once");
+    assert_eq!(store.dedup_window_size().0, 2);
+    let again = store
+        .append(request("src_1", &["m1", "m3"]))
+        .await
+        .expect("append");
+    assert_eq!((again.stored, again.duplicates), (1, 1));
+}
+
 #[tokio::test]
 async fn with_the_window_off_every_call_is_stored() {
     let dir = TempDir::new().expect("temp dir");

@@ -44,22 +44,30 @@
 //! events themselves are the record.
 //!
 //! # Recovery
-//! At open, [`rebuild`] reads the `(seq, source_id, message_id,
-//! received_at)` of every event inside the window (found by seq: events are
-//! stored in time order, see `prune::prune_chunk`) into a new window.
-//! After a `kill -9` the database holds exactly the committed events, so
-//! the window is exactly what it was at the last commit. The cost is one
-//! pass over the window's events at start (see `BENCHMARKS.md`).
+//! A clean stop saves the window beside the database ([`save`],
+//! `saved.rs`), naming the newest event; the next open loads it and reads
+//! only the events after that one ([`restore`]). Otherwise (after a
+//! `kill -9`, or with no saved window that matches the database) the open
+//! reads the `(seq, source_id, message_id, received_at)` of every event
+//! inside the window (found by seq: events are stored in time order, see
+//! `prune::prune_chunk`) into a new window. Either way the database holds
+//! exactly the committed events, so the window is exactly what it was at
+//! the last commit. The full read is one pass over the window's events at
+//! start (see `BENCHMARKS.md`, "Deduplication").
 
+mod saved;
 mod table;
 mod window;
+
+use std::path::Path;
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
 use rusqlite::{Connection, OptionalExtension};
 
-use crate::Result;
+use crate::{Result, StoreError};
+pub(crate) use saved::path_for as saved_path;
 pub(crate) use window::Window;
 
 /// The window, shared by the ingest jobs (on the writer thread) and the
@@ -83,10 +91,85 @@ ALTER TABLE usage ADD COLUMN duplicates INTEGER NOT NULL DEFAULT 0;
 /// ahead (60 s), so the search by seq starts this much earlier.
 const SLACK_MS: i64 = 5 * 60 * 1000;
 
-/// Fills `window` with the events received since its horizon at `now`.
-/// Runs at open, before the writer takes calls.
-pub(crate) fn rebuild(conn: &Connection, window: &mut Window, now: i64) -> Result<()> {
+/// The window of `span` for the database at `db` (open on `conn`) at
+/// `now`: the saved one and the events after it, or one rebuilt from the
+/// events. Runs at open, before the writer takes calls.
+pub(crate) fn restore(
+    conn: &Connection,
+    db: &Path,
+    span: std::time::Duration,
+    now: i64,
+) -> Result<Window> {
     let started = Instant::now();
+    let (mut window, after) = match saved::take(&saved::path_for(db), span) {
+        Some(s) if saved_at(conn, &s.window, s.seq)? == Some(s.check) => (s.window, Some(s.seq)),
+        Some(_) => {
+            tracing::info!("saved message-id window is of another database; rebuilding");
+            (Window::new(span), None)
+        }
+        None => (Window::new(span), None),
+    };
+    window.expire(now);
+    rebuild(conn, &mut window, now, after)?;
+    tracing::info!(
+        ids = window.len(),
+        bytes = window.bytes(),
+        saved = after.is_some(),
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "message-id window ready"
+    );
+    Ok(window)
+}
+
+/// Saves `window` beside the database at `db`, at its newest event: the
+/// writer has stopped, so the window holds every event up to it. Nothing is
+/// saved for an empty database.
+pub(crate) fn save(conn: &Connection, db: &Path, window: &Window) -> Result<()> {
+    let started = Instant::now();
+    let path = saved::path_for(db);
+    let newest: Option<(i64, u64)> = conn
+        .query_row(
+            "SELECT seq, source_id, message_id FROM events ORDER BY seq DESC LIMIT 1",
+            [],
+            |r| {
+                let source = r.get_ref(1)?.as_str()?;
+                let message = r.get_ref(2)?.as_str()?;
+                Ok((r.get(0)?, window.key(source, message)))
+            },
+        )
+        .optional()?;
+    let Some((seq, check)) = newest else {
+        return Ok(());
+    };
+    saved::write(&path, window, seq, check)
+        .map_err(|e| StoreError::internal(format!("saving the message-id window: {e}")))?;
+    tracing::info!(
+        ids = window.len(),
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "message-id window saved"
+    );
+    Ok(())
+}
+
+/// The key of the event stored as `seq`, by `window`'s hash.
+fn saved_at(conn: &Connection, window: &Window, seq: i64) -> Result<Option<u64>> {
+    Ok(conn
+        .query_row(
+            "SELECT source_id, message_id FROM events WHERE seq = ?1",
+            [seq],
+            |r| Ok(window.key(r.get_ref(0)?.as_str()?, r.get_ref(1)?.as_str()?)),
+        )
+        .optional()?)
+}
+
+/// Adds to `window` the events received since its horizon at `now`, only
+/// those after seq `after` when given.
+pub(crate) fn rebuild(
+    conn: &Connection,
+    window: &mut Window,
+    now: i64,
+    after: Option<i64>,
+) -> Result<()> {
     let horizon = window.horizon(now);
     let (lowest, highest): (Option<i64>, Option<i64>) =
         conn.query_row("SELECT min(seq), max(seq) FROM events", [], |r| {
@@ -108,6 +191,7 @@ pub(crate) fn rebuild(conn: &Connection, window: &mut Window, now: i64) -> Resul
                 .optional()
         },
     )?;
+    let from = after.map_or(from, |seq| from.max(seq.saturating_add(1)));
     // Seqs are handed out in order, so there are at most this many events.
     window.reserve(usize::try_from(highest.saturating_sub(from) + 1).unwrap_or(0));
     let mut rows =
@@ -130,12 +214,6 @@ pub(crate) fn rebuild(conn: &Connection, window: &mut Window, now: i64) -> Resul
         window.insert(key, at, row.get(0)?);
     }
     window.commit();
-    tracing::info!(
-        ids = window.len(),
-        bytes = window.bytes(),
-        elapsed_ms = started.elapsed().as_millis() as u64,
-        "message-id window rebuilt"
-    );
     Ok(())
 }
 
@@ -154,5 +232,7 @@ pub(crate) fn is_duplicate(
     }
 }
 
+#[cfg(test)]
+mod saved_tests;
 #[cfg(test)]
 mod tests;

@@ -14,7 +14,7 @@
 //! smaller one goes once the generations it holds have expired.
 
 /// Entries per bucket: 16 of 4 bytes, one 64-byte cache line.
-const SLOTS: usize = 16;
+pub(super) const SLOTS: usize = 16;
 
 /// Tags are 5 bits. Tag 0 is never handed out, so an entry is never 0
 /// (which marks an empty slot).
@@ -30,7 +30,7 @@ const MIN_BUCKETS: usize = 64;
 
 #[derive(Clone, Copy, Default)]
 #[repr(C, align(64))]
-struct Bucket([u32; SLOTS]);
+pub(super) struct Bucket(pub(super) [u32; SLOTS]);
 
 pub(super) struct Table {
     buckets: Box<[Bucket]>,
@@ -59,6 +59,27 @@ impl Table {
     /// Entries the table has room for.
     pub(super) fn slots(&self) -> usize {
         self.buckets.len() * SLOTS
+    }
+
+    /// A table of `buckets` as [`Table::entries`] listed them: a saved
+    /// table. `None` for no buckets.
+    pub(super) fn from_buckets(buckets: Vec<Bucket>) -> Option<Table> {
+        if buckets.is_empty() {
+            return None;
+        }
+        let mut counts = [0; TAGS];
+        for &e in buckets.iter().flat_map(|b| &b.0).filter(|&&e| e != 0) {
+            counts[(e & TAG_MASK) as usize] += 1;
+        }
+        Some(Table {
+            buckets: buckets.into_boxed_slice(),
+            counts,
+        })
+    }
+
+    /// Every slot, bucket by bucket (0 for an empty one).
+    pub(super) fn entries(&self) -> impl Iterator<Item = u32> + '_ {
+        self.buckets.iter().flat_map(|b| b.0)
     }
 
     /// Buckets of the table.

@@ -5,9 +5,9 @@ use rusqlite::{Connection, params};
 use super::{Window, is_duplicate, rebuild};
 use crate::sqlite::schema::MIGRATIONS;
 
-const HOUR: i64 = 3_600_000;
+pub(super) const HOUR: i64 = 3_600_000;
 
-fn day_window() -> Window {
+pub(super) fn day_window() -> Window {
     Window::new(Duration::from_secs(24 * 3600))
 }
 
@@ -209,13 +209,13 @@ fn undo_reaches_into_the_table_a_key_went_to_before_growth() {
     assert!(w.seqs_of(w.key("src", "m-7")).is_none());
 }
 
-fn store() -> Connection {
+pub(super) fn store() -> Connection {
     let mut conn = Connection::open_in_memory().unwrap();
     MIGRATIONS.to_latest(&mut conn).unwrap();
     conn
 }
 
-fn insert(conn: &Connection, source: &str, message_id: &str, at: i64) -> i64 {
+pub(super) fn insert(conn: &Connection, source: &str, message_id: &str, at: i64) -> i64 {
     conn.prepare_cached(
         "INSERT INTO events (source_id, message_id, event_type, received_at, body)
          VALUES (?1, ?2, 'track', ?3, '{}')",
@@ -257,7 +257,7 @@ fn rebuild_reads_the_events_inside_the_window_only() {
     }
     super::super::message_ids::after_append(&conn, 1, 5001).unwrap();
     let mut w = day_window();
-    rebuild(&conn, &mut w, now).unwrap();
+    rebuild(&conn, &mut w, now, None).unwrap();
     assert_eq!(w.len(), 5000);
     let key = w.key("src", "m-4321");
     assert!(is_duplicate(&conn, &w, key, "src", "m-4321").unwrap());

@@ -1,8 +1,10 @@
 //! The in-memory window of committed (source, messageId) pairs: pure, no
 //! I/O. See the module's notes (`mod.rs`) for how the writer uses it.
 
-use std::hash::{BuildHasher, RandomState};
+use std::hash::{Hash, Hasher};
 use std::time::Duration;
+
+use siphasher::sip::SipHasher13;
 
 use super::table::{TAGS, Table};
 
@@ -21,43 +23,50 @@ const OVERSIZED: usize = 8;
 
 /// The committed ids of a slice of time, `[start, end)`, and the seqs they
 /// were stored under (for the exact check).
-struct Generation {
-    start: i64,
-    end: i64,
-    tag: u8,
-    ids: usize,
-    lowest_seq: i64,
-    highest_seq: i64,
+pub(super) struct Generation {
+    pub(super) start: i64,
+    pub(super) end: i64,
+    pub(super) tag: u8,
+    pub(super) ids: usize,
+    pub(super) lowest_seq: i64,
+    pub(super) highest_seq: i64,
 }
 
 /// The set of (source, messageId) hashes committed within the window.
 pub(crate) struct Window {
-    span: i64,
-    width: i64,
+    pub(super) span: i64,
+    pub(super) width: i64,
     /// Oldest first, not overlapping.
-    generations: Vec<Generation>,
+    pub(super) generations: Vec<Generation>,
     /// The tags of `generations`, as a bit mask.
-    live: u32,
+    pub(super) live: u32,
     /// Oldest first; inserts go to the last. A table goes once it holds no
     /// entry of a live generation.
-    tables: Vec<Table>,
+    pub(super) tables: Vec<Table>,
     /// The slice in which the newest table took its first id: it is not
     /// judged oversized before it has seen a whole window of traffic.
-    newest_since: Option<i64>,
+    pub(super) newest_since: Option<i64>,
     /// Keys inserted since the last commit, with their tag, so that a
     /// rollback can take them out again.
     journal: Vec<(u8, u64)>,
     /// The next bucket to sweep, as (table, bucket); `None` when no table
     /// holds an expired entry.
-    sweep: Option<(usize, usize)>,
-    /// Random per process: nobody can choose ids that collide on purpose,
-    /// and nothing is persisted, so the hash may differ between runs.
-    hasher: RandomState,
+    pub(super) sweep: Option<(usize, usize)>,
+    /// SipHash-1-3 keys, random for each window built from the events:
+    /// nobody can choose ids that collide on purpose. A saved window
+    /// (`saved.rs`) keeps its keys, since its fingerprints were made with
+    /// them.
+    pub(super) keys: (u64, u64),
 }
 
 impl Window {
     /// A window remembering ids for `span` (at least 1 ms).
     pub(crate) fn new(span: Duration) -> Window {
+        Window::with_keys(span, rand::random())
+    }
+
+    /// A window of `span` hashing with `keys`.
+    pub(super) fn with_keys(span: Duration, keys: (u64, u64)) -> Window {
         let span = i64::try_from(span.as_millis()).unwrap_or(i64::MAX).max(1);
         Window {
             span,
@@ -68,7 +77,7 @@ impl Window {
             newest_since: None,
             journal: Vec::new(),
             sweep: None,
-            hasher: RandomState::new(),
+            keys,
         }
     }
 
@@ -82,7 +91,9 @@ impl Window {
 
     /// The key of a source's message id.
     pub(crate) fn key(&self, source_id: &str, message_id: &str) -> u64 {
-        self.hasher.hash_one((source_id, message_id))
+        let mut hasher = SipHasher13::new_with_keys(self.keys.0, self.keys.1);
+        (source_id, message_id).hash(&mut hasher);
+        hasher.finish()
     }
 
     /// The earliest receive time (unix ms) whose ids are still remembered
