@@ -10,7 +10,7 @@
 //! - **on**: the default window, rebuilt from the template at start.
 //!
 //! Both are driven with the ingest workloads (batches of 100 and single
-//! calls, 64 connections, all ids new), interleaved over two rounds; the
+//! calls, 64 connections, all ids new), interleaved over five rounds; the
 //! best round of each arm counts. Also reported: the time from spawn to
 //! ready of each arm (the "on" arm's rebuilds the window) and the resident
 //! memory after start, whose difference is the window's, and the time the
@@ -86,7 +86,7 @@ pub async fn run(plan: &Plan, report: &mut Report) -> anyhow::Result<u64> {
         "s",
         None,
     );
-    let rounds = if plan.quick { 1 } else { 2 };
+    let rounds = if plan.quick { 1 } else { 5 };
     let mut best: [Option<Figures>; 2] = [None, None];
     let mut peak = 0;
     for round in 0..rounds {

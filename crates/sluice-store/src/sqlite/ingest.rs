@@ -21,11 +21,14 @@ pub(super) fn weight(request: &AppendRequest) -> usize {
 /// `stored` holds, per event, its compressed body or `None` for the text
 /// (see `bodies`; computed by the caller, off the writer thread).
 /// With a `window`, an event whose message id the source already committed
-/// within it (or earlier in this group) is dropped and counted (`dedup`).
+/// within it (or earlier in this group) is dropped and counted (`dedup`);
+/// `keys` are the events' keys in it, hashed by the caller (see
+/// [`dedup::Keyer`]).
 pub(super) fn append(
     conn: &Connection,
     request: &AppendRequest,
     stored: &[Option<Vec<u8>>],
+    keys: &[u64],
     mut window: Option<&mut Window>,
 ) -> Result<Appended> {
     let received_at = ms(request.received_at);
@@ -42,16 +45,9 @@ pub(super) fn append(
     let mut first = None;
     let mut seq = 0;
     let mut outcome = Appended::default();
-    let mut keys = Vec::new();
     if let Some(window) = window.as_deref_mut() {
         window.expire(received_at);
-        keys.extend(
-            request
-                .events
-                .iter()
-                .map(|e| window.key(&request.source_id, &e.message_id)),
-        );
-        window.prefetch(&keys);
+        window.prefetch(keys);
     }
     for (i, event) in request.events.iter().enumerate() {
         let key = match (window.as_deref(), keys.get(i)) {

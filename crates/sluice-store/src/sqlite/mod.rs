@@ -114,6 +114,8 @@ pub struct SqliteStore {
     writer: Writer,
     /// The message-id window (`dedup`); `None` when deduplication is off.
     window: Option<dedup::Shared>,
+    /// The window's hash, for keys made before a job reaches the writer.
+    keyer: Option<dedup::Keyer>,
     readers: Arc<ReadPool>,
     path: PathBuf,
     /// Whether purges end by zeroing free space (`scrub`).
@@ -160,9 +162,11 @@ impl SqliteStore {
             config.read_connections,
         ));
         tracing::info!(path = %config.path.display(), "sqlite store open");
+        let keyer = window.as_ref().map(|w| dedup::lock(w).keyer());
         Ok(SqliteStore {
             writer,
             window,
+            keyer,
             readers,
             path: config.path,
             secure_delete: config.secure_delete,

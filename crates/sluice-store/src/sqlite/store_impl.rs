@@ -154,11 +154,19 @@ impl EventStore for SqliteStore {
             .iter()
             .map(|e| bodies::encode(&e.body))
             .collect();
+        // Hashed here, off the single writer thread.
+        let keys: Vec<u64> = self.keyer.map_or_else(Vec::new, |keyer| {
+            request
+                .events
+                .iter()
+                .map(|e| keyer.key(&request.source_id, &e.message_id))
+                .collect()
+        });
         let window = self.window.clone();
         self.writer
             .run_as(Class::Ingest, weight, move |c| {
                 let mut window = window.as_ref().map(dedup::lock);
-                ingest::append(c, &request, &stored, window.as_deref_mut())
+                ingest::append(c, &request, &stored, &keys, window.as_deref_mut())
             })
             .await
     }

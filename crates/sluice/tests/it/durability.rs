@@ -87,12 +87,33 @@ async fn kill_9_never_loses_an_acknowledged_event() {
     );
 }
 
+/// How the server goes down before the resend.
+#[derive(PartialEq)]
+enum Stop {
+    /// Nothing saved: the window is rebuilt from the events at start.
+    Kill9,
+    /// SIGTERM: the window is saved beside the database and loaded.
+    Term,
+}
+
 /// Under load, `kill -9`, restart, then send every acknowledged batch
 /// again, as a client that missed the answers would: each message id is
-/// stored once. The window is rebuilt from the database at start.
+/// stored once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_resend_after_kill_9_is_dropped_as_a_duplicate() {
+    resend_after(Stop::Kill9).await;
+}
+
+/// The same after a clean stop, which saves the window (`sluice.db-dedup`)
+/// for the next start to load instead of reading every event again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resend_after_a_clean_stop_is_dropped_through_the_saved_window() {
+    resend_after(Stop::Term).await;
+}
+
+async fn resend_after(stop: Stop) {
     let dir = tempfile::tempdir().unwrap();
+    let saved = dir.path().join("sluice.db-dedup");
     let acked = Arc::new(Mutex::new(Vec::new()));
     let mut s = start(dir.path(), &[]).await;
     let (id, key) = create_source(&s.base, "resend").await;
@@ -100,15 +121,32 @@ async fn a_resend_after_kill_9_is_dropped_as_a_duplicate() {
         .map(|w| tokio::spawn(writer(s.base.clone(), key.clone(), 0, w, acked.clone())))
         .collect();
     tokio::time::sleep(Duration::from_millis(400)).await;
-    s.child.start_kill().expect("SIGKILL");
-    s.child.wait().await.expect("reap");
+    match stop {
+        Stop::Kill9 => s.child.start_kill().expect("SIGKILL"),
+        Stop::Term => {
+            let sent = tokio::process::Command::new("kill")
+                .args(["-TERM", &s.pid().to_string()])
+                .status()
+                .await
+                .expect("kill");
+            assert!(sent.success());
+        }
+    }
+    let exit = s.child.wait().await.expect("reap");
     for t in tasks {
         t.await.unwrap();
+    }
+    if stop == Stop::Term {
+        assert!(exit.success(), "clean exit: {exit:?}");
+        assert!(saved.exists(), "the window is saved at a clean stop");
+    } else {
+        assert!(!saved.exists());
     }
     let acked = acked.lock().unwrap().clone();
     assert!(acked.len() >= 10, "load acknowledged: {}", acked.len());
 
     let s = start(dir.path(), &[]).await;
+    assert!(!saved.exists(), "a saved window is used once");
     let http = reqwest::Client::new();
     for ids in acked.chunks(10) {
         let batch: Vec<Value> = ids

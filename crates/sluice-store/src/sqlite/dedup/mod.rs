@@ -68,7 +68,7 @@ use rusqlite::{Connection, OptionalExtension};
 
 use crate::{Result, StoreError};
 pub(crate) use saved::path_for as saved_path;
-pub(crate) use window::Window;
+pub(crate) use window::{Keyer, Window};
 
 /// The window, shared by the ingest jobs (on the writer thread) and the
 /// writer itself (which commits or undoes the journal).

@@ -186,8 +186,12 @@ pub(super) fn decode<R: Read>(input: R, span: Duration) -> io::Result<Option<Sav
     if u64::from_le_bytes(stored) != sum {
         return Ok(None);
     }
-    // Entries of expired generations may remain: sweep them from the start.
-    window.sweep = Some((0, 0));
+    // Entries of generations that expired before the save remain: sweep
+    // them from the start, as `Window::expire` does.
+    let dead = !window.live;
+    if window.tables.iter().any(|t| t.entries_of(dead) > 0) {
+        window.sweep = Some((0, 0));
+    }
     Ok(Some(Saved { window, seq, check }))
 }
 

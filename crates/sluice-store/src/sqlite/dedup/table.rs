@@ -110,12 +110,14 @@ impl Table {
         }
     }
 
-    /// Reads the first word of `key`'s two buckets: a batch's keys touched
-    /// first, one after another, wait for memory together (the loads are
-    /// independent), and the lookups that follow find the lines cached.
-    pub(super) fn touch(&self, key: u64) -> u32 {
+    /// Asks the processor for `key`'s two buckets and goes on without
+    /// waiting: a batch's keys are all asked for first, and the lookups
+    /// that follow, between the batch's inserts into SQLite, find the lines
+    /// in the cache.
+    pub(super) fn prefetch(&self, key: u64) {
         let spot = self.spot(key);
-        self.buckets[spot.first].0[0] ^ self.buckets[spot.second].0[0]
+        prefetch_line(&self.buckets[spot.first]);
+        prefetch_line(&self.buckets[spot.second]);
     }
 
     /// The tags (a bit mask) of the entries with `key`'s fingerprint.
@@ -192,6 +194,26 @@ impl Table {
         }
         (to < self.buckets.len()).then_some(to)
     }
+}
+
+/// A hint to fetch `bucket`'s cache line.
+#[cfg(target_arch = "x86_64")]
+#[allow(
+    unsafe_code,
+    reason = "a prefetch is a hint: it reads nothing the program sees and cannot fault"
+)]
+fn prefetch_line(bucket: &Bucket) {
+    use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+    // SAFETY: SSE is part of every x86_64 processor, and a prefetch neither
+    // reads into the program nor faults, whatever the address.
+    unsafe { _mm_prefetch::<_MM_HINT_T0>(std::ptr::from_ref(bucket).cast()) }
+}
+
+/// A read of `bucket`'s first word: loads of a batch's keys issued one
+/// after another wait for memory together.
+#[cfg(not(target_arch = "x86_64"))]
+fn prefetch_line(bucket: &Bucket) {
+    std::hint::black_box(bucket.0[0]);
 }
 
 /// MurmurHash3's 32-bit finalizer: the second bucket from the same bits as

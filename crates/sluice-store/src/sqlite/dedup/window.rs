@@ -21,6 +21,20 @@ const SWEEP_BUCKETS: usize = 2;
 /// has this many times the slots the window's ids need.
 const OVERSIZED: usize = 8;
 
+/// Makes the keys of a window: SipHash-1-3 of (source, message id) under
+/// its keys. They never change for the life of the window.
+#[derive(Clone, Copy)]
+pub(crate) struct Keyer((u64, u64));
+
+impl Keyer {
+    /// The key of a source's message id.
+    pub(crate) fn key(self, source_id: &str, message_id: &str) -> u64 {
+        let mut hasher = SipHasher13::new_with_keys(self.0.0, self.0.1);
+        (source_id, message_id).hash(&mut hasher);
+        hasher.finish()
+    }
+}
+
 /// The committed ids of a slice of time, `[start, end)`, and the seqs they
 /// were stored under (for the exact check).
 pub(super) struct Generation {
@@ -91,9 +105,13 @@ impl Window {
 
     /// The key of a source's message id.
     pub(crate) fn key(&self, source_id: &str, message_id: &str) -> u64 {
-        let mut hasher = SipHasher13::new_with_keys(self.keys.0, self.keys.1);
-        (source_id, message_id).hash(&mut hasher);
-        hasher.finish()
+        self.keyer().key(source_id, message_id)
+    }
+
+    /// What makes this window's keys, for callers that hash before they
+    /// take the window (off the writer thread).
+    pub(crate) fn keyer(&self) -> Keyer {
+        Keyer(self.keys)
     }
 
     /// The earliest receive time (unix ms) whose ids are still remembered
@@ -143,17 +161,16 @@ impl Window {
             .reduce(|(lo, hi), (l, h)| (lo.min(l), hi.max(h)))
     }
 
-    /// Brings the buckets of `keys` into the cache before a batch looks
-    /// them up one by one, between its inserts (see [`Table::touch`]): a
-    /// batch of 100 took 200 ns an id instead of 460 with 10 million ids.
+    /// Asks for the buckets of `keys` before a batch looks them up one by
+    /// one, between its inserts (see [`Table::prefetch`]): the waits for
+    /// memory overlap each other and the inserts instead of adding up on
+    /// the writer thread.
     pub(crate) fn prefetch(&self, keys: &[u64]) {
-        let mut touched = 0;
         for table in &self.tables {
             for &key in keys {
-                touched ^= table.touch(key);
+                table.prefetch(key);
             }
         }
-        std::hint::black_box(touched);
     }
 
     /// Records `key`, stored as `seq` and received at `at` (unix ms).
