@@ -133,8 +133,12 @@ impl SqliteStore {
             lock::release_dead_leases(&conn)?;
             let window = match config.dedup_window {
                 Some(span) => {
+                    // Read on a connection of its own: the pass over the
+                    // window's events would otherwise fill the writer's
+                    // page cache with pages ingest never needs.
+                    let reader = schema::open_reader(&config.path, config.busy_timeout)?;
                     let now = rows::ms(chrono::Utc::now());
-                    let window = dedup::restore(&conn, &config.path, span, now)?;
+                    let window = dedup::restore(&reader, &config.path, span, now)?;
                     Some(Arc::new(std::sync::Mutex::new(window)))
                 }
                 None => {
