@@ -2,9 +2,16 @@
 //! features that came after the setup flow (schema, filters, regulations,
 //! computed traits, audiences, profiles).
 
+use std::collections::HashMap;
+
 use maud::{Markup, html};
 use serde_json::Value;
 use sluice_api::ApiError;
+use sluice_api::admin::extract::Params;
+use sluice_api::admin::paging;
+use sluice_api::openapi::schemas::ListPage;
+
+use crate::layout::urlencode;
 
 /// The API's refusal at the top of a form: its message and code, focused by
 /// the script so that screen readers announce it.
@@ -25,6 +32,38 @@ pub fn typed_value(text: &str) -> Value {
     match serde_json::from_str::<Value>(t) {
         Ok(v @ (Value::Number(_) | Value::Bool(_) | Value::Null | Value::String(_))) => v,
         _ => Value::String(t.to_owned()),
+    }
+}
+
+/// The page of a list held whole (sources, destinations) that the query's
+/// `after` asks for: the admin API's pages, 100 items each, oldest first.
+pub fn list_page<T>(
+    items: Vec<T>,
+    id: impl Fn(&T) -> &str,
+    query: &HashMap<String, String>,
+) -> Result<ListPage<T>, ApiError> {
+    let params = query
+        .get("after")
+        .map(|a| ("after".to_owned(), a.clone()))
+        .into_iter()
+        .collect();
+    paging::page(items, id, &Params(params))
+}
+
+/// Where a paged list stands, under it: the total, a link back to the
+/// first page once past it, and one to the next page while there is one.
+pub fn pager<T>(path: &str, list: &ListPage<T>, query: &HashMap<String, String>) -> Markup {
+    let first = !query.contains_key("after");
+    html! {
+        @if list.total > paging::DEFAULT_LIMIT as u64 || !first {
+            p.actions #pager {
+                span.muted { (list.total) " in all, " (paging::DEFAULT_LIMIT) " a page, oldest first." }
+                @if !first { " " a href=(path) { "First page" } }
+                @if let Some(next) = &list.next_after {
+                    " " a #next href={ (path) "?after=" (urlencode(next)) } { "Next page" }
+                }
+            }
+        }
     }
 }
 

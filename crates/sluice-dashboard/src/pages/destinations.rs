@@ -19,6 +19,7 @@ use crate::form::Form;
 use crate::layout::{
     PagePath, PageResult, SignedIn, check_csrf, csrf_field, page, see_other, when,
 };
+use crate::widgets::{list_page, pager};
 
 pub async fn list(
     State(dash): State<Arc<Dash>>,
@@ -26,6 +27,8 @@ pub async fn list(
     Query(q): Query<HashMap<String, String>>,
 ) -> PageResult {
     let all = dash.app.store.list_destinations().await?;
+    let list = list_page(all, |d| d.id.as_str(), &q)?;
+    let all = &list.data;
     let body = html! {
         @if q.contains_key("deleted") {
             div.notice role="status" { p { "Destination deleted." } }
@@ -39,7 +42,7 @@ pub async fn list(
                     caption.sr-only { "Destinations" }
                     thead { tr { th scope="col" { "Name" } th scope="col" { "Type" } th scope="col" { "State" } th scope="col" .num { "URLs" } th scope="col" .num { "Sources" } th scope="col" { "Log" } } }
                     tbody {
-                        @for d in &all {
+                        @for d in all {
                             tr {
                                 td { a href={ "/destinations/" (d.id) } { (d.name) } }
                                 td { (d.kind) }
@@ -54,6 +57,7 @@ pub async fn list(
             }
         }
     };
+    let body = html! { (body) (pager("/destinations", &list, &q)) };
     Ok(page(Some(&s), "Destinations", "destinations", body).into_response())
 }
 

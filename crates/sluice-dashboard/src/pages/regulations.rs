@@ -7,7 +7,7 @@ use sluice_api::path_param::PathParam;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use axum::extract::State;
+use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use maud::{Markup, html};
@@ -62,15 +62,20 @@ struct Draft {
     ids_error: Option<String>,
 }
 
+/// The form and a page of the regulations, newest first: those older
+/// than `before` when given (the API's cursor).
 async fn list_page(
     dash: &Dash,
     s: &Session,
     draft: &Draft,
     error: Option<&ApiError>,
+    before: Option<&str>,
 ) -> PageResult<Markup> {
-    let listed = api::list(State(dash.app.clone()), Params(HashMap::new()))
-        .await?
-        .0;
+    let query = before
+        .map(|b| ("before".to_owned(), b.to_owned()))
+        .into_iter()
+        .collect();
+    let listed = api::list(State(dash.app.clone()), Params(query)).await?.0;
     let sources = dash.app.store.list_sources().await?;
     let names: HashMap<&str, &str> = sources
         .iter()
@@ -140,11 +145,22 @@ async fn list_page(
                 }
             }
         }
+        p.actions {
+            @if before.is_some() { a href="/regulations" { "Newest" } }
+            @if let Some(next) = listed["next_before"].as_str() {
+                " " a #older href={ "/regulations?before=" (urlencode(next)) } { "Older" }
+            }
+        }
     })
 }
 
-pub async fn list(State(dash): State<Arc<Dash>>, SignedIn(s): SignedIn) -> PageResult {
-    let body = list_page(&dash, &s, &Draft::default(), None).await?;
+pub async fn list(
+    State(dash): State<Arc<Dash>>,
+    SignedIn(s): SignedIn,
+    Query(q): Query<HashMap<String, String>>,
+) -> PageResult {
+    let before = q.get("before").map(String::as_str);
+    let body = list_page(&dash, &s, &Draft::default(), None, before).await?;
     Ok(page(Some(&s), "Regulations", "regulations", body).into_response())
 }
 
@@ -171,7 +187,7 @@ pub async fn create(
                 ""
             },
         ));
-        let body = list_page(&dash, &s, &draft, None).await?;
+        let body = list_page(&dash, &s, &draft, None, None).await?;
         return Ok((
             StatusCode::PAYLOAD_TOO_LARGE,
             page(Some(&s), "Regulations", "regulations", body),
@@ -200,7 +216,7 @@ pub async fn create(
             )))
         }
         Err(e) if e.status.is_client_error() => {
-            let body = list_page(&dash, &s, &draft, Some(&e)).await?;
+            let body = list_page(&dash, &s, &draft, Some(&e), None).await?;
             Ok((e.status, page(Some(&s), "Regulations", "regulations", body)).into_response())
         }
         Err(e) => Err(e.into()),

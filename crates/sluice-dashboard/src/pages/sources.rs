@@ -29,6 +29,7 @@ use crate::layout::{
     PagePath, PageResult, SignedIn, check_csrf, csrf_field, page, see_other, when,
 };
 use crate::session::{Session, is_https};
+use crate::widgets::{list_page, pager};
 
 /// The id a creation form will create: drawn when the form is shown.
 fn new_form_id() -> String {
@@ -89,12 +90,14 @@ pub async fn list(
     SignedIn(s): SignedIn,
     Query(q): Query<HashMap<String, String>>,
 ) -> PageResult {
-    let sources = dash.app.store.list_sources().await?;
+    let all = dash.app.store.list_sources().await?;
+    let sources = list_page(all, |s| s.id.as_str(), &q)?;
     let body = html! {
         @if q.contains_key("deleted") {
             div.notice role="status" { p { "Source deleted." } }
         }
-        (list_body(&s, &sources, (&new_form_id(), ""), None))
+        (list_body(&s, &sources.data, (&new_form_id(), ""), None))
+        (pager("/sources", &sources, &q))
     };
     Ok(page(Some(&s), "Sources", "sources", body).into_response())
 }
@@ -115,8 +118,9 @@ pub async fn create(
             Ok(key_once(&s, &json.0, "Source created", &base).into_response())
         }
         Err(e) if e.status == StatusCode::BAD_REQUEST => {
-            let sources = dash.app.store.list_sources().await?;
-            let markup = list_body(&s, &sources, (&id, form.get("name")), Some(&e.message));
+            let all = dash.app.store.list_sources().await?;
+            let first = list_page(all, |s| s.id.as_str(), &HashMap::new())?;
+            let markup = list_body(&s, &first.data, (&id, form.get("name")), Some(&e.message));
             Ok((e.status, page(Some(&s), "Sources", "sources", markup)).into_response())
         }
         Err(e)

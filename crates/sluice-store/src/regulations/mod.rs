@@ -76,8 +76,9 @@ pub trait RegulationStore: Send + Sync + 'static {
     /// its suppression change, in one transaction. A regulation without
     /// purge work is saved `FINISHED`.
     async fn create_regulation(&self, new: NewRegulation) -> Result<Regulation>;
-    /// Regulations, newest first.
-    async fn list_regulations(&self, limit: u32) -> Result<Vec<Regulation>>;
+    /// Regulations, newest first; with `before`, those older than the
+    /// regulation of that id (none when there is no such regulation).
+    async fn list_regulations(&self, limit: u32, before: Option<&str>) -> Result<Vec<Regulation>>;
     async fn get_regulation(&self, id: &str) -> Result<Option<RegulationDetail>>;
     /// Active suppressions in id order after `after` (exclusive).
     async fn list_suppressions(&self, after: &str, limit: u32) -> Result<Vec<String>>;

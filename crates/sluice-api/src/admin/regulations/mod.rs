@@ -89,23 +89,28 @@ pub async fn create(
     Ok((StatusCode::CREATED, Json(out)))
 }
 
-/// Newest first.
+/// Newest first, a page at a time: `next_before` names the last of a full
+/// page; pass it as `before` for the next one.
 #[utoipa::path(get, path = "/regulations", tag = "privacy",
-    params(("limit" = Option<u32>, Query, description = "1 to 1000, default 100")),
+    params(
+        ("limit" = Option<u32>, Query, description = "1 to 1000, default 100"),
+        ("before" = Option<String>, Query, description = "A regulation id: the page after it (older ones)"),
+    ),
     responses(
-        (status = 200, description = "`{data: [regulation]}`", body = Object),
+        (status = 200, description = "`{data: [regulation], next_before}`", body = Object),
         (status = 400, description = "`invalid_query`", body = ErrorBody),
     ))]
 pub async fn list(State(app): State<Arc<AppState>>, params: Params) -> ApiResult<Json<Value>> {
     let limit = params.limit(100, 1000)?;
-    let data: Vec<Value> = app
+    let page = app
         .store
-        .list_regulations(limit)
-        .await?
-        .iter()
-        .map(summary)
-        .collect();
-    Ok(Json(json!({ "data": data })))
+        .list_regulations(limit, params.str("before"))
+        .await?;
+    let next_before = (page.len() == limit as usize)
+        .then(|| page.last().map(|r| r.id.clone()))
+        .flatten();
+    let data: Vec<Value> = page.iter().map(summary).collect();
+    Ok(Json(json!({ "data": data, "next_before": next_before })))
 }
 
 /// One regulation with its subjects and notifications.

@@ -260,3 +260,38 @@ async fn sources_and_destinations_are_paged_the_same_way() {
     );
     s.stop().await;
 }
+
+#[tokio::test]
+async fn the_dashboard_lists_sources_a_page_at_a_time() {
+    let (s, _dir, _key, _dest, _rx) = setup().await;
+    for n in 0..99 {
+        s.source(&format!("Site {n:02}")).await;
+    }
+    let cookie = session_cookie(&s).await;
+    let http = client();
+    let get = |path: String| {
+        let req = http.get(s.url(&path)).header(COOKIE, cookie.clone());
+        async move { req.send().await.unwrap().text().await.unwrap() }
+    };
+    // With app and quiet from the set-up: 101 sources, 100 a page.
+    let first = get("/sources".into()).await;
+    assert!(first.contains("101 in all"), "{first}");
+    let names = |html: &str| -> BTreeSet<String> {
+        (0..99)
+            .map(|n| format!("Site {n:02}"))
+            .filter(|name| html.contains(&format!(">{name}<")))
+            .collect()
+    };
+    let next = first
+        .split("href=\"/sources?after=")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("a next page link")
+        .to_owned();
+    let second = get(format!("/sources?after={next}")).await;
+    assert_eq!(names(&first).len() + names(&second).len(), 99);
+    assert!(names(&first).is_disjoint(&names(&second)));
+    assert!(second.contains("First page"));
+    assert!(!second.contains("?after="), "no page after the last");
+    s.stop().await;
+}

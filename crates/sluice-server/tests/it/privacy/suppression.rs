@@ -102,3 +102,72 @@ async fn unsuppress_lets_data_sent_afterwards_flow_normally() {
         .collect();
     assert_eq!(events, vec!["After".to_string()]);
 }
+
+#[tokio::test]
+async fn regulations_are_listed_newest_first_a_page_at_a_time() {
+    let (s, _dir) = start().await;
+    let mut made = Vec::new();
+    for user in ["a", "b", "c"] {
+        made.push(regulate(&s, "SUPPRESS_ONLY", &[user], None).await);
+        // Newest first is by creation time, to the millisecond.
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let ids = |page: &Value| -> Vec<String> {
+        page["data"]
+            .as_array()
+            .map(|d| {
+                d.iter()
+                    .filter_map(|r| r["id"].as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let (_, first) = s.admin(Method::GET, "/regulations?limit=2", None).await;
+    let cursor = first["next_before"]
+        .as_str()
+        .expect("a full page has a cursor");
+    let (_, second) = s
+        .admin(
+            Method::GET,
+            &format!("/regulations?limit=2&before={cursor}"),
+            None,
+        )
+        .await;
+    assert_eq!(second["next_before"], Value::Null);
+    let mut walked = ids(&first);
+    walked.extend(ids(&second));
+    made.reverse();
+    assert_eq!(walked, made, "newest first, each once");
+    let (_, none) = s
+        .admin(Method::GET, "/regulations?before=reg_unknown", None)
+        .await;
+    assert_eq!(none["data"], json!([]));
+}
+
+#[tokio::test]
+async fn the_dashboard_lists_regulations_a_page_at_a_time() {
+    let (s, _dir) = start().await;
+    for n in 0..101 {
+        regulate(&s, "SUPPRESS_ONLY", &[&format!("user-{n}")], None).await;
+    }
+    let cookie = crate::dashboard::session_cookie(&s).await;
+    let http = crate::dashboard::client();
+    let get = |path: String| {
+        let req = http
+            .get(s.url(&path))
+            .header(reqwest::header::COOKIE, cookie.clone());
+        async move { req.send().await.unwrap().text().await.unwrap() }
+    };
+    let rows = |html: &str| html.matches("href=\"/regulations/reg_").count();
+    let first = get("/regulations".into()).await;
+    assert_eq!(rows(&first), 100);
+    let older = first
+        .split("href=\"/regulations?before=")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("a link to older regulations")
+        .to_owned();
+    let second = get(format!("/regulations?before={older}")).await;
+    assert_eq!(rows(&second), 1);
+    assert!(!second.contains("?before="), "nothing older");
+}

@@ -85,8 +85,8 @@ impl RegulationStore for PostgresStore {
         regulations::create(&mut self.db().await?, &new).await
     }
 
-    async fn list_regulations(&self, limit: u32) -> Result<Vec<Regulation>> {
-        regulations::list(&self.db().await?, limit).await
+    async fn list_regulations(&self, limit: u32, before: Option<&str>) -> Result<Vec<Regulation>> {
+        regulations::list(&self.db().await?, limit, before).await
     }
 
     async fn get_regulation(&self, id: &str) -> Result<Option<RegulationDetail>> {

@@ -100,11 +100,21 @@ async fn get_one(db: &impl Db, id: &str) -> Result<Option<Regulation>> {
         .transpose()
 }
 
-pub(crate) async fn list(db: &impl Db, max: u32) -> Result<Vec<Regulation>> {
+pub(crate) async fn list(db: &impl Db, max: u32, before: Option<&str>) -> Result<Vec<Regulation>> {
+    let Some(before) = before else {
+        let sql = format!(
+            "SELECT {COLUMNS} FROM regulations r ORDER BY r.created_at DESC, r.id DESC LIMIT $1"
+        );
+        return db.query_map(&sql, &[limit(max)], regulation).await;
+    };
+    // A cursor naming no regulation compares with NULL: an empty page.
     let sql = format!(
-        "SELECT {COLUMNS} FROM regulations r ORDER BY r.created_at DESC, r.id DESC LIMIT $1"
+        "SELECT {COLUMNS} FROM regulations r
+         WHERE (r.created_at, r.id) < (SELECT c.created_at, c.id FROM regulations c WHERE c.id = $2)
+         ORDER BY r.created_at DESC, r.id DESC LIMIT $1"
     );
-    db.query_map(&sql, &[limit(max)], regulation).await
+    db.query_map(&sql, args![limit(max), before], regulation)
+        .await
 }
 
 pub(crate) async fn detail(db: &impl Db, id: &str) -> Result<Option<RegulationDetail>> {

@@ -98,9 +98,10 @@ impl RegulationStore for SqliteStore {
             .await
     }
 
-    async fn list_regulations(&self, limit: u32) -> Result<Vec<Regulation>> {
+    async fn list_regulations(&self, limit: u32, before: Option<&str>) -> Result<Vec<Regulation>> {
+        let before = before.map(str::to_owned);
         self.readers
-            .run(move |c| ready(regulations::list(&Lite(c), limit)))
+            .run(move |c| ready(regulations::list(&Lite(c), limit, before.as_deref())))
             .await
     }
 

@@ -165,7 +165,7 @@ pub async fn a_failed_regulation_keeps_its_error_and_is_over(store: Shared) {
             .expect("fail again"),
         "FAILED is final"
     );
-    let listed = store.list_regulations(10).await.expect("list");
+    let listed = store.list_regulations(10, None).await.expect("list");
     assert_eq!(listed[0].error.as_deref(), Some(error));
 }
 

@@ -78,11 +78,22 @@ pub async fn suppression_changes_come_in_version_order_and_unsuppress_lifts(stor
         ("u1", false)
     );
     assert_eq!(store.list_suppressions("", 10).await.expect("list"), ["u2"]);
-    let listed = store.list_regulations(10).await.expect("list regulations");
+    let listed = store
+        .list_regulations(10, None)
+        .await
+        .expect("list regulations");
     assert_eq!(
         listed.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(),
         ["reg_2", "reg_1"]
     );
+    let ids =
+        |page: Vec<sluice_store::Regulation>| page.into_iter().map(|r| r.id).collect::<Vec<_>>();
+    let after_newest = store.list_regulations(1, Some("reg_2")).await;
+    assert_eq!(ids(after_newest.expect("page")), ["reg_1"]);
+    let after_last = store.list_regulations(10, Some("reg_1")).await;
+    assert!(after_last.expect("page").is_empty());
+    let unknown = store.list_regulations(10, Some("reg_none")).await;
+    assert!(unknown.expect("page").is_empty());
 }
 
 pub async fn suppressed_counts_add_up_per_source_and_day(store: Shared) {
