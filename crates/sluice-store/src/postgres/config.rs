@@ -39,7 +39,7 @@ pub struct PostgresConfig {
     pub idle_timeout: Duration,
     /// How long a source's committed message ids are remembered to drop
     /// resent events (24 h); `None` stores every call. Costs a row of
-    /// `message_ids` per event in the window (see `postgres/dedup.rs`).
+    /// `message_keys` per event in the window (see `postgres/dedup.rs`).
     pub dedup_window: Option<Duration>,
 }
 

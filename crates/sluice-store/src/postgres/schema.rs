@@ -293,6 +293,7 @@ const MIGRATIONS: &[(&str, &str)] = &[
         super::profiles::partitions::SCHEMA_PARTITIONS,
     ),
     ("delivery health", super::health::SCHEMA),
+    ("message id keys", super::dedup::SCHEMA_KEYS),
 ];
 
 /// First key of the migration advisory lock ("SLUI"); the second is a hash

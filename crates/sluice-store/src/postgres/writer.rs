@@ -46,7 +46,7 @@ pub(super) struct GroupLimits {
     pub usage_shard: i32,
 }
 
-/// How often a node trims `message_ids` of rows older than the window.
+/// How often a node trims `message_keys` of rows older than the window.
 const TRIM_EVERY: Duration = Duration::from_secs(60);
 
 /// Handle to the writer task; cheap to call from many tasks.
@@ -161,7 +161,7 @@ async fn writer_loop(pool: Pool, mut rx: mpsc::Receiver<Msg>, limits: GroupLimit
     }
 }
 
-/// Trims the rows of `message_ids` older than the window, in the
+/// Trims the rows of `message_keys` older than the window, in the
 /// background: ingest never waits for it.
 fn trim(pool: &Pool, window: Duration) {
     let pool = pool.clone();

@@ -212,7 +212,7 @@ async fn nodes_starting_together_apply_migrations_once() {
     let versions: Vec<i32> = rows.iter().map(|r| r.get(0)).collect();
     assert_eq!(
         versions,
-        (1..=19).collect::<Vec<i32>>(),
+        (1..=20).collect::<Vec<i32>>(),
         "each migration is recorded once"
     );
 }

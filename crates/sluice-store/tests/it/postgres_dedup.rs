@@ -59,9 +59,33 @@ async fn an_expired_row_does_not_drop_the_next_event_with_its_id() {
     assert_eq!((later.stored, later.duplicates), (1, 0));
     let sql = schema.sql().await;
     let rows: i64 = sql
-        .query_one("SELECT count(*) FROM message_ids", &[])
+        .query_one("SELECT count(*) FROM message_keys", &[])
         .await
         .expect("count")
         .get(0);
     assert_eq!(rows, 3, "one row per (source, message id)");
+}
+
+/// The upgrade to keys carries the window's rows over by computing each
+/// key in SQL; ingest computes it in Rust. A row keyed the upgrade's way
+/// must drop the resend, or an upgrade would let resends through.
+#[tokio::test]
+async fn a_key_made_by_the_upgrade_drops_the_resend_ingest_sees() {
+    let schema = TestSchema::new();
+    let store = schema.open().await;
+    let sql = schema.sql().await;
+    let received = at(0).timestamp_millis();
+    sql.execute(
+        "INSERT INTO message_keys (key, received_at)
+         SELECT encode(substring(sha256(convert_to($1::text, 'UTF8') || '\\x00'::bytea
+                                        || convert_to($2::text, 'UTF8')) FROM 1 FOR 16), 'hex')::uuid, $3",
+        &[&"src_1", &"m-upgraded", &received],
+    )
+    .await
+    .expect("insert a key as the upgrade does");
+    let resend = store
+        .append(request("src_1", &["m-upgraded".to_owned()], at(60)))
+        .await
+        .expect("append");
+    assert_eq!((resend.stored, resend.duplicates), (0, 1));
 }
