@@ -16,10 +16,11 @@ use utoipa::ToSchema;
 
 use super::role;
 use crate::AppState;
-use crate::admin::extract::{JsonObject, known_fields, opt_field, required_name};
+use crate::admin::extract::{JsonObject, Params, known_fields, opt_field, required_name};
+use crate::admin::paging;
 use crate::audit::{in_change, json_of};
 use crate::error::{ApiError, ApiResult};
-use crate::openapi::schemas::{ErrorBody, List};
+use crate::openapi::schemas::{AfterQuery, ErrorBody, ListPage};
 use crate::path_param::PathParam;
 use crate::principal::{self, Actor};
 
@@ -131,17 +132,22 @@ pub async fn create(
     Ok((StatusCode::CREATED, Json(out)))
 }
 
-#[utoipa::path(get, path = "/tokens", tag = "team", operation_id = "tokens_list",
-    responses((status = 200, description = "Every token, oldest first, with its hint only", body = List<TokenView>)))]
-pub async fn list(State(app): State<Arc<AppState>>) -> ApiResult<Json<List<TokenView>>> {
-    let data = app
-        .store
-        .list_api_tokens()
-        .await?
-        .iter()
-        .map(view)
-        .collect();
-    Ok(Json(List { data }))
+#[utoipa::path(get, path = "/tokens", tag = "team", operation_id = "tokens_list", params(AfterQuery),
+    responses(
+        (status = 200, description = "A page of the tokens, oldest first, with their hints only", body = ListPage<TokenView>),
+        (status = 400, description = "`invalid_query`", body = ErrorBody),
+    ))]
+pub async fn list(
+    State(app): State<Arc<AppState>>,
+    params: Params,
+) -> ApiResult<Json<ListPage<TokenView>>> {
+    let all = app.store.list_api_tokens().await?;
+    let page = paging::page(all, |t| t.id.as_str(), &params)?;
+    Ok(Json(ListPage {
+        data: page.data.iter().map(view).collect(),
+        next_after: page.next_after,
+        total: page.total,
+    }))
 }
 
 async fn find(app: &AppState, id: &str) -> ApiResult<ApiToken> {

@@ -14,10 +14,11 @@ use utoipa::ToSchema;
 
 use super::{role, username};
 use crate::AppState;
-use crate::admin::extract::{JsonObject, known_fields, opt_field};
+use crate::admin::extract::{JsonObject, Params, known_fields, opt_field};
+use crate::admin::paging;
 use crate::audit::{in_change, json_of};
 use crate::error::{ApiError, ApiResult};
-use crate::openapi::schemas::{ErrorBody, List};
+use crate::openapi::schemas::{AfterQuery, ErrorBody, ListPage};
 use crate::password;
 use crate::path_param::PathParam;
 use crate::principal::Actor;
@@ -119,11 +120,22 @@ pub async fn create(
     Ok((StatusCode::CREATED, Json(view(&user))))
 }
 
-#[utoipa::path(get, path = "/users", tag = "team", operation_id = "users_list",
-    responses((status = 200, description = "Every user, by username", body = List<UserView>)))]
-pub async fn list(State(app): State<Arc<AppState>>) -> ApiResult<Json<List<UserView>>> {
-    let data = app.store.list_users().await?.iter().map(view).collect();
-    Ok(Json(List { data }))
+#[utoipa::path(get, path = "/users", tag = "team", operation_id = "users_list", params(AfterQuery),
+    responses(
+        (status = 200, description = "A page of the users, by username", body = ListPage<UserView>),
+        (status = 400, description = "`invalid_query`", body = ErrorBody),
+    ))]
+pub async fn list(
+    State(app): State<Arc<AppState>>,
+    params: Params,
+) -> ApiResult<Json<ListPage<UserView>>> {
+    let all = app.store.list_users().await?;
+    let page = paging::page(all, |u| u.id.as_str(), &params)?;
+    Ok(Json(ListPage {
+        data: page.data.iter().map(view).collect(),
+        next_after: page.next_after,
+        total: page.total,
+    }))
 }
 
 pub(crate) async fn find(app: &AppState, id: &str) -> ApiResult<User> {

@@ -2,7 +2,7 @@
 
 use reqwest::Method;
 use reqwest::header::COOKIE;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::{PASSWORD, call, token, user};
 use crate::dashboard::{client, cookie_named, hidden_csrf, pair, set_cookies};
@@ -98,7 +98,30 @@ async fn users_are_created_lower_cased_listed_and_never_show_a_password() {
     let (status, list) = s.admin(Method::GET, "/users", None).await;
     assert_eq!(status, 200);
     assert_eq!(list["data"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        (list["total"].clone(), list["next_after"].clone()),
+        (json!(1), Value::Null)
+    );
     assert!(!list.to_string().contains("argon2"));
+    // Paged like every list: a full page names the next one's cursor.
+    for name in ["carol", "dave"] {
+        let body = json!({"username": name, "role": "viewer", "password": PASSWORD});
+        assert_eq!(s.admin(Method::POST, "/users", Some(body)).await.0, 201);
+    }
+    let (_, first) = s.admin(Method::GET, "/users?limit=2", None).await;
+    let after = first["next_after"].as_str().expect("a cursor").to_owned();
+    let (_, rest) = s
+        .admin(Method::GET, &format!("/users?limit=2&after={after}"), None)
+        .await;
+    let names: Vec<&str> = [&first, &rest]
+        .iter()
+        .flat_map(|p| p["data"].as_array().into_iter().flatten())
+        .filter_map(|u| u["username"].as_str())
+        .collect();
+    assert_eq!(names.len(), 3, "each user once: {names:?}");
+    assert_eq!(first["total"], json!(3));
+    let (status, _) = s.admin(Method::GET, "/users?limit=0", None).await;
+    assert_eq!(status, 400);
     s.stop().await;
 }
 
