@@ -153,16 +153,13 @@ pub async fn list(
     params: Params,
 ) -> ApiResult<Json<ListPage<DestinationView>>> {
     let all = app.store.list_destinations().await?;
-    let page = paging::page(all, |d| d.id.as_str(), &params)?;
-    Ok(Json(ListPage {
-        data: page
-            .data
-            .iter()
-            .map(|d| view(d, &app.outbound.masker))
-            .collect(),
-        next_after: page.next_after,
-        total: page.total,
-    }))
+    let view = |d: &Destination| view(d, &app.outbound.masker);
+    Ok(Json(paging::page_of(
+        all,
+        |d| d.id.as_str(),
+        view,
+        &params,
+    )?))
 }
 
 #[utoipa::path(get, path = "/destinations/{id}", tag = "destinations", params(("id" = String, Path)),

@@ -40,3 +40,18 @@ pub fn page<T>(
         total,
     })
 }
+
+/// [`page`], with each item of the page shown as `view` shows it.
+pub fn page_of<T, V>(
+    items: Vec<T>,
+    id: impl Fn(&T) -> &str,
+    view: impl Fn(&T) -> V,
+    params: &Params,
+) -> Result<ListPage<V>, ApiError> {
+    let page = page(items, id, params)?;
+    Ok(ListPage {
+        data: page.data.iter().map(view).collect(),
+        next_after: page.next_after,
+        total: page.total,
+    })
+}

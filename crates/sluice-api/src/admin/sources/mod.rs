@@ -164,12 +164,13 @@ pub async fn list(
     params: Params,
 ) -> ApiResult<Json<ListPage<SourceView>>> {
     let all = app.store.list_sources().await?;
-    let page = paging::page(all, |s| s.id.as_str(), &params)?;
-    Ok(Json(ListPage {
-        data: page.data.iter().map(|s| view(s, None)).collect(),
-        next_after: page.next_after,
-        total: page.total,
-    }))
+    let view = |s: &Source| view(s, None);
+    Ok(Json(paging::page_of(
+        all,
+        |s| s.id.as_str(),
+        view,
+        &params,
+    )?))
 }
 
 #[utoipa::path(get, path = "/sources/{id}", tag = "sources", params(("id" = String, Path)),

@@ -142,12 +142,12 @@ pub async fn list(
     params: Params,
 ) -> ApiResult<Json<ListPage<TokenView>>> {
     let all = app.store.list_api_tokens().await?;
-    let page = paging::page(all, |t| t.id.as_str(), &params)?;
-    Ok(Json(ListPage {
-        data: page.data.iter().map(view).collect(),
-        next_after: page.next_after,
-        total: page.total,
-    }))
+    Ok(Json(paging::page_of(
+        all,
+        |t| t.id.as_str(),
+        view,
+        &params,
+    )?))
 }
 
 async fn find(app: &AppState, id: &str) -> ApiResult<ApiToken> {

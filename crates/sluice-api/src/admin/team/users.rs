@@ -130,12 +130,12 @@ pub async fn list(
     params: Params,
 ) -> ApiResult<Json<ListPage<UserView>>> {
     let all = app.store.list_users().await?;
-    let page = paging::page(all, |u| u.id.as_str(), &params)?;
-    Ok(Json(ListPage {
-        data: page.data.iter().map(view).collect(),
-        next_after: page.next_after,
-        total: page.total,
-    }))
+    Ok(Json(paging::page_of(
+        all,
+        |u| u.id.as_str(),
+        view,
+        &params,
+    )?))
 }
 
 pub(crate) async fn find(app: &AppState, id: &str) -> ApiResult<User> {
