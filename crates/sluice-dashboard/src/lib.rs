@@ -127,6 +127,7 @@ pub fn router(app: Arc<AppState>) -> Router {
         .route("/tokens/{id}/delete", post(team::tokens::delete))
         .route("/audit", get(team::audit::show))
         .route("/account", get(team::account::show))
+        .route("/account/password", post(team::account::password))
         .route("/account/sessions/revoke", post(team::account::revoke_all))
         .route("/assets/dashboard.css", get(assets::css))
         .route("/assets/dashboard.js", get(assets::js))

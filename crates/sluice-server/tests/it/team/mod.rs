@@ -5,6 +5,7 @@ mod audit;
 mod dashboard_roles;
 #[cfg(feature = "postgres-tests")]
 mod nodes;
+mod own_password;
 mod people;
 mod roles;
 
