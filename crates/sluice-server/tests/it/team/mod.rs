@@ -3,6 +3,7 @@
 
 mod audit;
 mod dashboard_roles;
+mod failed_signins;
 #[cfg(feature = "postgres-tests")]
 mod nodes;
 mod own_password;
