@@ -9,8 +9,9 @@
 //!   data).
 //! - `editor`: every other change: sources, destinations, filters, rules,
 //!   computed traits, audiences, replays.
-//! - `viewer`: every other read. Secrets are masked for every role alike:
-//!   no answer shows a stored secret in full.
+//! - `viewer`: every other read, and the caller's own account (`/me`, its
+//!   password too). Secrets are masked for every role alike: no answer
+//!   shows a stored secret in full.
 
 use axum::http::Method;
 use sluice_store::Role;
@@ -25,6 +26,10 @@ pub const ADMIN_ONLY: &[&str] = &[
     "/suppressions",
 ];
 
+/// Admin API paths under which every call is about the caller's own
+/// account, open to every role.
+pub const OWN_ACCOUNT: &[&str] = &["/me"];
+
 /// The role a call of `method` on the admin route `path` (the route's
 /// pattern relative to [`crate::admin::PREFIX`], such as `/sources/{id}`)
 /// needs.
@@ -35,7 +40,10 @@ pub fn required_role(method: &Method, path: &str) -> Role {
     };
     if ADMIN_ONLY.iter().any(|p| under(p)) {
         Role::Admin
-    } else if *method == Method::GET || *method == Method::HEAD {
+    } else if *method == Method::GET
+        || *method == Method::HEAD
+        || OWN_ACCOUNT.iter().any(|p| under(p))
+    {
         Role::Viewer
     } else {
         Role::Editor
@@ -51,6 +59,8 @@ mod tests {
         assert_eq!(required_role(&Method::GET, "/sources"), Role::Viewer);
         assert_eq!(required_role(&Method::HEAD, "/sources/{id}"), Role::Viewer);
         assert_eq!(required_role(&Method::GET, "/me"), Role::Viewer);
+        assert_eq!(required_role(&Method::POST, "/me/password"), Role::Viewer);
+        assert_eq!(required_role(&Method::POST, "/metrics"), Role::Editor);
         assert_eq!(
             required_role(&Method::GET, "/delivery-health"),
             Role::Viewer

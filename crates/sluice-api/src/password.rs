@@ -7,7 +7,9 @@
 //! throwaway hash all the same, so that the answer's timing does not tell
 //! which usernames exist.
 
-use std::sync::OnceLock;
+pub mod guesses;
+
+use std::sync::{Mutex, OnceLock};
 
 use argon2::password_hash::SaltString;
 use argon2::{Argon2, PasswordHash, PasswordHasher, PasswordVerifier};
@@ -70,6 +72,18 @@ pub async fn verify(password: String, stored: Option<String>) -> bool {
     })
     .await
     .unwrap_or(false)
+}
+
+/// Runs `f` on this node's count of wrong current passwords
+/// ([`guesses`]); a poisoned lock is still usable (plain counters).
+pub fn with_guesses<T>(f: impl FnOnce(&mut guesses::Guesses) -> T) -> T {
+    static GUESSES: OnceLock<Mutex<guesses::Guesses>> = OnceLock::new();
+    let lock = GUESSES.get_or_init(Mutex::default);
+    let mut g = match lock.lock() {
+        Ok(g) => g,
+        Err(p) => p.into_inner(),
+    };
+    f(&mut g)
 }
 
 fn throwaway() -> &'static str {

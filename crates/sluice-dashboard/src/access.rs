@@ -4,7 +4,8 @@
 //! - `admin`: users, API tokens, the audit log, regulations and
 //!   suppressions (reading them too).
 //! - `editor`: every other form that changes something.
-//! - `viewer`: every other page; signing out and the own account page.
+//! - `viewer`: every other page; signing out and the own account page
+//!   (its password too).
 //!
 //! [`crate::layout::SignedIn`] checks it for every signed-in route, so a
 //! page cannot forget to; a refused request changes nothing and gets the
@@ -25,7 +26,7 @@ pub const ADMIN_ONLY: &[&str] = &[
 ];
 
 /// Routes any signed-in person may post to.
-const ANYONE_POSTS: &[&str] = &["/signout", "/account/sessions/revoke"];
+const ANYONE_POSTS: &[&str] = &["/signout", "/account/password", "/account/sessions/revoke"];
 
 /// The role a `method` request to the dashboard route `path` (its pattern,
 /// such as `/sources/{id}`) needs.
@@ -53,6 +54,10 @@ mod tests {
         assert_eq!(required_role(&Method::POST, "/sources"), Role::Editor);
         assert_eq!(required_role(&Method::POST, "/signout"), Role::Viewer);
         assert_eq!(required_role(&Method::GET, "/account"), Role::Viewer);
+        assert_eq!(
+            required_role(&Method::POST, "/account/password"),
+            Role::Viewer
+        );
         assert_eq!(
             required_role(&Method::GET, "/delivery-health"),
             Role::Viewer

@@ -11,6 +11,7 @@
 //! - [`session`]: signed session cookies and CSRF tokens.
 //! - [`access`]: the role each page and form needs.
 //! - [`throttle`]: slowing down repeated failed sign-ins (pure).
+//! - [`signin_log`]: how many failed sign-ins the audit log records (pure).
 //! - [`layout`]: page shell, navigation, security headers, error pages.
 //! - [`form`]: capped form bodies.
 //! - [`chart`]: inline SVG charts (pure).
@@ -25,6 +26,7 @@ pub mod form;
 pub mod layout;
 pub mod pages;
 pub mod session;
+pub mod signin_log;
 pub mod throttle;
 pub mod widgets;
 
@@ -42,6 +44,7 @@ pub struct Dash {
     pub app: Arc<AppState>,
     pub sessions: Sessions,
     pub throttle: Mutex<throttle::Throttle>,
+    pub signin_log: Mutex<signin_log::SignInLog>,
 }
 
 impl Dash {
@@ -54,6 +57,15 @@ impl Dash {
         };
         f(&mut t)
     }
+
+    /// Runs `f` on the count of failed sign-ins the audit log records.
+    pub fn signin_log<T>(&self, f: impl FnOnce(&mut signin_log::SignInLog) -> T) -> T {
+        let mut l = match self.signin_log.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        f(&mut l)
+    }
 }
 
 /// The dashboard's routes, to merge next to the API's. It installs no
@@ -62,6 +74,7 @@ pub fn router(app: Arc<AppState>) -> Router {
     let dash = Arc::new(Dash {
         sessions: Sessions::new(app.admin_token_hash.clone()),
         throttle: Mutex::default(),
+        signin_log: Mutex::default(),
         app,
     });
     use pages::*;
@@ -127,6 +140,7 @@ pub fn router(app: Arc<AppState>) -> Router {
         .route("/tokens/{id}/delete", post(team::tokens::delete))
         .route("/audit", get(team::audit::show))
         .route("/account", get(team::account::show))
+        .route("/account/password", post(team::account::password))
         .route("/account/sessions/revoke", post(team::account::revoke_all))
         .route("/assets/dashboard.css", get(assets::css))
         .route("/assets/dashboard.js", get(assets::js))

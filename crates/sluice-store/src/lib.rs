@@ -76,7 +76,9 @@ pub use source_schema::{
 };
 #[cfg(feature = "sqlite")]
 pub use sqlite::{Scrubbed, SqliteConfig, SqliteStore, Synchronous};
-pub use team::{ApiToken, NewApiToken, NewUser, Role, TeamStore, User, UserPatch, UserSession};
+pub use team::{
+    ApiToken, NewApiToken, NewUser, PasswordChange, Role, TeamStore, User, UserPatch, UserSession,
+};
 pub use types::*;
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;

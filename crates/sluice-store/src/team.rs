@@ -95,6 +95,20 @@ pub struct UserPatch {
     pub password_hash: Option<String>,
 }
 
+/// Input to [`TeamStore::change_password`]: a user changing their own
+/// password.
+#[derive(Debug, Clone)]
+pub struct PasswordChange {
+    pub user_id: String,
+    /// The hash the caller checked the current password against: the
+    /// change is made only while it is still the stored one.
+    pub expected_hash: String,
+    pub new_hash: String,
+    /// The session to keep signed in (the one the change was made from).
+    pub keep_session: Option<String>,
+    pub now_secs: i64,
+}
+
 /// An API token, as stored: never the token itself.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ApiToken {
@@ -152,6 +166,16 @@ pub trait TeamStore: Send + Sync {
         patch: UserPatch,
         audit: NewAuditEntry,
     ) -> Result<Option<User>>;
+    /// Replaces the user's password hash, revokes every live session of
+    /// the user but `keep_session`, and writes `audit`, in one
+    /// transaction. `None`, and nothing changed, when there is no such user
+    /// or the stored hash is no longer `expected_hash`; otherwise the user
+    /// and how many sessions were revoked.
+    async fn change_password(
+        &self,
+        change: PasswordChange,
+        audit: NewAuditEntry,
+    ) -> Result<Option<(User, u64)>>;
     /// Deletes a user with their tokens and revokes their sessions (each
     /// stays refused until `expires_at`). False when there was none.
     async fn delete_user(&self, id: &str, now_secs: i64, audit: NewAuditEntry) -> Result<bool>;

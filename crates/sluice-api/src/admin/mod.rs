@@ -86,6 +86,7 @@ pub fn routes() -> OpenApiRouter<Arc<AppState>> {
         .routes(routes!(team::tokens::create, team::tokens::list))
         .routes(routes!(team::tokens::get, team::tokens::delete))
         .routes(routes!(team::me::get))
+        .routes(routes!(team::own_password::change_password))
         .routes(routes!(team::audit::list))
         .routes(routes!(crate::openapi::serve))
 }

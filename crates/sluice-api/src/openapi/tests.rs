@@ -44,6 +44,15 @@ fn regulation_and_replay_bodies_document_the_fields_their_handlers_accept() {
 }
 
 #[test]
+fn own_password_body_documents_the_fields_the_handler_accepts() {
+    use crate::admin::team::own_password;
+    assert_eq!(
+        fields::<own_password::ChangePassword>(),
+        sorted(own_password::FIELDS)
+    );
+}
+
+#[test]
 fn settings_body_documents_the_known_settings() {
     assert_eq!(
         fields::<webhook_settings::SettingsInput>(),

@@ -14,6 +14,7 @@ mod dashboard;
 mod dashboard_forms;
 mod dashboard_sessions;
 mod dedup;
+mod delivery_search;
 mod filters;
 mod health;
 mod hostile;

@@ -8,7 +8,8 @@ use super::PostgresStore;
 use crate::queries::team;
 use crate::records::now;
 use crate::{
-    ApiToken, NewApiToken, NewAuditEntry, NewUser, Result, TeamStore, User, UserPatch, UserSession,
+    ApiToken, NewApiToken, NewAuditEntry, NewUser, PasswordChange, Result, TeamStore, User,
+    UserPatch, UserSession,
 };
 
 /// Users, API tokens, user sessions and the audit log.
@@ -85,6 +86,14 @@ impl TeamStore for PostgresStore {
         audit: NewAuditEntry,
     ) -> Result<Option<User>> {
         team::update_user(&mut self.db().await?, id, &patch, &audit, now()).await
+    }
+
+    async fn change_password(
+        &self,
+        change: PasswordChange,
+        audit: NewAuditEntry,
+    ) -> Result<Option<(User, u64)>> {
+        team::change_password(&mut self.db().await?, &change, &audit).await
     }
 
     async fn delete_user(&self, id: &str, now_secs: i64, audit: NewAuditEntry) -> Result<bool> {

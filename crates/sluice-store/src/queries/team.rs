@@ -2,6 +2,10 @@
 //! writes its audit entry in its own transaction, only when something
 //! changed.
 
+mod password;
+
+pub(crate) use password::change_password;
+
 use chrono::{DateTime, Utc};
 
 use super::audit;
@@ -142,7 +146,7 @@ pub(crate) async fn delete_user(
     }
     tx.execute("DELETE FROM api_tokens WHERE user_id = $1", args![id])
         .await?;
-    revoke(&tx, id, None, now_secs).await?;
+    revoke(&tx, id, Sessions::All, now_secs).await?;
     audit::insert(&tx, entry).await?;
     tx.commit().await?;
     Ok(true)
@@ -275,7 +279,11 @@ pub(crate) async fn revoke_sessions(
     entry: &NewAuditEntry,
 ) -> Result<u64> {
     let tx = conn.begin().await?;
-    let n = revoke(&tx, user_id, only, now_secs).await?;
+    let which = match only {
+        Some(id) => Sessions::Only(id),
+        None => Sessions::All,
+    };
+    let n = revoke(&tx, user_id, which, now_secs).await?;
     if n > 0 {
         audit::insert(&tx, entry).await?;
     }
@@ -283,8 +291,22 @@ pub(crate) async fn revoke_sessions(
     Ok(n)
 }
 
-/// Moves the user's live sessions (or one) to `revoked_sessions`.
-async fn revoke(db: &impl Db, user_id: &str, only: Option<&str>, now: i64) -> Result<u64> {
+/// Which of a user's sessions to revoke.
+#[derive(Debug, Clone, Copy)]
+enum Sessions<'a> {
+    All,
+    Only(&'a str),
+    AllBut(&'a str),
+}
+
+/// Moves the user's live sessions (all, one, or all but one) to
+/// `revoked_sessions`.
+async fn revoke(db: &impl Db, user_id: &str, which: Sessions<'_>, now: i64) -> Result<u64> {
+    let (only, except) = match which {
+        Sessions::All => (None, None),
+        Sessions::Only(id) => (Some(id), None),
+        Sessions::AllBut(id) => (None, Some(id)),
+    };
     db.execute(
         "DELETE FROM revoked_sessions WHERE expires_at <= $1",
         args![now],
@@ -296,16 +318,18 @@ async fn revoke(db: &impl Db, user_id: &str, only: Option<&str>, now: i64) -> Re
             &format!(
                 "INSERT INTO revoked_sessions (id, expires_at)
                  SELECT id, expires_at FROM user_sessions
-                 WHERE user_id = $1 AND (CAST($2 AS text) IS NULL OR id = $2) AND expires_at > $3
+                 WHERE user_id = $1 AND (CAST($2 AS text) IS NULL OR id = $2)
+                   AND (CAST($4 AS text) IS NULL OR id <> $4) AND expires_at > $3
                  ON CONFLICT (id) DO UPDATE
                  SET expires_at = {greatest}(revoked_sessions.expires_at, excluded.expires_at)"
             ),
-            args![user_id, only, now],
+            args![user_id, only, now, except],
         )
         .await?;
     db.execute(
-        "DELETE FROM user_sessions WHERE user_id = $1 AND (CAST($2 AS text) IS NULL OR id = $2)",
-        args![user_id, only],
+        "DELETE FROM user_sessions WHERE user_id = $1 AND (CAST($2 AS text) IS NULL OR id = $2)
+           AND (CAST($3 AS text) IS NULL OR id <> $3)",
+        args![user_id, only, except],
     )
     .await?;
     Ok(moved)

@@ -9,7 +9,8 @@ use crate::queries::team;
 use crate::records::now;
 use crate::sql::sqlite::{Lite, ready};
 use crate::{
-    ApiToken, NewApiToken, NewAuditEntry, NewUser, Result, TeamStore, User, UserPatch, UserSession,
+    ApiToken, NewApiToken, NewAuditEntry, NewUser, PasswordChange, Result, TeamStore, User,
+    UserPatch, UserSession,
 };
 
 /// Users, API tokens, user sessions and the audit log.
@@ -101,6 +102,18 @@ impl TeamStore for SqliteStore {
         self.writer
             .run(1, move |c| {
                 ready(team::update_user(&mut Lite(c), &id, &patch, &audit, now()))
+            })
+            .await
+    }
+
+    async fn change_password(
+        &self,
+        change: PasswordChange,
+        audit: NewAuditEntry,
+    ) -> Result<Option<(User, u64)>> {
+        self.writer
+            .run(1, move |c| {
+                ready(team::change_password(&mut Lite(c), &change, &audit))
             })
             .await
     }

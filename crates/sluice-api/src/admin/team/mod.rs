@@ -1,9 +1,11 @@
 //! The team: users ([`users`]), their sessions ([`sessions`]), API tokens
-//! ([`tokens`]), the caller itself ([`me`]) and the audit log ([`audit`]).
-//! All but `/me` need the admin role ([`crate::access`]).
+//! ([`tokens`]), the caller itself ([`me`]) and its own password
+//! ([`own_password`]), and the audit log ([`audit`]). All but `/me` need
+//! the admin role ([`crate::access`]).
 
 pub mod audit;
 pub mod me;
+pub mod own_password;
 pub mod sessions;
 pub mod tokens;
 pub mod users;

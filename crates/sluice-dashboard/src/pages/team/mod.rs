@@ -5,7 +5,8 @@
 //! - [`user`]: one user: role, new password, sessions, deletion.
 //! - [`tokens`]: API tokens, each shown once when made.
 //! - [`audit`]: the audit log, filtered and paged.
-//! - [`account`]: who is signed in, and signing out everywhere.
+//! - [`account`]: who is signed in, their own password, and signing out
+//!   everywhere.
 
 pub mod account;
 pub mod audit;

@@ -3,8 +3,10 @@
 
 mod audit;
 mod dashboard_roles;
+mod failed_signins;
 #[cfg(feature = "postgres-tests")]
 mod nodes;
+mod own_password;
 mod people;
 mod roles;
 

@@ -33,6 +33,7 @@ mod schema;
 mod scoped_purge;
 mod support;
 mod team;
+mod team_password;
 
 use admin::*;
 use cap::*;
@@ -54,6 +55,7 @@ use scheduled::*;
 use schema::*;
 use scoped_purge::*;
 use team::*;
+use team_password::*;
 
 /// Declares one `#[tokio::test]` per case, in the module it is used in.
 /// `$fresh` is an expression evaluated once per test to a future of
@@ -132,6 +134,7 @@ macro_rules! conformance_tests {
             deleting_a_user_deletes_their_tokens_and_revokes_their_sessions,
             api_tokens_are_found_by_hash_and_need_an_existing_user,
             user_sessions_are_listed_while_live_and_revoked_one_or_all,
+            a_password_change_keeps_one_session_and_needs_the_hash_it_checked,
             audit_entries_are_filtered_and_paged_newest_first_by_cursor,
             an_entry_written_ahead_is_confirmed_or_discarded,
             pruning_goes_in_batches_from_the_oldest_and_keeps_regulations,

@@ -8,7 +8,7 @@ use sluice_store::{
 };
 
 /// An audit entry of `resource` `action` by `actor`, confirmed, at `t0 + secs`.
-fn entry(actor: &str, resource: &str, action: &str, secs: i64) -> NewAuditEntry {
+pub(super) fn entry(actor: &str, resource: &str, action: &str, secs: i64) -> NewAuditEntry {
     NewAuditEntry {
         at: at(secs),
         actor_kind: "user".into(),
@@ -26,7 +26,7 @@ fn entry(actor: &str, resource: &str, action: &str, secs: i64) -> NewAuditEntry 
     }
 }
 
-fn new_user(id: &str, username: &str, role: Role) -> NewUser {
+pub(super) fn new_user(id: &str, username: &str, role: Role) -> NewUser {
     NewUser {
         id: id.into(),
         username: username.into(),
@@ -46,7 +46,7 @@ fn new_token(id: &str, user: Option<&str>, role: Role) -> NewApiToken {
     }
 }
 
-fn session(id: &str, user: &str, created: i64, expires: i64) -> UserSession {
+pub(super) fn session(id: &str, user: &str, created: i64, expires: i64) -> UserSession {
     UserSession {
         id: id.into(),
         user_id: user.into(),
@@ -57,7 +57,7 @@ fn session(id: &str, user: &str, created: i64, expires: i64) -> UserSession {
     }
 }
 
-async fn entries(store: &Shared, query: AuditQuery) -> Vec<(String, String)> {
+pub(super) async fn entries(store: &Shared, query: AuditQuery) -> Vec<(String, String)> {
     let query = AuditQuery {
         limit: if query.limit == 0 { 100 } else { query.limit },
         ..query

@@ -1,6 +1,7 @@
 //! Sign-in, with a username and password or with the admin token, and
-//! sign-out. Both forms share the throttle of failed sign-ins, and every
-//! sign-in and sign-out is written to the audit log.
+//! sign-out. Both forms share the throttle of failed sign-ins. Every
+//! sign-in and sign-out is written to the audit log, and so are failed
+//! sign-ins, within bounds ([`failures`]).
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
@@ -11,13 +12,16 @@ use axum::http::{Extensions, HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{AppendHeaders, IntoResponse, Response};
 use chrono::Utc;
 use maud::html;
-use percent_encoding::percent_decode_str;
 use sluice_api::admin::admin_token_matches;
 use sluice_api::audit::{self, Target};
 use sluice_api::ingest::client_ip;
 use sluice_api::password;
 use sluice_api::principal::{Actor, Via, peer};
-use url::Url;
+
+pub mod failures;
+pub mod next;
+
+use next::safe_next;
 
 use crate::Dash;
 use crate::form::Form;
@@ -25,46 +29,6 @@ use crate::layout::{PageError, PageResult, SignedIn, check_csrf, page, see_other
 use crate::session::{
     SESSION_COOKIE, SESSION_SECS, SIGNIN_COOKIE, cookie, is_https, random, set_cookie, tokens_match,
 };
-
-/// Where to go after sign-in: `next` when it is a path (and query) of this
-/// dashboard, otherwise `/`. Anything else could send a signed-in user to
-/// another site (an open redirect).
-fn safe_next(next: Option<&str>) -> &str {
-    match next {
-        Some(n) if is_local_path(n) => n,
-        _ => "/",
-    }
-}
-
-/// A same-origin relative path: one `/`, then visible ASCII only, no `#`,
-/// and no `\` before the query. Browsers drop tabs and newlines from a URL
-/// and read `\` in a path as `/`, so `/\t/evil.example` would become the
-/// scheme-relative `//evil.example`; refusing every control character,
-/// space and path backslash leaves nothing for them to rewrite (a query's
-/// `\` stays a `\`: `/profiles?id=CORP\alice`). The path is checked again
-/// percent-decoded (for a proxy that decodes it) and resolved as a browser
-/// resolves it (WHATWG URL), which must stay on this origin and not start
-/// with `//`.
-fn is_local_path(n: &str) -> bool {
-    let plain = |s: &str| {
-        s.starts_with('/')
-            && !s[1..].starts_with(['/', '\\'])
-            && !s.contains('\\')
-            && !s.chars().any(|c| c.is_control() || c.is_whitespace())
-    };
-    let path = n.split('?').next().unwrap_or("");
-    if !plain(path) || !n.chars().all(|c| c.is_ascii_graphic() && c != '#') {
-        return false;
-    }
-    if !plain(&percent_decode_str(path).decode_utf8_lossy()) {
-        return false;
-    }
-    let Ok(base) = Url::parse("http://dashboard.invalid/") else {
-        return false;
-    };
-    base.join(n)
-        .is_ok_and(|u| u.origin() == base.origin() && !u.path().starts_with("//"))
-}
 
 /// Which sign-in form an error belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -197,8 +161,21 @@ pub async fn submit(
     } else {
         Which::Password
     };
+    let user_agent: Option<String> = headers
+        .get(header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| v.chars().take(300).collect());
+    let username = (which == Which::Password).then(|| form.get("username").to_lowercase());
+    let failure = |reason: &'static str, user_id: Option<String>| failures::Failure {
+        ip,
+        user_agent: user_agent.clone(),
+        username: username.clone(),
+        user_id,
+        reason,
+    };
     // A throttled try is not checked at all: guessing during the wait gains nothing.
     if let Err(wait) = dash.throttle(|t| t.check(ip, now_secs())) {
+        failures::record(&dash, failure("throttled", None));
         return Ok(render(
             &next,
             Some((which, &wait_message(wait))),
@@ -207,53 +184,52 @@ pub async fn submit(
             Some(wait),
         ));
     }
-    let issued = match which {
-        Which::Token => {
+    let issued = match &username {
+        None => {
             if admin_token_matches(&dash.app, form.get("token")) {
-                Some(dash.sessions.issue(dash.app.store.as_ref()).await?)
+                Ok(dash.sessions.issue(dash.app.store.as_ref()).await?)
             } else {
-                None
+                Err(None)
             }
         }
-        Which::Password => {
-            let username = form.get("username").to_lowercase();
+        Some(username) => {
             let user = match username.is_empty() {
                 true => None,
-                false => dash.app.store.get_user_by_username(&username).await?,
+                false => dash.app.store.get_user_by_username(username).await?,
             };
             let stored = user.as_ref().map(|u| u.password_hash.clone());
             let ok = password::verify(form.raw("password").to_owned(), stored).await;
             match (ok, user) {
                 (true, Some(user)) => {
-                    let ua = headers
-                        .get(header::USER_AGENT)
-                        .and_then(|v| v.to_str().ok())
-                        .map(|v| v.chars().take(300).collect());
                     let store = dash.app.store.as_ref();
-                    let made = dash
+                    let ip = Some(ip.to_string());
+                    Ok(dash
                         .sessions
-                        .issue_for_user(store, &user, Some(ip.to_string()), ua)
-                        .await?;
-                    Some(made)
+                        .issue_for_user(store, &user, ip, user_agent.clone())
+                        .await?)
                 }
-                _ => None,
+                (_, user) => Err(user.map(|u| u.id)),
             }
         }
     };
-    let Some((session, value)) = issued else {
-        dash.throttle(|t| t.failure(ip, now_secs()));
-        // For the token, the admin API's own message for a wrong token.
-        let message = match which {
-            Which::Token => "invalid admin token",
-            Which::Password => "wrong username or password",
-        };
-        return Ok(render(
-            &next,
-            Some((which, message)),
-            https,
-            StatusCode::UNAUTHORIZED,
-            None,
-        ));
+    let (session, value) = match issued {
+        Ok(made) => made,
+        Err(user_id) => {
+            dash.throttle(|t| t.failure(ip, now_secs()));
+            // For the token, the admin API's own message for a wrong token.
+            let message = match which {
+                Which::Token => "invalid admin token",
+                Which::Password => "wrong username or password",
+            };
+            failures::record(&dash, failure(message, user_id));
+            return Ok(render(
+                &next,
+                Some((which, message)),
+                https,
+                StatusCode::UNAUTHORIZED,
+                None,
+            ));
+        }
     };
     dash.throttle(|t| t.success(ip));
     let actor = Actor::of_request(
@@ -264,7 +240,8 @@ pub async fn submit(
         Via::Dashboard,
     );
     let target = Target::new("session", "sign-in", Some(&session.id));
-    audit::note(&dash.app, &actor, target, None).await;
+    let carried = failures::on_success(&dash, ip);
+    audit::note(&dash.app, &actor, target, carried).await;
     Ok((
         AppendHeaders([
             (
@@ -292,72 +269,4 @@ pub async fn sign_out(
         see_other("/signin"),
     )
         .into_response())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn next_refuses_every_way_off_this_origin() {
-        for hostile in [
-            "",
-            "evil.example",
-            "https://evil.example/x",
-            "http:evil.example",
-            "javascript:alert(1)",
-            "//evil.example/x",
-            "///evil.example",
-            "/\\evil.example",
-            "\\/evil.example",
-            "/\\/evil.example",
-            // What a browser strips or reads as `/`.
-            "/\t/evil.example/x",
-            "/\n/evil.example/x",
-            "/\r/evil.example/x",
-            "/\r\n/evil.example",
-            "\t//evil.example",
-            " //evil.example",
-            "/ /evil.example",
-            "/\u{0}/evil.example",
-            "/\u{7f}/evil.example",
-            "/\u{a0}/evil.example",
-            "/\u{2028}/evil.example",
-            "/\u{ff0f}evil.example",
-            // Percent-encoded, for a proxy that decodes the path once.
-            "/%09/evil.example",
-            "/%2F/evil.example",
-            "/%2fevil.example",
-            "/%5Cevil.example",
-            "/%0a/evil.example",
-            // Resolved by the browser to a path starting with `//`.
-            "/..//evil.example",
-            "/.//evil.example",
-            "/a/../..//evil.example",
-            // Not a plain path and query.
-            "/sources#frag",
-            "?next=/",
-        ] {
-            assert_eq!(safe_next(Some(hostile)), "/", "{hostile:?}");
-        }
-        assert_eq!(safe_next(None), "/");
-    }
-
-    #[test]
-    fn next_keeps_the_dashboards_own_paths() {
-        for good in [
-            "/",
-            "/sources",
-            "/sources/src_abc123/schema?kind=track&sort=name",
-            "/profiles?id=a%2Fb%20c&before=12",
-            "/profiles?id=%C3%A9",
-            "/usage?source=src_x",
-            "/destinations/dst_x/deliveries?state=failed",
-            "/sources/%FF",
-            "/a/b/../c",
-            "/profiles?id=CORP\\alice",
-        ] {
-            assert_eq!(safe_next(Some(good)), good, "{good:?}");
-        }
-    }
 }

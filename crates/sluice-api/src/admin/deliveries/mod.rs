@@ -1,5 +1,13 @@
 //! The attempt log: deliveries per destination or per message, each with its
 //! attempts, and replay of dead deliveries one at a time or in bulk.
+//!
+//! - [`search`]: the filters beyond state and messageId (time window,
+//!   call, HTTP status), shared with the dashboard's delivery log.
+//! - [`window`]: the time window and the scan that applies those filters
+//!   while paging.
+
+pub mod search;
+pub mod window;
 
 use std::sync::Arc;
 
@@ -60,6 +68,35 @@ pub struct DeliveryQuery {
     pub state: Option<DeliveryState>,
 }
 
+/// The search of the attempt log beyond state and messageId
+/// ([`search`]). With any of these, a page is found by reading deliveries
+/// newest first, at most 2,000 per page (500 with `type`, `event`, `user`
+/// or `status`): a page may hold fewer than `limit` deliveries, even none,
+/// while `next_before` is set. Follow `next_before` until it is `null`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct SearchQuery {
+    /// Only deliveries whose last change (`updated_at`) is at or after
+    /// this: RFC 3339, a UTC date and time (`2026-11-28T10:00`), a UTC date,
+    /// or an age before now (`90s`, `30m`, `2h`, `7d`).
+    pub since: Option<String>,
+    /// Only deliveries whose last change is at or before this (same forms).
+    pub until: Option<String>,
+    /// Only deliveries of calls of this type (`track`, `identify`, …).
+    #[serde(rename = "type")]
+    #[param(rename = "type")]
+    pub kind: Option<String>,
+    /// Only deliveries of calls with this event name (`track`) or page or
+    /// screen name.
+    pub event: Option<String>,
+    /// Only deliveries of calls with this `userId` or `anonymousId`.
+    pub user: Option<String>,
+    /// Only deliveries an attempt of which got this: an HTTP status
+    /// (`503`), a class (`5xx`), or `error` (no answer: timeout, refused
+    /// connection, TLS).
+    pub status: Option<String>,
+}
+
 /// `destination_id` of the list across destinations.
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -105,35 +142,60 @@ fn filter(params: &Params) -> ApiResult<DeliveryFilter> {
 
 type DeliveryPage = Page<DeliveryView>;
 
-async fn page(app: &AppState, filter: DeliveryFilter) -> ApiResult<Json<DeliveryPage>> {
+/// The search of `params` beyond state and messageId; `400 invalid_query`
+/// naming each bad parameter.
+fn search(params: &Params) -> ApiResult<search::Search> {
+    let (found, errors) = search::Search::from_query(&params.0, Utc::now());
+    match errors.is_empty() {
+        true => Ok(found),
+        false => Err(ApiError::bad_request("invalid_query", errors.join("; "))),
+    }
+}
+
+async fn page(
+    app: &AppState,
+    filter: DeliveryFilter,
+    found: &search::Search,
+) -> ApiResult<Json<DeliveryPage>> {
     let limit = filter.limit as usize;
-    let rows = app.store.list_deliveries(&filter).await?;
-    let next_before = (rows.len() == limit)
-        .then(|| rows.last().map(|d| d.id))
-        .flatten();
+    let (rows, next_before) = if found.is_open() {
+        let rows = app.store.list_deliveries(&filter).await?;
+        let next = (rows.len() == limit)
+            .then(|| rows.last().map(|d| d.id))
+            .flatten();
+        (rows, next)
+    } else {
+        let most = match found.by_content() {
+            true => search::CONTENT_SCAN,
+            false => window::SCAN,
+        };
+        window::scan(app.store.as_ref(), &filter, found, limit, most).await?
+    };
     let data = rows.iter().map(view).collect();
     Ok(Json(Page { data, next_before }))
 }
 
-/// `GET /api/v1/deliveries?message_id=&state=&destination_id=`: across destinations.
+/// `GET /api/v1/deliveries?message_id=&state=&destination_id=&since=&until=&type=&event=&user=&status=`:
+/// across destinations.
 #[utoipa::path(get, path = "/deliveries", tag = "deliveries",
-    params(DestinationQuery, DeliveryQuery, PageQuery),
+    params(DestinationQuery, DeliveryQuery, SearchQuery, PageQuery),
     responses(
-        (status = 200, description = "Newest first; `next_before` is a delivery id", body = Page<DeliveryView>),
+        (status = 200, description = "Newest first; `next_before` is a delivery id, the `before` of the next page (with a search, set whenever more may match)", body = Page<DeliveryView>),
         (status = 400, description = "`invalid_query`", body = ErrorBody),
     ))]
 pub async fn list(
     State(app): State<Arc<AppState>>,
     params: Params,
 ) -> ApiResult<Json<DeliveryPage>> {
-    page(&app, filter(&params)?).await
+    let f = filter(&params)?;
+    page(&app, f, &search(&params)?).await
 }
 
-/// `GET /api/v1/destinations/{id}/deliveries?state=&message_id=`.
+/// `GET /api/v1/destinations/{id}/deliveries?state=&message_id=&since=&until=&type=&event=&user=&status=`.
 #[utoipa::path(get, path = "/destinations/{id}/deliveries", tag = "deliveries",
-    params(("id" = String, Path), DeliveryQuery, PageQuery),
+    params(("id" = String, Path), DeliveryQuery, SearchQuery, PageQuery),
     responses(
-        (status = 200, description = "Newest first", body = Page<DeliveryView>),
+        (status = 200, description = "Newest first; with a search, `next_before` is set whenever more may match", body = Page<DeliveryView>),
         (status = 400, description = "`invalid_query`", body = ErrorBody),
         (status = 404, description = "`not_found`", body = ErrorBody),
     ))]
@@ -145,7 +207,7 @@ pub async fn list_for_destination(
     find_destination(&app, &id).await?;
     let mut f = filter(&params)?;
     f.destination_id = Some(id);
-    page(&app, f).await
+    page(&app, f, &search(&params)?).await
 }
 
 /// `GET /api/v1/deliveries/{id}`: the delivery and every attempt, oldest first.
