@@ -15,6 +15,7 @@ use tokio::task::JoinHandle;
 use prometheus_client::metrics::counter::Counter;
 use sluice_schema::Tracker;
 use sluice_store::SchemaFlush;
+use sluice_store::health::Tally;
 
 use crate::config::{DeliverySettings, RetentionConfig, SchemaConfig};
 
@@ -23,20 +24,23 @@ use crate::config::{DeliverySettings, RetentionConfig, SchemaConfig};
 /// a change, so the refresh runs twice a second (a handful of small reads).
 const ROUTES_REFRESH: Duration = Duration::from_millis(500);
 
-/// The per-destination cap on pending deliveries, and the metric counting
-/// the deliveries it dead-lettered.
+/// The per-destination cap on pending deliveries, the metric counting the
+/// deliveries it dead-lettered, and the health tally that counts them as
+/// dead for their destination.
 pub struct PendingCap {
     cap: u64,
     every: Duration,
     counter: Counter,
+    tally: Option<Arc<Tally>>,
 }
 
 impl PendingCap {
-    pub fn new(delivery: &DeliverySettings, counter: Counter) -> Self {
+    pub fn new(delivery: &DeliverySettings, counter: Counter, tally: Option<Arc<Tally>>) -> Self {
         PendingCap {
             cap: delivery.max_pending_per_destination,
             every: Duration::from_millis(delivery.pending_cap_interval_ms.max(1)),
             counter,
+            tally,
         }
     }
 
@@ -44,9 +48,18 @@ impl PendingCap {
         if self.cap == 0 {
             return;
         }
-        match store.cap_pending(self.cap, Utc::now()).await {
-            Ok(0) => {}
-            Ok(n) => {
+        let now = Utc::now();
+        match store.cap_pending(self.cap, now).await {
+            Ok(capped) if capped.is_empty() => {}
+            Ok(capped) => {
+                let n = capped.iter().map(|(_, n)| n).sum();
+                if let Some(tally) = &self.tally {
+                    for (destination, dead) in &capped {
+                        tally.add(destination, now.timestamp_millis(), |h| {
+                            h.counts.dead += dead;
+                        });
+                    }
+                }
                 self.counter.inc_by(n);
                 tracing::warn!(
                     dead_lettered = n,

@@ -37,8 +37,9 @@ pub trait DeliveryStore: Send + Sync {
     /// Enforces the per-destination cap on pending deliveries: for each
     /// destination with more than `cap` pending, the oldest unleased ones are
     /// dead-lettered with a reason naming the cap, until `cap` remain.
-    /// Returns how many were dead-lettered (for a metric); never deletes.
-    async fn cap_pending(&self, cap: u64, now: DateTime<Utc>) -> Result<u64>;
+    /// Returns how many were dead-lettered, per destination (for a metric
+    /// and delivery health); never deletes.
+    async fn cap_pending(&self, cap: u64, now: DateTime<Utc>) -> Result<Vec<(String, u64)>>;
     /// Moves dead deliveries matching `filter` (its `state` is ignored) back
     /// to pending, due now, with a fresh retry window. Returns how many.
     async fn replay(&self, filter: &DeliveryFilter, now: DateTime<Utc>) -> Result<u64>;

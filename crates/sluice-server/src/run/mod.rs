@@ -77,6 +77,7 @@ pub async fn run(
             schema: schema.clone(),
         },
     );
+    let capped = (capped, engines.tally.clone());
     let upkeep = Upkeep::spawn(&config, &store, routes, schema, capped, &stop_rx);
 
     // The dashboard's pages sit next to the APIs; it adds no fallback, so

@@ -122,14 +122,14 @@ impl Upkeep {
         store: &Arc<dyn Store>,
         routes: RouteTable,
         schema: Option<Arc<Tracker>>,
-        capped: Counter,
+        capped: (Counter, Option<Arc<Tally>>),
         stop: &watch::Receiver<bool>,
     ) -> Upkeep {
         let tasks = tasks::spawn(
             store.clone(),
             routes,
             &config.retention,
-            tasks::PendingCap::new(&config.delivery, capped),
+            tasks::PendingCap::new(&config.delivery, capped.0, capped.1),
             stop.clone(),
         );
         let audit_pruner = audit_prune::spawn(store.clone(), &config.audit, stop.clone());

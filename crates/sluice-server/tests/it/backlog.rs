@@ -17,6 +17,7 @@ async fn pending_cap_dead_letters_the_oldest_with_a_reason_and_counts_them() {
     config.delivery.pending_cap_interval_ms = 100;
     config.delivery.backoff_base_ms = 300;
     config.delivery.backoff_cap_ms = 1_000;
+    config.delivery.health_flush_ms = 100;
     let s = TestServer::start_with(config).await;
     let (src, key) = s.source("web").await;
     let rx = Receiver::start().await;
@@ -61,6 +62,23 @@ async fn pending_cap_dead_letters_the_oldest_with_a_reason_and_counts_them() {
         metric(&text, "sluice_deliveries_dead_lettered_pending_cap_total "),
         7.0
     );
+    // Delivery health counts them as the destination's dead deliveries.
+    let dead_in_health = eventually(10, || async {
+        let (_, o) = s
+            .admin(Method::GET, "/delivery-health?window=1h", None)
+            .await;
+        let ours = o["destinations"]
+            .as_array()
+            .and_then(|all| all.iter().find(|d| d["id"] == dest.as_str()).cloned())?;
+        let dead = ours["windows"]
+            .as_array()?
+            .iter()
+            .find(|w| w["window"] == "1h")?["dead"]
+            .as_u64()?;
+        (dead >= 7).then_some(dead)
+    })
+    .await;
+    assert_eq!(dead_in_health, 7);
 }
 
 #[tokio::test]

@@ -242,8 +242,13 @@ async fn insert_attempts(
 
 /// Dead-letters the oldest pending, unleased deliveries of every destination
 /// holding more than `cap` pending ones, so that `cap` remain. Returns how
-/// many were dead-lettered. Rows another node holds locked are skipped.
-pub(super) async fn cap_pending(client: &Client, cap: u64, now: DateTime<Utc>) -> Result<u64> {
+/// many were dead-lettered per destination. Rows another node holds locked
+/// are skipped.
+pub(super) async fn cap_pending(
+    client: &Client,
+    cap: u64,
+    now: DateTime<Utc>,
+) -> Result<Vec<(String, u64)>> {
     let cap = i64::try_from(cap).unwrap_or(i64::MAX);
     let now_ms = ms(now);
     let over = client
@@ -255,7 +260,7 @@ pub(super) async fn cap_pending(client: &Client, cap: u64, now: DateTime<Utc>) -
         )
         .await
         .map_err(backend)?;
-    let mut total = 0u64;
+    let mut capped = Vec::new();
     for row in over {
         let destination: String = get(&row, 0)?;
         let count: i64 = get(&row, 1)?;
@@ -282,7 +287,9 @@ pub(super) async fn cap_pending(client: &Client, cap: u64, now: DateTime<Utc>) -
             )
             .await
             .map_err(backend)?;
-        total += changed;
+        if changed > 0 {
+            capped.push((destination, changed));
+        }
     }
-    Ok(total)
+    Ok(capped)
 }

@@ -154,7 +154,7 @@ impl DeliveryStore for PostgresStore {
         deliveries::list_attempts(&self.db().await?, delivery_id).await
     }
 
-    async fn cap_pending(&self, cap: u64, now: DateTime<Utc>) -> Result<u64> {
+    async fn cap_pending(&self, cap: u64, now: DateTime<Utc>) -> Result<Vec<(String, u64)>> {
         delivery::cap_pending(&self.client().await?, cap, now).await
     }
 

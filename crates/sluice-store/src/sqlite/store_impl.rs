@@ -261,21 +261,25 @@ impl DeliveryStore for SqliteStore {
     }
 
     /// Counts on a reader; only destinations over the cap cost a write.
-    async fn cap_pending(&self, cap: u64, now: DateTime<Utc>) -> Result<u64> {
+    async fn cap_pending(&self, cap: u64, now: DateTime<Utc>) -> Result<Vec<(String, u64)>> {
         let over = self
             .readers
             .run(move |c| delivery::over_cap(c, cap))
             .await?;
-        let mut total = 0;
+        let mut capped = Vec::new();
         for (destination, count) in over {
-            total += self
+            let id = destination.clone();
+            let changed = self
                 .writer
                 .run(1, move |c| {
-                    delivery::dead_letter_over_cap(c, &destination, count, cap, now)
+                    delivery::dead_letter_over_cap(c, &id, count, cap, now)
                 })
                 .await?;
+            if changed > 0 {
+                capped.push((destination, changed));
+            }
         }
-        Ok(total)
+        Ok(capped)
     }
 
     async fn replay(&self, filter: &DeliveryFilter, now: DateTime<Utc>) -> Result<u64> {
