@@ -13,7 +13,9 @@ async fn read(db: &impl Db, sql: &str, params: &[Param<'_>]) -> Result<Vec<Compu
 
 /// The current change version, then every definition changed after
 /// `after`. The version is read first: a change committed between the two
-/// reads comes again next time, none is missed.
+/// reads comes again next time, none is missed. A version not past `after`
+/// means nothing changed, and the engine asks every round: the second read
+/// is skipped.
 pub(crate) async fn changed(db: &impl Db, after: i64) -> Result<(i64, Vec<Computation>)> {
     let version = db
         .query_opt(
@@ -24,6 +26,9 @@ pub(crate) async fn changed(db: &impl Db, after: i64) -> Result<(i64, Vec<Comput
         .map(|r| r.get(0))
         .transpose()?
         .unwrap_or(0);
+    if version <= after {
+        return Ok((version, Vec::new()));
+    }
     let sql = format!(
         "SELECT {COLUMNS} FROM computations WHERE change_version > $1 ORDER BY change_version"
     );

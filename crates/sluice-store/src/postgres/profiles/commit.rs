@@ -8,12 +8,12 @@
 //! when rows were written one by one, and `ON CONFLICT DO UPDATE` may not
 //! touch a row twice in one statement, so keys are made unique first.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::hash::Hash;
 
 use deadpool_postgres::GenericClient;
 
-use super::super::rows::{backend, ms};
+use super::super::rows::{backend, get, ms};
 use crate::{ProfileCommit, Result};
 
 /// The items of `items` whose key comes last, in their original order.
@@ -33,22 +33,49 @@ pub(super) fn last_per_key<'a, T, K: Eq + Hash>(
         .collect()
 }
 
-/// Profiles inserted or replaced, then moved `next_change_at`s.
-pub(super) async fn profiles(c: &impl GenericClient, commit: &ProfileCommit) -> Result<()> {
+/// Profiles inserted or replaced, then moved `next_change_at`s. Returns
+/// the profiles inserted: new people, whose values need no conflict check.
+pub(super) async fn profiles(
+    c: &impl GenericClient,
+    commit: &ProfileCommit,
+) -> Result<Vec<String>> {
     let profiles = last_per_key(&commit.profiles, |p| p.id.as_str());
+    let mut inserted: Vec<String> = Vec::new();
     if !profiles.is_empty() {
         let ids: Vec<&str> = profiles.iter().map(|p| p.id.as_str()).collect();
         let docs: Vec<&str> = profiles.iter().map(|p| p.doc.as_str()).collect();
         let next: Vec<Option<i64>> = profiles.iter().map(|p| p.next_change_at.map(ms)).collect();
-        c.execute(
-            "INSERT INTO profiles (id, doc, next_change_at)
-             SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[])
-             ON CONFLICT (id) DO UPDATE
-             SET doc = excluded.doc, next_change_at = excluded.next_change_at",
-            &[&ids, &docs, &next],
-        )
-        .await
-        .map_err(backend)?;
+        inserted = c
+            .query(
+                "INSERT INTO profiles (id, doc, next_change_at)
+                 SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[])
+                 ON CONFLICT (id) DO NOTHING RETURNING id",
+                &[&ids, &docs, &next],
+            )
+            .await
+            .map_err(backend)?
+            .iter()
+            .map(|r| get(r, 0))
+            .collect::<Result<_>>()?;
+        if inserted.len() < ids.len() {
+            let new: HashSet<&str> = inserted.iter().map(String::as_str).collect();
+            let keep = |i: &usize| !new.contains(ids[*i]);
+            let pick = |v: &[&str]| -> Vec<String> {
+                (0..ids.len())
+                    .filter(keep)
+                    .map(|i| v[i].to_owned())
+                    .collect()
+            };
+            let next: Vec<Option<i64>> = (0..ids.len()).filter(keep).map(|i| next[i]).collect();
+            c.execute(
+                "UPDATE profiles p SET doc = k.doc, next_change_at = k.next
+                 FROM unnest($1::text[], $2::text[], $3::bigint[]) AS k(id, doc, next)
+                 WHERE p.id = k.id",
+                &[&pick(&ids), &pick(&docs), &next],
+            )
+            .await
+            .map_err(backend)?;
+        }
     }
     let moved = last_per_key(&commit.next_changes, |(id, _)| id.as_str());
     if !moved.is_empty() {
@@ -62,7 +89,7 @@ pub(super) async fn profiles(c: &impl GenericClient, commit: &ProfileCommit) -> 
         .await
         .map_err(backend)?;
     }
-    Ok(())
+    Ok(inserted)
 }
 
 /// Bumps the version of every profile the step read, if none moved since
@@ -164,8 +191,13 @@ pub(super) async fn identities(
     Ok(true)
 }
 
-/// Value changes, each key once (see `scheduled::apply`).
-pub(super) async fn values(c: &impl GenericClient, commit: &ProfileCommit) -> Result<()> {
+/// Value changes, each key once (see `scheduled::apply`); `created` are
+/// the profiles this transaction inserted.
+pub(super) async fn values(
+    c: &impl GenericClient,
+    commit: &ProfileCommit,
+    created: &[String],
+) -> Result<()> {
     let changes: Vec<(String, String, Option<String>)> = last_per_key(&commit.values, |v| {
         (v.computation_id.as_str(), v.profile_id.as_str())
     })
@@ -178,7 +210,8 @@ pub(super) async fn values(c: &impl GenericClient, commit: &ProfileCommit) -> Re
         )
     })
     .collect();
-    super::scheduled::apply(c, &changes).await
+    let fresh: HashSet<&str> = created.iter().map(String::as_str).collect();
+    super::scheduled::apply(c, &changes, &fresh).await
 }
 
 #[cfg(test)]

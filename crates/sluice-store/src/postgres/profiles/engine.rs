@@ -7,13 +7,24 @@ use super::super::rows::{backend, get, ms, opt_time, sql_limit};
 use super::scheduled;
 use crate::{ComputedValue, JobProgress, ProfileCommit, ProfileJob, ProfileRecord, Result};
 
+// The engine's reads by unique key are one index lookup per key, whatever
+// the table's statistics say: `unnest … CROSS JOIN LATERAL` over a
+// subquery the planner cannot flatten into a join (`LIMIT 1`). With
+// `= ANY($1)`, or a lateral join it could flatten, it chose sequential
+// scans of `profile_identities` while the table grew faster than
+// autovacuum analysed it, so each step read all of it.
+
 pub(super) async fn resolve(
     c: &impl GenericClient,
     identities: &[String],
 ) -> Result<Vec<(String, String)>> {
     let rows = c
         .query(
-            "SELECT identity, profile_id FROM profile_identities WHERE identity = ANY($1)",
+            "SELECT i.identity, i.profile_id
+             FROM (SELECT DISTINCT unnest($1::text[])) AS k(id)
+             CROSS JOIN LATERAL (
+                 SELECT identity, profile_id FROM profile_identities WHERE identity = k.id LIMIT 1
+             ) i",
             &[&identities],
         )
         .await
@@ -28,7 +39,11 @@ pub(super) async fn load(
 ) -> Result<Vec<ProfileRecord>> {
     let rows = c
         .query(
-            "SELECT id, doc, next_change_at, version FROM profiles WHERE id = ANY($1)",
+            "SELECT p.id, p.doc, p.next_change_at, p.version
+             FROM (SELECT DISTINCT unnest($1::text[])) AS k(id)
+             CROSS JOIN LATERAL (
+                 SELECT id, doc, next_change_at, version FROM profiles WHERE id = k.id LIMIT 1
+             ) p",
             &[&ids],
         )
         .await
@@ -189,11 +204,11 @@ pub(super) async fn commit(
                 .map_err(backend)?;
         }
     }
-    super::commit::profiles(&tx, c).await?;
+    let created = super::commit::profiles(&tx, c).await?;
     if !super::commit::identities(&tx, c, !alone).await? {
         return Ok(false);
     }
-    super::commit::values(&tx, c).await?;
+    super::commit::values(&tx, c, &created).await?;
     // Changes prepared from a definition edited since are not written.
     let (fresh, stale) = scheduled::fresh(&tx, c).await?;
     let (seqs, silent) = super::outbox::write(&tx, c, &stale).await?;

@@ -227,6 +227,39 @@ pub(super) async fn advance(
     Ok(())
 }
 
+/// The sources of the messages Sluice writes itself, which the engine
+/// does not read.
+const OWN_SOURCES: [&str; 2] = [crate::PERSONAS_SOURCE, crate::PRIVACY_SOURCE];
+
+/// How many rows a read may walk per event it may return: the engine's
+/// own identify messages sit in the log between the calls it reads (two
+/// per call when two connected definitions change), and a step capped by
+/// rows rather than by calls would shrink to a third of its size.
+const WALK: u32 = 4;
+
+/// The read of [`events_in`]: at most `$3` rows walked in log order after
+/// (`$1`, `$2`), each marked `mine` by the condition given, cut after the
+/// `$5`th row that is; other rows' bodies are left out.
+fn walk_sql(mine: &str) -> String {
+    format!(
+        "SELECT seq, source_id, message_id, event_type, received_at,
+                CASE WHEN mine THEN body ELSE '' END, xact, mine
+         FROM (
+             SELECT w.*, count(*) FILTER (WHERE w.mine) OVER (ORDER BY w.xact, w.seq) AS taken
+             FROM (
+                 SELECT e.seq, e.source_id, e.message_id, e.event_type, e.received_at, e.body,
+                        e.xact, {mine} AS mine
+                 FROM events e
+                 WHERE (e.xact, e.seq) > ($1, $2)
+                   AND e.xact < pg_snapshot_xmin(pg_current_snapshot())::text::bigint
+                 ORDER BY e.xact, e.seq LIMIT $3
+             ) w
+         ) x
+         WHERE taken <= $5
+         ORDER BY xact, seq"
+    )
+}
+
 /// Events after the lowest of the given partitions' cursors, in
 /// `(xact, seq)` order below the oldest running transaction: every writer
 /// of those rows has ended, so nothing can appear behind a cursor later
@@ -234,11 +267,16 @@ pub(super) async fn advance(
 /// their own partition's cursor, come marked [`CursorEvent::elsewhere`],
 /// without their bodies.
 ///
-/// The read is one walk of `events_xact_seq` stopped by the limit, as with
-/// one partition: filtering by slot in the query made the planner misjudge
-/// how far the walk goes and pick a parallel bitmap scan of everything
-/// after the cursor, then a sort. The limit is widened by the share of the
-/// partitions held, so a step still finds about `limit` events of its own.
+/// The read is one walk of `events_xact_seq` stopped by the limit. Nothing
+/// but the index range is in its `WHERE`: any other condition (the slot,
+/// `blocked IS NULL`) has a selectivity the planner guesses (0.5 % for
+/// `IS NULL` on a table not yet analysed), and a guess below the limit
+/// made it read everything after the cursor in a bitmap scan and sort it,
+/// on every step of a catch-up. Blocked calls, and the messages Sluice
+/// wrote itself (Personas identifies, deletion notifications), come marked
+/// like other partitions' events, without their bodies. A read returns at
+/// most `limit` events of its own, walking up to [`WALK`] times as many
+/// rows, further widened by the share of the partitions held.
 pub(super) async fn events_in(
     c: &impl GenericClient,
     partitions: &[Partition],
@@ -254,50 +292,30 @@ pub(super) async fn events_in(
         .collect();
     let xacts: Vec<i64> = partitions.iter().map(|p| p.cursor.xact).collect();
     let seqs: Vec<i64> = partitions.iter().map(|p| p.cursor.seq).collect();
+    let own: &[&str] = &OWN_SOURCES;
     let held = u32::try_from(partitions.len()).unwrap_or(1).max(1);
     let wide = limit.saturating_mul(u32::from(POSTGRES_PARTITIONS)) / held;
+    let walk = sql_limit(wide.saturating_mul(WALK));
+    let cap = i64::from(limit);
     // Every partition at one cursor (one engine node): every event is its.
     let whole =
         held >= u32::from(POSTGRES_PARTITIONS) && partitions.iter().all(|p| p.cursor == from);
     let rows = if whole {
-        c.query(
-            "SELECT seq, source_id, message_id, event_type, received_at, body, xact, true
-             FROM events
-             WHERE (xact, seq) > ($1, $2) AND blocked IS NULL
-               AND xact < pg_snapshot_xmin(pg_current_snapshot())::text::bigint
-             ORDER BY xact, seq LIMIT $3",
-            &[&from.xact, &from.seq, &sql_limit(limit)],
-        )
-        .await
-        .map_err(backend)?
+        let sql = walk_sql("e.blocked IS NULL AND e.source_id <> ALL($4)");
+        c.query(&sql, &[&from.xact, &from.seq, &walk, &own, &cap])
+            .await
+            .map_err(backend)?
     } else {
-        c.query(
-            "SELECT seq, source_id, message_id, event_type, received_at,
-                    CASE WHEN mine THEN body ELSE '' END, xact, mine
-             FROM (
-                 SELECT e.*, EXISTS (
-                     SELECT 1 FROM unnest($4::smallint[], $6::bigint[], $7::bigint[])
-                         AS k(p, x, s)
-                     WHERE k.p = COALESCE(e.person, 0) % $5::smallint
-                       AND (e.xact, e.seq) > (k.x, k.s)) AS mine
-                 FROM events e
-                 WHERE (e.xact, e.seq) > ($1, $2) AND e.blocked IS NULL
-                   AND e.xact < pg_snapshot_xmin(pg_current_snapshot())::text::bigint
-                 ORDER BY e.xact, e.seq LIMIT $3
-             ) w
-             ORDER BY xact, seq",
-            &[
-                &from.xact,
-                &from.seq,
-                &sql_limit(wide),
-                &ids,
-                &n,
-                &xacts,
-                &seqs,
-            ],
-        )
-        .await
-        .map_err(backend)?
+        let sql = walk_sql(
+            "e.blocked IS NULL AND e.source_id <> ALL($4) AND EXISTS (
+                 SELECT 1 FROM unnest($6::smallint[], $8::bigint[], $9::bigint[]) AS k(p, x, s)
+                 WHERE k.p = COALESCE(e.person, 0) % $7::smallint
+                   AND (e.xact, e.seq) > (k.x, k.s))",
+        );
+        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 9] = [
+            &from.xact, &from.seq, &walk, &own, &cap, &ids, &n, &xacts, &seqs,
+        ];
+        c.query(&sql, &params).await.map_err(backend)?
     };
     rows.iter()
         .map(|row| {

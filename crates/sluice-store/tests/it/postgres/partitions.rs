@@ -147,3 +147,56 @@ async fn each_partition_reads_only_the_events_of_its_people() {
         all.iter().filter(|e| first_slot(e) != a[0].id).count()
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_takes_its_batch_of_calls_past_the_messages_sluice_wrote() {
+    let schema = TestSchema::new();
+    let store = schema.open().await;
+    let held = store
+        .take_profile_partitions("a", at(0), TTL)
+        .await
+        .expect("take");
+    // Each call is followed in the log by two identify messages of its own.
+    for i in 0..10 {
+        for (source, id) in [
+            ("src_p", format!("call{i}")),
+            (sluice_store::PERSONAS_SOURCE, format!("trait{i}")),
+            (sluice_store::PERSONAS_SOURCE, format!("audience{i}")),
+        ] {
+            let mut one = request(source, &[], at(0));
+            one.events = vec![sluice_store::NewEvent {
+                message_id: id,
+                event_type: "track".into(),
+                body: "{\"type\":\"track\"}".into(),
+                person: sluice_store::person_slot(Some(&format!("user-{i}")), None),
+                ..sluice_store::NewEvent::default()
+            }];
+            store.append(one).await.expect("append");
+        }
+    }
+    let mut got = Vec::new();
+    for _ in 0..250 {
+        got = store
+            .profile_events_in(held.clone(), 4)
+            .await
+            .expect("read");
+        if got.iter().filter(|e| !e.elsewhere).count() == 4 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let calls: Vec<&str> = got
+        .iter()
+        .filter(|e| !e.elsewhere)
+        .map(|e| e.event.message_id.as_str())
+        .collect();
+    assert_eq!(calls, ["call0", "call1", "call2", "call3"]);
+    let passed: Vec<_> = got.iter().filter(|e| e.elsewhere).collect();
+    assert!(passed.len() >= 6, "the messages between the calls come too");
+    assert!(
+        passed
+            .iter()
+            .all(|e| e.event.source_id == sluice_store::PERSONAS_SOURCE && e.event.body.is_empty()),
+        "passed over, without their bodies"
+    );
+}
