@@ -82,24 +82,20 @@ pub(super) async fn write<'c>(
         .iter()
         .map(|(m, _)| m.computation_id.as_str())
         .collect();
-    // The live computations among these, read once through their keys (an
-    // `EXISTS` per message was planned as a hash join over every one).
-    let named: Vec<&str> = computations
-        .iter()
-        .copied()
-        .collect::<HashSet<_>>()
-        .into_iter()
-        .collect();
+    let named = super::scheduled::distinct(&computations);
+    let sql = format!(
+        "INSERT INTO events (source_id, message_id, event_type, received_at, body)
+         SELECT $1, k.m, 'identify', k.due, k.b
+         FROM unnest($2::text[], $3::bigint[], $4::text[], $5::text[])
+              WITH ORDINALITY AS k(m, due, b, c, n)
+         WHERE {}
+         ORDER BY k.n
+         RETURNING message_id, seq",
+        super::scheduled::live("k.c", 6)
+    );
     let written: HashMap<String, i64> = tx
         .query(
-            "INSERT INTO events (source_id, message_id, event_type, received_at, body)
-             SELECT $1, k.m, 'identify', k.due, k.b
-             FROM unnest($2::text[], $3::bigint[], $4::text[], $5::text[])
-                  WITH ORDINALITY AS k(m, due, b, c, n)
-             WHERE k.c = ANY(ARRAY(
-                 SELECT id FROM computations WHERE id = ANY($6) AND deleted_at IS NULL))
-             ORDER BY k.n
-             RETURNING message_id, seq",
+            &sql,
             &[&PERSONAS_SOURCE, &ids, &due, &bodies, &computations, &named],
         )
         .await
