@@ -67,10 +67,14 @@ pub(super) async fn profiles(
                     .collect()
             };
             let next: Vec<Option<i64>> = (0..ids.len()).filter(keep).map(|i| next[i]).collect();
+            // An upsert, not an `UPDATE … FROM unnest`: its conflict check
+            // finds each row through the primary key, where a join may be
+            // planned as a scan of the table.
             c.execute(
-                "UPDATE profiles p SET doc = k.doc, next_change_at = k.next
-                 FROM unnest($1::text[], $2::text[], $3::bigint[]) AS k(id, doc, next)
-                 WHERE p.id = k.id",
+                "INSERT INTO profiles (id, doc, next_change_at)
+                 SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[])
+                 ON CONFLICT (id) DO UPDATE
+                 SET doc = excluded.doc, next_change_at = excluded.next_change_at",
                 &[&pick(&ids), &pick(&docs), &next],
             )
             .await
