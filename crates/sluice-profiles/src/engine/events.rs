@@ -171,7 +171,6 @@ pub async fn step(
     let with_events = !defs.items.is_empty();
     let records = super::load::load_records(store, ids.into_iter().collect(), with_events).await?;
     let expected: Vec<(String, i64)> = records.iter().map(|r| (r.id.clone(), r.version)).collect();
-    let stored_before: HashSet<String> = records.iter().map(|r| r.id.clone()).collect();
     let for_apply = defs.clone();
     let work = cpu
         .run(move || apply(calls, found, records, &for_apply))
@@ -179,8 +178,9 @@ pub async fn step(
     // Without definitions there are no values to compare with (and no
     // scheduled changes: a computation's go with it). A profile this step
     // creates has none stored either: only those read before are asked for.
+    let stored_before: HashSet<&str> = expected.iter().map(|(id, _)| id.as_str()).collect();
     let touched: Vec<String> = (work.touched.iter())
-        .filter(|id| stored_before.contains(*id))
+        .filter(|id| stored_before.contains(id.as_str()))
         .cloned()
         .collect();
     let (stored, settle) = if defs.items.is_empty() || touched.is_empty() {

@@ -14,7 +14,7 @@ use std::hash::Hash;
 use deadpool_postgres::GenericClient;
 
 use super::super::rows::{backend, get, ms};
-use crate::{ProfileCommit, Result};
+use crate::{ProfileCommit, ProfileRecord, Result};
 
 /// The items of `items` whose key comes last, in their original order.
 pub(super) fn last_per_key<'a, T, K: Eq + Hash>(
@@ -35,16 +35,23 @@ pub(super) fn last_per_key<'a, T, K: Eq + Hash>(
 
 /// Profiles inserted or replaced, then moved `next_change_at`s. Returns
 /// the profiles inserted: new people, whose values need no conflict check.
+///
+/// Those the step read (its `expected` versions) exist and are upserted as
+/// before. The others are inserted if absent, and only those found present
+/// (a sweep's or a job's profiles) are upserted after them.
 pub(super) async fn profiles(
     c: &impl GenericClient,
     commit: &ProfileCommit,
 ) -> Result<Vec<String>> {
-    let profiles = last_per_key(&commit.profiles, |p| p.id.as_str());
+    let read: HashSet<&str> = commit.expected.iter().map(|(id, _)| id.as_str()).collect();
+    let (known, unknown): (Vec<&ProfileRecord>, Vec<&ProfileRecord>) =
+        last_per_key(&commit.profiles, |p| p.id.as_str())
+            .into_iter()
+            .partition(|p| read.contains(p.id.as_str()));
     let mut inserted: Vec<String> = Vec::new();
-    if !profiles.is_empty() {
-        let ids: Vec<&str> = profiles.iter().map(|p| p.id.as_str()).collect();
-        let docs: Vec<&str> = profiles.iter().map(|p| p.doc.as_str()).collect();
-        let next: Vec<Option<i64>> = profiles.iter().map(|p| p.next_change_at.map(ms)).collect();
+    let mut upsert = known;
+    if !unknown.is_empty() {
+        let (ids, docs, next) = columns(&unknown);
         inserted = c
             .query(
                 "INSERT INTO profiles (id, doc, next_change_at)
@@ -57,29 +64,20 @@ pub(super) async fn profiles(
             .iter()
             .map(|r| get(r, 0))
             .collect::<Result<_>>()?;
-        if inserted.len() < ids.len() {
-            let new: HashSet<&str> = inserted.iter().map(String::as_str).collect();
-            let keep = |i: &usize| !new.contains(ids[*i]);
-            let pick = |v: &[&str]| -> Vec<String> {
-                (0..ids.len())
-                    .filter(keep)
-                    .map(|i| v[i].to_owned())
-                    .collect()
-            };
-            let next: Vec<Option<i64>> = (0..ids.len()).filter(keep).map(|i| next[i]).collect();
-            // An upsert, not an `UPDATE … FROM unnest`: its conflict check
-            // finds each row through the primary key, where a join may be
-            // planned as a scan of the table.
-            c.execute(
-                "INSERT INTO profiles (id, doc, next_change_at)
-                 SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[])
-                 ON CONFLICT (id) DO UPDATE
-                 SET doc = excluded.doc, next_change_at = excluded.next_change_at",
-                &[&pick(&ids), &pick(&docs), &next],
-            )
-            .await
-            .map_err(backend)?;
-        }
+        let new: HashSet<&str> = inserted.iter().map(String::as_str).collect();
+        upsert.extend(unknown.into_iter().filter(|p| !new.contains(p.id.as_str())));
+    }
+    if !upsert.is_empty() {
+        let (ids, docs, next) = columns(&upsert);
+        c.execute(
+            "INSERT INTO profiles (id, doc, next_change_at)
+             SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[])
+             ON CONFLICT (id) DO UPDATE
+             SET doc = excluded.doc, next_change_at = excluded.next_change_at",
+            &[&ids, &docs, &next],
+        )
+        .await
+        .map_err(backend)?;
     }
     let moved = last_per_key(&commit.next_changes, |(id, _)| id.as_str());
     if !moved.is_empty() {
@@ -94,6 +92,15 @@ pub(super) async fn profiles(
         .map_err(backend)?;
     }
     Ok(inserted)
+}
+
+/// Ids, documents and next changes of `profiles`, as statement arrays.
+fn columns<'a>(profiles: &[&'a ProfileRecord]) -> (Vec<&'a str>, Vec<&'a str>, Vec<Option<i64>>) {
+    (
+        profiles.iter().map(|p| p.id.as_str()).collect(),
+        profiles.iter().map(|p| p.doc.as_str()).collect(),
+        profiles.iter().map(|p| p.next_change_at.map(ms)).collect(),
+    )
 }
 
 /// Bumps the version of every profile the step read, if none moved since
