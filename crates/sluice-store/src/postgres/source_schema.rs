@@ -10,7 +10,8 @@ use deadpool_postgres::Client;
 use super::PostgresStore;
 use super::rows::{backend, big, get};
 use crate::queries::source_schema::{self as q, Doc};
-use crate::source_schema::{VOLUME_DAYS, admit};
+use crate::source_schema::admit;
+use crate::sql::postgres::PgRef;
 use crate::{BlockedDay, Result, SchemaFlush, SchemaPage, SchemaQuery, SchemaStore};
 
 /// First key of the flush advisory lock ("SCHM"); the second is the source.
@@ -27,15 +28,7 @@ async fn flush(client: &mut Client, f: &SchemaFlush) -> Result<()> {
     let kinds: Vec<&str> = f.entries.iter().map(|e| e.kind.as_str()).collect();
     let names: Vec<&str> = f.entries.iter().map(|e| e.name.as_str()).collect();
     let props: Vec<&str> = f.entries.iter().map(|e| e.property.as_str()).collect();
-    let stored: i64 = get(
-        &tx.query_one(
-            "SELECT count(*) FROM schema_entries WHERE source_id = $1",
-            &[&f.source_id],
-        )
-        .await
-        .map_err(backend)?,
-        0,
-    )?;
+    let stored = q::stored_entries(&PgRef(&tx), &f.source_id).await?;
     let rows = tx
         .query(
             "SELECT u.i FROM UNNEST($2::text[], $3::text[], $4::text[]) WITH ORDINALITY
@@ -53,7 +46,6 @@ async fn flush(client: &mut Client, f: &SchemaFlush) -> Result<()> {
             *slot = true;
         }
     }
-    let stored = u64::try_from(stored).unwrap_or(0);
     let (keep, lost) = admit(&f.entries, |i| known[i], stored, f.max_entries);
     let (mut k, mut n, mut p, mut t, mut first, mut last, mut hour, mut count) = (
         vec![],
@@ -100,23 +92,7 @@ async fn flush(client: &mut Client, f: &SchemaFlush) -> Result<()> {
         .await
         .map_err(backend)?;
     }
-    let overflow = big(f.overflow + lost);
-    if overflow > 0 {
-        tx.execute(
-            "INSERT INTO schema_overflow AS o (source_id, count) VALUES ($1, $2)
-             ON CONFLICT (source_id) DO UPDATE SET count = o.count + excluded.count",
-            &[&f.source_id, &overflow],
-        )
-        .await
-        .map_err(backend)?;
-    }
-    let horizon = f.now.timestamp_millis() - VOLUME_DAYS * 24 * 3_600_000;
-    tx.execute(
-        "DELETE FROM schema_volumes WHERE source_id = $1 AND hour < $2",
-        &[&f.source_id, &horizon],
-    )
-    .await
-    .map_err(backend)?;
+    q::close_flush(&PgRef(&tx), f, lost).await?;
     tx.commit().await.map_err(backend)
 }
 

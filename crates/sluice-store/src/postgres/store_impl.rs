@@ -155,7 +155,16 @@ impl DeliveryStore for PostgresStore {
     }
 
     async fn cap_pending(&self, cap: u64, now: DateTime<Utc>) -> Result<Vec<(String, u64)>> {
-        delivery::cap_pending(&self.client().await?, cap, now).await
+        let db = self.db().await?;
+        let mut capped = Vec::new();
+        for (destination, count) in deliveries::over_cap(&db, cap).await? {
+            let changed =
+                deliveries::dead_letter_over_cap(&db, &destination, count, cap, now).await?;
+            if changed > 0 {
+                capped.push((destination, changed));
+            }
+        }
+        Ok(capped)
     }
 
     async fn replay(&self, filter: &DeliveryFilter, now: DateTime<Utc>) -> Result<u64> {

@@ -12,6 +12,7 @@
 //! - `definitions`: Personas definitions by page, key, id and change.
 //! - `deliveries`: the delivery log, replay and retention.
 //! - `destinations`: destinations and their connections to sources.
+//! - `engine`: the profile engine's job queue, bookkeeping and removals.
 //! - `health`: the delivery health aggregates.
 //! - `regulations`: privacy requests, suppressions, delete notifications.
 //! - `source_schema`: the observed schema's reads, rules and filters.
@@ -23,6 +24,7 @@ pub(crate) mod computations;
 pub(crate) mod definitions;
 pub(crate) mod deliveries;
 pub(crate) mod destinations;
+pub(crate) mod engine;
 pub(crate) mod health;
 pub(crate) mod regulations;
 pub(crate) mod source_schema;

@@ -4,8 +4,9 @@
 //! statements, PostgreSQL's `UNNEST` under an advisory lock).
 
 use crate::records::now;
+use crate::source_schema::VOLUME_DAYS;
 use crate::sql::{Db, Row, args};
-use crate::{BlockedDay, Result, SchemaEntry, SchemaPage, SchemaQuery};
+use crate::{BlockedDay, Result, SchemaEntry, SchemaFlush, SchemaPage, SchemaQuery};
 
 /// Where a settings document is kept: its table, key and column.
 #[derive(Clone, Copy)]
@@ -125,4 +126,41 @@ pub(crate) async fn blocked_usage(
         },
     )
     .await
+}
+
+/// How many schema entries `source_id` has stored: what a flush's new
+/// entries are admitted against ([`admit`](crate::source_schema::admit)).
+/// The entries' lookups and upserts are each backend's own (one row at a
+/// time on SQLite's writer, arrays on PostgreSQL).
+pub(crate) async fn stored_entries(db: &impl Db, source_id: &str) -> Result<u64> {
+    let n: i64 = db
+        .query_one(
+            "SELECT count(*) FROM schema_entries WHERE source_id = $1",
+            args![source_id],
+        )
+        .await?
+        .get(0)?;
+    Ok(u64::try_from(n).unwrap_or(0))
+}
+
+/// The end of a flush: what did not fit under the cap (`lost`, beside what
+/// the node already counted) is added to the source's overflow, and
+/// volumes older than the window are dropped.
+pub(crate) async fn close_flush(db: &impl Db, f: &SchemaFlush, lost: u64) -> Result<()> {
+    let overflow = f.overflow.saturating_add(lost);
+    if overflow > 0 {
+        db.execute(
+            "INSERT INTO schema_overflow AS o (source_id, count) VALUES ($1, $2)
+             ON CONFLICT (source_id) DO UPDATE SET count = o.count + excluded.count",
+            args![&f.source_id, overflow],
+        )
+        .await?;
+    }
+    let horizon = f.now.timestamp_millis() - VOLUME_DAYS * 24 * 3_600_000;
+    db.execute(
+        "DELETE FROM schema_volumes WHERE source_id = $1 AND hour < $2",
+        args![&f.source_id, horizon],
+    )
+    .await?;
+    Ok(())
 }

@@ -6,16 +6,12 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use super::SqliteStore;
 use crate::queries::source_schema::{self as q, Doc};
-use crate::source_schema::{VOLUME_DAYS, admit};
+use crate::source_schema::admit;
 use crate::sql::sqlite::{Lite, ready};
 use crate::{BlockedDay, Result, SchemaFlush, SchemaPage, SchemaQuery, SchemaStore};
 
 fn flush(conn: &Connection, f: &SchemaFlush) -> Result<()> {
-    let stored: i64 = conn.query_row(
-        "SELECT count(*) FROM schema_entries WHERE source_id = ?1",
-        [&f.source_id],
-        |r| r.get(0),
-    )?;
+    let stored = ready(q::stored_entries(&Lite(conn), &f.source_id))?;
     let mut exists = conn.prepare_cached(
         "SELECT 1 FROM schema_entries
          WHERE source_id = ?1 AND kind = ?2 AND name = ?3 AND property = ?4",
@@ -27,7 +23,6 @@ fn flush(conn: &Connection, f: &SchemaFlush) -> Result<()> {
             .optional()?;
         known.push(hit.is_some());
     }
-    let stored = u64::try_from(stored).unwrap_or(0);
     let (keep, lost) = admit(&f.entries, |i| known[i], stored, f.max_entries);
     let mut upsert = conn.prepare_cached(
         "INSERT INTO schema_entries (source_id, kind, name, property, types, first_seen, last_seen)
@@ -63,18 +58,7 @@ fn flush(conn: &Connection, f: &SchemaFlush) -> Result<()> {
             n
         ])?;
     }
-    let overflow = i64::try_from(f.overflow + lost).unwrap_or(i64::MAX);
-    if overflow > 0 {
-        conn.prepare_cached(
-            "INSERT INTO schema_overflow (source_id, count) VALUES (?1, ?2)
-             ON CONFLICT (source_id) DO UPDATE SET count = count + excluded.count",
-        )?
-        .execute(params![f.source_id, overflow])?;
-    }
-    let horizon = f.now.timestamp_millis() - VOLUME_DAYS * 24 * 3_600_000;
-    conn.prepare_cached("DELETE FROM schema_volumes WHERE source_id = ?1 AND hour < ?2")?
-        .execute(params![f.source_id, horizon])?;
-    Ok(())
+    ready(q::close_flush(&Lite(conn), f, lost))
 }
 
 #[async_trait]

@@ -264,7 +264,7 @@ impl DeliveryStore for SqliteStore {
     async fn cap_pending(&self, cap: u64, now: DateTime<Utc>) -> Result<Vec<(String, u64)>> {
         let over = self
             .readers
-            .run(move |c| delivery::over_cap(c, cap))
+            .run(move |c| ready(deliveries::over_cap(&Lite(c), cap)))
             .await?;
         let mut capped = Vec::new();
         for (destination, count) in over {
@@ -272,7 +272,13 @@ impl DeliveryStore for SqliteStore {
             let changed = self
                 .writer
                 .run(1, move |c| {
-                    delivery::dead_letter_over_cap(c, &id, count, cap, now)
+                    ready(deliveries::dead_letter_over_cap(
+                        &Lite(c),
+                        &id,
+                        count,
+                        cap,
+                        now,
+                    ))
                 })
                 .await?;
             if changed > 0 {

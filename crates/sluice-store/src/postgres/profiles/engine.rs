@@ -5,7 +5,9 @@ use deadpool_postgres::GenericClient;
 
 use super::super::rows::{backend, get, ms, opt_time, sql_limit};
 use super::scheduled;
-use crate::{ComputedValue, JobProgress, ProfileCommit, ProfileJob, ProfileRecord, Result};
+use crate::queries::engine::{self, Removal};
+use crate::sql::postgres::PgRef;
+use crate::{ComputedValue, ProfileCommit, ProfileRecord, Result};
 
 // The engine's reads by unique key are one index lookup per key, whatever
 // the table's statistics say: `unnest … CROSS JOIN LATERAL` over a
@@ -106,42 +108,6 @@ pub(super) async fn due(
     rows.iter().map(|r| get(r, 0)).collect()
 }
 
-pub(super) async fn ids_after(
-    c: &impl GenericClient,
-    after: &str,
-    limit: u32,
-) -> Result<Vec<String>> {
-    let rows = c
-        .query(
-            "SELECT id FROM profiles WHERE id > $1 ORDER BY id LIMIT $2",
-            &[&after, &sql_limit(limit)],
-        )
-        .await
-        .map_err(backend)?;
-    rows.iter().map(|r| get(r, 0)).collect()
-}
-
-pub(super) async fn next_job(c: &impl GenericClient) -> Result<Option<ProfileJob>> {
-    let row = c
-        .query_opt(
-            "SELECT id, computation_id, kind, destination_id, after_profile FROM profile_jobs
-             ORDER BY id LIMIT 1",
-            &[],
-        )
-        .await
-        .map_err(backend)?;
-    row.map(|r| {
-        Ok(ProfileJob {
-            id: get(&r, 0)?,
-            computation_id: get(&r, 1)?,
-            kind: get(&r, 2)?,
-            destination_id: get(&r, 3)?,
-            after_profile: get(&r, 4)?,
-        })
-    })
-    .transpose()
-}
-
 /// Partition ids as `smallint`s.
 pub(super) fn small(partitions: &[u16]) -> Vec<i16> {
     partitions
@@ -194,15 +160,7 @@ pub(super) async fn commit(
     super::events::write(&tx, c).await?;
     if !c.removed_profiles.is_empty() {
         scheduled::remove_profiles(&tx, &c.removed_profiles).await?;
-        for sql in [
-            "DELETE FROM profile_events WHERE profile_id = ANY($1)",
-            "DELETE FROM profiles WHERE id = ANY($1)",
-            "DELETE FROM computed_values WHERE profile_id = ANY($1)",
-        ] {
-            tx.execute(sql, &[&c.removed_profiles])
-                .await
-                .map_err(backend)?;
-        }
+        engine::remove_profiles(&PgRef(&tx), &c.removed_profiles, Removal::Merged).await?;
     }
     let created = super::commit::profiles(&tx, c).await?;
     if !super::commit::identities(&tx, c, !alone).await? {
@@ -213,33 +171,10 @@ pub(super) async fn commit(
     let (fresh, stale) = scheduled::fresh(&tx, c).await?;
     let (seqs, silent) = super::outbox::write(&tx, c, &stale).await?;
     scheduled::insert(&tx, &fresh, &seqs, &silent).await?;
-    if !c.computed.is_empty() {
-        tx.execute(
-            "UPDATE computations SET last_computed_at = $2 WHERE id = ANY($1)",
-            &[&c.computed, &now],
-        )
-        .await
-        .map_err(backend)?;
-    }
     if let Some(cursor) = c.cursor {
         super::partitions::advance(&tx, &c.partitions, cursor).await?;
     }
-    match &c.job {
-        Some((id, JobProgress::At(after))) => {
-            tx.execute(
-                "UPDATE profile_jobs SET after_profile = $2 WHERE id = $1",
-                &[id, after],
-            )
-            .await
-            .map_err(backend)?;
-        }
-        Some((id, JobProgress::Done)) => {
-            tx.execute("DELETE FROM profile_jobs WHERE id = $1", &[id])
-                .await
-                .map_err(backend)?;
-        }
-        None => {}
-    }
+    engine::record(&PgRef(&tx), c).await?;
     tx.commit().await.map_err(backend)?;
     Ok(true)
 }

@@ -151,11 +151,11 @@ impl ProfileStore for PostgresStore {
     }
 
     async fn profile_ids_after(&self, after: &str, limit: u32) -> Result<Vec<String>> {
-        engine::ids_after(&self.client().await?, after, limit).await
+        crate::queries::engine::ids_after(&self.db().await?, after, limit).await
     }
 
     async fn next_profile_job(&self) -> Result<Option<ProfileJob>> {
-        engine::next_job(&self.client().await?).await
+        crate::queries::engine::next_job(&self.db().await?).await
     }
 
     async fn commit_profiles(&self, commit: ProfileCommit) -> Result<bool> {

@@ -8,6 +8,7 @@ use deadpool_postgres::{GenericClient, Transaction};
 
 use super::super::profiles::scheduled::remove_profiles;
 use super::super::rows::{backend, get, ms};
+use crate::queries::engine::{self, Removal};
 use crate::queries::regulations::purge as job;
 use crate::regulations::{identity_parts, subject_index};
 use crate::sql::postgres::PgRef;
@@ -144,15 +145,7 @@ async fn purge(
         tx.execute(sql, &[seqs]).await.map_err(backend)?;
     }
     if profiles {
-        let ids = &subject.profile_ids;
-        for sql in [
-            "DELETE FROM profile_identities WHERE profile_id = ANY($1)",
-            "DELETE FROM computed_values WHERE profile_id = ANY($1)",
-            "DELETE FROM profiles WHERE id = ANY($1)",
-            "DELETE FROM profile_events WHERE profile_id = ANY($1)",
-        ] {
-            tx.execute(sql, &[ids]).await.map_err(backend)?;
-        }
+        engine::remove_profiles(&PgRef(tx), &subject.profile_ids, Removal::Purged).await?;
     }
     Ok(())
 }
@@ -164,19 +157,7 @@ async fn purge(
 /// lose it): the profile engine's next sweep re-evaluates it from the calls
 /// left and sends what changed. The purge never calls the engine.
 async fn strip_source(tx: &Transaction<'_>, ids: &[String], source: &str, now: i64) -> Result<()> {
-    tx.execute(
-        "UPDATE profiles SET next_change_at = $2
-         WHERE id = ANY($1) AND (next_change_at IS NULL OR next_change_at > $2)",
-        &[&ids, &now],
-    )
-    .await
-    .map_err(backend)?;
-    tx.execute(
-        "DELETE FROM profile_events WHERE profile_id = ANY($1) AND source_id = $2",
-        &[&ids, &source],
-    )
-    .await
-    .map_err(backend)?;
+    engine::forget_source(&PgRef(tx), ids, source, now).await?;
     tx.execute(
         "UPDATE profiles SET doc = jsonb_set(doc::jsonb, '{sources}', COALESCE(
              (SELECT jsonb_agg(s) FROM jsonb_array_elements_text(doc::jsonb -> 'sources') s

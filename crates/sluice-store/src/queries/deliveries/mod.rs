@@ -1,14 +1,16 @@
-//! Deliveries as the admin API sees them (listing, attempts, replay), and
-//! retention (`prune`).
+//! Deliveries as the admin API sees them (listing, attempts, replay),
+//! retention (`prune`) and the pending cap (`cap`).
 //!
 //! The claims and reports of the delivery workers, and the writes of
 //! ingest, stay in the backends: they are the hot path, and written for
 //! each engine.
 
+mod cap;
 mod prune;
 
 use chrono::{DateTime, Utc};
 
+pub(crate) use cap::{dead_letter_over_cap, over_cap};
 pub(crate) use prune::{Spare, prune_chunk};
 
 use crate::sql::{Db, Dialect, Param, Row, args, limit};

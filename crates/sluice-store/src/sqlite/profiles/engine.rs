@@ -7,9 +7,10 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use super::super::rows::{EVENT_COLUMNS, ms, opt_time, sql_limit, stored_event};
 use super::scheduled;
+use crate::queries::engine::{self, Removal};
+use crate::sql::sqlite::{Lite, ready};
 use crate::{
-    ComputedValue, CursorEvent, EventCursor, JobProgress, PERSONAS_SOURCE, ProfileCommit,
-    ProfileJob, ProfileRecord, Result,
+    ComputedValue, CursorEvent, EventCursor, PERSONAS_SOURCE, ProfileCommit, ProfileRecord, Result,
 };
 
 pub(super) fn take_lease(
@@ -132,31 +133,6 @@ pub(super) fn due(conn: &Connection, now: DateTime<Utc>, limit: u32) -> Result<V
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
-pub(super) fn ids_after(conn: &Connection, after: &str, limit: u32) -> Result<Vec<String>> {
-    let mut stmt =
-        conn.prepare_cached("SELECT id FROM profiles WHERE id > ?1 ORDER BY id LIMIT ?2")?;
-    let rows = stmt.query_map(params![after, sql_limit(limit)], |r| r.get(0))?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
-}
-
-pub(super) fn next_job(conn: &Connection) -> Result<Option<ProfileJob>> {
-    Ok(conn
-        .prepare_cached(
-            "SELECT id, computation_id, kind, destination_id, after_profile FROM profile_jobs
-             ORDER BY id LIMIT 1",
-        )?
-        .query_row([], |r| {
-            Ok(ProfileJob {
-                id: r.get(0)?,
-                computation_id: r.get(1)?,
-                kind: r.get(2)?,
-                destination_id: r.get(3)?,
-                after_profile: r.get(4)?,
-            })
-        })
-        .optional()?)
-}
-
 /// Whether `destination` exists and is enabled: the engine's messages go
 /// only to destinations that receive, so a disabled one is neither sent
 /// nor counted what it would discard; enabling it again gives it a first
@@ -196,12 +172,12 @@ pub(super) fn commit(
     super::events::write(conn, c, stored)?;
     for id in &c.removed_profiles {
         scheduled::remove_profile(conn, id)?;
-        conn.prepare_cached("DELETE FROM profiles WHERE id = ?1")?
-            .execute(params![id])?;
-        super::events::delete(conn, id)?;
-        conn.prepare_cached("DELETE FROM computed_values WHERE profile_id = ?1")?
-            .execute(params![id])?;
     }
+    ready(engine::remove_profiles(
+        &Lite(conn),
+        &c.removed_profiles,
+        Removal::Merged,
+    ))?;
     let mut put = conn.prepare_cached(
         "INSERT INTO profiles (id, doc, next_change_at) VALUES (?1, ?2, ?3)
          ON CONFLICT (id) DO UPDATE SET doc = excluded.doc, next_change_at = excluded.next_change_at",
@@ -343,25 +319,11 @@ pub(super) fn commit(
         )?
         .execute(params![computation, n])?;
     }
-    for id in &c.computed {
-        conn.prepare_cached("UPDATE computations SET last_computed_at = ?2 WHERE id = ?1")?
-            .execute(params![id, now])?;
-    }
     if let Some(cursor) = c.cursor {
         conn.prepare_cached("UPDATE profile_engine SET cursor_seq = ?1 WHERE id = 1")?
             .execute(params![cursor.seq])?;
     }
-    match &c.job {
-        Some((id, JobProgress::At(after))) => {
-            conn.prepare_cached("UPDATE profile_jobs SET after_profile = ?2 WHERE id = ?1")?
-                .execute(params![id, after])?;
-        }
-        Some((id, JobProgress::Done)) => {
-            conn.prepare_cached("DELETE FROM profile_jobs WHERE id = ?1")?
-                .execute(params![id])?;
-        }
-        None => {}
-    }
+    ready(engine::record(&Lite(conn), c))?;
     Ok(true)
 }
 

@@ -108,10 +108,3 @@ pub(super) fn write(
     }
     Ok(())
 }
-
-/// Deletes every event of a profile (purge, or a merged-away profile).
-pub(in crate::sqlite) fn delete(conn: &Connection, profile_id: &str) -> Result<()> {
-    conn.prepare_cached("DELETE FROM profile_events WHERE profile_id = ?1")?
-        .execute(params![profile_id])?;
-    Ok(())
-}

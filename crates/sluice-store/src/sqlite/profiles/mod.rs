@@ -210,12 +210,14 @@ impl ProfileStore for SqliteStore {
     async fn profile_ids_after(&self, after: &str, limit: u32) -> Result<Vec<String>> {
         let after = after.to_owned();
         self.readers
-            .run(move |c| engine::ids_after(c, &after, limit))
+            .run(move |c| ready(crate::queries::engine::ids_after(&Lite(c), &after, limit)))
             .await
     }
 
     async fn next_profile_job(&self) -> Result<Option<ProfileJob>> {
-        self.readers.run(engine::next_job).await
+        self.readers
+            .run(|c| ready(crate::queries::engine::next_job(&Lite(c))))
+            .await
     }
 
     async fn commit_profiles(&self, commit: ProfileCommit) -> Result<bool> {

@@ -8,6 +8,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use super::super::rows::ms;
 use super::super::tombstones;
+use crate::queries::engine::{self, Removal};
 use crate::queries::regulations::purge as job;
 use crate::regulations::{identity_parts, subject_index};
 use crate::sql::sqlite::{Lite, ready};
@@ -132,15 +133,8 @@ fn purge_events(c: &Connection, seqs: &[i64]) -> Result<()> {
 fn purge_profiles(c: &Connection, ids: &[String]) -> Result<()> {
     for id in ids {
         crate::sqlite::profiles::scheduled::remove_profile(c, id)?;
-        c.prepare_cached("DELETE FROM profile_identities WHERE profile_id = ?1")?
-            .execute([id])?;
-        c.prepare_cached("DELETE FROM computed_values WHERE profile_id = ?1")?
-            .execute([id])?;
-        c.prepare_cached("DELETE FROM profiles WHERE id = ?1")?
-            .execute([id])?;
-        crate::sqlite::profiles::events::delete(c, id)?;
     }
-    Ok(())
+    ready(engine::remove_profiles(&Lite(c), ids, Removal::Purged))
 }
 
 /// A source-scoped purge keeps the profiles (they are workspace-wide) but
@@ -150,10 +144,8 @@ fn purge_profiles(c: &Connection, ids: &[String]) -> Result<()> {
 /// lose it): the profile engine's next sweep re-evaluates it from the calls
 /// left and sends what changed. The purge never calls the engine.
 fn strip_source(c: &Connection, ids: &[String], source: &str, now: i64) -> Result<()> {
+    ready(engine::forget_source(&Lite(c), ids, source, now))?;
     for id in ids {
-        crate::sqlite::profiles::scheduled::due_again(c, id, now)?;
-        c.prepare_cached("DELETE FROM profile_events WHERE profile_id = ?1 AND source_id = ?2")?
-            .execute(params![id, source])?;
         c.prepare_cached(
             "UPDATE profiles SET doc = json_set(doc, '$.sources', json((
                  SELECT json_group_array(j.value) FROM json_each(profiles.doc, '$.sources') j
