@@ -10,7 +10,39 @@
 //! `postgres/profiles/engine.rs`).
 
 use crate::sql::{Db, Row, args, limit};
-use crate::{JobProgress, ProfileCommit, ProfileJob, Result};
+use crate::{ComputedValue, JobProgress, ProfileCommit, ProfileJob, Result};
+
+/// The stored values of `ids`' profiles.
+pub(crate) async fn values_of(db: &impl Db, ids: &[String]) -> Result<Vec<ComputedValue>> {
+    db.query_map(
+        &format!(
+            "SELECT computation_id, profile_id, value FROM computed_values WHERE {}",
+            db.dialect().any("profile_id", 1)
+        ),
+        args![ids],
+        |mut r| {
+            Ok(ComputedValue {
+                computation_id: r.take(0)?,
+                profile_id: r.take(1)?,
+                value: r.take(2)?,
+            })
+        },
+    )
+    .await
+}
+
+/// Moves the behavioural rows of merged-away profiles to the profile each
+/// merged into (`(from, into)` pairs), before the step removes them.
+pub(crate) async fn move_events(db: &impl Db, moved: &[(String, String)]) -> Result<()> {
+    for (from, into) in moved {
+        db.execute(
+            "UPDATE profile_events SET profile_id = $2 WHERE profile_id = $1",
+            args![from, into],
+        )
+        .await?;
+    }
+    Ok(())
+}
 
 /// Profile ids after `after`, in id order: a job's walk over every profile.
 pub(crate) async fn ids_after(db: &impl Db, after: &str, n: u32) -> Result<Vec<String>> {

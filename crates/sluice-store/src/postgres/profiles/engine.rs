@@ -7,7 +7,7 @@ use super::super::rows::{backend, get, ms, opt_time, sql_limit};
 use super::scheduled;
 use crate::queries::engine::{self, Removal};
 use crate::sql::postgres::PgRef;
-use crate::{ComputedValue, ProfileCommit, ProfileRecord, Result};
+use crate::{ProfileCommit, ProfileRecord, Result};
 
 // The engine's reads by unique key are one index lookup per key, whatever
 // the table's statistics say: `unnest … CROSS JOIN LATERAL` over a
@@ -73,21 +73,6 @@ pub(super) async fn load(
         }
     }
     Ok(out)
-}
-
-pub(super) async fn values_of(
-    c: &impl GenericClient,
-    ids: &[String],
-) -> Result<Vec<ComputedValue>> {
-    let rows = c
-        .query(
-            "SELECT computation_id, profile_id, value FROM computed_values
-             WHERE profile_id = ANY($1)",
-            &[&ids],
-        )
-        .await
-        .map_err(backend)?;
-    rows.iter().map(value).collect()
 }
 
 pub(super) async fn due(
@@ -177,13 +162,4 @@ pub(super) async fn commit(
     engine::record(&PgRef(&tx), c).await?;
     tx.commit().await.map_err(backend)?;
     Ok(true)
-}
-
-/// A `computed_values` row selected as (computation, profile, value).
-fn value(row: &tokio_postgres::Row) -> Result<crate::ComputedValue> {
-    Ok(crate::ComputedValue {
-        computation_id: super::super::rows::get(row, 0)?,
-        profile_id: super::super::rows::get(row, 1)?,
-        value: super::super::rows::get(row, 2)?,
-    })
 }

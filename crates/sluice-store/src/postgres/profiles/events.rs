@@ -6,6 +6,7 @@
 use deadpool_postgres::GenericClient;
 
 use super::super::rows::{backend, get};
+use crate::sql::postgres::PgRef;
 use crate::{ProfileCommit, ProfileEventRow, Result};
 
 pub(in crate::postgres) const SCHEMA_V7: &str = r#"
@@ -111,14 +112,7 @@ pub(super) async fn write(c: &impl GenericClient, commit: &ProfileCommit) -> Res
         .await
         .map_err(backend)?;
     }
-    for (from, into) in &commit.moved_events {
-        c.execute(
-            "UPDATE profile_events SET profile_id = $2 WHERE profile_id = $1",
-            &[from, into],
-        )
-        .await
-        .map_err(backend)?;
-    }
+    crate::queries::engine::move_events(&PgRef(c), &commit.moved_events).await?;
     if !commit.trimmed_events.is_empty() {
         let profiles: Vec<&str> = commit.trimmed_events.iter().map(|t| t.0.as_str()).collect();
         let ts: Vec<i64> = commit.trimmed_events.iter().map(|t| t.1).collect();

@@ -103,7 +103,7 @@ impl ProfileStore for PostgresStore {
     }
 
     async fn values_of(&self, profile_ids: Vec<String>) -> Result<Vec<ComputedValue>> {
-        engine::values_of(&self.client().await?, &profile_ids).await
+        crate::queries::engine::values_of(&self.db().await?, &profile_ids).await
     }
 
     async fn due_profiles_in(

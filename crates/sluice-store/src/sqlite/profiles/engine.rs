@@ -9,9 +9,7 @@ use super::super::rows::{EVENT_COLUMNS, ms, opt_time, sql_limit, stored_event};
 use super::scheduled;
 use crate::queries::engine::{self, Removal};
 use crate::sql::sqlite::{Lite, ready};
-use crate::{
-    ComputedValue, CursorEvent, EventCursor, PERSONAS_SOURCE, ProfileCommit, ProfileRecord, Result,
-};
+use crate::{CursorEvent, EventCursor, PERSONAS_SOURCE, ProfileCommit, ProfileRecord, Result};
 
 pub(super) fn take_lease(
     conn: &Connection,
@@ -106,19 +104,6 @@ pub(super) fn load(conn: &Connection, ids: &[String], events: bool) -> Result<Ve
                 record.events = super::events::of(conn, id)?;
             }
             out.push(record);
-        }
-    }
-    Ok(out)
-}
-
-pub(super) fn values_of(conn: &Connection, ids: &[String]) -> Result<Vec<ComputedValue>> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT computation_id, profile_id, value FROM computed_values WHERE profile_id = ?1",
-    )?;
-    let mut out = Vec::new();
-    for id in ids {
-        for v in stmt.query_map(params![id], value_row)? {
-            out.push(v?);
         }
     }
     Ok(out)
@@ -325,13 +310,4 @@ pub(super) fn commit(
     }
     ready(engine::record(&Lite(conn), c))?;
     Ok(true)
-}
-
-/// A `computed_values` row selected as (computation, profile, value).
-fn value_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<crate::ComputedValue> {
-    Ok(crate::ComputedValue {
-        computation_id: row.get(0)?,
-        profile_id: row.get(1)?,
-        value: row.get(2)?,
-    })
 }

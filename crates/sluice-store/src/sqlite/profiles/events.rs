@@ -17,6 +17,7 @@
 use rusqlite::{Connection, params};
 
 use super::super::bodies;
+use crate::sql::sqlite::{Lite, ready};
 use crate::{ProfileCommit, ProfileEventRow, Result};
 
 pub(in crate::sqlite) const SCHEMA_V8: &str = "
@@ -96,10 +97,10 @@ pub(super) fn write(
             ])?;
         }
     }
-    for (from, into) in &c.moved_events {
-        conn.prepare_cached("UPDATE profile_events SET profile_id = ?2 WHERE profile_id = ?1")?
-            .execute(params![from, into])?;
-    }
+    ready(crate::queries::engine::move_events(
+        &Lite(conn),
+        &c.moved_events,
+    ))?;
     for (profile, ts, seq) in &c.trimmed_events {
         conn.prepare_cached(
             "DELETE FROM profile_events WHERE profile_id = ?1 AND (ts, seq) < (?2, ?3)",

@@ -144,7 +144,7 @@ impl ProfileStore for SqliteStore {
 
     async fn values_of(&self, profile_ids: Vec<String>) -> Result<Vec<ComputedValue>> {
         self.readers
-            .run(move |c| engine::values_of(c, &profile_ids))
+            .run(move |c| ready(crate::queries::engine::values_of(&Lite(c), &profile_ids)))
             .await
     }
 
