@@ -217,7 +217,7 @@ pub(crate) async fn handle(
         None => Vec::new(),
     };
     let started = Instant::now();
-    let appended = tokio::time::timeout(app.store_timeout, app.store.append(request))
+    let appended = tokio::time::timeout(app.store_timeout, app.log.append(request))
         .await
         .map_err(|_| ApiError::store_timeout())??;
     if let (Some(tally), false) = (&app.tally, filtered.is_empty()) {

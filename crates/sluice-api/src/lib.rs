@@ -87,6 +87,9 @@ pub type Incidents = Arc<dyn Fn() -> Vec<Incident> + Send + Sync>;
 /// Everything the handlers share.
 pub struct AppState {
     pub store: Arc<dyn Store>,
+    /// Where ingest appends accepted calls: the store, or the Kafka topic
+    /// in the Kafka shape.
+    pub log: Arc<dyn sluice_store::EventLog>,
     /// Longest wait for the store on a request's behalf (`storage.timeout_ms`):
     /// an ingest commit, or a whole admin API call.
     pub store_timeout: std::time::Duration,

@@ -25,5 +25,5 @@ pub mod policy;
 pub mod sender;
 
 pub use config::DeliveryConfig;
-pub use engine::{DeliveryEngine, EngineHandle, Hooks};
+pub use engine::{DeliveryEngine, EngineHandle, FirstAttempts, Hooks, Sent};
 pub use error::DeliveryError;

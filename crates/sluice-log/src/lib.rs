@@ -10,6 +10,7 @@
 //! - [`record`]: what one record holds ([`LogEvent`]) and its key
 //!   ([`partition_key`]). Pure.
 //! - [`error`]: [`LogError`], and which errors are worth a retry.
+//! - [`watermark`]: which offsets of each partition may be committed. Pure.
 //! - `kafka` (feature `kafka`): the producer, the consumer-group reader and
 //!   topic creation, on rdkafka.
 //!
@@ -37,6 +38,7 @@ pub mod error;
 #[cfg(feature = "kafka")]
 pub mod kafka;
 pub mod record;
+pub mod watermark;
 
 pub use error::LogError;
 pub use record::{LogEvent, format_received_at, partition_key};

@@ -15,6 +15,8 @@ pub enum ServerError {
     Delivery(#[from] sluice_delivery::DeliveryError),
     #[error("serving HTTP: {0}")]
     Io(#[from] std::io::Error),
+    #[error("event log: {0}")]
+    Log(#[from] sluice_log::LogError),
     #[error("backup: {0}")]
     Backup(#[from] sluice_store::sqlite::BackupError),
 }

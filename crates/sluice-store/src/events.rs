@@ -34,3 +34,23 @@ pub trait EventStore: Send + Sync {
     /// how many events were deleted. Pending work is never pruned.
     async fn prune(&self, before: DateTime<Utc>) -> Result<u64>;
 }
+
+/// Where ingest appends accepted calls: the store itself on SQLite and on
+/// PostgreSQL (events and their outbox in one commit, [`StoreLog`]), or a
+/// Kafka topic in the Kafka shape. Either way the call is answered `200`
+/// only once `append` returns, and a transient error is a `503`.
+#[async_trait]
+pub trait EventLog: Send + Sync {
+    /// Appends a request's events, durably; see [`EventStore::append`].
+    async fn append(&self, request: AppendRequest) -> Result<Appended>;
+}
+
+/// The store as the event log: [`EventStore::append`].
+pub struct StoreLog(pub std::sync::Arc<dyn crate::Store>);
+
+#[async_trait]
+impl EventLog for StoreLog {
+    async fn append(&self, request: AppendRequest) -> Result<Appended> {
+        self.0.append(request).await
+    }
+}

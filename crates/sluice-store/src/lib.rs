@@ -44,6 +44,7 @@ pub mod events;
 pub mod health;
 pub mod keys;
 pub mod log_gate;
+pub mod log_record;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 pub mod profiles;
@@ -64,7 +65,7 @@ pub use catalog::CatalogStore;
 pub use cluster::ClusterStore;
 pub use delivery::DeliveryStore;
 pub use error::{ErrorKind, StoreError};
-pub use events::EventStore;
+pub use events::{EventLog, EventStore, StoreLog};
 pub use health::HealthStore;
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresConfig, PostgresStore};

@@ -5,6 +5,8 @@
 //! - `deliver`: one attempt of one delivery (payload, signature, send, decide).
 //! - `cache`: destination settings, re-read at most every TTL.
 //! - `counted`: outcomes and latencies counted into the health tally.
+//! - `first`: first attempts of calls read from an event log (the Kafka
+//!   shape), and their hand-off to the store's retry state.
 //! - `failure_log`: failed attempts and dead deliveries in the process log,
 //!   rate-limited per destination.
 //! - `observe`: outcomes handed to alerting ([`crate::alerts`]).
@@ -20,6 +22,7 @@ mod counted;
 mod deliver;
 mod dispatcher;
 mod failure_log;
+mod first;
 mod health;
 mod lane;
 mod observe;
@@ -40,6 +43,7 @@ use crate::config::DeliveryConfig;
 use crate::error::DeliveryError;
 use crate::sender::Sender;
 use dispatcher::Dispatcher;
+pub use first::{FirstAttempts, Sent};
 
 /// Signals shared between the engine handle, the tasks and the loop.
 struct Signals {

@@ -11,8 +11,10 @@ use figment::providers::{Env, Format, Serialized, Toml};
 use serde::{Deserialize, Serialize};
 
 mod alerts;
+mod kafka;
 mod sections;
 pub use alerts::AlertsSettings;
+pub use kafka::KafkaSettings;
 pub use sections::*;
 
 pub use crate::serve::settings::{HttpSettings, MetricsSettings};
@@ -53,6 +55,8 @@ pub struct Config {
     pub metrics: MetricsSettings,
     pub personas: PersonasConfig,
     pub alerts: AlertsSettings,
+    /// The Kafka shape's event log; off by default.
+    pub kafka: KafkaSettings,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -91,6 +95,7 @@ impl Default for Config {
             metrics: MetricsSettings::default(),
             personas: PersonasConfig::default(),
             alerts: AlertsSettings::default(),
+            kafka: KafkaSettings::default(),
         }
     }
 }
@@ -210,6 +215,26 @@ impl Config {
             }
             if self.storage.postgres_pool_size < 2 {
                 return invalid("storage.postgres_pool_size", "must be at least 2");
+            }
+        }
+        if self.kafka.enabled() {
+            if self.storage.backend != StorageBackend::Postgres {
+                return invalid(
+                    "kafka.bootstrap_servers",
+                    "needs storage.backend = \"postgres\": the Kafka shape keeps its state there",
+                );
+            }
+            if self.kafka.partitions < 1 || self.kafka.replication < 1 {
+                return invalid(
+                    "kafka.partitions",
+                    "partitions and replication must be at least 1",
+                );
+            }
+            if self.kafka.ack_timeout_ms == 0 || self.kafka.retention_hours == 0 {
+                return invalid(
+                    "kafka.ack_timeout_ms",
+                    "timeouts and retention must be above 0",
+                );
             }
         }
         if self.storage.timeout_ms == 0 {

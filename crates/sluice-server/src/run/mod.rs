@@ -51,7 +51,16 @@ pub async fn run(
     }
 
     let (stop_tx, stop_rx) = watch::channel(false);
-    let engines = Engines::start(&config, &store, &stop_rx)?;
+    let mut engines = Engines::start(&config, &store, &stop_rx)?;
+    let log: Arc<dyn sluice_store::EventLog> = match engines.log_delivery.take() {
+        Some((delivery, hooks)) => {
+            let started =
+                crate::kafka::start(&config.kafka, &store, delivery, hooks, &stop_rx).await?;
+            engines.log_feed = Some(started.feed);
+            started.log
+        }
+        None => Arc::new(sluice_store::StoreLog(store.clone())),
+    };
     let (registry, metrics, capped) = state::registry(&engines);
     let routes = RouteTable::load(store.clone()).await?;
     let schema = config
@@ -67,6 +76,7 @@ pub async fn run(
         &engines,
         state::Parts {
             store: store.clone(),
+            log,
             routes: routes.clone(),
             suppressions,
             admin_token_hash: token.hash,

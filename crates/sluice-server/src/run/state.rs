@@ -38,6 +38,7 @@ pub(super) fn registry(engines: &Engines) -> (Registry, Arc<Metrics>, Counter) {
 /// What the API state is made of, besides the configuration and engines.
 pub(super) struct Parts {
     pub(super) store: Arc<dyn Store>,
+    pub(super) log: Arc<dyn sluice_store::EventLog>,
     pub(super) routes: RouteTable,
     pub(super) suppressions: Arc<Suppressions>,
     pub(super) admin_token_hash: String,
@@ -57,6 +58,7 @@ pub(super) fn app_state(config: &Config, engines: &Engines, parts: Parts) -> Arc
     let alerts_view = engines.alerting.as_ref().map(|(_, view, _)| view.clone());
     Arc::new(AppState {
         store: parts.store,
+        log: parts.log,
         store_timeout: Duration::from_millis(config.storage.timeout_ms),
         routes: parts.routes,
         suppressions: parts.suppressions,

@@ -30,6 +30,10 @@ pub(super) struct Engines {
     /// Delivery health counted in memory, and its merge into the store.
     pub(super) tally: Option<Arc<Tally>>,
     health_merge: Option<(JoinHandle<()>, Arc<dyn Store>)>,
+    /// The Kafka shape's delivery settings, until its consumer starts.
+    pub(super) log_delivery: Option<(sluice_delivery::DeliveryConfig, Hooks)>,
+    /// The Kafka shape's delivery consumer.
+    pub(super) log_feed: Option<JoinHandle<()>>,
 }
 
 impl Engines {
@@ -44,9 +48,17 @@ impl Engines {
         let sink = alerting.as_ref().map(|(sink, _, _)| sink.clone());
         let tally = config.delivery.health.then(|| Arc::new(Tally::new()));
         let hooks = Hooks {
+            alerts: sink.clone(),
+            tally: tally.clone(),
+        };
+        let log_hooks = Hooks {
             alerts: sink,
             tally: tally.clone(),
         };
+        let log_delivery = config
+            .kafka
+            .enabled()
+            .then(|| (delivery.clone(), log_hooks));
         let (engine, delivery_task) =
             DeliveryEngine::start_with(store.clone(), delivery, hooks, engine_stop)?;
         let health_merge = tally.clone().map(|tally| {
@@ -55,7 +67,10 @@ impl Engines {
             (task, store.clone())
         });
         let heartbeat = membership::spawn(store.clone(), engine.clone(), stop.clone());
-        let profiles = config.personas.enabled.then(|| {
+        // The Kafka shape's profile engine will read the topic; the one
+        // here reads the database's events, which hold only the calls
+        // handed to retry state there, so it stays off (docs/kafka.md).
+        let profiles = (config.personas.enabled && !config.kafka.enabled()).then(|| {
             let wake_delivery = engine.clone();
             sluice_profiles::engine::start(
                 store.clone(),
@@ -74,6 +89,8 @@ impl Engines {
             profiles_task,
             tally,
             health_merge,
+            log_delivery,
+            log_feed: None,
         })
     }
 }
@@ -164,6 +181,11 @@ impl Workers {
         } = self;
         if let Some(side) = metrics_side {
             let _ = side.await;
+        }
+        if let Some(feed) = engines.log_feed
+            && let Err(e) = feed.await
+        {
+            tracing::error!(error = %e, "event log consumer failed");
         }
         if let Err(e) = engines.delivery_task.await {
             tracing::error!(error = %e, "delivery engine task failed");

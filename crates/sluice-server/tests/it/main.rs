@@ -19,6 +19,8 @@ mod filters;
 mod health;
 mod hostile;
 mod ingest;
+#[cfg(feature = "postgres-tests")]
+mod kafka;
 mod lanes;
 mod limits;
 mod openapi;

@@ -1,0 +1,227 @@
+//! First attempts of calls read from an event log rather than claimed from
+//! the store: the Kafka shape's delivery path.
+//!
+//! In that shape ingest writes nothing to the database; a consumer reads
+//! each accepted call from the log and hands it here. A call every
+//! destination accepts on the first attempt leaves no row behind. Anything
+//! else (a retry to schedule, a dead or discarded delivery) is handed to
+//! the store's retry state ([`FirstAttempts::hand_off`]): the call is
+//! appended there with deliveries to those destinations only, and each
+//! delivery then carries its first attempt, as if the store's own
+//! dispatcher had made it. From there the store's delivery engine owns it
+//! for the rest of the retry window.
+//!
+//! Sends share the dispatcher's building blocks: the destination cache,
+//! one lane per destination (its concurrency share, breaker and failure
+//! log), the attempt itself, and the alert and health hooks.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use chrono::Utc;
+use sluice_store::log_record::LogRecord;
+use sluice_store::{
+    AppendRequest, AttemptReport, DeliveryFilter, DeliveryState, Destination, DueDelivery, Outcome,
+    Store, StoreError,
+};
+
+use super::cache::{DestinationCache, Lookup};
+use super::lane::Lane;
+use super::{Hooks, counted, deliver, observe};
+use crate::config::DeliveryConfig;
+use crate::error::DeliveryError;
+use crate::policy::RetryPolicy;
+use crate::sender::Sender;
+
+/// What the first attempts of one call came to.
+#[derive(Debug, Default)]
+pub struct Sent {
+    /// Destinations that took the call.
+    pub delivered: usize,
+    /// Reports of the deliveries that did not succeed, by destination:
+    /// they go to the store's retry state.
+    pub unfinished: Vec<(String, AttemptReport)>,
+}
+
+/// Sends calls read from a log, each once to each of its destinations.
+pub struct FirstAttempts {
+    store: Arc<dyn Store>,
+    sender: Sender,
+    policy: RetryPolicy,
+    config: DeliveryConfig,
+    hooks: Hooks,
+    cache: tokio::sync::Mutex<DestinationCache>,
+    lanes: Mutex<HashMap<String, Arc<Lane>>>,
+}
+
+impl FirstAttempts {
+    /// Validates `config` and builds the HTTP client.
+    pub fn new(
+        store: Arc<dyn Store>,
+        config: DeliveryConfig,
+        hooks: Hooks,
+    ) -> Result<Self, DeliveryError> {
+        config.validate()?;
+        Ok(FirstAttempts {
+            store,
+            sender: Sender::new(&config)?,
+            policy: config.retry_policy(),
+            cache: tokio::sync::Mutex::new(DestinationCache::new(config.destination_cache_ttl)),
+            lanes: Mutex::new(HashMap::new()),
+            config,
+            hooks,
+        })
+    }
+
+    /// Destination settings changed: the next call re-reads them.
+    pub async fn invalidate_destinations(&self) {
+        self.cache.lock().await.invalidate();
+    }
+
+    /// Sends `record` to each of its destinations at once, each within its
+    /// lane's concurrency. A destination deleted since the call was
+    /// accepted is skipped; a disabled one gets a discarded delivery, as in
+    /// the store's own dispatch. Fails, sending nothing, when destinations
+    /// cannot be read (the store is down): the caller tries again later.
+    pub async fn send(&self, record: &LogRecord) -> Result<Sent, StoreError> {
+        let mut destinations = Vec::with_capacity(record.destination_ids.len());
+        {
+            let mut cache = self.cache.lock().await;
+            for id in &record.destination_ids {
+                match cache.get(self.store.as_ref(), id).await {
+                    Lookup::Found(dest) => destinations.push(dest),
+                    Lookup::Missing => {}
+                    Lookup::Unavailable => {
+                        return Err(StoreError::backend(
+                            sluice_store::ErrorKind::Unavailable,
+                            "reading destinations",
+                        ));
+                    }
+                }
+            }
+        }
+        let sends = destinations.iter().map(|dest| self.send_one(record, dest));
+        let mut sent = Sent::default();
+        for (destination, report) in futures::future::join_all(sends).await {
+            match report.outcome {
+                Outcome::Succeeded => sent.delivered += 1,
+                _ => sent.unfinished.push((destination, report)),
+            }
+        }
+        Ok(sent)
+    }
+
+    async fn send_one(
+        &self,
+        record: &LogRecord,
+        dest: &Arc<Destination>,
+    ) -> (String, AttemptReport) {
+        let due = DueDelivery {
+            delivery_id: 0,
+            destination_id: dest.id.clone(),
+            event_seq: 0,
+            message_id: record.message_id.clone(),
+            event_body: record.body_for(&dest.id).to_owned(),
+            attempts: 0,
+            first_attempt_at: None,
+            received_at: record.received_at,
+        };
+        if !dest.enabled {
+            return (
+                dest.id.clone(),
+                deliver::discard(&due, "destination disabled"),
+            );
+        }
+        let lane = self.lane(&dest.id);
+        let alerts = self.hooks.alerts.as_ref();
+        let report = match lane.slots.acquire().await {
+            // While the destination's breaker is open only one send goes
+            // out as the probe; the rest wait in retry state.
+            Ok(_slot) if lane.health.open() && lane.in_flight() > 1 => {
+                let wait = (lane.health)
+                    .hand_back_delay(self.config.backoff_base, self.config.backoff_cap);
+                observe::hold_back(
+                    alerts,
+                    dest,
+                    &due,
+                    wait,
+                    self.config.retry_window,
+                    &lane.log,
+                )
+            }
+            Ok(_slot) => {
+                let probe = lane.health.open();
+                let attempt = deliver::attempt(&self.sender, &self.policy, due, dest, &lane.log);
+                let report = Box::pin(attempt).await;
+                lane.health.record(&report.outcome, probe);
+                observe::attempt(alerts, dest, Some(record.message_id.clone()), &report);
+                report
+            }
+            // The semaphore is never closed.
+            Err(_) => deliver::release(0, std::time::Duration::ZERO),
+        };
+        counted::outcome(self.hooks.tally.as_deref(), &dest.id, &report);
+        (dest.id.clone(), report)
+    }
+
+    fn lane(&self, destination: &str) -> Arc<Lane> {
+        let mut lanes = self.lanes.lock().unwrap_or_else(PoisonError::into_inner);
+        Arc::clone(
+            lanes
+                .entry(destination.to_owned())
+                .or_insert_with(|| Arc::new(Lane::new(self.config.concurrency_per_destination))),
+        )
+    }
+
+    /// Puts what `send` left unfinished into the store's retry state, once:
+    /// the call is appended with deliveries to those destinations, then
+    /// each delivery gets its first attempt's report. A call the store
+    /// already holds (handed off before a crash and read again) is left as
+    /// it is, through the store's deduplication by `messageId`. Returns
+    /// once it is durable; on an error the caller tries again, and a second
+    /// try after a partial one finds the call already appended.
+    pub async fn hand_off(&self, record: &LogRecord, sent: &Sent) -> Result<(), StoreError> {
+        if sent.unfinished.is_empty() {
+            return Ok(());
+        }
+        let targets: Vec<String> = sent.unfinished.iter().map(|(d, _)| d.clone()).collect();
+        let appended = self
+            .store
+            .append(AppendRequest {
+                source_id: record.source_id.clone(),
+                received_at: record.received_at,
+                events: vec![record.to_new_event(&targets)],
+            })
+            .await?;
+        if appended.stored == 0 {
+            return Ok(());
+        }
+        let rows = self
+            .store
+            .list_deliveries(&DeliveryFilter {
+                message_id: Some(record.message_id.clone()),
+                state: Some(DeliveryState::Pending),
+                limit: 1_000,
+                ..DeliveryFilter::default()
+            })
+            .await?;
+        let mut reports = Vec::with_capacity(sent.unfinished.len());
+        for (destination, report) in &sent.unfinished {
+            let row = rows.iter().find(|r| {
+                &r.destination_id == destination
+                    && r.source_id == record.source_id
+                    && r.attempts == 0
+            });
+            if let Some(row) = row {
+                let mut report = report.clone();
+                report.delivery_id = row.id;
+                report.at = Utc::now();
+                for attempt in &mut report.attempts {
+                    attempt.delivery_id = row.id;
+                }
+                reports.push(report);
+            }
+        }
+        self.store.report(reports).await
+    }
+}

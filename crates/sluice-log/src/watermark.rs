@@ -1,0 +1,146 @@
+//! Which offsets of each partition may be committed.
+//!
+//! A consumer reads a partition's records in order but finishes them out
+//! of order: sends to slow and fast destinations run at once. A
+//! partition's committed offset says "every record before this one is dealt
+//! with", so it may move only up to the oldest record still in flight. This
+//! is the rule that makes `kill -9` of a consumer lose nothing: whoever
+//! takes the partition over starts at the committed offset, and what it
+//! reads again is at most the records in flight and those finished since
+//! the last commit.
+//!
+//! Pure bookkeeping; the consumer feeds it and commits what it answers.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Offsets in flight and finished, per partition.
+#[derive(Debug, Default)]
+pub struct Watermarks {
+    parts: BTreeMap<i32, Part>,
+}
+
+#[derive(Debug)]
+struct Part {
+    /// Read and not yet finished.
+    in_flight: BTreeSet<i64>,
+    /// One past the newest offset read.
+    next: i64,
+    /// The position last committed (or where reading started).
+    committed: i64,
+}
+
+impl Part {
+    /// The position that may be committed: the oldest offset in flight,
+    /// else one past the newest read.
+    fn position(&self) -> i64 {
+        self.in_flight.first().copied().unwrap_or(self.next)
+    }
+}
+
+impl Watermarks {
+    /// A record was read and is now in flight.
+    pub fn read(&mut self, partition: i32, offset: i64) {
+        let part = self.parts.entry(partition).or_insert(Part {
+            in_flight: BTreeSet::new(),
+            next: offset,
+            committed: offset,
+        });
+        part.in_flight.insert(offset);
+        part.next = part.next.max(offset + 1);
+    }
+
+    /// A record is dealt with: delivered, or durably handed to retry state.
+    /// A partition no longer held is ignored.
+    pub fn finished(&mut self, partition: i32, offset: i64) {
+        if let Some(part) = self.parts.get_mut(&partition) {
+            part.in_flight.remove(&offset);
+        }
+    }
+
+    /// Records in flight, all partitions together.
+    pub fn in_flight(&self) -> usize {
+        self.parts.values().map(|p| p.in_flight.len()).sum()
+    }
+
+    /// `(partition, position)` for each partition whose position moved
+    /// past its last commit.
+    pub fn to_commit(&self) -> Vec<(i32, i64)> {
+        self.parts
+            .iter()
+            .filter(|(_, p)| p.position() > p.committed)
+            .map(|(&id, p)| (id, p.position()))
+            .collect()
+    }
+
+    /// `positions` (from [`Watermarks::to_commit`]) are committed.
+    pub fn committed(&mut self, positions: &[(i32, i64)]) {
+        for &(partition, position) in positions {
+            if let Some(part) = self.parts.get_mut(&partition) {
+                part.committed = part.committed.max(position);
+            }
+        }
+    }
+
+    /// Forgets partitions not in `assigned` (moved to another consumer):
+    /// their records are the new owner's, from the last commit on.
+    pub fn keep(&mut self, assigned: &[i32]) {
+        self.parts.retain(|id, _| assigned.contains(id));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_partition_commits_up_to_its_oldest_record_in_flight() {
+        let mut w = Watermarks::default();
+        for offset in 10..15 {
+            w.read(0, offset);
+        }
+        w.finished(0, 10);
+        w.finished(0, 12);
+        w.finished(0, 13);
+        assert_eq!(w.to_commit(), vec![(0, 11)], "11 is still in flight");
+        w.finished(0, 11);
+        assert_eq!(w.to_commit(), vec![(0, 14)]);
+        w.finished(0, 14);
+        assert_eq!(w.to_commit(), vec![(0, 15)]);
+        assert_eq!(w.in_flight(), 0);
+    }
+
+    #[test]
+    fn nothing_is_committed_twice_or_backwards() {
+        let mut w = Watermarks::default();
+        w.read(3, 0);
+        assert!(w.to_commit().is_empty(), "nothing finished yet");
+        w.finished(3, 0);
+        let positions = w.to_commit();
+        assert_eq!(positions, vec![(3, 1)]);
+        w.committed(&positions);
+        assert!(w.to_commit().is_empty());
+    }
+
+    #[test]
+    fn partitions_move_independently() {
+        let mut w = Watermarks::default();
+        w.read(1, 100);
+        w.read(2, 7);
+        w.finished(2, 7);
+        assert_eq!(w.to_commit(), vec![(2, 8)]);
+        assert_eq!(w.in_flight(), 1);
+    }
+
+    #[test]
+    fn a_partition_taken_away_is_forgotten_and_starts_afresh_when_it_returns() {
+        let mut w = Watermarks::default();
+        w.read(5, 40);
+        w.keep(&[1]);
+        w.finished(5, 40);
+        assert!(w.to_commit().is_empty());
+        // Handed back: reading resumes at the committed offset.
+        w.read(5, 38);
+        w.finished(5, 38);
+        assert_eq!(w.to_commit(), vec![(5, 39)]);
+    }
+}

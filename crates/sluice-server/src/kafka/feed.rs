@@ -1,0 +1,192 @@
+//! The delivery consumer: reads this node's partitions of the event topic,
+//! sends each call once per destination, and commits a partition's offset
+//! only up to the oldest call not yet dealt with (delivered, or durably in
+//! the store's retry state; see `sluice_log::watermark`). So `kill -9` of
+//! a node loses nothing: whoever takes its partitions over starts at the
+//! committed offsets, and sends again at most the calls that were in
+//! flight or finished since the last commit (about a second's worth).
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use sluice_delivery::FirstAttempts;
+use sluice_log::kafka::{ConsumedRecord, LogConsumer};
+use sluice_log::watermark::Watermarks;
+use sluice_store::log_record::LogRecord;
+use tokio::sync::{Semaphore, watch};
+use tokio::task::JoinSet;
+
+/// How often finished offsets are committed.
+const COMMIT_EVERY: Duration = Duration::from_secs(1);
+/// How long a poll waits for a record.
+const POLL_WAIT: Duration = Duration::from_millis(200);
+/// The most records one poll takes.
+const POLL_MAX: usize = 500;
+/// The wait before trying again a store that could not be read or written.
+const STORE_RETRY: Duration = Duration::from_secs(1);
+
+/// The consumer's bounds.
+pub(super) struct Limits {
+    /// Calls in flight at once on this node (`delivery.max_in_flight`).
+    pub room: usize,
+    /// How long shutdown waits for calls in flight (`delivery.shutdown_grace_ms`).
+    pub grace: Duration,
+}
+
+type Marks = Arc<Mutex<Watermarks>>;
+
+fn held(m: &Marks) -> std::sync::MutexGuard<'_, Watermarks> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Runs until `stop` turns true, then waits up to the grace for calls in
+/// flight, commits what finished and leaves the group.
+pub(super) async fn run(
+    consumer: LogConsumer,
+    first: Arc<FirstAttempts>,
+    limits: Limits,
+    mut stop: watch::Receiver<bool>,
+) {
+    let marks: Marks = Arc::default();
+    let room = Arc::new(Semaphore::new(limits.room.max(1)));
+    let mut tasks = JoinSet::new();
+    let mut committed_at = Instant::now();
+    while !*stop.borrow() {
+        while tasks.try_join_next().is_some() {}
+        if committed_at.elapsed() >= COMMIT_EVERY {
+            commit(&consumer, &marks).await;
+            committed_at = Instant::now();
+        }
+        let free = room.available_permits();
+        if free == 0 {
+            tokio::select! {
+                _ = tasks.join_next() => {}
+                _ = stop.changed() => {}
+            }
+            continue;
+        }
+        let polled = tokio::select! {
+            polled = consumer.poll(free.min(POLL_MAX), POLL_WAIT) => polled,
+            _ = stop.changed() => break,
+        };
+        let batches = match polled {
+            Ok(batches) => batches,
+            Err(e) => {
+                sluice_store::warn_every!(
+                    sluice_store::log_gate::BACKGROUND_EVERY,
+                    e,
+                    "reading the event log failed"
+                );
+                tokio::time::sleep(STORE_RETRY).await;
+                continue;
+            }
+        };
+        for batch in batches {
+            for record in batch.records {
+                held(&marks).read(record.partition, record.offset);
+                let Ok(permit) = Arc::clone(&room).acquire_owned().await else {
+                    break;
+                };
+                let (first, marks, stop) = (first.clone(), marks.clone(), stop.clone());
+                tasks.spawn(async move {
+                    let _permit = permit;
+                    if deliver(&first, &record, stop).await {
+                        held(&marks).finished(record.partition, record.offset);
+                    }
+                });
+            }
+        }
+    }
+    let drained = async { while tasks.join_next().await.is_some() {} };
+    if tokio::time::timeout(limits.grace, drained).await.is_err() {
+        tracing::warn!("calls still in flight at shutdown are left to the next owner");
+    }
+    commit(&consumer, &marks).await;
+    consumer.close().await;
+}
+
+/// Delivers one record; true once it is dealt with. False only when the
+/// node stops first: the record stays uncommitted, for the next owner.
+async fn deliver(
+    first: &FirstAttempts,
+    consumed: &ConsumedRecord,
+    stop: watch::Receiver<bool>,
+) -> bool {
+    let record = match LogRecord::decode(&consumed.payload) {
+        Ok(record) => record,
+        Err(e) => {
+            // Not a call Sluice appended (another producer on the topic):
+            // nothing to deliver, and never deliverable.
+            tracing::warn!(
+                partition = consumed.partition,
+                offset = consumed.offset,
+                error = %e,
+                "skipping a record of the event log that is not a call"
+            );
+            return true;
+        }
+    };
+    let sent = loop {
+        match first.send(&record).await {
+            Ok(sent) => break sent,
+            Err(e) => {
+                sluice_store::warn_every!(
+                    sluice_store::log_gate::BACKGROUND_EVERY,
+                    e,
+                    "reading destinations failed; the call waits"
+                );
+                if !pause(&stop).await {
+                    return false;
+                }
+            }
+        }
+    };
+    loop {
+        match first.hand_off(&record, &sent).await {
+            Ok(()) => return true,
+            Err(e) => {
+                sluice_store::warn_every!(
+                    sluice_store::log_gate::BACKGROUND_EVERY,
+                    e,
+                    "handing a failed first attempt to retry state failed; trying again"
+                );
+                if !pause(&stop).await {
+                    return false;
+                }
+            }
+        }
+    }
+}
+
+/// Waits before another try; false when the node is stopping.
+async fn pause(stop: &watch::Receiver<bool>) -> bool {
+    let mut stop = stop.clone();
+    let slept = tokio::select! {
+        () = tokio::time::sleep(STORE_RETRY) => true,
+        _ = stop.wait_for(|s| *s) => false,
+    };
+    slept && !*stop.borrow()
+}
+
+/// Commits each held partition up to its oldest call in flight.
+async fn commit(consumer: &LogConsumer, m: &Marks) {
+    let Ok(assigned) = consumer.assignment() else {
+        return;
+    };
+    let positions = {
+        let mut w = held(m);
+        w.keep(&assigned);
+        w.to_commit()
+    };
+    if positions.is_empty() {
+        return;
+    }
+    match consumer.commit(&positions).await {
+        Ok(()) => held(m).committed(&positions),
+        Err(e) => sluice_store::warn_every!(
+            sluice_store::log_gate::BACKGROUND_EVERY,
+            e,
+            "committing event log offsets failed"
+        ),
+    }
+}

@@ -1,0 +1,83 @@
+//! The Kafka shape (docs/kafka.md): ingest appends accepted calls to a
+//! Kafka topic, and this node's delivery consumer reads its share of the
+//! topic's partitions and sends them.
+//!
+//! - `log`: [`KafkaLog`], the [`EventLog`] ingest appends to.
+//! - `feed`: the delivery consumer, and which offsets it commits.
+//!
+//! PostgreSQL stays the home of configuration and of retry state: a call
+//! every destination accepts on its first attempt writes no row there
+//! (`sluice_delivery::FirstAttempts`).
+
+mod feed;
+mod log;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use sluice_delivery::{DeliveryConfig, FirstAttempts, Hooks};
+use sluice_log::kafka::{KafkaConfig, LogConsumer, LogProducer, ensure_topic};
+use sluice_store::{EventLog, Store};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::ServerError;
+use crate::config::KafkaSettings;
+pub use log::KafkaLog;
+
+/// The Kafka shape running on this node.
+pub(crate) struct Started {
+    /// What ingest appends to.
+    pub log: Arc<dyn EventLog>,
+    /// The delivery consumer; it ends after shutdown, once it has
+    /// committed what it finished.
+    pub feed: JoinHandle<()>,
+}
+
+/// The client settings of `settings`, naming this node to the brokers.
+pub(crate) fn client_config(settings: &KafkaSettings) -> KafkaConfig {
+    let mut config = KafkaConfig::new(settings.bootstrap_servers.clone(), settings.topic.clone());
+    config.ack_timeout = Duration::from_millis(settings.ack_timeout_ms);
+    config
+}
+
+/// Creates the topic when it is missing, then starts the producer ingest
+/// appends through and the delivery consumer.
+pub(crate) async fn start(
+    settings: &KafkaSettings,
+    store: &Arc<dyn Store>,
+    delivery: DeliveryConfig,
+    hooks: Hooks,
+    stop: &watch::Receiver<bool>,
+) -> Result<Started, ServerError> {
+    let config = client_config(settings);
+    let retention = Duration::from_secs(settings.retention_hours.saturating_mul(3_600));
+    ensure_topic(
+        &config,
+        settings.partitions,
+        settings.replication,
+        retention,
+    )
+    .await?;
+    let producer = LogProducer::new(&config)?;
+    let consumer = LogConsumer::new(&config, &settings.delivery_group)?;
+    let grace = delivery.shutdown_grace;
+    let room = delivery.max_in_flight;
+    let first = Arc::new(FirstAttempts::new(store.clone(), delivery, hooks)?);
+    let feed = tokio::spawn(feed::run(
+        consumer,
+        first,
+        feed::Limits { room, grace },
+        stop.clone(),
+    ));
+    tracing::info!(
+        brokers = %settings.bootstrap_servers,
+        topic = %settings.topic,
+        group = %settings.delivery_group,
+        "event log in Kafka"
+    );
+    Ok(Started {
+        log: Arc::new(KafkaLog::new(producer)),
+        feed,
+    })
+}

@@ -1,0 +1,177 @@
+//! The Kafka shape: calls go through a real Apache Kafka broker to signed
+//! webhooks, and only what fails on its first attempt enters PostgreSQL.
+//! Needs `SLUICE_TEST_KAFKA_BOOTSTRAP` (scripts/kafka-test-server.sh start)
+//! and `SLUICE_TEST_POSTGRES_URL`.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use sluice_testkit::{Receiver, Reply};
+
+use crate::postgres::{pg_config, unique_schema};
+use crate::support::{TestServer, eventually};
+
+fn kafka_config(dir: &std::path::Path) -> sluice_server::Config {
+    let bootstrap = std::env::var("SLUICE_TEST_KAFKA_BOOTSTRAP").unwrap_or_else(|_| {
+        panic!("SLUICE_TEST_KAFKA_BOOTSTRAP is not set: run scripts/kafka-test-server.sh start")
+    });
+    let schema = unique_schema();
+    let mut config = pg_config(dir, &schema);
+    config.kafka.bootstrap_servers = bootstrap;
+    config.kafka.topic = format!("events-{schema}");
+    config.kafka.delivery_group = format!("delivery-{schema}");
+    config.kafka.partitions = 4;
+    config.kafka.replication = 1;
+    config.kafka.ack_timeout_ms = 15_000;
+    config
+}
+
+fn ids(requests: &[sluice_testkit::RecordedRequest]) -> Vec<String> {
+    let mut ids: Vec<String> = requests
+        .iter()
+        .filter_map(|r| r.header("x-sluice-message-id").map(str::to_owned))
+        .collect();
+    ids.sort();
+    ids
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_call_type_goes_through_kafka_to_each_url_once_leaving_no_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start_with(kafka_config(dir.path())).await;
+    let (src, key) = server.source("kafka").await;
+    let (a, b) = (Receiver::start().await, Receiver::start().await);
+    server
+        .webhook(&src, json!([a.url(), b.url()]), Some("kafka-secret-1"))
+        .await;
+
+    let singles = [
+        (
+            "/v1/track",
+            json!({"userId": "u1", "event": "Signed Up", "messageId": "k-track"}),
+        ),
+        (
+            "/v1/identify",
+            json!({"userId": "u1", "traits": {"plan": "pro"}, "messageId": "k-identify"}),
+        ),
+        (
+            "/v1/page",
+            json!({"anonymousId": "a1", "name": "Home", "messageId": "k-page"}),
+        ),
+        (
+            "/v1/screen",
+            json!({"userId": "u2", "name": "Feed", "messageId": "k-screen"}),
+        ),
+        (
+            "/v1/group",
+            json!({"userId": "u2", "groupId": "g1", "messageId": "k-group"}),
+        ),
+        (
+            "/v1/alias",
+            json!({"userId": "u3", "previousId": "a1", "messageId": "k-alias"}),
+        ),
+    ];
+    for (path, body) in &singles {
+        let (status, answer) = server.collect(path, Some(&key), body.to_string()).await;
+        assert_eq!(status, 200, "{path}: {answer}");
+    }
+    let batch = json!({"batch": [
+        {"type": "track", "userId": "u4", "event": "One", "messageId": "k-batch-1"},
+        {"type": "track", "userId": "u5", "event": "Two", "messageId": "k-batch-2"},
+        // Repeated within the batch: kept once.
+        {"type": "track", "userId": "u5", "event": "Two", "messageId": "k-batch-2"},
+    ]});
+    let (status, answer) = server
+        .collect("/v1/batch", Some(&key), batch.to_string())
+        .await;
+    assert_eq!(status, 200, "{answer}");
+
+    let expected = {
+        let mut ids: Vec<String> = singles
+            .iter()
+            .map(|(_, b)| b["messageId"].as_str().unwrap().to_owned())
+            .chain(["k-batch-1".to_owned(), "k-batch-2".to_owned()])
+            .collect();
+        ids.sort();
+        ids
+    };
+    for rx in [&a, &b] {
+        rx.wait_for(expected.len(), Duration::from_secs(30)).await;
+    }
+    // Room for a second send, which must not come.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    for rx in [&a, &b] {
+        let got = rx.requests();
+        assert_eq!(ids(&got), expected, "each call once per URL");
+        for r in &got {
+            assert_eq!(
+                r.header("x-signature"),
+                Some(sluice_signing::sign(b"kafka-secret-1", &r.body).as_str()),
+                "signed with the destination's secret"
+            );
+            let body: Value = serde_json::from_slice(&r.body).unwrap();
+            let id = r.header("x-sluice-message-id").unwrap();
+            assert_eq!(body["messageId"], id, "the call itself is the body");
+        }
+        let types: Vec<String> = got
+            .iter()
+            .map(|r| {
+                serde_json::from_slice::<Value>(&r.body).unwrap()["type"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned()
+            })
+            .collect();
+        for kind in ["track", "identify", "page", "screen", "group", "alias"] {
+            assert!(
+                types.iter().any(|t| t == kind),
+                "{kind} delivered: {types:?}"
+            );
+        }
+    }
+    // Delivered on the first attempt: nothing of these calls in PostgreSQL.
+    let (status, rows) = server
+        .admin(reqwest::Method::GET, "/deliveries?limit=100", None)
+        .await;
+    assert_eq!(status, 200, "{rows}");
+    assert_eq!(rows["data"], json!([]), "no delivery rows");
+    assert!(server.events(&src).await.is_empty(), "no event rows");
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_first_attempt_is_retried_from_postgres_until_delivered() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start_with(kafka_config(dir.path())).await;
+    let (src, key) = server.source("kafka-retry").await;
+    let rx = Receiver::start().await;
+    rx.push(Reply::status(503));
+    server
+        .webhook(&src, json!([rx.url()]), Some("kafka-secret-2"))
+        .await;
+
+    let call = json!({"userId": "u1", "event": "Retried", "messageId": "k-retry"});
+    let (status, _) = server
+        .collect("/v1/track", Some(&key), call.to_string())
+        .await;
+    assert_eq!(status, 200);
+
+    let got = rx.wait_for(2, Duration::from_secs(30)).await;
+    assert_eq!(ids(&got), vec!["k-retry".to_owned(), "k-retry".to_owned()]);
+    assert_eq!(got[0].header("x-sluice-attempt"), Some("1"));
+    assert_eq!(got[1].header("x-sluice-attempt"), Some("2"));
+    // The retry state holds the delivery with both attempts.
+    let row = eventually(10, || async {
+        let (_, rows) = server
+            .admin(reqwest::Method::GET, "/deliveries?message_id=k-retry", None)
+            .await;
+        let row = rows["data"].as_array()?.first()?.clone();
+        (row["state"] == "succeeded").then_some(row)
+    })
+    .await;
+    assert_eq!(row["attempts"], 2, "{row}");
+    assert_eq!(row["source_id"], src.as_str());
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(rx.requests().len(), 2, "no third send");
+    server.stop().await;
+}

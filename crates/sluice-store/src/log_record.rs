@@ -1,0 +1,218 @@
+//! One accepted call as a record of the Kafka shape's event log.
+//!
+//! In the database shapes ingest commits an event with its outbox: the
+//! deliveries it decided (enabled destinations, minus the ones a filter
+//! dropped, with the bodies filters changed). In the Kafka shape the record
+//! carries the same decision, so delivery reads what ingest decided and a
+//! destination edited afterwards does not re-route calls already accepted,
+//! as in the other shapes.
+//!
+//! The value is JSON: the stored event itself is embedded as it is (not
+//! re-escaped), beside the routing:
+//!
+//! ```json
+//! {"v":1,"source":"src_1","at":1767225600000,"id":"msg-1","type":"track",
+//!  "person":17,"to":["dst_1","dst_2"],"bodies":{"dst_2":{…}},"event":{…}}
+//! ```
+//!
+//! `v` is the format's version; a reader refuses one it does not know
+//! rather than guess.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+use crate::NewEvent;
+
+/// The format version this build writes and reads.
+pub const VERSION: u8 = 1;
+
+/// What a record says: the call, and where it goes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LogRecord {
+    pub source_id: String,
+    pub received_at: DateTime<Utc>,
+    pub message_id: String,
+    pub event_type: String,
+    /// The person's slot ([`crate::person_slot`]).
+    pub person: u16,
+    /// Destinations to deliver to.
+    pub destination_ids: Vec<String>,
+    /// Destinations whose filters changed the body: `(destination, body)`.
+    pub bodies: Vec<(String, String)>,
+    /// The enriched call as JSON text.
+    pub body: String,
+}
+
+/// Why a record could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    #[error("log record is not valid: {0}")]
+    Invalid(#[from] serde_json::Error),
+    #[error("log record of format version {0}, which this build does not read")]
+    Version(u8),
+}
+
+#[derive(Serialize, Deserialize)]
+struct Wire<'a> {
+    v: u8,
+    #[serde(borrow)]
+    source: &'a str,
+    at: i64,
+    #[serde(borrow)]
+    id: &'a str,
+    #[serde(borrow, rename = "type")]
+    kind: &'a str,
+    person: u16,
+    #[serde(default)]
+    to: Vec<&'a str>,
+    #[serde(default, borrow)]
+    bodies: Vec<(&'a str, &'a RawValue)>,
+    #[serde(borrow)]
+    event: &'a RawValue,
+}
+
+impl LogRecord {
+    /// The record of `event`, accepted from `source_id` at `received_at`.
+    pub fn of(source_id: &str, received_at: DateTime<Utc>, event: &NewEvent) -> Self {
+        LogRecord {
+            source_id: source_id.to_owned(),
+            received_at,
+            message_id: event.message_id.clone(),
+            event_type: event.event_type.clone(),
+            person: event.person,
+            destination_ids: event.destination_ids.clone(),
+            bodies: event.bodies.clone(),
+            body: event.body.clone(),
+        }
+    }
+
+    /// The record's value. Bodies are JSON text ingest produced; one that
+    /// is not (never expected) is an error rather than a broken record.
+    pub fn encode(&self) -> Result<Vec<u8>, RecordError> {
+        let mut bodies = Vec::with_capacity(self.bodies.len());
+        for (destination, body) in &self.bodies {
+            bodies.push((destination.as_str(), raw(body)?));
+        }
+        let wire = Wire {
+            v: VERSION,
+            source: &self.source_id,
+            at: self.received_at.timestamp_millis(),
+            id: &self.message_id,
+            kind: &self.event_type,
+            person: self.person,
+            to: self.destination_ids.iter().map(String::as_str).collect(),
+            bodies,
+            event: raw(&self.body)?,
+        };
+        Ok(serde_json::to_vec(&wire)?)
+    }
+
+    /// Reads a record's value.
+    pub fn decode(value: &[u8]) -> Result<Self, RecordError> {
+        let wire: Wire<'_> = serde_json::from_slice(value)?;
+        if wire.v != VERSION {
+            return Err(RecordError::Version(wire.v));
+        }
+        Ok(LogRecord {
+            source_id: wire.source.to_owned(),
+            received_at: DateTime::from_timestamp_millis(wire.at).unwrap_or_default(),
+            message_id: wire.id.to_owned(),
+            event_type: wire.kind.to_owned(),
+            person: wire.person,
+            destination_ids: wire.to.into_iter().map(str::to_owned).collect(),
+            bodies: (wire.bodies.into_iter())
+                .map(|(d, b)| (d.to_owned(), b.get().to_owned()))
+                .collect(),
+            body: wire.event.get().to_owned(),
+        })
+    }
+
+    /// The body `destination` is sent: its filtered one, else the call's.
+    pub fn body_for(&self, destination: &str) -> &str {
+        self.bodies
+            .iter()
+            .find(|(d, _)| d == destination)
+            .map_or(self.body.as_str(), |(_, b)| b.as_str())
+    }
+
+    /// The call as ingest would append it to a store, with deliveries to
+    /// `destinations` only: how a record enters the store's retry state
+    /// after a first attempt that did not succeed.
+    pub fn to_new_event(&self, destinations: &[String]) -> NewEvent {
+        NewEvent {
+            message_id: self.message_id.clone(),
+            event_type: self.event_type.clone(),
+            body: self.body.clone(),
+            destination_ids: destinations.to_vec(),
+            bodies: (self.bodies.iter())
+                .filter(|(d, _)| destinations.contains(d))
+                .cloned()
+                .collect(),
+            person: self.person,
+            ..NewEvent::default()
+        }
+    }
+}
+
+fn raw(text: &str) -> Result<&RawValue, serde_json::Error> {
+    serde_json::from_str(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record() -> LogRecord {
+        LogRecord {
+            source_id: "src_1".into(),
+            received_at: DateTime::from_timestamp_millis(1_767_225_600_123).unwrap(),
+            message_id: "msg-1".into(),
+            event_type: "track".into(),
+            person: 17,
+            destination_ids: vec!["dst_1".into(), "dst_2".into()],
+            bodies: vec![("dst_2".into(), r#"{"event":"Signed Up"}"#.into())],
+            body: r#"{"event":"Signed Up","properties":{"plan":"pro \"x\""}}"#.into(),
+        }
+    }
+
+    #[test]
+    fn a_record_reads_back_as_written() {
+        let r = record();
+        assert_eq!(LogRecord::decode(&r.encode().unwrap()).unwrap(), r);
+    }
+
+    #[test]
+    fn the_event_is_embedded_as_json_not_as_a_string() {
+        let text = String::from_utf8(record().encode().unwrap()).unwrap();
+        assert!(text.contains(r#""event":{"event":"Signed Up""#), "{text}");
+    }
+
+    #[test]
+    fn a_filtered_body_goes_only_to_its_destination() {
+        let r = record();
+        assert_eq!(r.body_for("dst_2"), r#"{"event":"Signed Up"}"#);
+        assert_eq!(r.body_for("dst_1"), r.body);
+        let retry = r.to_new_event(&["dst_1".into()]);
+        assert_eq!(retry.destination_ids, vec!["dst_1".to_owned()]);
+        assert!(retry.bodies.is_empty());
+    }
+
+    #[test]
+    fn an_unknown_version_is_refused() {
+        let text = String::from_utf8(record().encode().unwrap())
+            .unwrap()
+            .replacen(r#""v":1"#, r#""v":9"#, 1);
+        assert!(matches!(
+            LogRecord::decode(text.as_bytes()),
+            Err(RecordError::Version(9))
+        ));
+    }
+
+    #[test]
+    fn a_body_that_is_not_json_is_an_error() {
+        let mut r = record();
+        r.body = "not json".into();
+        assert!(r.encode().is_err());
+    }
+}
