@@ -16,6 +16,7 @@ mod dns;
 mod durability;
 mod failure_log;
 mod hostile;
+mod kafka;
 mod lifecycle;
 mod partitions;
 mod personas;
