@@ -115,6 +115,42 @@ impl Suppressions {
         dropped
     }
 
+    /// Whether a call already in an event log (the Kafka shape) names a
+    /// suppressed user, by the same rule as ingest: its `userId`, or an
+    /// alias's `previousId`. A call that does is counted as suppressed for
+    /// `source_id`, and its consumer drops it instead of delivering it, so
+    /// calls accepted before a regulation are not delivered after it.
+    pub fn suppresses_logged(
+        &self,
+        source_id: &str,
+        event_type: &str,
+        json: &str,
+        received_at: DateTime<Utc>,
+    ) -> bool {
+        if !self.any.load(Ordering::Acquire) {
+            return false;
+        }
+        #[derive(serde::Deserialize)]
+        struct Who {
+            #[serde(rename = "userId")]
+            user_id: Option<serde_json::Value>,
+        }
+        let user = serde_json::from_str::<Who>(json)
+            .ok()
+            .and_then(|w| as_id(w.user_id?));
+        let suppressed = {
+            let ids = self.ids.read().unwrap_or_else(|p| p.into_inner());
+            user.is_some_and(|u| ids.contains(&u))
+                || (event_type == "alias" && previous_id(json).is_some_and(|p| ids.contains(&p)))
+        };
+        if suppressed {
+            let day = received_at.format("%Y-%m-%d").to_string();
+            let mut unflushed = self.unflushed.lock().unwrap_or_else(|p| p.into_inner());
+            *unflushed.entry((source_id.to_owned(), day)).or_default() += 1;
+        }
+        suppressed
+    }
+
     /// Writes the counts gathered since the last flush to the store; on
     /// failure they are kept for the next try.
     pub async fn flush(&self, store: &dyn RegulationStore) -> Result<(), StoreError> {
@@ -161,9 +197,51 @@ fn previous_id(json: &str) -> Option<String> {
         #[serde(rename = "previousId")]
         previous_id: Option<serde_json::Value>,
     }
-    match serde_json::from_str::<Alias>(json).ok()?.previous_id? {
+    as_id(serde_json::from_str::<Alias>(json).ok()?.previous_id?)
+}
+
+/// An id field as a string: numbers as their text, as ingest treats a
+/// numeric `userId`.
+fn as_id(value: serde_json::Value) -> Option<String> {
+    match value {
         serde_json::Value::String(s) => Some(s),
         serde_json::Value::Number(n) => Some(n.to_string()),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn suppressing(ids: &[&str]) -> Suppressions {
+        let s = Suppressions::new();
+        {
+            let mut set = s.ids.write().unwrap();
+            for id in ids {
+                set.insert(id);
+            }
+        }
+        s.any.store(!ids.is_empty(), Ordering::Release);
+        s
+    }
+
+    #[test]
+    fn a_logged_call_of_a_suppressed_user_is_dropped_and_counted() {
+        let s = suppressing(&["u1", "42"]);
+        let at = Utc::now();
+        assert!(s.suppresses_logged("src", "track", r#"{"userId":"u1"}"#, at));
+        assert!(s.suppresses_logged("src", "identify", r#"{"userId":42}"#, at));
+        assert!(s.suppresses_logged("src", "alias", r#"{"userId":"n","previousId":"u1"}"#, at));
+        assert!(!s.suppresses_logged("src", "track", r#"{"userId":"u2","previousId":"u1"}"#, at));
+        assert!(!s.suppresses_logged("src", "page", r#"{"anonymousId":"u1"}"#, at));
+        let counted: u64 = s.unflushed.lock().unwrap().values().sum();
+        assert_eq!(counted, 3);
+    }
+
+    #[test]
+    fn nothing_suppressed_reads_no_call() {
+        let s = suppressing(&[]);
+        assert!(!s.suppresses_logged("src", "track", "not even json", Utc::now()));
     }
 }

@@ -9,6 +9,7 @@
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use sluice_api::suppression::Suppressions;
 use sluice_delivery::FirstAttempts;
 use sluice_log::kafka::{ConsumedRecord, LogConsumer};
 use sluice_log::watermark::Watermarks;
@@ -33,6 +34,14 @@ pub(super) struct Limits {
     pub grace: Duration,
 }
 
+/// What a call read from the log goes through.
+pub(super) struct Senders {
+    /// First attempts, and the hand-off of what fails.
+    pub first: Arc<FirstAttempts>,
+    /// Users suppressed since ingest accepted their calls.
+    pub suppressions: Arc<Suppressions>,
+}
+
 type Marks = Arc<Mutex<Watermarks>>;
 
 fn held(m: &Marks) -> std::sync::MutexGuard<'_, Watermarks> {
@@ -43,10 +52,11 @@ fn held(m: &Marks) -> std::sync::MutexGuard<'_, Watermarks> {
 /// flight, commits what finished and leaves the group.
 pub(super) async fn run(
     consumer: LogConsumer,
-    first: Arc<FirstAttempts>,
+    senders: Senders,
     limits: Limits,
     mut stop: watch::Receiver<bool>,
 ) {
+    let senders = Arc::new(senders);
     let marks: Marks = Arc::default();
     let room = Arc::new(Semaphore::new(limits.room.max(1)));
     let mut tasks = JoinSet::new();
@@ -87,10 +97,10 @@ pub(super) async fn run(
                 let Ok(permit) = Arc::clone(&room).acquire_owned().await else {
                     break;
                 };
-                let (first, marks, stop) = (first.clone(), marks.clone(), stop.clone());
+                let (senders, marks, stop) = (senders.clone(), marks.clone(), stop.clone());
                 tasks.spawn(async move {
                     let _permit = permit;
-                    if deliver(&first, &record, stop).await {
+                    if deliver(&senders, &record, stop).await {
                         held(&marks).finished(record.partition, record.offset);
                     }
                 });
@@ -108,10 +118,11 @@ pub(super) async fn run(
 /// Delivers one record; true once it is dealt with. False only when the
 /// node stops first: the record stays uncommitted, for the next owner.
 async fn deliver(
-    first: &FirstAttempts,
+    senders: &Senders,
     consumed: &ConsumedRecord,
     stop: watch::Receiver<bool>,
 ) -> bool {
+    let first = &senders.first;
     let record = match LogRecord::decode(&consumed.payload) {
         Ok(record) => record,
         Err(e) => {
@@ -126,6 +137,14 @@ async fn deliver(
             return true;
         }
     };
+    if senders.suppressions.suppresses_logged(
+        &record.source_id,
+        &record.event_type,
+        &record.body,
+        record.received_at,
+    ) {
+        return true;
+    }
     let sent = loop {
         match first.send(&record).await {
             Ok(sent) => break sent,

@@ -15,6 +15,7 @@ mod log;
 use std::sync::Arc;
 use std::time::Duration;
 
+use sluice_api::suppression::Suppressions;
 use sluice_delivery::{DeliveryConfig, FirstAttempts, Hooks};
 use sluice_log::kafka::{KafkaConfig, LogConsumer, LogProducer, ensure_topic};
 use sluice_store::{EventLog, Store};
@@ -42,12 +43,13 @@ pub(crate) fn client_config(settings: &KafkaSettings) -> KafkaConfig {
 }
 
 /// Creates the topic when it is missing, then starts the producer ingest
-/// appends through and the delivery consumer.
+/// appends through and the delivery consumer, which drops the calls of
+/// users suppressed after ingest accepted them.
 pub(crate) async fn start(
     settings: &KafkaSettings,
     store: &Arc<dyn Store>,
-    delivery: DeliveryConfig,
-    hooks: Hooks,
+    suppressions: &Arc<Suppressions>,
+    (delivery, hooks): (DeliveryConfig, Hooks),
     stop: &watch::Receiver<bool>,
 ) -> Result<Started, ServerError> {
     let config = client_config(settings);
@@ -66,7 +68,10 @@ pub(crate) async fn start(
     let first = Arc::new(FirstAttempts::new(store.clone(), delivery, hooks)?);
     let feed = tokio::spawn(feed::run(
         consumer,
-        first,
+        feed::Senders {
+            first,
+            suppressions: suppressions.clone(),
+        },
         feed::Limits { room, grace },
         stop.clone(),
     ));

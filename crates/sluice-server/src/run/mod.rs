@@ -52,10 +52,18 @@ pub async fn run(
 
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut engines = Engines::start(&config, &store, &stop_rx)?;
+    let suppressions = Arc::new(sluice_api::suppression::Suppressions::new());
+    suppressions.refresh(store.as_ref()).await?;
     let log: Arc<dyn sluice_store::EventLog> = match engines.log_delivery.take() {
         Some((delivery, hooks)) => {
-            let started =
-                crate::kafka::start(&config.kafka, &store, delivery, hooks, &stop_rx).await?;
+            let started = crate::kafka::start(
+                &config.kafka,
+                &store,
+                &suppressions,
+                (delivery, hooks),
+                &stop_rx,
+            )
+            .await?;
             engines.log_feed = Some(started.feed);
             started.log
         }
@@ -67,8 +75,6 @@ pub async fn run(
         .schema
         .enabled
         .then(|| Arc::new(Tracker::new(config.schema.max_entries_per_source)));
-    let suppressions = Arc::new(sluice_api::suppression::Suppressions::new());
-    suppressions.refresh(store.as_ref()).await?;
     let privacy = Privacy::spawn(&config, &store, &suppressions, &engines.delivery, &stop_rx);
     let ready = Arc::new(AtomicBool::new(false));
     let app = state::app_state(

@@ -175,3 +175,54 @@ async fn a_failed_first_attempt_is_retried_from_postgres_until_delivered() {
     assert_eq!(rx.requests().len(), 2, "no third send");
     server.stop().await;
 }
+
+/// A call already in the log when its user is suppressed: appended here
+/// straight to the topic, as ingest did before the regulation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_in_the_log_of_a_user_suppressed_since_is_not_delivered() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = kafka_config(dir.path());
+    let (bootstrap, topic) = (
+        config.kafka.bootstrap_servers.clone(),
+        config.kafka.topic.clone(),
+    );
+    let server = TestServer::start_with(config).await;
+    let (src, _key) = server.source("kafka-privacy").await;
+    let rx = Receiver::start().await;
+    let dest = server.webhook(&src, json!([rx.url()]), None).await;
+    let id = crate::privacy::regulate(&server, "SUPPRESS_ONLY", &["gone"], None).await;
+    crate::privacy::finished(&server, &id).await;
+
+    let mut log = sluice_log::kafka::KafkaConfig::new(bootstrap, topic);
+    log.ack_timeout = Duration::from_secs(15);
+    let producer = sluice_log::kafka::LogProducer::new(&log).unwrap();
+    let now = chrono::Utc::now();
+    let records: Vec<sluice_log::LogEvent> = ["gone", "kept"]
+        .iter()
+        .map(|user| {
+            let event = sluice_store::NewEvent {
+                message_id: format!("k-{user}"),
+                event_type: "track".into(),
+                body: json!({"type": "track", "userId": user, "event": "Old",
+                             "messageId": format!("k-{user}")})
+                .to_string(),
+                destination_ids: vec![dest.clone()],
+                ..sluice_store::NewEvent::default()
+            };
+            let record = sluice_store::log_record::LogRecord::of(&src, now, &event);
+            sluice_log::LogEvent {
+                source_id: src.clone(),
+                person: (*user).to_owned(),
+                message_id: event.message_id.clone(),
+                received_at: now,
+                payload: record.encode().unwrap(),
+            }
+        })
+        .collect();
+    producer.append(&records).await.unwrap();
+
+    let got = rx.wait_for(1, Duration::from_secs(30)).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(ids(&rx.requests()), vec!["k-kept".to_owned()], "{got:?}");
+    server.stop().await;
+}
