@@ -18,12 +18,20 @@
 //! (the project's test server, `scripts/postgres-test-server.sh`, unless
 //! `--postgres-url` names one), one fresh schema per scenario; `--nodes 2`
 //! starts two Sluice processes on that schema and spreads the load over both.
+//! `--backend kafka` runs the Kafka shape: PostgreSQL as above, and the
+//! event log in a topic of the scenario's own on the project's test broker
+//! (`scripts/kafka-test-server.sh`, unless `--kafka-bootstrap` names
+//! brokers); the local brokers' CPU is reported beside Sluice's and the
+//! database's. Only ingest and end-to-end apply: the profile engine is off
+//! in that shape.
 //!
 //! Modules: [`server`] (spawn and stop sluice, admin API), [`pg`]
 //! (PostgreSQL: server, schemas, activity), [`sink`] (the
 //! webhook receiver), [`load`] (events and the load generator),
-//! [`scenarios`], [`resources`] (/proc readings), [`report`] (table, JSON).
+//! [`scenarios`], [`resources`] (/proc readings), [`broker`] (local Kafka
+//! brokers' CPU), [`report`] (table, JSON).
 
+mod broker;
 mod load;
 mod pg;
 mod report;
@@ -65,13 +73,19 @@ struct Cli {
     /// Keep each server's log in this directory (default: discarded).
     #[arg(long, value_name = "DIR")]
     log_dir: Option<PathBuf>,
-    /// The storage backend: `sqlite` (the embedded default) or `postgres`.
+    /// The storage backend: `sqlite` (the embedded default), `postgres`, or
+    /// `kafka` (PostgreSQL with the event log in Kafka).
     #[arg(long, value_enum, default_value = "sqlite")]
     backend: BackendArg,
     /// With `--backend postgres`: the server to use. Default: start the
     /// project's test server (`scripts/postgres-test-server.sh start`).
     #[arg(long, value_name = "URL")]
     postgres_url: Option<String>,
+    /// With `--backend kafka`: the brokers' bootstrap servers. Default:
+    /// start the project's test broker (`scripts/kafka-test-server.sh
+    /// start`).
+    #[arg(long, value_name = "HOST:PORT")]
+    kafka_bootstrap: Option<String>,
     /// Sluice processes per scenario, sharing one PostgreSQL schema.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=4))]
     nodes: u8,
@@ -89,6 +103,8 @@ struct Cli {
 enum BackendArg {
     Sqlite,
     Postgres,
+    /// PostgreSQL for state, the event log in Kafka.
+    Kafka,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -98,10 +114,15 @@ fn main() -> anyhow::Result<()> {
             anyhow::bail!("--nodes above 1 needs --backend postgres (SQLite is single-node)")
         }
         BackendArg::Sqlite => Backend::Sqlite,
-        BackendArg::Postgres => Backend::Postgres {
+        BackendArg::Postgres | BackendArg::Kafka => Backend::Postgres {
             url: match cli.postgres_url {
                 Some(url) => url,
                 None => pg::start_test_server()?,
+            },
+            kafka: match (cli.backend, cli.kafka_bootstrap) {
+                (BackendArg::Kafka, Some(bootstrap)) => Some(bootstrap),
+                (BackendArg::Kafka, None) => Some(pg::start_kafka_test_broker()?),
+                _ => None,
             },
         },
     };

@@ -80,7 +80,8 @@ impl Report {
                 synchronous: plan.server.synchronous.clone(),
                 backend: match plan.server.backend {
                     crate::server::Backend::Sqlite => "sqlite",
-                    crate::server::Backend::Postgres { .. } => "postgres",
+                    crate::server::Backend::Postgres { kafka: None, .. } => "postgres",
+                    crate::server::Backend::Postgres { kafka: Some(_), .. } => "kafka",
                 },
                 nodes: plan.nodes,
                 machine: resources::machine(),

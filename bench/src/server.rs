@@ -42,8 +42,11 @@ pub struct ServerOptions {
 pub enum Backend {
     /// The embedded default, in the temporary data dir.
     Sqlite,
-    /// A PostgreSQL server at this URL; one schema per scenario.
-    Postgres { url: String },
+    /// A PostgreSQL server at this URL; one schema per scenario. With
+    /// `kafka` (the brokers' bootstrap servers) the Kafka shape: accepted
+    /// calls go through a topic of the scenario's own, PostgreSQL keeps
+    /// configuration and retry state.
+    Postgres { url: String, kafka: Option<String> },
 }
 
 /// A running `sluice serve`; terminated (SIGTERM, then SIGKILL) on drop.
@@ -216,7 +219,7 @@ impl Sluice {
     /// node's schema.
     pub fn disk_bytes(&self) -> u64 {
         match (&self.backend, &self.schema) {
-            (Backend::Postgres { url }, Some(schema)) => tokio::task::block_in_place(|| {
+            (Backend::Postgres { url, .. }, Some(schema)) => tokio::task::block_in_place(|| {
                 tokio::runtime::Handle::current().block_on(crate::pg::schema_bytes(url, schema))
             })
             .unwrap_or(0),
@@ -251,10 +254,15 @@ impl Sluice {
         self.schema.as_deref()
     }
 
+    /// Whether this node runs the Kafka shape.
+    pub fn kafka(&self) -> bool {
+        matches!(self.backend, Backend::Postgres { kafka: Some(_), .. })
+    }
+
     /// The PostgreSQL URL this node uses, if any.
     pub fn postgres_url(&self) -> Option<&str> {
         match &self.backend {
-            Backend::Postgres { url } => Some(url),
+            Backend::Postgres { url, .. } => Some(url),
             Backend::Sqlite => None,
         }
     }
@@ -382,7 +390,7 @@ impl Drop for Sluice {
         if !self.keep_log {
             let _ = std::fs::remove_file(&self.log_path);
         }
-        if let (true, Backend::Postgres { url }, Some(schema)) =
+        if let (true, Backend::Postgres { url, .. }, Some(schema)) =
             (self.owns_schema, &self.backend, &self.schema)
             && let Ok(handle) = tokio::runtime::Handle::try_current()
         {
@@ -395,7 +403,7 @@ impl Drop for Sluice {
 fn storage_env(backend: &Backend, schema: Option<&str>) -> Vec<(String, String)> {
     match backend {
         Backend::Sqlite => Vec::new(),
-        Backend::Postgres { url } => {
+        Backend::Postgres { url, kafka } => {
             let mut env = vec![
                 ("SLUICE_STORAGE__BACKEND".to_owned(), "postgres".to_owned()),
                 ("SLUICE_STORAGE__POSTGRES_URL".to_owned(), url.clone()),
@@ -405,6 +413,19 @@ fn storage_env(backend: &Backend, schema: Option<&str>) -> Vec<(String, String)>
                     "SLUICE_STORAGE__POSTGRES_SCHEMA".to_owned(),
                     schema.to_owned(),
                 ));
+            }
+            if let (Some(bootstrap), Some(schema)) = (kafka, schema) {
+                // A topic and group per scenario, like its schema; the test
+                // broker is a single one.
+                for (key, value) in [
+                    ("BOOTSTRAP_SERVERS", bootstrap.as_str()),
+                    ("TOPIC", schema),
+                    ("DELIVERY_GROUP", schema),
+                    ("PARTITIONS", "16"),
+                    ("REPLICATION", "1"),
+                ] {
+                    env.push((format!("SLUICE_KAFKA__{key}"), value.to_owned()));
+                }
             }
             env
         }

@@ -46,6 +46,34 @@ pub fn start_test_server() -> anyhow::Result<String> {
     Ok(url)
 }
 
+/// Starts the project's Kafka test broker (or finds it running) and
+/// returns its bootstrap servers.
+pub fn start_kafka_test_broker() -> anyhow::Result<String> {
+    let script = Path::new("scripts/kafka-test-server.sh");
+    if !script.is_file() {
+        bail!(
+            "--backend kafka without --kafka-bootstrap needs {} (run from the repository root)",
+            script.display()
+        );
+    }
+    let out = Command::new(script)
+        .arg("start")
+        .output()
+        .context("running scripts/kafka-test-server.sh start")?;
+    if !out.status.success() {
+        bail!(
+            "kafka-test-server.sh start failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let printed = String::from_utf8_lossy(&out.stdout);
+    let bootstrap = printed.trim().lines().last().unwrap_or_default().to_owned();
+    if bootstrap.is_empty() {
+        bail!("kafka-test-server.sh start printed no bootstrap servers");
+    }
+    Ok(bootstrap)
+}
+
 /// A schema name no other scenario of this run (or a concurrent run) uses.
 pub fn fresh_schema() -> String {
     static NEXT: AtomicUsize = AtomicUsize::new(0);

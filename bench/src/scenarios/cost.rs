@@ -3,7 +3,8 @@
 //! PostgreSQL what the database did, per event of the phase (accepted, or
 //! delivered end to end): its CPU, write-ahead log bytes and row writes
 //! (by table and kind), plus commits/s, rows per commit and how often
-//! sessions waited on a lock. Ingest and end-to-end use it.
+//! sessions waited on a lock; in the Kafka shape also the local brokers'
+//! CPU. Ingest and end-to-end use it.
 
 use std::time::Duration;
 
@@ -16,6 +17,8 @@ use crate::scenarios::ingest::per_million;
 pub struct Meter {
     cpu: Vec<f64>,
     db: Option<Watch>,
+    /// The local Kafka brokers' CPU seconds, in the Kafka shape.
+    broker: Option<f64>,
 }
 
 impl Meter {
@@ -27,6 +30,7 @@ impl Meter {
         Ok(Meter {
             cpu: h.cpu_secs()?,
             db,
+            broker: h.sluice.kafka().then(crate::broker::cpu_secs).flatten(),
         })
     }
 
@@ -63,6 +67,15 @@ impl Meter {
                     None,
                 );
             }
+        }
+        if let (Some(before), Some(after)) = (self.broker, crate::broker::cpu_secs()) {
+            report.figure(
+                "kafka",
+                format!("broker CPU seconds per million events, {label}"),
+                per_million(after - before, events),
+                "s",
+                None,
+            );
         }
         if let Some(watch) = self.db {
             database(report, label, &watch.finish().await?, events, elapsed);
