@@ -16,9 +16,7 @@ pub fn cpu_secs() -> Option<f64> {
         let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
             continue;
         };
-        let is_broker = cmdline
-            .split(|b| *b == 0)
-            .any(|arg| arg == b"kafka.Kafka");
+        let is_broker = cmdline.split(|b| *b == 0).any(|arg| arg == b"kafka.Kafka");
         if let (true, Ok(stat)) = (is_broker, proc_stat(pid)) {
             *total.get_or_insert(0.0) += stat.cpu_secs();
         }

@@ -33,6 +33,11 @@ use crate::error::DeliveryError;
 use crate::policy::RetryPolicy;
 use crate::sender::Sender;
 
+/// How long a handed-off call waits for its first attempts' reports
+/// before the store's dispatcher may send it anyway (the reports never
+/// came: the node died between the two writes).
+const REPORT_GRACE: chrono::TimeDelta = chrono::TimeDelta::seconds(60);
+
 /// What the first attempts of one call came to.
 #[derive(Debug, Default)]
 pub struct Sent {
@@ -185,12 +190,16 @@ impl FirstAttempts {
             return Ok(());
         }
         let targets: Vec<String> = sent.unfinished.iter().map(|(d, _)| d.clone()).collect();
+        let mut event = record.to_new_event(&targets);
+        // Not due until the reports below have set each delivery's next
+        // attempt: the store's dispatcher must not send it meanwhile.
+        event.first_due = Some(Utc::now() + REPORT_GRACE);
         let appended = self
             .store
             .append(AppendRequest {
                 source_id: record.source_id.clone(),
                 received_at: record.received_at,
-                events: vec![record.to_new_event(&targets)],
+                events: vec![event],
             })
             .await?;
         if appended.stored == 0 {

@@ -125,7 +125,7 @@ async fn write(
                 d_seqs.push(seq);
                 d_dests.push(destination_id.as_str());
                 d_sources.push(request.source_id.as_str());
-                d_due.push(received_at);
+                d_due.push(event.first_due.map_or(received_at, ms));
                 d_bodies.push(
                     event
                         .bodies

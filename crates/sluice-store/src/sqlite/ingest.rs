@@ -39,7 +39,7 @@ pub(super) fn append(
     let mut insert_delivery = conn.prepare_cached(
         "INSERT INTO deliveries (event_seq, destination_id, source_id, state, attempts,
                                  next_attempt_at, updated_at, body)
-         VALUES (?1, ?2, '', 'pending', 0, ?3, ?3, ?4)",
+         VALUES (?1, ?2, '', 'pending', 0, ?3, ?5, ?4)",
     )?;
     let day = day(request.received_at);
     let mut first = None;
@@ -77,13 +77,14 @@ pub(super) fn append(
         if let (Some(window), Some(key)) = (window.as_deref_mut(), key) {
             window.insert(key, received_at, seq);
         }
+        let due = event.first_due.map_or(received_at, ms);
         for destination_id in &event.destination_ids {
             let body = event
                 .bodies
                 .iter()
                 .find(|(d, _)| d == destination_id)
                 .map(|(_, b)| b.as_str());
-            insert_delivery.execute(params![seq, destination_id, received_at, body])?;
+            insert_delivery.execute(params![seq, destination_id, due, body, received_at])?;
         }
         if !event.filtered.is_empty() || event.blocked.is_some() {
             outcomes_at_ingest(conn, request, event, seq, &day)?;
