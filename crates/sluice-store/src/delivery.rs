@@ -31,6 +31,14 @@ pub trait DeliveryStore: Send + Sync {
     /// back (for example with `Outcome::Retry` when the worker is saturated).
     async fn report(&self, reports: Vec<AttemptReport>) -> Result<()>;
     async fn list_deliveries(&self, filter: &DeliveryFilter) -> Result<Vec<DeliveryRecord>>;
+    /// The pending, never attempted deliveries of the call `message_id` of
+    /// `source_id`, as `(delivery id, destination id)`: a call handed from
+    /// an event log to retry state, whose first attempts are reported next.
+    async fn unattempted_deliveries(
+        &self,
+        source_id: &str,
+        message_id: &str,
+    ) -> Result<Vec<(i64, String)>>;
     async fn get_delivery(&self, id: i64) -> Result<Option<DeliveryRecord>>;
     /// Attempts of one delivery, oldest first.
     async fn list_attempts(&self, delivery_id: i64) -> Result<Vec<Attempt>>;

@@ -21,8 +21,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use chrono::Utc;
 use sluice_store::log_record::LogRecord;
 use sluice_store::{
-    AppendRequest, AttemptReport, DeliveryFilter, DeliveryState, Destination, DueDelivery, Outcome,
-    Store, StoreError,
+    AppendRequest, AttemptReport, Destination, DueDelivery, Outcome, Store, StoreError,
 };
 
 use super::cache::{DestinationCache, Lookup};
@@ -207,26 +206,16 @@ impl FirstAttempts {
         }
         let rows = self
             .store
-            .list_deliveries(&DeliveryFilter {
-                message_id: Some(record.message_id.clone()),
-                state: Some(DeliveryState::Pending),
-                limit: 1_000,
-                ..DeliveryFilter::default()
-            })
+            .unattempted_deliveries(&record.source_id, &record.message_id)
             .await?;
         let mut reports = Vec::with_capacity(sent.unfinished.len());
         for (destination, report) in &sent.unfinished {
-            let row = rows.iter().find(|r| {
-                &r.destination_id == destination
-                    && r.source_id == record.source_id
-                    && r.attempts == 0
-            });
-            if let Some(row) = row {
+            if let Some((id, _)) = rows.iter().find(|(_, d)| d == destination) {
                 let mut report = report.clone();
-                report.delivery_id = row.id;
+                report.delivery_id = *id;
                 report.at = Utc::now();
                 for attempt in &mut report.attempts {
-                    attempt.delivery_id = row.id;
+                    attempt.delivery_id = *id;
                 }
                 reports.push(report);
             }

@@ -146,6 +146,14 @@ impl DeliveryStore for PostgresStore {
         deliveries::list_deliveries(&self.db().await?, filter, None).await
     }
 
+    async fn unattempted_deliveries(
+        &self,
+        source_id: &str,
+        message_id: &str,
+    ) -> Result<Vec<(i64, String)>> {
+        deliveries::unattempted(&self.db().await?, source_id, message_id, None).await
+    }
+
     async fn get_delivery(&self, id: i64) -> Result<Option<DeliveryRecord>> {
         deliveries::get_delivery(&self.db().await?, id).await
     }

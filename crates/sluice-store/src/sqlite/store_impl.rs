@@ -234,6 +234,25 @@ impl DeliveryStore for SqliteStore {
             .await
     }
 
+    async fn unattempted_deliveries(
+        &self,
+        source_id: &str,
+        message_id: &str,
+    ) -> Result<Vec<(i64, String)>> {
+        let (source, message) = (source_id.to_owned(), message_id.to_owned());
+        self.readers
+            .run(move |c| {
+                let seqs = message_ids::seqs(c, &message)?;
+                ready(deliveries::unattempted(
+                    &Lite(c),
+                    &source,
+                    &message,
+                    Some(&seqs),
+                ))
+            })
+            .await
+    }
+
     async fn list_deliveries(&self, filter: &DeliveryFilter) -> Result<Vec<DeliveryRecord>> {
         let filter = filter.clone();
         self.readers
