@@ -83,6 +83,12 @@ impl LogConsumer {
             // partitions after this long.
             .set("session.timeout.ms", "10000")
             .set("heartbeat.interval.ms", "1000")
+            // Read ahead a little per partition, not librdkafka's default of
+            // up to 64 MB and 100,000 records each: with dozens of
+            // partitions that is gigabytes, and the consumer only takes
+            // what its sends have room for.
+            .set("queued.max.messages.kbytes", "2048")
+            .set("queued.min.messages", "2000")
             .create::<StreamConsumer>()
             .map_err(|e| errors::client_error(&e))?;
         consumer
