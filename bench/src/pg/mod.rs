@@ -21,57 +21,45 @@ use tokio_postgres::{Client, NoTls};
 /// `scripts/postgres-test-server.sh start` and returns its URL. Run from the
 /// repository root, as the bench's documented commands are.
 pub fn start_test_server() -> anyhow::Result<String> {
-    let script = Path::new("scripts/postgres-test-server.sh");
-    if !script.is_file() {
-        bail!(
-            "--backend postgres without --postgres-url needs {} (run from the repository root)",
-            script.display()
-        );
-    }
-    let out = Command::new(script)
-        .arg("start")
-        .output()
-        .context("running scripts/postgres-test-server.sh start")?;
-    if !out.status.success() {
-        bail!(
-            "postgres-test-server.sh start failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    let url = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-    let url = url.lines().last().unwrap_or_default().to_owned();
-    if url.is_empty() {
-        bail!("postgres-test-server.sh start printed no URL");
-    }
-    Ok(url)
+    project_server(
+        "scripts/postgres-test-server.sh",
+        "--backend postgres --postgres-url",
+    )
 }
 
-/// Starts the project's Kafka test broker (or finds it running) and
-/// returns its bootstrap servers.
+/// Starts the project's Kafka test broker (or finds it running) through
+/// `scripts/kafka-test-server.sh start` and returns its bootstrap servers.
 pub fn start_kafka_test_broker() -> anyhow::Result<String> {
-    let script = Path::new("scripts/kafka-test-server.sh");
-    if !script.is_file() {
-        bail!(
-            "--backend kafka without --kafka-bootstrap needs {} (run from the repository root)",
-            script.display()
-        );
+    project_server(
+        "scripts/kafka-test-server.sh",
+        "--backend kafka --kafka-bootstrap",
+    )
+}
+
+/// Runs `script start` and returns the last line it prints: where the
+/// server listens. `flag` names the option that makes the script
+/// unnecessary, for the error when it is missing.
+fn project_server(script: &str, flag: &str) -> anyhow::Result<String> {
+    let path = Path::new(script);
+    if !path.is_file() {
+        bail!("without {flag} the bench needs {script} (run from the repository root)");
     }
-    let out = Command::new(script)
+    let out = Command::new(path)
         .arg("start")
         .output()
-        .context("running scripts/kafka-test-server.sh start")?;
+        .with_context(|| format!("running {script} start"))?;
     if !out.status.success() {
         bail!(
-            "kafka-test-server.sh start failed: {}",
+            "{script} start failed: {}",
             String::from_utf8_lossy(&out.stderr)
         );
     }
     let printed = String::from_utf8_lossy(&out.stdout);
-    let bootstrap = printed.trim().lines().last().unwrap_or_default().to_owned();
-    if bootstrap.is_empty() {
-        bail!("kafka-test-server.sh start printed no bootstrap servers");
+    let address = printed.trim().lines().last().unwrap_or_default().to_owned();
+    if address.is_empty() {
+        bail!("{script} start printed nothing to connect to");
     }
-    Ok(bootstrap)
+    Ok(address)
 }
 
 /// A schema name no other scenario of this run (or a concurrent run) uses.

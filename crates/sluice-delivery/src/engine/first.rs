@@ -16,6 +16,7 @@
 //! log), the attempt itself, and the alert and health hooks.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use chrono::Utc;
@@ -25,8 +26,8 @@ use sluice_store::{
 };
 
 use super::cache::{DestinationCache, Lookup};
-use super::lane::Lane;
-use super::{Hooks, counted, deliver, observe};
+use super::lane::{self, Lane};
+use super::{EngineHandle, Hooks, counted, deliver, observe};
 use crate::config::DeliveryConfig;
 use crate::error::DeliveryError;
 use crate::policy::RetryPolicy;
@@ -56,14 +57,19 @@ pub struct FirstAttempts {
     hooks: Hooks,
     cache: tokio::sync::Mutex<DestinationCache>,
     lanes: Mutex<HashMap<String, Arc<Lane>>>,
+    /// Live nodes, as the store's engine counts them (its handle's).
+    nodes: Arc<AtomicUsize>,
 }
 
 impl FirstAttempts {
-    /// Validates `config` and builds the HTTP client.
+    /// Validates `config` and builds the HTTP client. `engine` is the
+    /// store's delivery engine on this node: its count of live nodes
+    /// splits `concurrency_per_destination` here as it does there.
     pub fn new(
         store: Arc<dyn Store>,
         config: DeliveryConfig,
         hooks: Hooks,
+        engine: &EngineHandle,
     ) -> Result<Self, DeliveryError> {
         config.validate()?;
         Ok(FirstAttempts {
@@ -72,6 +78,7 @@ impl FirstAttempts {
             policy: config.retry_policy(),
             cache: tokio::sync::Mutex::new(DestinationCache::new(config.destination_cache_ttl)),
             lanes: Mutex::new(HashMap::new()),
+            nodes: engine.nodes.clone(),
             config,
             hooks,
         })
@@ -168,13 +175,19 @@ impl FirstAttempts {
         (dest.id.clone(), report)
     }
 
+    /// The destination's lane, sized to this node's share of the
+    /// deployment's `concurrency_per_destination`.
     fn lane(&self, destination: &str) -> Arc<Lane> {
+        let share = lane::share(
+            self.config.concurrency_per_destination,
+            self.nodes.load(Ordering::Relaxed),
+        );
         let mut lanes = self.lanes.lock().unwrap_or_else(PoisonError::into_inner);
-        Arc::clone(
-            lanes
-                .entry(destination.to_owned())
-                .or_insert_with(|| Arc::new(Lane::new(self.config.concurrency_per_destination))),
-        )
+        let lane = lanes
+            .entry(destination.to_owned())
+            .or_insert_with(|| Arc::new(Lane::new(share)));
+        lane.resize(share);
+        Arc::clone(lane)
     }
 
     /// Puts what `send` left unfinished into the store's retry state, once:

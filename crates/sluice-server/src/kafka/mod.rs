@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sluice_api::suppression::Suppressions;
-use sluice_delivery::{DeliveryConfig, FirstAttempts, Hooks};
+use sluice_delivery::{DeliveryConfig, EngineHandle, FirstAttempts, Hooks};
 use sluice_log::kafka::{KafkaConfig, LogConsumer, LogProducer, ensure_topic};
 use sluice_store::{EventLog, Store};
 use tokio::sync::watch;
@@ -50,6 +50,7 @@ pub(crate) async fn start(
     store: &Arc<dyn Store>,
     suppressions: &Arc<Suppressions>,
     (delivery, hooks): (DeliveryConfig, Hooks),
+    engine: &EngineHandle,
     stop: &watch::Receiver<bool>,
 ) -> Result<Started, ServerError> {
     let config = client_config(settings);
@@ -65,7 +66,7 @@ pub(crate) async fn start(
     let consumer = LogConsumer::new(&config, &settings.delivery_group)?;
     let grace = delivery.shutdown_grace;
     let room = delivery.max_in_flight;
-    let first = Arc::new(FirstAttempts::new(store.clone(), delivery, hooks)?);
+    let first = Arc::new(FirstAttempts::new(store.clone(), delivery, hooks, engine)?);
     let feed = tokio::spawn(feed::run(
         consumer,
         feed::Senders {

@@ -61,6 +61,7 @@ pub async fn run(
                 &store,
                 &suppressions,
                 (delivery, hooks),
+                &engines.delivery,
                 &stop_rx,
             )
             .await?;

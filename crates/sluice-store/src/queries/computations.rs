@@ -34,6 +34,15 @@ pub(super) fn computation(mut row: Row) -> Result<Computation> {
     })
 }
 
+/// A `computed_values` row selected as (computation, profile, value).
+pub(super) fn computed_value(mut r: Row) -> Result<ComputedValue> {
+    Ok(ComputedValue {
+        computation_id: r.take(0)?,
+        profile_id: r.take(1)?,
+        value: r.take(2)?,
+    })
+}
+
 fn sorted(mut ids: Vec<String>) -> Vec<String> {
     ids.sort();
     ids.dedup();
@@ -257,13 +266,7 @@ pub(crate) async fn list_values(
         "SELECT computation_id, profile_id, value FROM computed_values
          WHERE computation_id = $1 AND profile_id > $2 ORDER BY profile_id LIMIT $3",
         args![computation_id, after, limit(count)],
-        |mut r| {
-            Ok(ComputedValue {
-                computation_id: r.take(0)?,
-                profile_id: r.take(1)?,
-                value: r.take(2)?,
-            })
-        },
+        computed_value,
     )
     .await
 }

@@ -20,13 +20,7 @@ pub(crate) async fn values_of(db: &impl Db, ids: &[String]) -> Result<Vec<Comput
             db.dialect().any("profile_id", 1)
         ),
         args![ids],
-        |mut r| {
-            Ok(ComputedValue {
-                computation_id: r.take(0)?,
-                profile_id: r.take(1)?,
-                value: r.take(2)?,
-            })
-        },
+        super::computations::computed_value,
     )
     .await
 }

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use sluice_testkit::{Receiver, Reply};
 
-use crate::process::{Sluice, admin, basic, start};
+use crate::process::{Sluice, admin, basic, post_batch, start};
 
 const BATCHES: usize = 40;
 const PER_BATCH: usize = 25;
@@ -26,13 +26,7 @@ async fn send(node: &Sluice, auth: &str, batch: usize) -> bool {
                    "messageId": format!("b{batch}-{i}")})
         })
         .collect();
-    let sent = reqwest::Client::new()
-        .post(format!("{}/v1/batch", node.base))
-        .header("authorization", auth)
-        .body(json!({ "batch": calls }).to_string())
-        .send()
-        .await;
-    sent.is_ok_and(|r| r.status() == 200)
+    post_batch(&node.base, auth, calls).await == Some(200)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

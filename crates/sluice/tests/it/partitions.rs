@@ -11,7 +11,7 @@ use base64::Engine;
 use serde_json::{Value, json};
 use sluice_testkit::Receiver;
 
-use crate::process::{Sluice, admin, start};
+use crate::process::{Sluice, admin, post_batch, start};
 
 const PEOPLE: usize = 40;
 
@@ -38,14 +38,7 @@ async fn clicks(node: &Sluice, auth: &str, round: usize) {
                    "messageId": format!("r{round}-u{i}")})
         })
         .collect();
-    let r = reqwest::Client::new()
-        .post(format!("{}/v1/batch", node.base))
-        .header("authorization", auth)
-        .body(json!({"batch": batch}).to_string())
-        .send()
-        .await
-        .expect("batch");
-    assert_eq!(r.status(), 200);
+    assert_eq!(post_batch(&node.base, auth, batch).await, Some(200));
 }
 
 async fn wait_for(rx: &Receiver, count: i64, within: Duration) -> Duration {

@@ -204,3 +204,19 @@ pub fn read_log(path: &Path) -> String {
     }
     out
 }
+
+/// POSTs `calls` to `/v1/batch` of `base` with `authorization`; returns
+/// the status, or `None` when no answer came (the node is gone).
+pub async fn post_batch(
+    base: &str,
+    authorization: &str,
+    calls: Vec<serde_json::Value>,
+) -> Option<u16> {
+    let sent = reqwest::Client::new()
+        .post(format!("{base}/v1/batch"))
+        .header("authorization", authorization)
+        .body(serde_json::json!({ "batch": calls }).to_string())
+        .send()
+        .await;
+    sent.ok().map(|r| r.status().as_u16())
+}
