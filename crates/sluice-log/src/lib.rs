@@ -11,6 +11,8 @@
 //!   ([`partition_key`]). Pure.
 //! - [`error`]: [`LogError`], and which errors are worth a retry.
 //! - [`watermark`]: which offsets of each partition may be committed. Pure.
+//! - [`recent`]: the calls a consumer read lately, to drop a client's
+//!   retry of one the log already holds. Pure.
 //! - `kafka` (feature `kafka`): the producer, the consumer-group reader and
 //!   topic creation, on rdkafka.
 //!
@@ -37,6 +39,7 @@
 pub mod error;
 #[cfg(feature = "kafka")]
 pub mod kafka;
+pub mod recent;
 pub mod record;
 pub mod watermark;
 

@@ -6,12 +6,14 @@
 //! committed offsets, and sends again at most the calls that were in
 //! flight or finished since the last commit (about a second's worth).
 
+use std::hash::{BuildHasher, RandomState};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use sluice_api::suppression::Suppressions;
 use sluice_delivery::FirstAttempts;
 use sluice_log::kafka::{ConsumedRecord, LogConsumer};
+use sluice_log::recent::Recent;
 use sluice_log::watermark::Watermarks;
 use sluice_store::log_record::LogRecord;
 use tokio::sync::{Semaphore, watch};
@@ -32,6 +34,40 @@ pub(super) struct Limits {
     pub room: usize,
     /// How long shutdown waits for calls in flight (`delivery.shutdown_grace_ms`).
     pub grace: Duration,
+    /// The deduplication window (`storage.dedup_window_secs`); `None` is off.
+    pub dedup: Option<Duration>,
+}
+
+/// The most calls remembered for deduplication per node: about 40 MB.
+const RECENT_CAP: usize = 1_000_000;
+
+/// Drops a client's retry of a call this consumer read within the window
+/// (see `sluice_log::recent`).
+struct Dedup {
+    recent: Recent,
+    keys: RandomState,
+}
+
+impl Dedup {
+    fn new(window: Duration) -> Self {
+        let window_ms = i64::try_from(window.as_millis()).unwrap_or(i64::MAX);
+        Dedup {
+            recent: Recent::new(window_ms, RECENT_CAP),
+            keys: RandomState::new(),
+        }
+    }
+
+    /// Whether `record` is the first of its (source, messageId) here.
+    fn first(&mut self, record: &ConsumedRecord) -> bool {
+        let key = self
+            .keys
+            .hash_one((record.source_id.as_str(), record.message_id.as_str()));
+        let at = chrono::DateTime::parse_from_rfc3339(&record.received_at).map_or_else(
+            |_| chrono::Utc::now().timestamp_millis(),
+            |t| t.timestamp_millis(),
+        );
+        self.recent.first(record.partition, key, at)
+    }
 }
 
 /// What a call read from the log goes through.
@@ -61,10 +97,14 @@ pub(super) async fn run(
     let room = Arc::new(Semaphore::new(limits.room.max(1)));
     let mut tasks = JoinSet::new();
     let mut committed_at = Instant::now();
+    let mut dedup = limits.dedup.map(Dedup::new);
     while !*stop.borrow() {
         while tasks.try_join_next().is_some() {}
         if committed_at.elapsed() >= COMMIT_EVERY {
-            commit(&consumer, &marks).await;
+            let assigned = commit(&consumer, &marks).await;
+            if let (Some(dedup), Some(assigned)) = (&mut dedup, assigned) {
+                dedup.recent.keep(&assigned);
+            }
             committed_at = Instant::now();
         }
         let free = room.available_permits();
@@ -94,6 +134,11 @@ pub(super) async fn run(
         for batch in batches {
             for record in batch.records {
                 held(&marks).read(record.partition, record.offset);
+                if dedup.as_mut().is_some_and(|d| !d.first(&record)) {
+                    // A retry of a call already read: dealt with.
+                    held(&marks).finished(record.partition, record.offset);
+                    continue;
+                }
                 let Ok(permit) = Arc::clone(&room).acquire_owned().await else {
                     break;
                 };
@@ -111,7 +156,7 @@ pub(super) async fn run(
     if tokio::time::timeout(limits.grace, drained).await.is_err() {
         tracing::warn!("calls still in flight at shutdown are left to the next owner");
     }
-    commit(&consumer, &marks).await;
+    let _ = commit(&consumer, &marks).await;
     consumer.close().await;
 }
 
@@ -187,10 +232,11 @@ async fn pause(stop: &watch::Receiver<bool>) -> bool {
     slept && !*stop.borrow()
 }
 
-/// Commits each held partition up to its oldest call in flight.
-async fn commit(consumer: &LogConsumer, m: &Marks) {
+/// Commits each held partition up to its oldest call in flight; returns
+/// the partitions held.
+async fn commit(consumer: &LogConsumer, m: &Marks) -> Option<Vec<i32>> {
     let Ok(assigned) = consumer.assignment() else {
-        return;
+        return None;
     };
     let positions = {
         let mut w = held(m);
@@ -198,7 +244,7 @@ async fn commit(consumer: &LogConsumer, m: &Marks) {
         w.to_commit()
     };
     if positions.is_empty() {
-        return;
+        return Some(assigned);
     }
     match consumer.commit(&positions).await {
         Ok(()) => held(m).committed(&positions),
@@ -208,4 +254,5 @@ async fn commit(consumer: &LogConsumer, m: &Marks) {
             "committing event log offsets failed"
         ),
     }
+    Some(assigned)
 }

@@ -51,6 +51,7 @@ pub(crate) async fn start(
     suppressions: &Arc<Suppressions>,
     (delivery, hooks): (DeliveryConfig, Hooks),
     engine: &EngineHandle,
+    dedup: Option<Duration>,
     stop: &watch::Receiver<bool>,
 ) -> Result<Started, ServerError> {
     let config = client_config(settings);
@@ -73,7 +74,7 @@ pub(crate) async fn start(
             first,
             suppressions: suppressions.clone(),
         },
-        feed::Limits { room, grace },
+        feed::Limits { room, grace, dedup },
         stop.clone(),
     ));
     tracing::info!(

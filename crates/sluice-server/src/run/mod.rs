@@ -62,6 +62,7 @@ pub async fn run(
                 &suppressions,
                 (delivery, hooks),
                 &engines.delivery,
+                config.storage.dedup_window(),
                 &stop_rx,
             )
             .await?;

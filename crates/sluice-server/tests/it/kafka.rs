@@ -226,3 +226,28 @@ async fn a_call_in_the_log_of_a_user_suppressed_since_is_not_delivered() {
     assert_eq!(ids(&rx.requests()), vec!["k-kept".to_owned()], "{got:?}");
     server.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_retry_of_a_call_already_in_the_log_is_delivered_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start_with(kafka_config(dir.path())).await;
+    let (src, key) = server.source("kafka-retries").await;
+    let rx = Receiver::start().await;
+    server.webhook(&src, json!([rx.url()]), None).await;
+
+    let call = json!({"userId": "u1", "event": "Paid", "messageId": "k-once"}).to_string();
+    for _ in 0..3 {
+        let (status, _) = server.collect("/v1/track", Some(&key), call.clone()).await;
+        assert_eq!(status, 200, "a retry is answered like the first call");
+    }
+    let other = json!({"userId": "u1", "event": "Paid", "messageId": "k-other"}).to_string();
+    let (status, _) = server.collect("/v1/track", Some(&key), other).await;
+    assert_eq!(status, 200);
+    rx.wait_for(2, Duration::from_secs(30)).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(
+        ids(&rx.requests()),
+        vec!["k-once".to_owned(), "k-other".to_owned()]
+    );
+    server.stop().await;
+}
