@@ -29,6 +29,22 @@ async fn send(node: &Sluice, auth: &str, batch: usize) -> bool {
     post_batch(&node.base, auth, calls).await == Some(200)
 }
 
+/// Creates a source with a Webhooks destination posting to `rx`; returns
+/// the source's `Authorization` value.
+async fn hooked_source(base: &str, rx: &Receiver) -> String {
+    let src = admin(
+        base,
+        reqwest::Method::POST,
+        "/sources",
+        Some(json!({"name": "app"})),
+    )
+    .await;
+    let hook = json!({"name": "hook", "type": "Webhooks", "source_ids": [src["id"]],
+                      "settings": {"urls": [rx.url()]}});
+    admin(base, reqwest::Method::POST, "/destinations", Some(hook)).await;
+    basic(src["write_key"].as_str().unwrap())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_9_of_a_delivering_node_loses_no_acknowledged_call() {
     let (url, bootstrap) = (
@@ -56,24 +72,7 @@ async fn kill_9_of_a_delivering_node_loses_no_acknowledged_call() {
     // Slow enough that sends are in flight when the node dies.
     let rx = Receiver::start().await;
     rx.set_default(Reply::status(200).delay(Duration::from_millis(20)));
-    let src = admin(
-        &a.base,
-        reqwest::Method::POST,
-        "/sources",
-        Some(json!({"name": "app"})),
-    )
-    .await;
-    admin(
-        &a.base,
-        reqwest::Method::POST,
-        "/destinations",
-        Some(
-            json!({"name": "hook", "type": "Webhooks", "source_ids": [src["id"]],
-                    "settings": {"urls": [rx.url()]}}),
-        ),
-    )
-    .await;
-    let auth = basic(src["write_key"].as_str().unwrap());
+    let auth = hooked_source(&a.base, &rx).await;
     // B routes to the destination once its routing table has it: a probe
     // it accepts is delivered.
     let started = Instant::now();
@@ -237,24 +236,7 @@ async fn kill_9_of_a_broker_under_load_loses_no_acknowledged_call() {
     let dir = tempfile::tempdir().unwrap();
     let node = start(dir.path(), &env).await;
     let rx = Receiver::start().await;
-    let src = admin(
-        &node.base,
-        reqwest::Method::POST,
-        "/sources",
-        Some(json!({"name": "app"})),
-    )
-    .await;
-    admin(
-        &node.base,
-        reqwest::Method::POST,
-        "/destinations",
-        Some(
-            json!({"name": "hook", "type": "Webhooks", "source_ids": [src["id"]],
-                    "settings": {"urls": [rx.url()]}}),
-        ),
-    )
-    .await;
-    let auth = basic(src["write_key"].as_str().unwrap());
+    let auth = hooked_source(&node.base, &rx).await;
 
     // A broker dies a quarter of the way in; every call the node still
     // acknowledges was on two brokers at least.
