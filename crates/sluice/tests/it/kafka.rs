@@ -211,6 +211,10 @@ impl Drop for Cluster {
     }
 }
 
+// Three more JVMs: run alone (`scripts/test` has a step for it), where
+// the group's recovery from losing its coordinator is not also starved of
+// CPU by every other test's servers.
+#[ignore = "starts a three-broker cluster; scripts/test runs it on its own"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_9_of_a_broker_under_load_loses_no_acknowledged_call() {
     let url = var("SLUICE_TEST_POSTGRES_URL");
@@ -269,14 +273,16 @@ async fn kill_9_of_a_broker_under_load_loses_no_acknowledged_call() {
             .iter()
             .filter(|id| !counts.contains_key(*id))
             .count();
-        if missing == 0 || started.elapsed() > Duration::from_secs(90) {
+        if missing == 0 || started.elapsed() > Duration::from_secs(180) {
             break (missing, counts.values().map(|n| n - 1).sum::<usize>());
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
     eprintln!(
-        "kafka broker kill -9: {} calls acknowledged, {refused} batches refused, {missing} lost, {sent_again} sent twice",
-        acknowledged.len()
+        "kafka broker kill -9: {} calls acknowledged, {refused} batches refused, {missing} lost, \
+         {sent_again} sent twice, all delivered {:.1} s after the last was sent",
+        acknowledged.len(),
+        started.elapsed().as_secs_f64()
     );
     assert_eq!(missing, 0, "acknowledged calls never delivered");
     drop(node);
