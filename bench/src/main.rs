@@ -21,8 +21,8 @@
 //! `--backend kafka` runs the Kafka shape: PostgreSQL as above, and the
 //! event log in a topic of the scenario's own on the project's test broker
 //! (`scripts/kafka-test-server.sh`, unless `--kafka-bootstrap` names
-//! brokers); the local brokers' CPU is reported beside Sluice's and the
-//! database's. Only ingest and end-to-end apply: the profile engine is off
+//! brokers), with a `sluice` built with `--features kafka`; the local
+//! brokers' CPU is reported beside Sluice's and the database's. Only ingest and end-to-end apply: the profile engine is off
 //! in that shape.
 //!
 //! Modules: [`server`] (spawn and stop sluice, admin API), [`pg`]

@@ -15,6 +15,7 @@ pub enum ServerError {
     Delivery(#[from] sluice_delivery::DeliveryError),
     #[error("serving HTTP: {0}")]
     Io(#[from] std::io::Error),
+    #[cfg(feature = "kafka")]
     #[error("event log: {0}")]
     Log(#[from] sluice_log::LogError),
     #[error("backup: {0}")]

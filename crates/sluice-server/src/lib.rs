@@ -30,6 +30,7 @@ pub mod config;
 pub mod delivery_metrics;
 mod error;
 pub mod health;
+#[cfg(feature = "kafka")]
 mod kafka;
 pub mod membership;
 pub mod privacy;

@@ -218,6 +218,12 @@ impl Config {
             }
         }
         if self.kafka.enabled() {
+            if !cfg!(feature = "kafka") {
+                return invalid(
+                    "kafka.bootstrap_servers",
+                    "this build has no Kafka support: build with `--features kafka` (docs/kafka.md)",
+                );
+            }
             if self.storage.backend != StorageBackend::Postgres {
                 return invalid(
                     "kafka.bootstrap_servers",

@@ -54,23 +54,7 @@ pub async fn run(
     let mut engines = Engines::start(&config, &store, &stop_rx)?;
     let suppressions = Arc::new(sluice_api::suppression::Suppressions::new());
     suppressions.refresh(store.as_ref()).await?;
-    let log: Arc<dyn sluice_store::EventLog> = match engines.log_delivery.take() {
-        Some((delivery, hooks)) => {
-            let started = crate::kafka::start(
-                &config.kafka,
-                &store,
-                &suppressions,
-                (delivery, hooks),
-                &engines.delivery,
-                config.storage.dedup_window(),
-                &stop_rx,
-            )
-            .await?;
-            engines.log_feed = Some(started.feed);
-            started.log
-        }
-        None => Arc::new(sluice_store::StoreLog(store.clone())),
-    };
+    let log = event_log(&config, &store, &suppressions, &mut engines, &stop_rx).await?;
     let (registry, metrics, capped) = state::registry(&engines);
     let routes = RouteTable::load(store.clone()).await?;
     let schema = config
@@ -142,6 +126,44 @@ pub async fn run(
     opened.close().await;
     tracing::info!("stopped");
     Ok(())
+}
+
+/// Where ingest appends: with `[kafka]` on, the topic (and this node's
+/// delivery consumer starts on it); otherwise the store.
+async fn event_log(
+    config: &Config,
+    store: &Arc<dyn sluice_store::Store>,
+    suppressions: &Arc<sluice_api::suppression::Suppressions>,
+    engines: &mut Engines,
+    stop: &watch::Receiver<bool>,
+) -> Result<Arc<dyn sluice_store::EventLog>, ServerError> {
+    let Some((delivery, hooks)) = engines.log_delivery.take() else {
+        return Ok(Arc::new(sluice_store::StoreLog(store.clone())));
+    };
+    #[cfg(feature = "kafka")]
+    {
+        let started = crate::kafka::start(
+            &config.kafka,
+            store,
+            suppressions,
+            (delivery, hooks),
+            &engines.delivery,
+            config.storage.dedup_window(),
+            stop,
+        )
+        .await?;
+        engines.log_feed = Some(started.feed);
+        Ok(started.log)
+    }
+    // Refused by `Config::validate` before this point.
+    #[cfg(not(feature = "kafka"))]
+    {
+        let _ = (config, suppressions, delivery, hooks, stop);
+        Err(ServerError::Config(crate::config::ConfigError::Invalid {
+            key: "kafka.bootstrap_servers",
+            why: "this build has no Kafka support".into(),
+        }))
+    }
 }
 
 /// A future that completes once the watch flips to true (or its sender is gone).

@@ -19,7 +19,7 @@ mod filters;
 mod health;
 mod hostile;
 mod ingest;
-#[cfg(feature = "postgres-tests")]
+#[cfg(all(feature = "postgres-tests", feature = "kafka"))]
 mod kafka;
 mod lanes;
 mod limits;

@@ -16,6 +16,7 @@ mod dns;
 mod durability;
 mod failure_log;
 mod hostile;
+#[cfg(feature = "kafka")]
 mod kafka;
 mod lifecycle;
 mod partitions;
