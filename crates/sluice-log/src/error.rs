@@ -13,7 +13,7 @@ pub enum LogError {
     /// leader for a partition, or with fewer in-sync replicas than
     /// `min.insync.replicas`. The events may or may not be in the log; a
     /// retry appends them again under the same message ids.
-    #[error("the event log did not acknowledge within {waited:?}: {reason}")]
+    #[error("the event log is unavailable (waited {waited:?}): {reason}")]
     Unavailable {
         /// How long the append waited before giving up.
         waited: Duration,

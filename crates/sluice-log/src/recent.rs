@@ -92,16 +92,6 @@ impl Recent {
             kept
         });
     }
-
-    /// Calls remembered now.
-    pub fn len(&self) -> usize {
-        self.held
-    }
-
-    /// Whether nothing is remembered.
-    pub fn is_empty(&self) -> bool {
-        self.held == 0
-    }
 }
 
 #[cfg(test)]
@@ -115,7 +105,7 @@ mod tests {
         assert!(!r.first(0, 7, 999), "within the window");
         assert!(r.first(0, 8, 1_500), "another call");
         assert!(r.first(0, 7, 2_100), "past the window: forgotten");
-        assert_eq!(r.len(), 2);
+        assert_eq!(r.held, 2);
     }
 
     #[test]
@@ -124,7 +114,7 @@ mod tests {
         assert!(r.first(1, 7, 0));
         assert!(r.first(2, 7, 0), "same key, other partition");
         r.keep(&[2]);
-        assert_eq!(r.len(), 1);
+        assert_eq!(r.held, 1);
         assert!(r.first(1, 7, 10), "partition 1 starts afresh");
         assert!(!r.first(2, 7, 10));
     }
@@ -135,7 +125,7 @@ mod tests {
         for key in 0..4 {
             assert!(r.first(0, key, 0));
         }
-        assert_eq!(r.len(), 3);
+        assert_eq!(r.held, 3);
         assert!(r.first(0, 0, 0), "the oldest went first");
         assert!(!r.first(0, 3, 0), "the newest stays");
     }

@@ -11,7 +11,9 @@
 //! dispatcher had made it. From there the store's delivery engine owns it
 //! for the rest of the retry window.
 //!
-//! Sends share the dispatcher's building blocks: the destination cache,
+//! Sends share the dispatcher's building blocks: the destination cache
+//! (re-read at most every `destination_cache_ttl`, so a destination
+//! disabled or edited takes effect within it),
 //! one lane per destination (its concurrency share, breaker and failure
 //! log), the attempt itself, and the alert and health hooks.
 
@@ -38,11 +40,9 @@ use crate::sender::Sender;
 /// came: the node died between the two writes).
 const REPORT_GRACE: chrono::TimeDelta = chrono::TimeDelta::seconds(60);
 
-/// What the first attempts of one call came to.
+/// What the first attempts of one call left unfinished.
 #[derive(Debug, Default)]
 pub struct Sent {
-    /// Destinations that took the call.
-    pub delivered: usize,
     /// Reports of the deliveries that did not succeed, by destination:
     /// they go to the store's retry state.
     pub unfinished: Vec<(String, AttemptReport)>,
@@ -84,11 +84,6 @@ impl FirstAttempts {
         })
     }
 
-    /// Destination settings changed: the next call re-reads them.
-    pub async fn invalidate_destinations(&self) {
-        self.cache.lock().await.invalidate();
-    }
-
     /// Sends `record` to each of its destinations at once, each within its
     /// lane's concurrency. A destination deleted since the call was
     /// accepted is skipped; a disabled one gets a discarded delivery, as in
@@ -114,9 +109,8 @@ impl FirstAttempts {
         let sends = destinations.iter().map(|dest| self.send_one(record, dest));
         let mut sent = Sent::default();
         for (destination, report) in futures::future::join_all(sends).await {
-            match report.outcome {
-                Outcome::Succeeded => sent.delivered += 1,
-                _ => sent.unfinished.push((destination, report)),
+            if !matches!(report.outcome, Outcome::Succeeded) {
+                sent.unfinished.push((destination, report));
             }
         }
         Ok(sent)

@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use async_trait::async_trait;
 use sluice_log::LogError;
 use sluice_log::kafka::LogProducer;
-use sluice_store::log_record::LogRecord;
+use sluice_store::log_record;
 use sluice_store::{AppendRequest, Appended, ErrorKind, EventLog, Result, StoreError};
 
 /// Appends accepted calls to the topic and returns once every in-sync
@@ -39,9 +39,7 @@ impl EventLog for KafkaLog {
             if event.blocked.is_some() {
                 continue;
             }
-            let record = LogRecord::of(&request.source_id, request.received_at, event);
-            let payload = record
-                .encode()
+            let payload = log_record::encode(&request.source_id, request.received_at, event)
                 .map_err(|e| StoreError::internal(format!("encoding a log record: {e}")))?;
             records.push(sluice_log::LogEvent {
                 source_id: request.source_id.clone(),

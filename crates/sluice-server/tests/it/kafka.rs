@@ -209,13 +209,12 @@ async fn a_call_in_the_log_of_a_user_suppressed_since_is_not_delivered() {
                 destination_ids: vec![dest.clone()],
                 ..sluice_store::NewEvent::default()
             };
-            let record = sluice_store::log_record::LogRecord::of(&src, now, &event);
             sluice_log::LogEvent {
                 source_id: src.clone(),
                 person: (*user).to_owned(),
                 message_id: event.message_id.clone(),
                 received_at: now,
-                payload: record.encode().unwrap(),
+                payload: sluice_store::log_record::encode(&src, now, &event).unwrap(),
             }
         })
         .collect();
