@@ -38,15 +38,21 @@ impl Part {
 }
 
 impl Watermarks {
-    /// A record was read and is now in flight.
-    pub fn read(&mut self, partition: i32, offset: i64) {
+    /// A record was read and is now in flight. False when it already was:
+    /// the partition was taken away and handed back before
+    /// [`Watermarks::keep`] saw it go, and the client read it again from
+    /// the last commit. The first read's send still owns that record, so
+    /// the caller skips this one; finishing it here would let the position
+    /// move past a send not yet done.
+    #[must_use]
+    pub fn read(&mut self, partition: i32, offset: i64) -> bool {
         let part = self.parts.entry(partition).or_insert(Part {
             in_flight: BTreeSet::new(),
             next: offset,
             committed: offset,
         });
-        part.in_flight.insert(offset);
         part.next = part.next.max(offset + 1);
+        part.in_flight.insert(offset)
     }
 
     /// A record is dealt with: delivered, or durably handed to retry state.
@@ -91,7 +97,7 @@ mod tests {
     fn a_partition_commits_up_to_its_oldest_record_in_flight() {
         let mut w = Watermarks::default();
         for offset in 10..15 {
-            w.read(0, offset);
+            assert!(w.read(0, offset));
         }
         w.finished(0, 10);
         w.finished(0, 12);
@@ -106,7 +112,7 @@ mod tests {
     #[test]
     fn nothing_is_committed_twice_or_backwards() {
         let mut w = Watermarks::default();
-        w.read(3, 0);
+        assert!(w.read(3, 0));
         assert!(w.to_commit().is_empty(), "nothing finished yet");
         w.finished(3, 0);
         let positions = w.to_commit();
@@ -118,8 +124,8 @@ mod tests {
     #[test]
     fn partitions_move_independently() {
         let mut w = Watermarks::default();
-        w.read(1, 100);
-        w.read(2, 7);
+        assert!(w.read(1, 100));
+        assert!(w.read(2, 7));
         w.finished(2, 7);
         assert_eq!(
             w.to_commit(),
@@ -131,13 +137,28 @@ mod tests {
     #[test]
     fn a_partition_taken_away_is_forgotten_and_starts_afresh_when_it_returns() {
         let mut w = Watermarks::default();
-        w.read(5, 40);
+        assert!(w.read(5, 40));
         w.keep(&[1]);
         w.finished(5, 40);
         assert!(w.to_commit().is_empty());
         // Handed back: reading resumes at the committed offset.
-        w.read(5, 38);
+        assert!(w.read(5, 38));
         w.finished(5, 38);
         assert_eq!(w.to_commit(), vec![(5, 39)]);
+    }
+
+    #[test]
+    fn a_record_read_again_while_its_first_read_is_in_flight_is_not_new() {
+        let mut w = Watermarks::default();
+        assert!(w.read(4, 20));
+        assert!(w.read(4, 21));
+        w.finished(4, 21);
+        // Handed back before `keep` ran: the client reads from 20 again.
+        assert!(!w.read(4, 20), "20 is still being sent");
+        assert!(w.read(4, 21), "21 was finished: a new send of it");
+        w.finished(4, 21);
+        assert!(w.to_commit().is_empty(), "20 holds the position");
+        w.finished(4, 20);
+        assert_eq!(w.to_commit(), vec![(4, 22)]);
     }
 }

@@ -25,6 +25,8 @@
 //! - [`audit`]: [`AuditStore`], the audit log of changes.
 //! - [`health`]: [`HealthStore`], delivery health aggregates per
 //!   destination, and the in-memory [`health::Tally`] that feeds them.
+//! - [`seen`]: [`SeenStore`], the keys the Kafka shape's consumers read,
+//!   saved so that deduplication survives a partition changing hands.
 //!
 //! One behavioural suite, written against the public traits only, checks
 //! that every backend meets the contract: it lives with the crate's
@@ -51,6 +53,7 @@ pub mod profiles;
 mod queries;
 mod records;
 pub mod regulations;
+pub mod seen;
 pub mod source_schema;
 mod sql;
 #[cfg(feature = "sqlite")]
@@ -71,6 +74,7 @@ pub use health::HealthStore;
 pub use postgres::{PostgresConfig, PostgresStore};
 pub use profiles::*;
 pub use regulations::*;
+pub use seen::{SeenSlice, SeenStore};
 pub use source_schema::{
     BlockedDay, SchemaEntry, SchemaEntryDelta, SchemaFlush, SchemaPage, SchemaQuery, SchemaSort,
     SchemaStore,
@@ -100,6 +104,7 @@ pub trait Store:
     + TeamStore
     + AuditStore
     + HealthStore
+    + SeenStore
     + Send
     + Sync
     + 'static
@@ -118,6 +123,7 @@ impl<T> Store for T where
         + TeamStore
         + AuditStore
         + HealthStore
+        + SeenStore
         + Send
         + Sync
         + 'static

@@ -48,6 +48,16 @@ impl PartitionRecords {
     }
 }
 
+/// What one [`LogConsumer::poll`] found.
+#[derive(Debug)]
+pub struct Polled {
+    /// The records taken, by partition.
+    pub records: Vec<PartitionRecords>,
+    /// The error that ended the poll, if one did. The records before it are
+    /// in `records` all the same.
+    pub error: Option<LogError>,
+}
+
 /// A member of a consumer group on the log's topic. Offsets are never
 /// committed behind the caller's back (`enable.auto.commit=false`): a
 /// partition's committed offset moves only through [`LogConsumer::commit`],
@@ -101,23 +111,31 @@ impl LogConsumer {
     }
 
     /// Waits up to `wait` for a record, then takes what else has already
-    /// arrived, up to `max` records in all, grouped by partition.
+    /// arrived, up to `max` records in all, grouped by partition. No records
+    /// means nothing arrived in time.
     ///
-    /// An empty answer means nothing arrived in time. Records come once per
-    /// assignment: after a rebalance that hands a partition back, reading
-    /// resumes at its committed offset.
-    pub async fn poll(
-        &self,
-        max: usize,
-        wait: Duration,
-    ) -> Result<Vec<PartitionRecords>, LogError> {
+    /// Records come once per assignment: after a rebalance that hands a
+    /// partition back, reading resumes at its committed offset.
+    ///
+    /// librdkafka reports a broker or partition error (a broker gone, a
+    /// leader moving) in the same queue as the records. Such an error ends
+    /// the poll, and [`Polled::error`] carries it beside the records taken
+    /// before it. Those records have left the client's queue and will not
+    /// come again: dropping them would let the offsets after them commit
+    /// past calls nobody sent.
+    pub async fn poll(&self, max: usize, wait: Duration) -> Polled {
         let mut by_partition: BTreeMap<i32, Vec<ConsumedRecord>> = BTreeMap::new();
         let mut taken = 0;
         let mut deadline = wait;
+        let mut error = None;
         while taken < max {
             let message = match tokio::time::timeout(deadline, self.consumer.recv()).await {
                 Err(_elapsed) => break,
-                Ok(message) => message.map_err(|e| errors::client_error(&e))?,
+                Ok(Ok(message)) => message,
+                Ok(Err(e)) => {
+                    error = Some(errors::client_error(&e));
+                    break;
+                }
             };
             let record = record_of(&message);
             by_partition
@@ -128,10 +146,13 @@ impl LogConsumer {
             // After the first record, only what is already here.
             deadline = Duration::ZERO;
         }
-        Ok(by_partition
-            .into_iter()
-            .map(|(partition, records)| PartitionRecords { partition, records })
-            .collect())
+        Polled {
+            records: by_partition
+                .into_iter()
+                .map(|(partition, records)| PartitionRecords { partition, records })
+                .collect(),
+            error,
+        }
     }
 
     /// Commits, for each `(partition, next_offset)`, that every record

@@ -14,7 +14,7 @@ mod producer;
 use std::time::Duration;
 
 pub use admin::ensure_topic;
-pub use consumer::{ConsumedRecord, LogConsumer, PartitionRecords};
+pub use consumer::{ConsumedRecord, LogConsumer, PartitionRecords, Polled};
 pub use producer::{Appended, LogProducer};
 
 /// Where the log is and how long to wait for it.

@@ -16,11 +16,9 @@ async fn read(consumer: &LogConsumer, count: usize, within: Duration) -> Vec<Con
     let deadline = Instant::now() + within;
     let mut records = Vec::new();
     while records.len() < count && Instant::now() < deadline {
-        for batch in consumer
-            .poll(500, Duration::from_millis(500))
-            .await
-            .unwrap()
-        {
+        let polled = consumer.poll(500, Duration::from_millis(500)).await;
+        assert!(polled.error.is_none(), "{:?}", polled.error);
+        for batch in polled.records {
             let offsets: Vec<i64> = batch.records.iter().map(|r| r.offset).collect();
             assert!(offsets.windows(2).all(|w| w[0] < w[1]), "{offsets:?}");
             records.extend(batch.records);

@@ -6,14 +6,13 @@
 //! committed offsets, and sends again at most the calls that were in
 //! flight or finished since the last commit (about a second's worth).
 
-use std::hash::{BuildHasher, RandomState};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use super::dedup::{Dedup, DedupSettings};
 use sluice_api::suppression::Suppressions;
 use sluice_delivery::FirstAttempts;
 use sluice_log::kafka::{ConsumedRecord, LogConsumer};
-use sluice_log::recent::Recent;
 use sluice_log::watermark::Watermarks;
 use sluice_store::log_record::LogRecord;
 use tokio::sync::{Semaphore, watch};
@@ -34,40 +33,8 @@ pub(super) struct Limits {
     pub room: usize,
     /// How long shutdown waits for calls in flight (`delivery.shutdown_grace_ms`).
     pub grace: Duration,
-    /// The deduplication window (`storage.dedup_window_secs`); `None` is off.
-    pub dedup: Option<Duration>,
-}
-
-/// The most calls remembered for deduplication per node: about 40 MB.
-const RECENT_CAP: usize = 1_000_000;
-
-/// Drops a client's retry of a call this consumer read within the window
-/// (see `sluice_log::recent`).
-struct Dedup {
-    recent: Recent,
-    keys: RandomState,
-}
-
-impl Dedup {
-    fn new(window: Duration) -> Self {
-        let window_ms = i64::try_from(window.as_millis()).unwrap_or(i64::MAX);
-        Dedup {
-            recent: Recent::new(window_ms, RECENT_CAP),
-            keys: RandomState::new(),
-        }
-    }
-
-    /// Whether `record` is the first of its (source, messageId) here.
-    fn first(&mut self, record: &ConsumedRecord) -> bool {
-        let key = self
-            .keys
-            .hash_one((record.source_id.as_str(), record.message_id.as_str()));
-        let at = chrono::DateTime::parse_from_rfc3339(&record.received_at).map_or_else(
-            |_| chrono::Utc::now().timestamp_millis(),
-            |t| t.timestamp_millis(),
-        );
-        self.recent.first(record.partition, key, at)
-    }
+    /// Deduplication of client retries; `None` is off.
+    pub dedup: Option<DedupSettings>,
 }
 
 /// What a call read from the log goes through.
@@ -101,10 +68,7 @@ pub(super) async fn run(
     while !*stop.borrow() {
         while tasks.try_join_next().is_some() {}
         if committed_at.elapsed() >= COMMIT_EVERY {
-            let assigned = commit(&consumer, &marks).await;
-            if let (Some(dedup), Some(assigned)) = (&mut dedup, assigned) {
-                dedup.recent.keep(&assigned);
-            }
+            commit(&consumer, &marks, dedup.as_mut()).await;
             committed_at = Instant::now();
         }
         let free = room.available_permits();
@@ -119,21 +83,25 @@ pub(super) async fn run(
             polled = consumer.poll(free.min(POLL_MAX), POLL_WAIT) => polled,
             _ = stop.changed() => break,
         };
-        let batches = match polled {
-            Ok(batches) => batches,
-            Err(e) => {
-                sluice_store::warn_every!(
-                    sluice_store::log_gate::BACKGROUND_EVERY,
-                    e,
-                    "reading the event log failed"
-                );
+        if let Some(e) = polled.error {
+            sluice_store::warn_every!(
+                sluice_store::log_gate::BACKGROUND_EVERY,
+                e,
+                "reading the event log failed"
+            );
+            if polled.records.is_empty() {
                 tokio::time::sleep(STORE_RETRY).await;
                 continue;
             }
-        };
-        for batch in batches {
+        }
+        for batch in polled.records {
+            if let Some(dedup) = &mut dedup {
+                dedup.load(batch.partition).await;
+            }
             for record in batch.records {
-                held(&marks).read(record.partition, record.offset);
+                if !held(&marks).read(record.partition, record.offset) {
+                    continue;
+                }
                 if dedup.as_mut().is_some_and(|d| !d.first(&record)) {
                     // A retry of a call already read: dealt with.
                     held(&marks).finished(record.partition, record.offset);
@@ -156,7 +124,7 @@ pub(super) async fn run(
     if tokio::time::timeout(limits.grace, drained).await.is_err() {
         tracing::warn!("calls still in flight at shutdown are left to the next owner");
     }
-    let _ = commit(&consumer, &marks).await;
+    commit(&consumer, &marks, dedup.as_mut()).await;
     consumer.close().await;
 }
 
@@ -232,27 +200,44 @@ async fn pause(stop: &watch::Receiver<bool>) -> bool {
     slept && !*stop.borrow()
 }
 
-/// Commits each held partition up to its oldest call in flight; returns
-/// the partitions held.
-async fn commit(consumer: &LogConsumer, m: &Marks) -> Option<Vec<i32>> {
+/// Commits each held partition up to its oldest call in flight, after
+/// saving the keys below those offsets for deduplication.
+async fn commit(consumer: &LogConsumer, m: &Marks, dedup: Option<&mut Dedup>) {
     let Ok(assigned) = consumer.assignment() else {
-        return None;
+        return;
     };
     let positions = {
         let mut w = held(m);
         w.keep(&assigned);
         w.to_commit()
     };
+    let mut dedup = dedup;
+    if let Some(dedup) = dedup.as_deref_mut() {
+        dedup.tidy(&assigned).await;
+        if let Err(e) = dedup.save(&positions).await {
+            // Not committed: the keys are saved with a later commit.
+            sluice_store::warn_every!(
+                sluice_store::log_gate::BACKGROUND_EVERY,
+                e,
+                "saving keys for deduplication failed; offsets wait"
+            );
+            return;
+        }
+    }
     if positions.is_empty() {
-        return Some(assigned);
+        return;
     }
     match consumer.commit(&positions).await {
-        Ok(()) => held(m).committed(&positions),
+        Ok(()) => {
+            held(m).committed(&positions);
+            if let Some(dedup) = dedup {
+                dedup.unsaved.saved(&positions);
+            }
+        }
         Err(e) => sluice_store::warn_every!(
             sluice_store::log_gate::BACKGROUND_EVERY,
             e,
             "committing event log offsets failed"
         ),
     }
-    Some(assigned)
 }

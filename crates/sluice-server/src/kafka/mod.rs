@@ -4,11 +4,13 @@
 //!
 //! - `log`: [`KafkaLog`], the [`EventLog`] ingest appends to.
 //! - `feed`: the delivery consumer, and which offsets it commits.
+//! - `dedup`: its deduplication of client retries, saved with its commits.
 //!
 //! PostgreSQL stays the home of configuration and of retry state: a call
 //! every destination accepts on its first attempt writes no row there
 //! (`sluice_delivery::FirstAttempts`).
 
+mod dedup;
 mod feed;
 mod log;
 
@@ -74,7 +76,16 @@ pub(crate) async fn start(
             first,
             suppressions: suppressions.clone(),
         },
-        feed::Limits { room, grace, dedup },
+        feed::Limits {
+            room,
+            grace,
+            dedup: dedup.map(|window| dedup::DedupSettings {
+                window,
+                topic: settings.topic.clone(),
+                partitions: settings.partitions,
+                store: store.clone(),
+            }),
+        },
         stop.clone(),
     ));
     tracing::info!(

@@ -59,6 +59,7 @@ pub(crate) mod profiles;
 mod regulations;
 pub(crate) mod rows;
 mod schema;
+mod seen;
 mod source_schema;
 mod store_impl;
 mod team;

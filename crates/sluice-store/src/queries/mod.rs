@@ -15,6 +15,7 @@
 //! - `engine`: the profile engine's job queue, bookkeeping and removals.
 //! - `health`: the delivery health aggregates.
 //! - `regulations`: privacy requests, suppressions, delete notifications.
+//! - `seen`: the Kafka shape's saved deduplication keys.
 //! - `source_schema`: the observed schema's reads, rules and filters.
 //! - `sources`: service settings, revoked sessions, sources.
 //! - `team`: users, API tokens and user sessions.
@@ -27,6 +28,7 @@ pub(crate) mod destinations;
 pub(crate) mod engine;
 pub(crate) mod health;
 pub(crate) mod regulations;
+pub(crate) mod seen;
 pub(crate) mod source_schema;
 pub(crate) mod sources;
 pub(crate) mod team;

@@ -90,6 +90,7 @@ mod regulations;
 pub(crate) mod rows;
 mod schema;
 mod scrub;
+mod seen;
 mod source_blocks;
 mod source_schema;
 mod store_impl;

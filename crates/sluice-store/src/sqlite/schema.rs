@@ -335,6 +335,7 @@ pub(super) static MIGRATIONS: LazyLock<Migrations<'static>> = LazyLock::new(|| {
         M::up(super::team::SCHEMA),
         M::up(super::profiles::catalog::SCHEMA_CHANGES),
         M::up(super::health::SCHEMA),
+        M::up(super::seen::SCHEMA),
     ])
 });
 

@@ -31,6 +31,7 @@ mod retention;
 mod scheduled;
 mod schema;
 mod scoped_purge;
+mod seen;
 mod support;
 mod team;
 mod team_password;
@@ -54,6 +55,7 @@ use retention::*;
 use scheduled::*;
 use schema::*;
 use scoped_purge::*;
+use seen::*;
 use team::*;
 use team_password::*;
 
@@ -143,6 +145,9 @@ macro_rules! conformance_tests {
             health_merges_add_up_across_flushes_and_node_shards,
             health_is_kept_per_five_minutes_and_per_hour,
             health_buckets_older_than_the_cut_are_pruned,
+            saved_keys_load_oldest_first_within_the_window_and_the_budget,
+            a_slice_saved_again_at_the_same_offset_keeps_its_first_keys,
+            trimming_drops_slices_past_the_window_or_past_the_budget,
         );
     };
     (@each $fresh:expr; $($check:ident),* $(,)?) => {

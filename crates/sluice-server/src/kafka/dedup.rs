@@ -1,0 +1,152 @@
+//! Deduplication of client retries in the delivery consumer: the memory
+//! of calls read (`sluice_log::recent`), loaded from the keys saved by a
+//! partition's earlier owners and saved below each commit
+//! (`sluice_store::SeenStore`), so it survives `kill -9` and rebalances.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use sluice_log::kafka::ConsumedRecord;
+use sluice_log::recent::{self, Recent, Unsaved};
+use sluice_store::{SeenSlice, Store, StoreError};
+
+/// Deduplication as configured.
+pub(super) struct DedupSettings {
+    /// The window (`storage.dedup_window_secs`).
+    pub window: Duration,
+    /// The topic, which names the saved keys.
+    pub topic: String,
+    /// The topic's partitions, among which the memory is shared out.
+    pub partitions: i32,
+    /// Where the keys below each commit are saved.
+    pub store: Arc<dyn Store>,
+}
+
+/// The most calls remembered for deduplication per node: about 40 MB.
+const RECENT_CAP: usize = 1_000_000;
+/// How often the saved keys past the window or the budget are deleted.
+const TRIM_EVERY: Duration = Duration::from_secs(60);
+
+/// Drops a client's retry of a call read within the window, by this node or
+/// by a partition's earlier owners (see `sluice_log::recent`).
+pub(super) struct Dedup {
+    recent: Recent,
+    pub(super) unsaved: Unsaved,
+    /// Partitions whose saved keys are loaded since they were assigned.
+    loaded: HashSet<i32>,
+    window_ms: i64,
+    /// Keys kept per partition: the node's cap shared out evenly.
+    budget: usize,
+    settings: DedupSettings,
+    trimmed_at: Option<Instant>,
+}
+
+impl Dedup {
+    pub(super) fn new(settings: DedupSettings) -> Self {
+        let window_ms = i64::try_from(settings.window.as_millis()).unwrap_or(i64::MAX);
+        let partitions = usize::try_from(settings.partitions).map_or(1, |p| p.max(1));
+        Dedup {
+            recent: Recent::new(window_ms, RECENT_CAP),
+            unsaved: Unsaved::default(),
+            loaded: HashSet::new(),
+            window_ms,
+            budget: (RECENT_CAP / partitions).max(1_000),
+            settings,
+            trimmed_at: None,
+        }
+    }
+
+    fn horizon(&self) -> i64 {
+        chrono::Utc::now()
+            .timestamp_millis()
+            .saturating_sub(self.window_ms)
+    }
+
+    /// Loads `partition`'s saved keys once per assignment. A store that
+    /// cannot answer leaves the memory to this node's own reads: retries
+    /// may then be sent twice, nothing is dropped.
+    pub(super) async fn load(&mut self, partition: i32) {
+        if !self.loaded.insert(partition) {
+            return;
+        }
+        let s = &self.settings;
+        match s
+            .store
+            .load_seen(&s.topic, partition, self.horizon(), self.budget)
+            .await
+        {
+            Ok(slices) => {
+                for slice in slices {
+                    for key in slice.keys {
+                        self.recent.remember(partition, key, slice.newest_at);
+                    }
+                }
+            }
+            Err(e) => sluice_store::warn_every!(
+                sluice_store::log_gate::BACKGROUND_EVERY,
+                e,
+                "loading the keys saved for deduplication failed; retries may be sent twice"
+            ),
+        }
+    }
+
+    /// Whether `record` is the first of its (source, messageId) here.
+    pub(super) fn first(&mut self, record: &ConsumedRecord) -> bool {
+        let key = recent::key(&record.source_id, &record.message_id);
+        let at = chrono::DateTime::parse_from_rfc3339(&record.received_at).map_or_else(
+            |_| chrono::Utc::now().timestamp_millis(),
+            |t| t.timestamp_millis(),
+        );
+        let first = self.recent.first(record.partition, key, at);
+        if first {
+            self.unsaved.note(record.partition, record.offset, at, key);
+        }
+        first
+    }
+
+    /// Saves the keys below `positions`, before they are committed.
+    pub(super) async fn save(&self, positions: &[(i32, i64)]) -> Result<(), StoreError> {
+        let slices: Vec<SeenSlice> = self
+            .unsaved
+            .below(positions)
+            .into_iter()
+            .map(|s| SeenSlice {
+                partition: s.partition,
+                upto: s.upto,
+                newest_at: s.newest_at,
+                keys: s.keys,
+            })
+            .collect();
+        if slices.is_empty() {
+            return Ok(());
+        }
+        self.settings
+            .store
+            .save_seen(&self.settings.topic, &slices)
+            .await
+    }
+
+    /// Forgets what belongs to partitions no longer held; deletes saved keys
+    /// past the window or the budget about once a minute.
+    pub(super) async fn tidy(&mut self, assigned: &[i32]) {
+        self.unsaved.keep(assigned);
+        self.loaded.retain(|p| assigned.contains(p));
+        if self.trimmed_at.is_some_and(|t| t.elapsed() < TRIM_EVERY) {
+            return;
+        }
+        self.trimmed_at = Some(Instant::now());
+        let s = &self.settings;
+        if let Err(e) = s
+            .store
+            .trim_seen(&s.topic, self.horizon(), self.budget)
+            .await
+        {
+            sluice_store::warn_every!(
+                sluice_store::log_gate::BACKGROUND_EVERY,
+                e,
+                "trimming the keys saved for deduplication failed"
+            );
+        }
+    }
+}
