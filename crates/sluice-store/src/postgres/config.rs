@@ -38,8 +38,8 @@ pub struct PostgresConfig {
     /// A pooled connection unused this long is closed.
     pub idle_timeout: Duration,
     /// How long a source's committed message ids are remembered to drop
-    /// resent events (24 h); `None` stores every call. Costs a row of
-    /// `message_keys` per event in the window (see `postgres/dedup.rs`).
+    /// resent events (24 h); `None` stores every call. The events are the
+    /// memory: no row of its own per event (see `postgres/dedup.rs`).
     pub dedup_window: Option<Duration>,
 }
 

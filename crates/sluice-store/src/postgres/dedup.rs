@@ -1,49 +1,48 @@
 //! Deduplication of ingest by (source, messageId) over a window, shared by
-//! every node.
+//! every node: the events themselves are the memory.
 //!
 //! # Invariants
-//! - **The check is in the database.** Nodes share nothing in memory, so
-//!   the ingest transaction itself claims each (source, messageId) in
-//!   `message_keys` with `INSERT … ON CONFLICT`: a row another transaction
-//!   committed within the window makes the event a duplicate; a row another
-//!   transaction holds uncommitted makes this one wait for its outcome (the
-//!   unique index's lock), so two nodes never both store one id. A claim
-//!   rolls back with its group.
-//! - **Expired rows never drop an event.** A row older than the window is
-//!   taken over (`DO UPDATE … WHERE` it is older) rather than counted, so
-//!   trimming the table is only about space, never correctness.
-//! - **One claim per key per statement.** A group repeating an id (a batch,
-//!   or two calls in one group) keeps its first occurrence before the
-//!   statement, which may not touch a row twice; keys go in sorted order,
-//!   so two nodes' groups lock them in one order and never deadlock.
-//!
-//! - **A key names one (source, messageId).** The key is the first 128
-//!   bits of SHA-256(source id, NUL, message id), as a `uuid`: two pairs
-//!   share a key only by a collision of SHA-256 cut to 128 bits, which
-//!   nobody can find on purpose, let alone for another sender's id.
+//! - **The check is the events insert.** An event stored with deduplication
+//!   on carries `dedup_bucket` = its receive time divided by the window. The
+//!   insert of a group skips an event when `events` already holds its
+//!   (source, messageId) received within the window of it, either side
+//!   (nodes' clocks differ a little), and the unique index on
+//!   `(message_id, source_id, dedup_bucket)` makes a concurrent insert of
+//!   the same id in the same bucket wait for the other transaction's outcome
+//!   and then do nothing: two nodes never both store one id. The skipped and
+//!   the conflicting are the duplicates; `RETURNING` names the stored.
+//! - **An id is remembered exactly as long as the window.** The check
+//!   compares receive times, not buckets, so a row older than the window
+//!   never drops an event; the bucket only serves the index. What escapes
+//!   both is two first copies of one id received at once on two nodes, on
+//!   either side of a bucket's edge (once a window).
+//! - **Dropped with the events.** An id whose event retention pruned or a
+//!   regulation purged is stored again, as on SQLite.
+//! - **One lock order.** A group inserts its events ordered by (messageId,
+//!   source), whatever their seqs, so two nodes' groups wait on each
+//!   other's ids in one order and never deadlock. A group repeating an id
+//!   keeps its first occurrence before the statement.
+//! - **Off is NULL.** With the window off (`dedup_window_secs = 0`) the
+//!   bucket is NULL, which a unique index never compares equal: every call
+//!   is stored, and such rows never drop a later one.
 //!
 //! # Layout
-//! `message_keys (key uuid, received_at)`, primary key `key`, a BRIN index
-//! on `received_at` for trimming (a few pages; a BRIN entry is updated per
-//! block range, not per row). One row per stored event of the window, one
-//! more row write per event (docs/postgres.md). The key keeps the row and
-//! its index entry small: against the source and message id as text it
-//! halves the table and cuts the WAL of a claim from about 300 to 170
-//! bytes.
+//! No table of its own: one `bigint` column of `events`, and the unique
+//! index that replaces the plain index on `message_id` every event already
+//! paid for. So deduplication adds no row write per event (it used to add
+//! one, in `message_keys`, which the upgrade drops).
 //!
 //! # Recovery
-//! Nothing to rebuild: the rows commit with the events. Each node trims
-//! rows older than the window about once a minute ([`expire`]), in
-//! slices, so a trim never holds many row locks.
+//! Nothing to rebuild or trim: the memory commits and ages with the events.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::time::Duration;
 
-use deadpool_postgres::{Pool, Transaction};
-use sha2::{Digest, Sha256};
+use deadpool_postgres::Transaction;
 
-use super::rows::{backend, get, ms, pool_error};
-use crate::{AppendRequest, Result};
+use super::ingest::Columns;
+use super::rows::{backend, get};
+use crate::Result;
 
 /// Version 13: the table behind deduplication, and duplicates in usage.
 pub(super) const SCHEMA: &str = r#"
@@ -57,8 +56,7 @@ CREATE INDEX message_ids_received_at ON message_ids USING brin (received_at);
 ALTER TABLE usage ADD COLUMN duplicates bigint NOT NULL DEFAULT 0;
 "#;
 
-/// Version 20: keys instead of the ids themselves. The rows of the window
-/// are carried over, so a resend is still dropped across the upgrade.
+/// Version 20: keys instead of the ids themselves.
 pub(super) const SCHEMA_KEYS: &str = r#"
 CREATE TABLE message_keys (
     key         uuid PRIMARY KEY,
@@ -73,104 +71,67 @@ FROM message_ids GROUP BY 1;
 DROP TABLE message_ids;
 "#;
 
-/// The key of a source's message id, as PostgreSQL prints a `uuid`.
-pub(super) fn key(source_id: &str, message_id: &str) -> String {
-    let digest = Sha256::new()
-        .chain_update(source_id.as_bytes())
-        .chain_update([0u8])
-        .chain_update(message_id.as_bytes())
-        .finalize();
-    let hex = hex::encode(&digest[..16]);
-    format!(
-        "{}-{}-{}-{}-{}",
-        &hex[..8],
-        &hex[8..12],
-        &hex[12..16],
-        &hex[16..20],
-        &hex[20..32]
-    )
-}
+/// Version 22: the events are the memory. The window's first copies, those
+/// received since the oldest row of `message_keys` (which held exactly the
+/// window), get a bucket of the default window's width, so a resend is
+/// still dropped across the upgrade; the check reads only whether a bucket
+/// is set, so another configured width changes nothing.
+pub(super) const SCHEMA_IN_EVENTS: &str = r#"
+ALTER TABLE events ADD COLUMN dedup_bucket bigint;
+UPDATE events SET dedup_bucket = received_at / 86400000
+WHERE seq IN (SELECT min(seq) FROM events
+              WHERE received_at >= (SELECT min(received_at) FROM message_keys)
+              GROUP BY message_id, source_id);
+CREATE UNIQUE INDEX events_message_id_once ON events (message_id, source_id, dedup_bucket);
+DROP INDEX events_message_id;
+DROP TABLE message_keys;
+"#;
 
-/// Rows deleted per statement when trimming.
-const TRIM_SLICE: i64 = 10_000;
-
-/// Which events of `requests` to store: per request, per event, `true` for
-/// the first of its (source, messageId) that no transaction committed
-/// within `window` before its receive time. Claims the kept ones.
-pub(super) async fn claim(
+/// Inserts `events` and returns the seqs stored: all of them without a
+/// `window`; with one, those whose (source, messageId) no event within the
+/// window holds (see the invariants above). The caller passes each id of a
+/// group once, with `events` sorted by id (`Columns::sort_by_id`).
+pub(super) async fn insert(
     tx: &Transaction<'_>,
-    requests: &[&AppendRequest],
-    window: Duration,
-) -> Result<Vec<Vec<bool>>> {
-    // Each event's key, in request order; each key once, with the receive
-    // time of its first occurrence, for the statement.
-    let keyed: Vec<Vec<String>> = requests
-        .iter()
-        .map(|r| {
-            r.events
-                .iter()
-                .map(|e| key(&r.source_id, &e.message_id))
-                .collect()
-        })
-        .collect();
-    let mut once: HashMap<&str, i64> = HashMap::new();
-    for (request, keys) in requests.iter().zip(&keyed) {
-        let at = ms(request.received_at);
-        for k in keys {
-            once.entry(k.as_str()).or_insert(at);
-        }
+    events: &Columns,
+    window: Option<Duration>,
+) -> Result<HashSet<i64>> {
+    if events.seqs.is_empty() {
+        return Ok(HashSet::new());
     }
-    let mut sorted: Vec<(&str, i64)> = once.into_iter().collect();
-    sorted.sort_unstable();
-    let keys: Vec<&str> = sorted.iter().map(|k| k.0).collect();
-    let times: Vec<i64> = sorted.iter().map(|k| k.1).collect();
-    let span = i64::try_from(window.as_millis()).unwrap_or(i64::MAX);
-    let stmt = tx
-        .prepare_cached(
-            "INSERT INTO message_keys AS m (key, received_at)
-             SELECT k::uuid, t FROM UNNEST($1::text[], $2::bigint[]) AS u(k, t)
-             ON CONFLICT (key) DO UPDATE SET received_at = excluded.received_at
-             WHERE m.received_at < excluded.received_at - $3::bigint
-             RETURNING key::text",
-        )
-        .await
-        .map_err(backend)?;
-    let rows = tx
-        .query(&stmt, &[&keys, &times, &span])
-        .await
-        .map_err(backend)?;
-    let mut fresh: HashSet<String> = HashSet::with_capacity(rows.len());
-    for row in &rows {
-        fresh.insert(get(row, 0)?);
-    }
-    // The first occurrence of a claimed key is stored; later ones in the
-    // group are duplicates of it.
-    Ok(keyed
-        .into_iter()
-        .map(|keys| keys.into_iter().map(|k| fresh.remove(&k)).collect())
-        .collect())
-}
-
-/// Deletes the rows received before `before` (unix ms), a slice at a time;
-/// returns how many.
-pub(super) async fn expire(pool: &Pool, before: i64) -> Result<u64> {
-    let client = pool.get().await.map_err(pool_error)?;
-    let stmt = client
-        .prepare_cached(
-            "DELETE FROM message_keys WHERE ctid = ANY(ARRAY(
-                 SELECT ctid FROM message_keys WHERE received_at < $1 LIMIT $2))",
-        )
-        .await
-        .map_err(backend)?;
-    let mut total = 0;
-    loop {
-        let n = client
-            .execute(&stmt, &[&before, &TRIM_SLICE])
+    let Some(window) = window else {
+        let stmt = tx
+            .prepare_cached(
+                "INSERT INTO events (seq, source_id, message_id, event_type, received_at, body,
+                                     blocked, person)
+                 SELECT * FROM UNNEST($1::bigint[], $2::text[], $3::text[], $4::text[],
+                                      $5::bigint[], $6::text[], $7::text[], $8::smallint[])",
+            )
             .await
             .map_err(backend)?;
-        total += n;
-        if n < TRIM_SLICE as u64 {
-            return Ok(total);
-        }
-    }
+        tx.execute(&stmt, &events.params()).await.map_err(backend)?;
+        return Ok(events.seqs.iter().copied().collect());
+    };
+    let span = i64::try_from(window.as_millis()).unwrap_or(i64::MAX).max(1);
+    let stmt = tx
+        .prepare_cached(
+            "INSERT INTO events (seq, source_id, message_id, event_type, received_at, body,
+                                 blocked, person, dedup_bucket)
+             SELECT u.s, u.src, u.mid, u.ty, u.t, u.b, u.bl, u.p, u.t / $9::bigint
+             FROM UNNEST($1::bigint[], $2::text[], $3::text[], $4::text[], $5::bigint[],
+                         $6::text[], $7::text[], $8::smallint[]) AS u(s, src, mid, ty, t, b, bl, p)
+             WHERE NOT EXISTS (
+                 SELECT 1 FROM events o
+                 WHERE o.message_id = u.mid AND o.source_id = u.src
+                   AND o.dedup_bucket IS NOT NULL
+                   AND o.received_at >= u.t - $9::bigint AND o.received_at <= u.t + $9::bigint)
+             ON CONFLICT DO NOTHING
+             RETURNING seq",
+        )
+        .await
+        .map_err(backend)?;
+    let mut params = events.params();
+    params.push(&span);
+    let rows = tx.query(&stmt, &params).await.map_err(backend)?;
+    rows.iter().map(|r| get::<i64>(r, 0)).collect()
 }

@@ -1,7 +1,7 @@
 //! The ingest outbox: events, their deliveries and usage, many requests per
 //! transaction, a fixed handful of statements per group.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use deadpool_postgres::{Client, Pool};
 
@@ -20,9 +20,10 @@ pub(super) enum BatchError {
     Unknown(StoreError),
 }
 
-/// The columns of one group, as arrays bound to `UNNEST`.
+/// The events of one group, as arrays bound to `UNNEST`.
 #[derive(Default)]
-struct Columns {
+pub(super) struct Columns {
+    pub(super) seqs: Vec<i64>,
     source_ids: Vec<String>,
     message_ids: Vec<String>,
     event_types: Vec<String>,
@@ -32,12 +33,62 @@ struct Columns {
     persons: Vec<i16>,
 }
 
+impl Columns {
+    fn push(&mut self, seq: i64, request: &AppendRequest, event: &crate::NewEvent) {
+        self.seqs.push(seq);
+        self.source_ids.push(request.source_id.clone());
+        self.message_ids.push(event.message_id.clone());
+        self.event_types.push(event.event_type.clone());
+        self.received_ats.push(ms(request.received_at));
+        self.bodies.push(event.body.clone());
+        self.persons.push(i16::try_from(event.person).unwrap_or(0));
+        self.blocked
+            .push(event.blocked.as_ref().map(|b| b.rule.clone()));
+    }
+
+    /// `$1` … `$8` of the events insert.
+    pub(super) fn params(&self) -> Vec<&(dyn tokio_postgres::types::ToSql + Sync)> {
+        vec![
+            &self.seqs,
+            &self.source_ids,
+            &self.message_ids,
+            &self.event_types,
+            &self.received_ats,
+            &self.bodies,
+            &self.blocked,
+            &self.persons,
+        ]
+    }
+
+    /// Puts the rows in (messageId, source) order, the order in which
+    /// concurrent groups lock the same ids.
+    pub(super) fn sort_by_id(&mut self) {
+        let mut order: Vec<usize> = (0..self.seqs.len()).collect();
+        order.sort_unstable_by(|&a, &b| {
+            (&self.message_ids[a], &self.source_ids[a])
+                .cmp(&(&self.message_ids[b], &self.source_ids[b]))
+        });
+        fn apply<T: Default>(v: &mut Vec<T>, order: &[usize]) {
+            let mut taken: Vec<T> = order.iter().map(|&i| std::mem::take(&mut v[i])).collect();
+            std::mem::swap(v, &mut taken);
+        }
+        apply(&mut self.seqs, &order);
+        apply(&mut self.source_ids, &order);
+        apply(&mut self.message_ids, &order);
+        apply(&mut self.event_types, &order);
+        apply(&mut self.received_ats, &order);
+        apply(&mut self.bodies, &order);
+        apply(&mut self.blocked, &order);
+        apply(&mut self.persons, &order);
+    }
+}
+
 /// Commits `requests` in one transaction: reserve one seq per event (in
 /// order, so a request's events keep their order), insert all events, all
 /// deliveries, then the usage counters summed per (source, day). Statements
-/// per group: 4, whatever the number of requests and events, and one more
-/// with a deduplication `window` (`dedup::claim`), which decides which
-/// events are stored; the answer says so per request.
+/// per group: 4, whatever the number of requests and events. With a
+/// deduplication `window` the events insert decides which events are stored
+/// (`dedup::insert`); the answer says so per request.
 pub(super) async fn append_batch(
     pool: &Pool,
     requests: &[&AppendRequest],
@@ -76,25 +127,39 @@ async fn write(
     requests: &[&AppendRequest],
     opts: GroupOptions,
 ) -> Result<Vec<Appended>> {
-    let keep = match opts.window {
-        Some(window) => Some(super::dedup::claim(tx, requests, window).await?),
-        None => None,
-    };
-    let kept = |r: usize, e: usize| keep.as_ref().is_none_or(|k| k[r][e]);
-    let mut outcomes = vec![Appended::default(); requests.len()];
-    for (r, request) in requests.iter().enumerate() {
-        for e in 0..request.events.len() {
-            if kept(r, e) {
-                outcomes[r].stored += 1;
-            } else {
-                outcomes[r].duplicates += 1;
-            }
-        }
-    }
-    let total: usize = outcomes.iter().map(|o| o.stored as usize).sum();
-    let seqs = reserve_seqs(tx, total).await?;
-    let mut seq_iter = seqs.iter();
+    // Each (source, messageId)'s first occurrence in the group gets a seq
+    // and goes to the insert, which keeps those no earlier event holds;
+    // with the window off, every event is stored.
+    let mut once: HashSet<(&str, &str)> = HashSet::new();
     let mut events = Columns::default();
+    let mut seq_of: Vec<Vec<Option<i64>>> = Vec::with_capacity(requests.len());
+    let total = requests.iter().map(|r| r.events.len()).sum();
+    let seqs = reserve_seqs(tx, total).await?;
+    let mut seq_iter = seqs.into_iter();
+    for request in requests {
+        let mut of_request = Vec::with_capacity(request.events.len());
+        for event in &request.events {
+            let first = opts.window.is_none()
+                || once.insert((request.source_id.as_str(), event.message_id.as_str()));
+            if !first {
+                of_request.push(None);
+                continue;
+            }
+            let seq = seq_iter
+                .next()
+                .ok_or_else(|| StoreError::internal("fewer seqs reserved than events"))?;
+            events.push(seq, request, event);
+            of_request.push(Some(seq));
+        }
+        seq_of.push(of_request);
+    }
+    if opts.window.is_some() {
+        events.sort_by_id();
+    }
+    let stored = super::dedup::insert(tx, &events, opts.window).await?;
+    drop(events);
+    let kept = |r: usize, e: usize| seq_of[r][e].filter(|s| stored.contains(s));
+    let mut outcomes = vec![Appended::default(); requests.len()];
     let (mut d_seqs, mut d_dests, mut d_sources, mut d_due) = (vec![], vec![], vec![], vec![]);
     let mut d_bodies: Vec<Option<&str>> = vec![];
     let mut at_ingest = AtIngest::default();
@@ -104,23 +169,11 @@ async fn write(
     for (r, request) in requests.iter().enumerate() {
         let received_at = ms(request.received_at);
         for (e, event) in request.events.iter().enumerate() {
-            if !kept(r, e) {
+            let Some(seq) = kept(r, e) else {
+                outcomes[r].duplicates += 1;
                 continue;
-            }
-            let seq = *seq_iter
-                .next()
-                .ok_or_else(|| StoreError::internal("fewer seqs reserved than events"))?;
-            events.source_ids.push(request.source_id.clone());
-            events.message_ids.push(event.message_id.clone());
-            events.event_types.push(event.event_type.clone());
-            events.received_ats.push(received_at);
-            events.bodies.push(event.body.clone());
-            events
-                .persons
-                .push(i16::try_from(event.person).unwrap_or(0));
-            events
-                .blocked
-                .push(event.blocked.as_ref().map(|b| b.rule.clone()));
+            };
+            outcomes[r].stored += 1;
             for destination_id in &event.destination_ids {
                 d_seqs.push(seq);
                 d_dests.push(destination_id.as_str());
@@ -142,32 +195,6 @@ async fn write(
         counters.0 += 1;
         counters.1 += i64::try_from(outcomes[r].stored).unwrap_or(i64::MAX);
         counters.2 += i64::try_from(outcomes[r].duplicates).unwrap_or(i64::MAX);
-    }
-    if !seqs.is_empty() {
-        let insert = tx
-            .prepare_cached(
-                "INSERT INTO events (seq, source_id, message_id, event_type, received_at, body,
-                                     blocked, person)
-                 SELECT * FROM UNNEST($1::bigint[], $2::text[], $3::text[], $4::text[],
-                                      $5::bigint[], $6::text[], $7::text[], $8::smallint[])",
-            )
-            .await
-            .map_err(backend)?;
-        tx.execute(
-            &insert,
-            &[
-                &seqs,
-                &events.source_ids,
-                &events.message_ids,
-                &events.event_types,
-                &events.received_ats,
-                &events.bodies,
-                &events.blocked,
-                &events.persons,
-            ],
-        )
-        .await
-        .map_err(backend)?;
     }
     if !d_seqs.is_empty() {
         // Rows come out of UNNEST in array order, so delivery ids follow

@@ -295,6 +295,7 @@ const MIGRATIONS: &[(&str, &str)] = &[
     ("delivery health", super::health::SCHEMA),
     ("message id keys", super::dedup::SCHEMA_KEYS),
     ("saved event log keys", super::seen::SCHEMA),
+    ("deduplication in events", super::dedup::SCHEMA_IN_EVENTS),
 ];
 
 /// First key of the migration advisory lock ("SLUI"); the second is a hash

@@ -21,7 +21,7 @@
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use deadpool_postgres::Pool;
 use tokio::sync::{mpsc, oneshot};
@@ -45,9 +45,6 @@ pub(super) struct GroupLimits {
     /// This node's usage counter rows (see `ingest::GroupOptions`).
     pub usage_shard: i32,
 }
-
-/// How often a node trims `message_keys` of rows older than the window.
-const TRIM_EVERY: Duration = Duration::from_secs(60);
 
 /// Handle to the writer task; cheap to call from many tasks.
 pub(super) struct Writer {
@@ -117,7 +114,6 @@ impl Writer {
 
 async fn writer_loop(pool: Pool, mut rx: mpsc::Receiver<Msg>, limits: GroupLimits) {
     let mut group: Vec<Job> = Vec::new();
-    let mut trimmed = Instant::now();
     while let Some(first) = rx.recv().await {
         let mut closing = false;
         let (mut events, mut bytes) = (0, 0);
@@ -148,32 +144,11 @@ async fn writer_loop(pool: Pool, mut rx: mpsc::Receiver<Msg>, limits: GroupLimit
             usage_shard: limits.usage_shard,
         };
         commit_group(&pool, &mut group, opts).await;
-        if let Some(window) = limits.dedup_window
-            && trimmed.elapsed() >= TRIM_EVERY
-        {
-            trimmed = Instant::now();
-            trim(&pool, window);
-        }
         if closing {
             // Refuse new calls; the loop still drains what is queued.
             rx.close();
         }
     }
-}
-
-/// Trims the rows of `message_keys` older than the window, in the
-/// background: ingest never waits for it.
-fn trim(pool: &Pool, window: Duration) {
-    let pool = pool.clone();
-    let before =
-        chrono::Utc::now() - chrono::Duration::from_std(window).unwrap_or(chrono::Duration::MAX);
-    tokio::spawn(async move {
-        match super::dedup::expire(&pool, super::rows::ms(before)).await {
-            Ok(0) => {}
-            Ok(n) => tracing::debug!(rows = n, "trimmed expired message ids"),
-            Err(e) => tracing::warn!(error = %e, "trimming expired message ids"),
-        }
-    });
 }
 
 /// Writes `group` in one transaction and answers every caller.

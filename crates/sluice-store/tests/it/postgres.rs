@@ -210,9 +210,11 @@ async fn nodes_starting_together_apply_migrations_once() {
         .await
         .expect("read schema_migrations");
     let versions: Vec<i32> = rows.iter().map(|r| r.get(0)).collect();
+    let newest = versions.last().copied().unwrap_or(0);
+    assert!(newest >= 20, "every migration ran: {versions:?}");
     assert_eq!(
         versions,
-        (1..=20).collect::<Vec<i32>>(),
+        (1..=newest).collect::<Vec<i32>>(),
         "each migration is recorded once"
     );
 }

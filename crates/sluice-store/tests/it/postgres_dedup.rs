@@ -42,10 +42,10 @@ async fn two_nodes_taking_one_batch_at_once_store_each_message_id_once() {
     assert_eq!((usage[0].events, usage[0].duplicates), (50, 950));
 }
 
-/// A row older than the window is taken over by the next event with its
-/// id, whether or not a node trimmed it yet.
+/// An event older than the window does not drop the next event with its
+/// id; one within the window does, whichever side of a bucket's edge.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_expired_row_does_not_drop_the_next_event_with_its_id() {
+async fn an_id_is_remembered_for_the_window_and_no_longer() {
     let schema = TestSchema::new();
     let store = schema.open().await;
     store
@@ -56,36 +56,68 @@ async fn an_expired_row_does_not_drop_the_next_event_with_its_id() {
         .append(request("src_1", &ids("m", 1), at(25 * 3600)))
         .await
         .expect("append");
-    assert_eq!((later.stored, later.duplicates), (1, 0));
-    let sql = schema.sql().await;
-    let rows: i64 = sql
-        .query_one("SELECT count(*) FROM message_keys", &[])
+    assert_eq!((later.stored, later.duplicates), (1, 0), "past the window");
+    // 36 h after the first: midnight, 11 h after m-0's second copy, which
+    // is in the day before.
+    let within = store
+        .append(request("src_1", &ids("m", 3), at(36 * 3600)))
         .await
-        .expect("count")
-        .get(0);
-    assert_eq!(rows, 3, "one row per (source, message id)");
+        .expect("append");
+    assert_eq!(
+        (within.stored, within.duplicates),
+        (2, 1),
+        "m-0 was stored 11 hours before, in the bucket before"
+    );
+    let other_source = store
+        .append(request("src_2", &ids("m", 3), at(36 * 3600)))
+        .await
+        .expect("append");
+    assert_eq!(other_source.stored, 3, "the source is part of the key");
 }
 
-/// The upgrade to keys carries the window's rows over by computing each
-/// key in SQL; ingest computes it in Rust. A row keyed the upgrade's way
-/// must drop the resend, or an upgrade would let resends through.
+/// The upgrade that moved the memory into `events` gives the window's
+/// first copies a bucket; a resend of one of them is dropped, and an event
+/// left without a bucket takes no part.
 #[tokio::test]
-async fn a_key_made_by_the_upgrade_drops_the_resend_ingest_sees() {
+async fn an_event_bucketed_by_the_upgrade_drops_its_resend() {
     let schema = TestSchema::new();
     let store = schema.open().await;
     let sql = schema.sql().await;
-    let received = at(0).timestamp_millis();
+    // Events stored by a Sluice that kept its ids elsewhere: no bucket.
+    // One is inside what the upgrade takes as the window, one before it.
+    let start_of_window = at(0).timestamp_millis();
+    for (id, received) in [
+        ("m-upgraded", start_of_window),
+        ("m-older", start_of_window - 1),
+    ] {
+        sql.execute(
+            "INSERT INTO events (source_id, message_id, event_type, received_at, body)
+             VALUES ('src_1', $1, 'track', $2, '{}')",
+            &[&id, &received],
+        )
+        .await
+        .expect("insert an event as before");
+    }
+    // What the upgrade does to the window's first copies.
     sql.execute(
-        "INSERT INTO message_keys (key, received_at)
-         SELECT encode(substring(sha256(convert_to($1::text, 'UTF8') || '\\x00'::bytea
-                                        || convert_to($2::text, 'UTF8')) FROM 1 FOR 16), 'hex')::uuid, $3",
-        &[&"src_1", &"m-upgraded", &received],
+        "UPDATE events SET dedup_bucket = received_at / 86400000
+         WHERE seq IN (SELECT min(seq) FROM events WHERE received_at >= $1
+                       GROUP BY message_id, source_id)",
+        &[&start_of_window],
     )
     .await
-    .expect("insert a key as the upgrade does");
+    .expect("bucket as the upgrade does");
     let resend = store
-        .append(request("src_1", &["m-upgraded".to_owned()], at(60)))
+        .append(request(
+            "src_1",
+            &["m-upgraded".to_owned(), "m-older".to_owned()],
+            at(60),
+        ))
         .await
         .expect("append");
-    assert_eq!((resend.stored, resend.duplicates), (0, 1));
+    assert_eq!(
+        (resend.stored, resend.duplicates),
+        (1, 1),
+        "m-upgraded is dropped; m-older, without a bucket, is stored"
+    );
 }
