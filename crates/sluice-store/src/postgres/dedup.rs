@@ -6,11 +6,17 @@
 //!   on carries `dedup_bucket` = its receive time divided by the window. The
 //!   insert of a group skips an event when `events` already holds its
 //!   (source, messageId) received within the window of it, either side
-//!   (nodes' clocks differ a little), and the unique index on
-//!   `(message_id, source_id, dedup_bucket)` makes a concurrent insert of
-//!   the same id in the same bucket wait for the other transaction's outcome
-//!   and then do nothing: two nodes never both store one id. The skipped and
-//!   the conflicting are the duplicates; `RETURNING` names the stored.
+//!   (nodes' clocks differ a little); `RETURNING` names the stored, and the
+//!   skipped are the duplicates.
+//! - **Two nodes never both store one id.** The unique index on
+//!   `(message_id, source_id, dedup_bucket)` makes an insert of an id that
+//!   another transaction holds uncommitted in the same bucket wait for its
+//!   outcome, and fail if it committed. The group is then written again
+//!   from the start (`ingest::append_batch`), and this time the check sees
+//!   the committed copy. A plain insert with that rare retry costs the
+//!   database less than `ON CONFLICT DO NOTHING` on every row (a
+//!   speculative insertion each): 1.5 against 4.4 µs more per row than no
+//!   check at all, in a test of 30,000 rows on the 2-core machine.
 //! - **An id is remembered exactly as long as the window.** The check
 //!   compares receive times, not buckets, so a row older than the window
 //!   never drops an event; the bucket only serves the index. What escapes
@@ -39,10 +45,11 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use deadpool_postgres::Transaction;
+use tokio_postgres::error::SqlState;
 
 use super::ingest::Columns;
 use super::rows::{backend, get};
-use crate::Result;
+use crate::{Result, StoreError};
 
 /// Version 13: the table behind deduplication, and duplicates in usage.
 pub(super) const SCHEMA: &str = r#"
@@ -91,6 +98,8 @@ DROP TABLE message_keys;
 /// `window`; with one, those whose (source, messageId) no event within the
 /// window holds (see the invariants above). The caller passes each id of a
 /// group once, with `events` sorted by id (`Columns::sort_by_id`).
+/// [`StoreError::Conflict`]: another transaction committed one of the ids
+/// in the meantime; the group must be written again.
 pub(super) async fn insert(
     tx: &Transaction<'_>,
     events: &Columns,
@@ -125,13 +134,18 @@ pub(super) async fn insert(
                  WHERE o.message_id = u.mid AND o.source_id = u.src
                    AND o.dedup_bucket IS NOT NULL
                    AND o.received_at >= u.t - $9::bigint AND o.received_at <= u.t + $9::bigint)
-             ON CONFLICT DO NOTHING
              RETURNING seq",
         )
         .await
         .map_err(backend)?;
     let mut params = events.params();
     params.push(&span);
-    let rows = tx.query(&stmt, &params).await.map_err(backend)?;
+    let rows = tx.query(&stmt, &params).await.map_err(|e| {
+        if e.code() == Some(&SqlState::UNIQUE_VIOLATION) {
+            StoreError::Conflict("an id another node stored at the same moment".into())
+        } else {
+            backend(e)
+        }
+    })?;
     rows.iter().map(|r| get::<i64>(r, 0)).collect()
 }

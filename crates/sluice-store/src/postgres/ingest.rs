@@ -98,18 +98,31 @@ pub(super) async fn append_batch(
         .get()
         .await
         .map_err(|e| BatchError::NotWritten(pool_error(e)))?;
-    let tx = client
-        .transaction()
-        .await
-        .map_err(|e| BatchError::NotWritten(backend(e)))?;
-    let outcomes = write(&tx, requests, opts)
-        .await
-        .map_err(BatchError::NotWritten)?;
-    tx.commit()
-        .await
-        .map_err(|e| BatchError::Unknown(backend(e)))?;
-    Ok(outcomes)
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        let tx = client
+            .transaction()
+            .await
+            .map_err(|e| BatchError::NotWritten(backend(e)))?;
+        let outcomes = match write(&tx, requests, opts).await {
+            Ok(outcomes) => outcomes,
+            // Another node committed one of the ids meanwhile (see
+            // `dedup`): written again, the check sees its copy.
+            Err(StoreError::Conflict(_)) if tries < CONFLICT_TRIES => continue,
+            Err(e) => return Err(BatchError::NotWritten(e)),
+        };
+        tx.commit()
+            .await
+            .map_err(|e| BatchError::Unknown(backend(e)))?;
+        return Ok(outcomes);
+    }
 }
+
+/// How often a group is written again after another node stored one of
+/// its ids at the same moment. Each try sees what the one before waited
+/// for, so the second normally succeeds.
+const CONFLICT_TRIES: u32 = 4;
 
 /// What every group of one node is written with.
 #[derive(Debug, Clone, Copy)]
