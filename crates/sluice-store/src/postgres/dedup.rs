@@ -100,6 +100,11 @@ DROP TABLE message_keys;
 /// group once, with `events` sorted by id (`Columns::sort_by_id`).
 /// [`StoreError::Conflict`]: another transaction committed one of the ids
 /// in the meantime; the group must be written again.
+///
+/// The check's `OFFSET 0` keeps it a lookup per inserted row: without it
+/// the planner may turn `NOT EXISTS` into an anti-join, and on a table it
+/// has not analysed yet (a new one, as when Sluice starts on an empty
+/// database) it hashes every event with a bucket to do so.
 pub(super) async fn insert(
     tx: &Transaction<'_>,
     events: &Columns,
@@ -133,7 +138,8 @@ pub(super) async fn insert(
                  SELECT 1 FROM events o
                  WHERE o.message_id = u.mid AND o.source_id = u.src
                    AND o.dedup_bucket IS NOT NULL
-                   AND o.received_at >= u.t - $9::bigint AND o.received_at <= u.t + $9::bigint)
+                   AND o.received_at >= u.t - $9::bigint AND o.received_at <= u.t + $9::bigint
+                 OFFSET 0)
              RETURNING seq",
         )
         .await
