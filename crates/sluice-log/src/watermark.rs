@@ -73,6 +73,25 @@ impl Watermarks {
             .collect()
     }
 
+    /// Partitions about to be taken away: forgets them at once, and returns
+    /// [`Watermarks::to_commit`] for them, the positions to commit before
+    /// they go. Records of theirs still in flight finish unnoticed.
+    pub fn release(&mut self, partitions: &[i32]) -> Vec<(i32, i64)> {
+        let positions = self
+            .to_commit()
+            .into_iter()
+            .filter(|(id, _)| partitions.contains(id))
+            .collect();
+        self.parts.retain(|id, _| !partitions.contains(id));
+        positions
+    }
+
+    /// Whether `partition` is still this consumer's (read, and not
+    /// released or dropped by [`Watermarks::keep`] since).
+    pub fn holds(&self, partition: i32) -> bool {
+        self.parts.contains_key(&partition)
+    }
+
     /// `positions` (from [`Watermarks::to_commit`]) are committed.
     pub fn committed(&mut self, positions: &[(i32, i64)]) {
         for &(partition, position) in positions {
@@ -160,5 +179,27 @@ mod tests {
         assert!(w.to_commit().is_empty(), "20 holds the position");
         w.finished(4, 20);
         assert_eq!(w.to_commit(), vec![(4, 22)]);
+    }
+
+    #[test]
+    fn a_partition_taken_away_commits_up_to_its_oldest_record_in_flight() {
+        let mut w = Watermarks::default();
+        for offset in 0..4 {
+            assert!(w.read(1, offset));
+            assert!(w.read(2, offset));
+        }
+        for offset in [0, 1, 3] {
+            w.finished(1, offset);
+            w.finished(2, offset);
+        }
+        assert_eq!(w.release(&[2, 9]), vec![(2, 2)]);
+        assert!(!w.holds(2), "released at once");
+        assert!(w.holds(1));
+        w.finished(2, 2);
+        assert_eq!(
+            w.to_commit(),
+            vec![(1, 2)],
+            "a released partition commits nothing more"
+        );
     }
 }

@@ -46,6 +46,10 @@ pub struct Sent {
     /// Reports of the deliveries that did not succeed, by destination:
     /// they go to the store's retry state.
     pub unfinished: Vec<(String, AttemptReport)>,
+    /// Some destination was not sent to because the call stopped being
+    /// this node's while it waited for a free slot (its partition moved
+    /// to another node, which sends it): nothing of it is finished here.
+    pub given_up: bool,
 }
 
 /// Sends calls read from a log, each once to each of its destinations.
@@ -89,7 +93,14 @@ impl FirstAttempts {
     /// accepted is skipped; a disabled one gets a discarded delivery, as in
     /// the store's own dispatch. Fails, sending nothing, when destinations
     /// cannot be read (the store is down): the caller tries again later.
-    pub async fn send(&self, record: &LogRecord) -> Result<Sent, StoreError> {
+    ///
+    /// `ours` is asked once a destination's slot is free, right before the
+    /// request: false gives the call up (see [`Sent::given_up`]).
+    pub async fn send(
+        &self,
+        record: &LogRecord,
+        ours: &(dyn Fn() -> bool + Sync),
+    ) -> Result<Sent, StoreError> {
         let mut destinations = Vec::with_capacity(record.destination_ids.len());
         {
             let mut cache = self.cache.lock().await;
@@ -106,21 +117,27 @@ impl FirstAttempts {
                 }
             }
         }
-        let sends = destinations.iter().map(|dest| self.send_one(record, dest));
+        let sends = destinations
+            .iter()
+            .map(|dest| self.send_one(record, dest, ours));
         let mut sent = Sent::default();
-        for (destination, report) in futures::future::join_all(sends).await {
-            if !matches!(report.outcome, Outcome::Succeeded) {
-                sent.unfinished.push((destination, report));
+        for sent_one in futures::future::join_all(sends).await {
+            match sent_one {
+                None => sent.given_up = true,
+                Some((_, report)) if matches!(report.outcome, Outcome::Succeeded) => {}
+                Some(unfinished) => sent.unfinished.push(unfinished),
             }
         }
         Ok(sent)
     }
 
+    /// One destination's attempt; `None` when the call was given up.
     async fn send_one(
         &self,
         record: &LogRecord,
         dest: &Arc<Destination>,
-    ) -> (String, AttemptReport) {
+        ours: &(dyn Fn() -> bool + Sync),
+    ) -> Option<(String, AttemptReport)> {
         let due = DueDelivery {
             delivery_id: 0,
             destination_id: dest.id.clone(),
@@ -132,14 +149,15 @@ impl FirstAttempts {
             received_at: record.received_at,
         };
         if !dest.enabled {
-            return (
+            return Some((
                 dest.id.clone(),
                 deliver::discard(&due, "destination disabled"),
-            );
+            ));
         }
         let lane = self.lane(&dest.id);
         let alerts = self.hooks.alerts.as_ref();
         let report = match lane.slots.acquire().await {
+            Ok(_slot) if !ours() => return None,
             // While the destination's breaker is open only one send goes
             // out as the probe; the rest wait in retry state.
             Ok(_slot) if lane.health.open() && lane.in_flight() > 1 => {
@@ -166,7 +184,7 @@ impl FirstAttempts {
             Err(_) => deliver::release(0, std::time::Duration::ZERO),
         };
         counted::outcome(self.hooks.tally.as_deref(), &dest.id, &report);
-        (dest.id.clone(), report)
+        Some((dest.id.clone(), report))
     }
 
     /// The destination's lane, sized to this node's share of the

@@ -8,6 +8,7 @@ use rdkafka::consumer::{CommitMode, Consumer, StreamConsumer};
 use rdkafka::message::{BorrowedMessage, Headers, Message};
 use rdkafka::{Offset, TopicPartitionList};
 
+use super::revoke::{GroupContext, Positions};
 use super::{KafkaConfig, errors};
 use crate::LogError;
 use crate::record::{HEADER_MESSAGE_ID, HEADER_RECEIVED_AT, HEADER_SOURCE_ID};
@@ -64,7 +65,7 @@ pub struct Polled {
 /// so a member that dies leaves every record it had not committed to the
 /// member that takes the partition over.
 pub struct LogConsumer {
-    consumer: Arc<StreamConsumer>,
+    consumer: Arc<StreamConsumer<GroupContext>>,
     topic: String,
 }
 
@@ -78,8 +79,14 @@ impl std::fmt::Debug for LogConsumer {
 
 impl LogConsumer {
     /// Joins consumer group `group_id` on `config.topic`. A group that has
-    /// never committed starts at the oldest record the log retains.
-    pub fn new(config: &KafkaConfig, group_id: &str) -> Result<Self, LogError> {
+    /// never committed starts at the oldest record the log retains. With
+    /// `positions`, a partition the group takes away is first committed up
+    /// to where it says (see `revoke`).
+    pub fn new(
+        config: &KafkaConfig,
+        group_id: &str,
+        positions: Option<Positions>,
+    ) -> Result<Self, LogError> {
         let consumer = config
             .client_config()
             .set("group.id", group_id)
@@ -99,7 +106,10 @@ impl LogConsumer {
             // what its sends have room for.
             .set("queued.max.messages.kbytes", "2048")
             .set("queued.min.messages", "2000")
-            .create::<StreamConsumer>()
+            .create_with_context::<_, StreamConsumer<GroupContext>>(GroupContext {
+                topic: config.topic.clone(),
+                positions,
+            })
             .map_err(|e| errors::client_error(&e))?;
         consumer
             .subscribe(&[config.topic.as_str()])

@@ -5,17 +5,21 @@
 //! - [`LogConsumer`]: one member of a consumer group; reads records per
 //!   partition, in offset order, and commits offsets only when told.
 //! - [`ensure_topic`]: creates the event topic when it is missing.
+//! - `revoke`: commits a partition's position when the group takes it
+//!   away ([`Positions`]).
 
 mod admin;
 mod consumer;
 mod errors;
 mod producer;
+mod revoke;
 
 use std::time::Duration;
 
 pub use admin::ensure_topic;
 pub use consumer::{ConsumedRecord, LogConsumer, PartitionRecords, Polled};
 pub use producer::{Appended, LogProducer};
+pub use revoke::Positions;
 
 /// Where the log is and how long to wait for it.
 #[derive(Debug, Clone)]

@@ -50,7 +50,7 @@ async fn every_event_is_read_once_in_order_and_not_again_after_commit() {
     assert!(used.len() > 1, "20 persons all landed in one partition");
 
     let group = group();
-    let consumer = LogConsumer::new(&config, &group).unwrap();
+    let consumer = LogConsumer::new(&config, &group, None).unwrap();
     let records = read(&consumer, events.len(), ENOUGH).await;
     assert_eq!(records.len(), events.len());
 
@@ -82,7 +82,7 @@ async fn every_event_is_read_once_in_order_and_not_again_after_commit() {
     consumer.close().await;
 
     // A new member of the group starts where the commit left off.
-    let consumer = LogConsumer::new(&config, &group).unwrap();
+    let consumer = LogConsumer::new(&config, &group, None).unwrap();
     // Long enough to join the group and be handed every partition.
     let again = read(&consumer, 1, Duration::from_secs(8)).await;
     assert!(again.is_empty(), "redelivered after commit: {again:?}");
@@ -104,7 +104,7 @@ async fn records_not_committed_go_to_the_next_member_of_the_group() {
     producer.append(&events).await.unwrap();
 
     let group = group();
-    let consumer = LogConsumer::new(&config, &group).unwrap();
+    let consumer = LogConsumer::new(&config, &group, None).unwrap();
     let records = read(&consumer, 10, ENOUGH).await;
     assert_eq!(records.len(), 10);
     // The first five are dealt with and committed; the last five were read
@@ -116,7 +116,7 @@ async fn records_not_committed_go_to_the_next_member_of_the_group() {
         .unwrap();
     consumer.close().await;
 
-    let consumer = LogConsumer::new(&config, &group).unwrap();
+    let consumer = LogConsumer::new(&config, &group, None).unwrap();
     let records = read(&consumer, 6, Duration::from_secs(8)).await;
     let ids: Vec<&str> = records.iter().map(|r| r.message_id.as_str()).collect();
     let expected: Vec<&str> = events[5..].iter().map(|e| e.message_id.as_str()).collect();

@@ -4,12 +4,13 @@
 //! (`sluice_store::SeenStore`), so it survives `kill -9` and rebalances.
 
 use std::collections::HashSet;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use sluice_log::kafka::ConsumedRecord;
-use sluice_log::recent::{self, Recent, Unsaved};
+use sluice_log::recent::{self, Recent, Slice, Unsaved};
 use sluice_store::{SeenSlice, Store, StoreError};
+use tokio::runtime::{Handle, RuntimeFlavor};
 
 /// Deduplication as configured.
 pub(super) struct DedupSettings {
@@ -28,11 +29,66 @@ const RECENT_CAP: usize = 1_000_000;
 /// How often the saved keys past the window or the budget are deleted.
 const TRIM_EVERY: Duration = Duration::from_secs(60);
 
+/// The keys read and not yet saved, and where they are saved: shared by
+/// the consumer's loop and its hand-over of partitions the group takes
+/// away ([`Keys::save_now`]).
+pub(super) struct Keys {
+    unsaved: Mutex<Unsaved>,
+    store: Arc<dyn Store>,
+    topic: String,
+}
+
+impl Keys {
+    fn unsaved(&self) -> MutexGuard<'_, Unsaved> {
+        self.unsaved.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn slices(&self, positions: &[(i32, i64)]) -> Vec<SeenSlice> {
+        self.unsaved()
+            .below(positions)
+            .into_iter()
+            .map(|s: Slice| SeenSlice {
+                partition: s.partition,
+                upto: s.upto,
+                newest_at: s.newest_at,
+                keys: s.keys,
+            })
+            .collect()
+    }
+
+    /// Saves the keys below `positions` (of partitions being taken away)
+    /// before the consumer commits them and the new owner loads them. It
+    /// runs inside the consumer's rebalance callback, which cannot wait for
+    /// a future, so it blocks this worker thread for the write; where the
+    /// runtime has no other thread to carry on with (a current-thread
+    /// runtime), it saves nothing. False when nothing was saved: the caller
+    /// then leaves the offsets to the last commit.
+    pub(super) fn save_now(&self, positions: &[(i32, i64)]) -> bool {
+        let slices = self.slices(positions);
+        if slices.is_empty() {
+            return true;
+        }
+        let saved = match Handle::try_current() {
+            Ok(handle) if handle.runtime_flavor() == RuntimeFlavor::MultiThread => {
+                tokio::task::block_in_place(|| {
+                    handle.block_on(self.store.save_seen(&self.topic, &slices))
+                })
+                .is_ok()
+            }
+            _ => false,
+        };
+        if saved {
+            self.unsaved().saved(positions);
+        }
+        saved
+    }
+}
+
 /// Drops a client's retry of a call read within the window, by this node or
 /// by a partition's earlier owners (see `sluice_log::recent`).
 pub(super) struct Dedup {
     recent: Recent,
-    pub(super) unsaved: Unsaved,
+    keys: Arc<Keys>,
     /// Partitions whose saved keys are loaded since they were assigned.
     loaded: HashSet<i32>,
     window_ms: i64,
@@ -48,7 +104,11 @@ impl Dedup {
         let partitions = usize::try_from(settings.partitions).map_or(1, |p| p.max(1));
         Dedup {
             recent: Recent::new(window_ms, RECENT_CAP),
-            unsaved: Unsaved::default(),
+            keys: Arc::new(Keys {
+                unsaved: Mutex::default(),
+                store: settings.store.clone(),
+                topic: settings.topic.clone(),
+            }),
             loaded: HashSet::new(),
             window_ms,
             budget: (RECENT_CAP / partitions).max(1_000),
@@ -100,24 +160,21 @@ impl Dedup {
         );
         let first = self.recent.first(record.partition, key, at);
         if first {
-            self.unsaved.note(record.partition, record.offset, at, key);
+            self.keys
+                .unsaved()
+                .note(record.partition, record.offset, at, key);
         }
         first
     }
 
+    /// The keys shared with the hand-over of partitions.
+    pub(super) fn keys(&self) -> Arc<Keys> {
+        self.keys.clone()
+    }
+
     /// Saves the keys below `positions`, before they are committed.
     pub(super) async fn save(&self, positions: &[(i32, i64)]) -> Result<(), StoreError> {
-        let slices: Vec<SeenSlice> = self
-            .unsaved
-            .below(positions)
-            .into_iter()
-            .map(|s| SeenSlice {
-                partition: s.partition,
-                upto: s.upto,
-                newest_at: s.newest_at,
-                keys: s.keys,
-            })
-            .collect();
+        let slices = self.keys.slices(positions);
         if slices.is_empty() {
             return Ok(());
         }
@@ -127,10 +184,15 @@ impl Dedup {
             .await
     }
 
+    /// `positions` are saved and committed.
+    pub(super) fn committed(&self, positions: &[(i32, i64)]) {
+        self.keys.unsaved().saved(positions);
+    }
+
     /// Forgets what belongs to partitions no longer held; deletes saved keys
     /// past the window or the budget about once a minute.
     pub(super) async fn tidy(&mut self, assigned: &[i32]) {
-        self.unsaved.keep(assigned);
+        self.keys.unsaved().keep(assigned);
         self.loaded.retain(|p| assigned.contains(p));
         if self.trimmed_at.is_some_and(|t| t.elapsed() < TRIM_EVERY) {
             return;

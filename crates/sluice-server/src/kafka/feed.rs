@@ -9,10 +9,10 @@
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use super::dedup::{Dedup, DedupSettings};
+use super::dedup::{Dedup, Keys};
 use sluice_api::suppression::Suppressions;
 use sluice_delivery::FirstAttempts;
-use sluice_log::kafka::{ConsumedRecord, LogConsumer};
+use sluice_log::kafka::{ConsumedRecord, LogConsumer, Positions};
 use sluice_log::watermark::Watermarks;
 use sluice_store::log_record::LogRecord;
 use tokio::sync::{Semaphore, watch};
@@ -34,7 +34,7 @@ pub(super) struct Limits {
     /// How long shutdown waits for calls in flight (`delivery.shutdown_grace_ms`).
     pub grace: Duration,
     /// Deduplication of client retries; `None` is off.
-    pub dedup: Option<DedupSettings>,
+    pub dedup: Option<Dedup>,
 }
 
 /// What a call read from the log goes through.
@@ -45,26 +45,49 @@ pub(super) struct Senders {
     pub suppressions: Arc<Suppressions>,
 }
 
-type Marks = Arc<Mutex<Watermarks>>;
+/// Which offsets of this node's partitions may be committed.
+pub(super) type Marks = Arc<Mutex<Watermarks>>;
 
 fn held(m: &Marks) -> std::sync::MutexGuard<'_, Watermarks> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// What happens to partitions the group takes away: this node stops
+/// counting them as its own, so their calls still waiting for a free slot
+/// are given up rather than sent (`FirstAttempts::send`), and the consumer
+/// commits how far it got in them. The new owner reads again from the
+/// oldest call not finished here, so a rebalance sends twice at most the
+/// requests on the wire at that moment.
+///
+/// With deduplication on, the keys of the calls below those positions are
+/// saved first, so the new owner drops their retries; when they cannot be
+/// saved nothing is committed, and the new owner reads those calls again
+/// (and learns their keys) from the last commit.
+pub(super) fn revoked_positions(marks: &Marks, keys: Option<Arc<Keys>>) -> Positions {
+    let marks = marks.clone();
+    Arc::new(move |revoked: &[i32]| {
+        let positions = held(&marks).release(revoked);
+        match &keys {
+            Some(keys) if !keys.save_now(&positions) => Vec::new(),
+            _ => positions,
+        }
+    })
 }
 
 /// Runs until `stop` turns true, then waits up to the grace for calls in
 /// flight, commits what finished and leaves the group.
 pub(super) async fn run(
     consumer: LogConsumer,
+    marks: Marks,
     senders: Senders,
     limits: Limits,
     mut stop: watch::Receiver<bool>,
 ) {
     let senders = Arc::new(senders);
-    let marks: Marks = Arc::default();
     let room = Arc::new(Semaphore::new(limits.room.max(1)));
     let mut tasks = JoinSet::new();
     let mut committed_at = Instant::now();
-    let mut dedup = limits.dedup.map(Dedup::new);
+    let mut dedup = limits.dedup;
     while !*stop.borrow() {
         while tasks.try_join_next().is_some() {}
         if committed_at.elapsed() >= COMMIT_EVERY {
@@ -113,7 +136,7 @@ pub(super) async fn run(
                 let (senders, marks, stop) = (senders.clone(), marks.clone(), stop.clone());
                 tasks.spawn(async move {
                     let _permit = permit;
-                    if deliver(&senders, &record, stop).await {
+                    if deliver(&senders, &record, &marks, stop).await {
                         held(&marks).finished(record.partition, record.offset);
                     }
                 });
@@ -128,11 +151,13 @@ pub(super) async fn run(
     consumer.close().await;
 }
 
-/// Delivers one record; true once it is dealt with. False only when the
-/// node stops first: the record stays uncommitted, for the next owner.
+/// Delivers one record; true once it is dealt with. False when the node
+/// stops first or the record's partition moves away before it is sent:
+/// the record stays uncommitted, for the next owner.
 async fn deliver(
     senders: &Senders,
     consumed: &ConsumedRecord,
+    marks: &Marks,
     stop: watch::Receiver<bool>,
 ) -> bool {
     let first = &senders.first;
@@ -159,7 +184,9 @@ async fn deliver(
         return true;
     }
     let sent = loop {
-        match first.send(&record).await {
+        let ours = || held(marks).holds(consumed.partition);
+        match first.send(&record, &ours).await {
+            Ok(sent) if sent.given_up => return false,
             Ok(sent) => break sent,
             Err(e) => {
                 sluice_store::warn_every!(
@@ -231,7 +258,7 @@ async fn commit(consumer: &LogConsumer, m: &Marks, dedup: Option<&mut Dedup>) {
         Ok(()) => {
             held(m).committed(&positions);
             if let Some(dedup) = dedup {
-                dedup.unsaved.saved(&positions);
+                dedup.committed(&positions);
             }
         }
         Err(e) => sluice_store::warn_every!(

@@ -66,26 +66,34 @@ pub(crate) async fn start(
     )
     .await?;
     let producer = LogProducer::new(&config)?;
-    let consumer = LogConsumer::new(&config, &settings.delivery_group)?;
+    let marks = feed::Marks::default();
+    let dedup = dedup.map(|window| {
+        dedup::Dedup::new(dedup::DedupSettings {
+            window,
+            topic: settings.topic.clone(),
+            partitions: settings.partitions,
+            store: store.clone(),
+        })
+    });
+    let consumer = LogConsumer::new(
+        &config,
+        &settings.delivery_group,
+        Some(feed::revoked_positions(
+            &marks,
+            dedup.as_ref().map(dedup::Dedup::keys),
+        )),
+    )?;
     let grace = delivery.shutdown_grace;
     let room = delivery.max_in_flight;
     let first = Arc::new(FirstAttempts::new(store.clone(), delivery, hooks, engine)?);
     let feed = tokio::spawn(feed::run(
         consumer,
+        marks,
         feed::Senders {
             first,
             suppressions: suppressions.clone(),
         },
-        feed::Limits {
-            room,
-            grace,
-            dedup: dedup.map(|window| dedup::DedupSettings {
-                window,
-                topic: settings.topic.clone(),
-                partitions: settings.partitions,
-                store: store.clone(),
-            }),
-        },
+        feed::Limits { room, grace, dedup },
         stop.clone(),
     ));
     tracing::info!(

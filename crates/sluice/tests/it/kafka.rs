@@ -196,6 +196,88 @@ async fn kill_9_of_a_delivering_node_loses_no_acknowledged_call() {
     drop(b);
 }
 
+/// A second node joins a node busy with a backlog: the group moves half the
+/// partitions to it, every acknowledged call is delivered, and the calls
+/// sent twice are at most the requests the first node had on the wire
+/// (its concurrency for the destination, 16): it commits how far it got in
+/// each partition it hands over and gives up the calls of those partitions
+/// that were still waiting for a slot.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_joining_under_load_resends_at_most_the_calls_in_flight() {
+    let (url, bootstrap) = (
+        var("SLUICE_TEST_POSTGRES_URL"),
+        var("SLUICE_TEST_KAFKA_BOOTSTRAP"),
+    );
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let name = format!("sluice_it_join_{}_{nanos}", std::process::id());
+    let topic = format!("events-{name}");
+    let env = [
+        ("SLUICE_STORAGE__BACKEND", "postgres"),
+        ("SLUICE_STORAGE__POSTGRES_URL", url.as_str()),
+        ("SLUICE_STORAGE__POSTGRES_SCHEMA", name.as_str()),
+        ("SLUICE_KAFKA__BOOTSTRAP_SERVERS", bootstrap.as_str()),
+        ("SLUICE_KAFKA__TOPIC", topic.as_str()),
+        ("SLUICE_KAFKA__DELIVERY_GROUP", name.as_str()),
+        ("SLUICE_KAFKA__PARTITIONS", "8"),
+        ("SLUICE_KAFKA__REPLICATION", "1"),
+        ("SLUICE_DELIVERY__CONCURRENCY_PER_DESTINATION", "16"),
+    ];
+    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let a = start(dir_a.path(), &env).await;
+    // 16 at a time, 100 ms each: about 160 calls a second, so the backlog
+    // lasts well past the second node's arrival.
+    let rx = Receiver::start().await;
+    rx.set_default(Reply::status(200).delay(Duration::from_millis(100)));
+    let auth = hooked_source(&a.base, &rx).await;
+    const JOIN_BATCHES: usize = 120;
+    let mut acknowledged = Vec::new();
+    for batch in 0..JOIN_BATCHES {
+        assert!(send(&a, &auth, batch).await, "batch acknowledged");
+        acknowledged.extend((0..PER_BATCH).map(|i| format!("b{batch}-{i}")));
+    }
+    let b = start(dir_b.path(), &env).await;
+    let counts = |rx: &Receiver| {
+        let mut counts: HashMap<String, usize> = HashMap::new();
+        for r in rx.requests() {
+            if let Some(id) = r.header("x-sluice-message-id") {
+                *counts.entry(id.to_owned()).or_default() += 1;
+            }
+        }
+        counts
+    };
+    let at_join = counts(&rx).len();
+    let started = Instant::now();
+    let missing = loop {
+        let got = counts(&rx);
+        let missing = acknowledged
+            .iter()
+            .filter(|id| !got.contains_key(*id))
+            .count();
+        if missing == 0 || started.elapsed() > Duration::from_secs(120) {
+            break missing;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(missing, 0, "acknowledged calls never delivered");
+    let sent_again: usize = counts(&rx).values().map(|n| n - 1).sum();
+    eprintln!(
+        "kafka join: {} calls, {at_join} delivered when the second node started, \
+         {sent_again} sent twice",
+        acknowledged.len()
+    );
+    assert!(
+        at_join < acknowledged.len() / 2,
+        "the backlog outlasts the join: {at_join} delivered before it"
+    );
+    assert!(
+        sent_again <= 16,
+        "a rebalance re-sends at most the requests on the wire: {sent_again}"
+    );
+    drop((a, b));
+}
+
 /// Three brokers of this test's own (replication 3, `min.insync.replicas`
 /// 2), started by the project's script in a temporary directory and
 /// stopped on drop.
