@@ -49,27 +49,61 @@ async fn hooked_source(base: &str, rx: &Receiver) -> String {
     basic(src["write_key"].as_str().unwrap())
 }
 
+/// A Kafka-shape node's settings on the test broker, with a schema, topic
+/// and consumer group of the test's own (8 partitions, replication 1).
+struct Shape {
+    url: String,
+    bootstrap: String,
+    name: String,
+    topic: String,
+}
+
+impl Shape {
+    fn new(prefix: &str) -> Shape {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let name = format!("sluice_it_{prefix}_{}_{nanos}", std::process::id());
+        Shape {
+            url: var("SLUICE_TEST_POSTGRES_URL"),
+            bootstrap: var("SLUICE_TEST_KAFKA_BOOTSTRAP"),
+            topic: format!("events-{name}"),
+            name,
+        }
+    }
+
+    /// The environment of a node, with `extra` added.
+    fn env<'a>(&'a self, extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
+        let mut env = vec![
+            ("SLUICE_STORAGE__BACKEND", "postgres"),
+            ("SLUICE_STORAGE__POSTGRES_URL", self.url.as_str()),
+            ("SLUICE_STORAGE__POSTGRES_SCHEMA", self.name.as_str()),
+            ("SLUICE_KAFKA__BOOTSTRAP_SERVERS", self.bootstrap.as_str()),
+            ("SLUICE_KAFKA__TOPIC", self.topic.as_str()),
+            ("SLUICE_KAFKA__DELIVERY_GROUP", self.name.as_str()),
+            ("SLUICE_KAFKA__PARTITIONS", "8"),
+            ("SLUICE_KAFKA__REPLICATION", "1"),
+        ];
+        env.extend_from_slice(extra);
+        env
+    }
+}
+
+/// How often each `x-sluice-message-id` reached `rx` so far.
+fn counts(rx: &Receiver) -> HashMap<String, usize> {
+    let mut counts: HashMap<String, usize> = HashMap::new();
+    for r in rx.requests() {
+        if let Some(id) = r.header("x-sluice-message-id") {
+            *counts.entry(id.to_owned()).or_default() += 1;
+        }
+    }
+    counts
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_9_of_a_delivering_node_loses_no_acknowledged_call() {
-    let (url, bootstrap) = (
-        var("SLUICE_TEST_POSTGRES_URL"),
-        var("SLUICE_TEST_KAFKA_BOOTSTRAP"),
-    );
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    let name = format!("sluice_it_kafka_{}_{nanos}", std::process::id());
-    let topic = format!("events-{name}");
-    let env = [
-        ("SLUICE_STORAGE__BACKEND", "postgres"),
-        ("SLUICE_STORAGE__POSTGRES_URL", url.as_str()),
-        ("SLUICE_STORAGE__POSTGRES_SCHEMA", name.as_str()),
-        ("SLUICE_KAFKA__BOOTSTRAP_SERVERS", bootstrap.as_str()),
-        ("SLUICE_KAFKA__TOPIC", topic.as_str()),
-        ("SLUICE_KAFKA__DELIVERY_GROUP", name.as_str()),
-        ("SLUICE_KAFKA__PARTITIONS", "8"),
-        ("SLUICE_KAFKA__REPLICATION", "1"),
-    ];
+    let shape = Shape::new("kafka");
+    let env = shape.env(&[]);
     let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let mut a = start(dir_a.path(), &env).await;
     let b = start(dir_b.path(), &env).await;
@@ -123,15 +157,6 @@ async fn kill_9_of_a_delivering_node_loses_no_acknowledged_call() {
 
     // The group notices A's death after its session timeout (10 s) and
     // hands its partitions to B, which resumes at their committed offsets.
-    let counts = |rx: &Receiver| {
-        let mut counts: HashMap<String, usize> = HashMap::new();
-        for r in rx.requests() {
-            if let Some(id) = r.header("x-sluice-message-id") {
-                *counts.entry(id.to_owned()).or_default() += 1;
-            }
-        }
-        counts
-    };
     let started = Instant::now();
     let missing = loop {
         let got = counts(&rx);
@@ -204,26 +229,8 @@ async fn kill_9_of_a_delivering_node_loses_no_acknowledged_call() {
 /// that were still waiting for a slot.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_joining_under_load_resends_at_most_the_calls_in_flight() {
-    let (url, bootstrap) = (
-        var("SLUICE_TEST_POSTGRES_URL"),
-        var("SLUICE_TEST_KAFKA_BOOTSTRAP"),
-    );
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    let name = format!("sluice_it_join_{}_{nanos}", std::process::id());
-    let topic = format!("events-{name}");
-    let env = [
-        ("SLUICE_STORAGE__BACKEND", "postgres"),
-        ("SLUICE_STORAGE__POSTGRES_URL", url.as_str()),
-        ("SLUICE_STORAGE__POSTGRES_SCHEMA", name.as_str()),
-        ("SLUICE_KAFKA__BOOTSTRAP_SERVERS", bootstrap.as_str()),
-        ("SLUICE_KAFKA__TOPIC", topic.as_str()),
-        ("SLUICE_KAFKA__DELIVERY_GROUP", name.as_str()),
-        ("SLUICE_KAFKA__PARTITIONS", "8"),
-        ("SLUICE_KAFKA__REPLICATION", "1"),
-        ("SLUICE_DELIVERY__CONCURRENCY_PER_DESTINATION", "16"),
-    ];
+    let shape = Shape::new("join");
+    let env = shape.env(&[("SLUICE_DELIVERY__CONCURRENCY_PER_DESTINATION", "16")]);
     let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let a = start(dir_a.path(), &env).await;
     // 16 at a time, 100 ms each: about 160 calls a second, so the backlog
@@ -238,15 +245,6 @@ async fn a_node_joining_under_load_resends_at_most_the_calls_in_flight() {
         acknowledged.extend((0..PER_BATCH).map(|i| format!("b{batch}-{i}")));
     }
     let b = start(dir_b.path(), &env).await;
-    let counts = |rx: &Receiver| {
-        let mut counts: HashMap<String, usize> = HashMap::new();
-        for r in rx.requests() {
-            if let Some(id) = r.header("x-sluice-message-id") {
-                *counts.entry(id.to_owned()).or_default() += 1;
-            }
-        }
-        counts
-    };
     let at_join = counts(&rx).len();
     let started = Instant::now();
     let missing = loop {
@@ -380,12 +378,7 @@ async fn kill_9_of_a_broker_under_load_loses_no_acknowledged_call() {
     );
     let started = Instant::now();
     let (missing, sent_again) = loop {
-        let mut counts: HashMap<String, usize> = HashMap::new();
-        for r in rx.requests() {
-            if let Some(id) = r.header("x-sluice-message-id") {
-                *counts.entry(id.to_owned()).or_default() += 1;
-            }
-        }
+        let counts = counts(&rx);
         let missing = acknowledged
             .iter()
             .filter(|id| !counts.contains_key(*id))
