@@ -28,6 +28,8 @@ pub(super) struct DedupSettings {
 const RECENT_CAP: usize = 1_000_000;
 /// How often the saved keys past the window or the budget are deleted.
 const TRIM_EVERY: Duration = Duration::from_secs(60);
+/// How long saving keys waits after a failed save.
+const SAVE_PAUSE: Duration = Duration::from_secs(10);
 
 /// The keys read and not yet saved, and where they are saved: shared by
 /// the consumer's loop and its hand-over of partitions the group takes
@@ -96,6 +98,8 @@ pub(super) struct Dedup {
     budget: usize,
     settings: DedupSettings,
     trimmed_at: Option<Instant>,
+    /// No saves until then: the last one failed.
+    paused_until: Option<Instant>,
 }
 
 impl Dedup {
@@ -114,6 +118,7 @@ impl Dedup {
             budget: (RECENT_CAP / partitions).max(1_000),
             settings,
             trimmed_at: None,
+            paused_until: None,
         }
     }
 
@@ -172,16 +177,25 @@ impl Dedup {
         self.keys.clone()
     }
 
-    /// Saves the keys below `positions`, before they are committed.
-    pub(super) async fn save(&self, positions: &[(i32, i64)]) -> Result<(), StoreError> {
+    /// Saves the keys below `positions`, before they are committed. After
+    /// a failure it does not try again for [`SAVE_PAUSE`], so that a
+    /// database that is down does not hold up every commit for its
+    /// timeout; the keys of that time are not saved.
+    pub(super) async fn save(&mut self, positions: &[(i32, i64)]) -> Result<(), StoreError> {
+        if self.paused_until.is_some_and(|t| Instant::now() < t) {
+            return Ok(());
+        }
         let slices = self.keys.slices(positions);
         if slices.is_empty() {
             return Ok(());
         }
-        self.settings
+        let saved = self
+            .settings
             .store
             .save_seen(&self.settings.topic, &slices)
-            .await
+            .await;
+        self.paused_until = saved.is_err().then(|| Instant::now() + SAVE_PAUSE);
+        saved
     }
 
     /// `positions` are saved and committed.

@@ -242,13 +242,16 @@ async fn commit(consumer: &LogConsumer, m: &Marks, dedup: Option<&mut Dedup>) {
     if let Some(dedup) = dedup.as_deref_mut() {
         dedup.tidy(&assigned).await;
         if let Err(e) = dedup.save(&positions).await {
-            // Not committed: the keys are saved with a later commit.
+            // Delivery does not wait on the database: the offsets move
+            // all the same, and these keys stay in this node's memory
+            // only (a retry that reaches another owner is sent again).
+            // Holding the commits instead would grow the unsaved keys and
+            // a crash's re-sends for as long as the database is down.
             sluice_store::warn_every!(
                 sluice_store::log_gate::BACKGROUND_EVERY,
                 e,
-                "saving keys for deduplication failed; offsets wait"
+                "saving keys for deduplication failed; committing without them"
             );
-            return;
         }
     }
     if positions.is_empty() {
