@@ -28,7 +28,7 @@ use sha2::{Digest, Sha256};
 /// The key of a call: the first 8 bytes of SHA-256(source id, NUL,
 /// messageId). The same on every node, so saved keys mean the same to the
 /// node that loads them. Two calls of one source share a key only by a
-/// 64-bit collision (about one in 10^7 within a million keys), which drops
+/// 64-bit collision (about one in 4 x 10^7 within a million keys), which drops
 /// the later one; a sender can arrange that only among its own calls.
 pub fn key(source_id: &str, message_id: &str) -> u64 {
     let digest = Sha256::new()
