@@ -144,16 +144,27 @@ async fn write(
     // and goes to the insert, which keeps those no earlier event holds;
     // with the window off, every event is stored.
     let mut once: HashSet<(&str, &str)> = HashSet::new();
-    let mut events = Columns::default();
-    let mut seq_of: Vec<Vec<Option<i64>>> = Vec::with_capacity(requests.len());
-    let total = requests.iter().map(|r| r.events.len()).sum();
+    let firsts: Vec<Vec<bool>> = requests
+        .iter()
+        .map(|request| {
+            request
+                .events
+                .iter()
+                .map(|event| {
+                    opts.window.is_none()
+                        || once.insert((request.source_id.as_str(), event.message_id.as_str()))
+                })
+                .collect()
+        })
+        .collect();
+    let total = firsts.iter().flatten().filter(|first| **first).count();
     let seqs = reserve_seqs(tx, total).await?;
     let mut seq_iter = seqs.into_iter();
-    for request in requests {
+    let mut events = Columns::default();
+    let mut seq_of: Vec<Vec<Option<i64>>> = Vec::with_capacity(requests.len());
+    for (request, firsts) in requests.iter().zip(&firsts) {
         let mut of_request = Vec::with_capacity(request.events.len());
-        for event in &request.events {
-            let first = opts.window.is_none()
-                || once.insert((request.source_id.as_str(), event.message_id.as_str()));
+        for (event, first) in request.events.iter().zip(firsts) {
             if !first {
                 of_request.push(None);
                 continue;
