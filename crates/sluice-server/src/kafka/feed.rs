@@ -117,7 +117,16 @@ pub(super) async fn run(
                 continue;
             }
         }
+        // A poll can hold records of a partition the group took away during
+        // that same poll: they are the new owner's now.
+        let assigned = consumer.assignment().ok();
         for batch in polled.records {
+            if assigned
+                .as_ref()
+                .is_some_and(|a| !a.contains(&batch.partition))
+            {
+                continue;
+            }
             if let Some(dedup) = &mut dedup {
                 dedup.load(batch.partition).await;
             }
