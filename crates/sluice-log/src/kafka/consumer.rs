@@ -61,9 +61,10 @@ pub struct Polled {
 
 /// A member of a consumer group on the log's topic. Offsets are never
 /// committed behind the caller's back (`enable.auto.commit=false`): a
-/// partition's committed offset moves only through [`LogConsumer::commit`],
-/// so a member that dies leaves every record it had not committed to the
-/// member that takes the partition over.
+/// partition's committed offset moves only through [`LogConsumer::commit`]
+/// and, as the group takes a partition away, to the position the caller's
+/// [`Positions`] gives, so a member that dies leaves every record it had
+/// not committed to the member that takes the partition over.
 pub struct LogConsumer {
     consumer: Arc<StreamConsumer<GroupContext>>,
     topic: String,

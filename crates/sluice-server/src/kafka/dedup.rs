@@ -58,6 +58,15 @@ impl Keys {
             .collect()
     }
 
+    /// Saves the keys below `positions`.
+    async fn save(&self, positions: &[(i32, i64)]) -> Result<(), StoreError> {
+        let slices = self.slices(positions);
+        if slices.is_empty() {
+            return Ok(());
+        }
+        self.store.save_seen(&self.topic, &slices).await
+    }
+
     /// Saves the keys below `positions` (of partitions being taken away)
     /// before the consumer commits them and the new owner loads them. It
     /// runs inside the consumer's rebalance callback, which cannot wait for
@@ -66,16 +75,9 @@ impl Keys {
     /// runtime), it saves nothing. False when nothing was saved: the caller
     /// then leaves the offsets to the last commit.
     pub(super) fn save_now(&self, positions: &[(i32, i64)]) -> bool {
-        let slices = self.slices(positions);
-        if slices.is_empty() {
-            return true;
-        }
         let saved = match Handle::try_current() {
             Ok(handle) if handle.runtime_flavor() == RuntimeFlavor::MultiThread => {
-                tokio::task::block_in_place(|| {
-                    handle.block_on(self.store.save_seen(&self.topic, &slices))
-                })
-                .is_ok()
+                tokio::task::block_in_place(|| handle.block_on(self.save(positions))).is_ok()
             }
             _ => false,
         };
@@ -96,7 +98,6 @@ pub(super) struct Dedup {
     window_ms: i64,
     /// Keys kept per partition: the node's cap shared out evenly.
     budget: usize,
-    settings: DedupSettings,
     trimmed_at: Option<Instant>,
     /// No saves until then: the last one failed.
     paused_until: Option<Instant>,
@@ -110,13 +111,12 @@ impl Dedup {
             recent: Recent::new(window_ms, RECENT_CAP),
             keys: Arc::new(Keys {
                 unsaved: Mutex::default(),
-                store: settings.store.clone(),
-                topic: settings.topic.clone(),
+                store: settings.store,
+                topic: settings.topic,
             }),
             loaded: HashSet::new(),
             window_ms,
             budget: (RECENT_CAP / partitions).max(1_000),
-            settings,
             trimmed_at: None,
             paused_until: None,
         }
@@ -135,10 +135,10 @@ impl Dedup {
         if !self.loaded.insert(partition) {
             return;
         }
-        let s = &self.settings;
-        match s
+        let keys = &self.keys;
+        match keys
             .store
-            .load_seen(&s.topic, partition, self.horizon(), self.budget)
+            .load_seen(&keys.topic, partition, self.horizon(), self.budget)
             .await
         {
             Ok(slices) => {
@@ -185,15 +185,7 @@ impl Dedup {
         if self.paused_until.is_some_and(|t| Instant::now() < t) {
             return Ok(());
         }
-        let slices = self.keys.slices(positions);
-        if slices.is_empty() {
-            return Ok(());
-        }
-        let saved = self
-            .settings
-            .store
-            .save_seen(&self.settings.topic, &slices)
-            .await;
+        let saved = self.keys.save(positions).await;
         self.paused_until = saved.is_err().then(|| Instant::now() + SAVE_PAUSE);
         saved
     }
@@ -212,10 +204,10 @@ impl Dedup {
             return;
         }
         self.trimmed_at = Some(Instant::now());
-        let s = &self.settings;
-        if let Err(e) = s
+        let keys = &self.keys;
+        if let Err(e) = keys
             .store
-            .trim_seen(&s.topic, self.horizon(), self.budget)
+            .trim_seen(&keys.topic, self.horizon(), self.budget)
             .await
         {
             sluice_store::warn_every!(

@@ -15,8 +15,9 @@
 //!   from the start (`ingest::append_batch`), and this time the check sees
 //!   the committed copy. A plain insert with that rare retry costs the
 //!   database less than `ON CONFLICT DO NOTHING` on every row (a
-//!   speculative insertion each): 1.5 against 4.4 µs more per row than no
-//!   check at all, in a test of 30,000 rows on the 2-core machine.
+//!   speculative insertion each): 1.4 against 4.3 µs more per row than no
+//!   check at all, 30,000 rows on the 2-core machine
+//!   (`bench/perf/pg-dedup-insert.sql`, BENCHMARKS.md "Deduplication").
 //! - **An id is remembered exactly as long as the window.** The check
 //!   compares receive times, not buckets, so a row older than the window
 //!   never drops an event; the bucket only serves the index. What escapes
