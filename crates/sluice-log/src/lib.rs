@@ -10,7 +10,8 @@
 //! - [`record`]: what one record holds ([`LogEvent`]) and its key
 //!   ([`partition_key`]). Pure.
 //! - [`error`]: [`LogError`], and which errors are worth a retry.
-//! - [`watermark`]: which offsets of each partition may be committed. Pure.
+//! - [`watermark`]: which offsets of each partition may be committed, and
+//!   which records past them are dealt with too. Pure.
 //! - [`recent`]: the calls a consumer read lately, to drop a client's
 //!   retry of one the log already holds. Pure.
 //! - `kafka` (feature `kafka`): the producer, the consumer-group reader and

@@ -62,6 +62,8 @@ pub struct Receiver {
 struct Shared {
     requests: Mutex<Vec<RecordedRequest>>,
     script: Mutex<(VecDeque<Reply>, Reply)>,
+    /// `(header, value, reply)`: answers that take precedence.
+    by_header: Mutex<Vec<(String, String, Reply)>>,
     count: watch::Sender<usize>,
     tls_failures: AtomicUsize,
 }
@@ -98,6 +100,7 @@ impl Receiver {
         let shared = Arc::new(Shared {
             requests: Mutex::new(Vec::new()),
             script: Mutex::new((VecDeque::new(), Reply::default())),
+            by_header: Mutex::new(Vec::new()),
             count: watch::Sender::new(0),
             tls_failures: AtomicUsize::new(0),
         });
@@ -162,6 +165,12 @@ impl Receiver {
     /// Queues an answer for the next request that finds the queue non-empty.
     pub fn push(&self, reply: Reply) {
         lock(&self.shared.script).0.push_back(reply);
+    }
+
+    /// Answers every request whose `header` is `value` with `reply`, ahead
+    /// of the queue and the default.
+    pub fn reply_when(&self, header: &str, value: &str, reply: Reply) {
+        lock(&self.shared.by_header).push((header.to_owned(), value.to_owned(), reply));
     }
 
     /// From now on, records requests and never answers them.
@@ -255,17 +264,21 @@ async fn handle(
         body,
         arrived: Instant::now(),
     };
+    let chosen = lock(&shared.by_header)
+        .iter()
+        .find(|(name, value, _)| recorded.header(name) == Some(value.as_str()))
+        .map(|(.., reply)| reply.clone());
     let n = {
         let mut requests = lock(&shared.requests);
         requests.push(recorded);
         requests.len()
     };
     shared.count.send_replace(n);
-    let reply = {
+    let reply = chosen.unwrap_or_else(|| {
         let mut script = lock(&shared.script);
         let (queue, default) = &mut *script;
         queue.pop_front().unwrap_or_else(|| default.clone())
-    };
+    });
     if reply.hang {
         std::future::pending::<()>().await;
     }

@@ -12,6 +12,10 @@ use super::revoke::{GroupContext, Positions};
 use super::{KafkaConfig, errors};
 use crate::LogError;
 use crate::record::{HEADER_MESSAGE_ID, HEADER_RECEIVED_AT, HEADER_SOURCE_ID};
+use crate::watermark::Position;
+
+/// How long reading a partition's committed offset may take.
+const COMMITTED_WAIT: Duration = Duration::from_secs(10);
 
 /// One record read from the log.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -166,23 +170,41 @@ impl LogConsumer {
         }
     }
 
-    /// Commits, for each `(partition, next_offset)`, that every record
-    /// before `next_offset` is dealt with, and waits for the group
+    /// Commits each position: every record before its offset is dealt
+    /// with, and so are those its metadata lists. Waits for the group
     /// coordinator to confirm.
-    pub async fn commit(&self, positions: &[(i32, i64)]) -> Result<(), LogError> {
+    pub async fn commit(&self, positions: &[Position]) -> Result<(), LogError> {
         if positions.is_empty() {
             return Ok(());
         }
-        let mut list = TopicPartitionList::with_capacity(positions.len());
-        for &(partition, next_offset) in positions {
-            list.add_partition_offset(&self.topic, partition, Offset::Offset(next_offset))
-                .map_err(|e| errors::client_error(&e))?;
-        }
+        let list = commit_list(&self.topic, positions).map_err(|e| errors::client_error(&e))?;
         let consumer = Arc::clone(&self.consumer);
         tokio::task::spawn_blocking(move || consumer.commit(&list, CommitMode::Sync))
             .await
             .map_err(|e| LogError::Client(format!("commit task: {e}")))?
             .map_err(|e| errors::client_error(&e))
+    }
+
+    /// The group's committed offset of `partition` and its metadata;
+    /// `None` when the group never committed there.
+    pub async fn committed(&self, partition: i32) -> Result<Option<(i64, String)>, LogError> {
+        let mut list = TopicPartitionList::with_capacity(1);
+        list.add_partition(&self.topic, partition);
+        let consumer = Arc::clone(&self.consumer);
+        let answer =
+            tokio::task::spawn_blocking(move || consumer.committed_offsets(list, COMMITTED_WAIT))
+                .await
+                .map_err(|e| LogError::Client(format!("committed offsets task: {e}")))?
+                .map_err(|e| errors::client_error(&e))?;
+        let found = answer
+            .elements()
+            .iter()
+            .find(|e| e.partition() == partition)
+            .and_then(|e| match e.offset() {
+                Offset::Offset(offset) => Some((offset, e.metadata().to_owned())),
+                _ => None,
+            });
+        Ok(found)
     }
 
     /// The partitions of the topic assigned to this member now.
@@ -201,6 +223,21 @@ impl LogConsumer {
         // Leaving blocks on the coordinator's answer.
         let _ = tokio::task::spawn_blocking(move || drop(consumer)).await;
     }
+}
+
+/// The commit request for `positions`, metadata included.
+pub(super) fn commit_list(
+    topic: &str,
+    positions: &[Position],
+) -> Result<TopicPartitionList, rdkafka::error::KafkaError> {
+    let mut list = TopicPartitionList::with_capacity(positions.len());
+    for pos in positions {
+        list.add_partition_offset(topic, pos.partition, Offset::Offset(pos.offset))?;
+        if let Some(mut elem) = list.find_partition(topic, pos.partition) {
+            elem.set_metadata(&pos.metadata);
+        }
+    }
+    Ok(list)
 }
 
 fn record_of(message: &BorrowedMessage<'_>) -> ConsumedRecord {

@@ -52,10 +52,7 @@ impl KafkaConfig {
         let mut config = rdkafka::ClientConfig::new();
         config
             .set("bootstrap.servers", &self.bootstrap_servers)
-            .set("client.id", &self.client_id)
-            // Kafka's Java clients' partitioner: a key lands in the same
-            // partition whichever client wrote it.
-            .set("partitioner", "murmur2_random");
+            .set("client.id", &self.client_id);
         config
     }
 }

@@ -43,6 +43,9 @@ impl LogProducer {
     pub fn new(config: &KafkaConfig) -> Result<Self, LogError> {
         let producer = config
             .client_config()
+            // Kafka's Java clients' partitioner: a key lands in the same
+            // partition whichever client wrote it.
+            .set("partitioner", "murmur2_random")
             // No duplicates from the producer's own retries, and no
             // reordering within a partition (librdkafka then also takes
             // acks=all and a bounded number of requests in flight).

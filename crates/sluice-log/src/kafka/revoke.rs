@@ -5,14 +5,15 @@
 
 use std::sync::Arc;
 
+use rdkafka::ClientContext;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance};
-use rdkafka::{ClientContext, Offset, TopicPartitionList};
+
+use crate::watermark::Position;
 
 /// Called with the partitions about to be taken away: the consumer stops
-/// counting them as its own and answers `(partition, offset)` up to which
-/// every record of theirs is dealt with (`crate::watermark`), leaving out
-/// those with nothing new.
-pub type Positions = Arc<dyn Fn(&[i32]) -> Vec<(i32, i64)> + Send + Sync>;
+/// counting them as its own and answers the positions to commit for them
+/// (`crate::watermark`), leaving out those with nothing new.
+pub type Positions = Arc<dyn Fn(&[i32]) -> Vec<Position> + Send + Sync>;
 
 /// The consumer's context: commits revoked partitions' positions.
 pub(super) struct GroupContext {
@@ -36,20 +37,33 @@ impl ConsumerContext for GroupContext {
         let positions = positions(&revoked);
         // Partitions lost with a lapsed session already belong to another
         // member, which started at the last commit; this one may not commit.
-        if positions.is_empty() || consumer.assignment_lost() {
+        if consumer.assignment_lost() {
+            tracing::warn!(
+                partitions = ?revoked,
+                "event log partitions lost with the group session; their new owner reads again from the last commit"
+            );
             return;
         }
-        let mut commit = TopicPartitionList::with_capacity(positions.len());
-        for (partition, offset) in positions {
-            if commit
-                .add_partition_offset(&self.topic, partition, Offset::Offset(offset))
-                .is_err()
-            {
-                return;
-            }
+        if positions.is_empty() {
+            tracing::info!(partitions = ?revoked, "handing over event log partitions");
+            return;
         }
+        let Ok(commit) = super::consumer::commit_list(&self.topic, &positions) else {
+            return;
+        };
         // Synchronous: the partitions move on once this returns. A commit
         // that fails leaves the last periodic one, as a crash would.
-        let _ = consumer.commit(&commit, CommitMode::Sync);
+        match consumer.commit(&commit, CommitMode::Sync) {
+            Ok(()) => tracing::info!(
+                partitions = ?revoked,
+                positions = ?positions.iter().map(|p| (p.partition, p.offset)).collect::<Vec<_>>(),
+                "handing over event log partitions"
+            ),
+            Err(e) => tracing::warn!(
+                partitions = ?revoked,
+                error = %e,
+                "committing event log partitions handed over failed; their new owner reads again from the last commit"
+            ),
+        }
     }
 }

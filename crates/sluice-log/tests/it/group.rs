@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 use sluice_log::kafka::{ConsumedRecord, LogConsumer, LogProducer};
 use sluice_log::partition_key;
+use sluice_log::watermark::{Position, Read, Watermarks};
 
 use crate::{event, fresh_topic, group};
 
@@ -77,7 +78,14 @@ async fn every_event_is_read_once_in_order_and_not_again_after_commit() {
         assert_eq!((record.partition, record.offset), (at.partition, at.offset));
         next_offsets.insert(record.partition, record.offset + 1);
     }
-    let positions: Vec<(i32, i64)> = next_offsets.into_iter().collect();
+    let positions: Vec<Position> = next_offsets
+        .into_iter()
+        .map(|(partition, offset)| Position {
+            partition,
+            offset,
+            metadata: String::new(),
+        })
+        .collect();
     consumer.commit(&positions).await.unwrap();
     consumer.close().await;
 
@@ -110,10 +118,12 @@ async fn records_not_committed_go_to_the_next_member_of_the_group() {
     // The first five are dealt with and committed; the last five were read
     // but not, so they are not done.
     let fifth = &records[4];
-    consumer
-        .commit(&[(fifth.partition, fifth.offset + 1)])
-        .await
-        .unwrap();
+    let position = Position {
+        partition: fifth.partition,
+        offset: fifth.offset + 1,
+        metadata: String::new(),
+    };
+    consumer.commit(&[position]).await.unwrap();
     consumer.close().await;
 
     let consumer = LogConsumer::new(&config, &group, None).unwrap();
@@ -121,5 +131,49 @@ async fn records_not_committed_go_to_the_next_member_of_the_group() {
     let ids: Vec<&str> = records.iter().map(|r| r.message_id.as_str()).collect();
     let expected: Vec<&str> = events[5..].iter().map(|e| e.message_id.as_str()).collect();
     assert_eq!(ids, expected);
+    consumer.close().await;
+}
+
+#[tokio::test]
+async fn a_new_member_learns_which_records_past_the_committed_offset_are_done() {
+    let config = fresh_topic(1).await;
+    let producer = LogProducer::new(&config).unwrap();
+    let events: Vec<_> = (0..6).map(|seq| event("source-3", "user-a", seq)).collect();
+    producer.append(&events).await.unwrap();
+
+    let group = group();
+    let consumer = LogConsumer::new(&config, &group, None).unwrap();
+    let records = read(&consumer, 6, ENOUGH).await;
+    assert_eq!(records.len(), 6);
+    let partition = records[0].partition;
+    let mut marks = Watermarks::default();
+    for r in &records {
+        assert_eq!(marks.read(partition, r.offset), Read::New);
+    }
+    // The second record is slow; the four after it are done.
+    for r in records.iter().skip(2) {
+        marks.finished(partition, r.offset);
+    }
+    marks.finished(partition, records[0].offset);
+    let positions = marks.to_commit();
+    assert_eq!(positions.len(), 1);
+    assert_eq!(positions[0].offset, records[1].offset);
+    consumer.commit(&positions).await.unwrap();
+    consumer.close().await;
+
+    // The broker kept the list beside the offset: a new member reads from
+    // the slow record and skips the four.
+    let consumer = LogConsumer::new(&config, &group, None).unwrap();
+    let again = read(&consumer, 5, Duration::from_secs(8)).await;
+    let (offset, metadata) = consumer.committed(partition).await.unwrap().unwrap();
+    assert_eq!(offset, records[1].offset);
+    let mut next = Watermarks::default();
+    assert_eq!(next.inherit(partition, offset, &metadata), 4);
+    let sent: Vec<&str> = again
+        .iter()
+        .filter(|r| next.read(partition, r.offset) == Read::New)
+        .map(|r| r.message_id.as_str())
+        .collect();
+    assert_eq!(sent, vec![events[1].message_id.as_str()]);
     consumer.close().await;
 }

@@ -3,7 +3,6 @@
 //! partition's earlier owners and saved below each commit
 //! (`sluice_store::SeenStore`), so it survives `kill -9` and rebalances.
 
-use std::collections::HashSet;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -72,19 +71,18 @@ impl Keys {
     /// runs inside the consumer's rebalance callback, which cannot wait for
     /// a future, so it blocks this worker thread for the write; where the
     /// runtime has no other thread to carry on with (a current-thread
-    /// runtime), it saves nothing. False when nothing was saved: the caller
-    /// then leaves the offsets to the last commit.
-    pub(super) fn save_now(&self, positions: &[(i32, i64)]) -> bool {
-        let saved = match Handle::try_current() {
+    /// runtime), it saves nothing. An error means nothing was saved: the
+    /// caller then leaves the offsets to the last commit.
+    pub(super) fn save_now(&self, positions: &[(i32, i64)]) -> Result<(), String> {
+        match Handle::try_current() {
             Ok(handle) if handle.runtime_flavor() == RuntimeFlavor::MultiThread => {
-                tokio::task::block_in_place(|| handle.block_on(self.save(positions))).is_ok()
+                tokio::task::block_in_place(|| handle.block_on(self.save(positions)))
+                    .map_err(|e| e.to_string())?;
             }
-            _ => false,
-        };
-        if saved {
-            self.unsaved().saved(positions);
+            _ => return Err("no multi-thread runtime to save from".to_owned()),
         }
-        saved
+        self.unsaved().saved(positions);
+        Ok(())
     }
 }
 
@@ -93,8 +91,6 @@ impl Keys {
 pub(super) struct Dedup {
     recent: Recent,
     keys: Arc<Keys>,
-    /// Partitions whose saved keys are loaded since they were assigned.
-    loaded: HashSet<i32>,
     window_ms: i64,
     /// Keys kept per partition: the node's cap shared out evenly.
     budget: usize,
@@ -114,7 +110,6 @@ impl Dedup {
                 store: settings.store,
                 topic: settings.topic,
             }),
-            loaded: HashSet::new(),
             window_ms,
             budget: (RECENT_CAP / partitions).max(1_000),
             trimmed_at: None,
@@ -128,13 +123,10 @@ impl Dedup {
             .saturating_sub(self.window_ms)
     }
 
-    /// Loads `partition`'s saved keys once per assignment. A store that
-    /// cannot answer leaves the memory to this node's own reads: retries
-    /// may then be sent twice, nothing is dropped.
+    /// Loads `partition`'s saved keys, as it is assigned to this node. A
+    /// store that cannot answer leaves the memory to this node's own reads:
+    /// retries may then be sent twice, nothing is dropped.
     pub(super) async fn load(&mut self, partition: i32) {
-        if !self.loaded.insert(partition) {
-            return;
-        }
         let keys = &self.keys;
         match keys
             .store
@@ -199,7 +191,6 @@ impl Dedup {
     /// past the window or the budget about once a minute.
     pub(super) async fn tidy(&mut self, assigned: &[i32]) {
         self.keys.unsaved().keep(assigned);
-        self.loaded.retain(|p| assigned.contains(p));
         if self.trimmed_at.is_some_and(|t| t.elapsed() < TRIM_EVERY) {
             return;
         }

@@ -13,7 +13,7 @@ use super::dedup::{Dedup, Keys};
 use sluice_api::suppression::Suppressions;
 use sluice_delivery::FirstAttempts;
 use sluice_log::kafka::{ConsumedRecord, LogConsumer, Positions};
-use sluice_log::watermark::Watermarks;
+use sluice_log::watermark::{Position, Read, Watermarks};
 use sluice_store::log_record::LogRecord;
 use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinSet;
@@ -55,9 +55,10 @@ fn held(m: &Marks) -> std::sync::MutexGuard<'_, Watermarks> {
 /// What happens to partitions the group takes away: this node stops
 /// counting them as its own, so their calls still waiting for a free slot
 /// are given up rather than sent (`FirstAttempts::send`), and the consumer
-/// commits how far it got in them. The new owner reads again from the
-/// oldest call not finished here, so a rebalance sends twice at most the
-/// requests on the wire at that moment.
+/// commits how far it got in them, with the calls past that offset it
+/// finished. The new owner reads again from the oldest call not finished
+/// here and skips the finished ones, so a rebalance sends twice at most
+/// the requests on the wire at that moment.
 ///
 /// With deduplication on, the keys of the calls below those positions are
 /// saved first, so the new owner drops their retries; when they cannot be
@@ -67,8 +68,19 @@ pub(super) fn revoked_positions(marks: &Marks, keys: Option<Arc<Keys>>) -> Posit
     let marks = marks.clone();
     Arc::new(move |revoked: &[i32]| {
         let positions = held(&marks).release(revoked);
-        match &keys {
-            Some(keys) if !keys.save_now(&positions) => Vec::new(),
+        match keys
+            .as_ref()
+            .map(|keys| keys.save_now(&offsets(&positions)))
+        {
+            Some(Err(error)) => {
+                tracing::warn!(
+                    partitions = ?revoked,
+                    %error,
+                    "saving deduplication keys of partitions handed over failed; \
+                     their new owner reads again from the last commit"
+                );
+                Vec::new()
+            }
             _ => positions,
         }
     })
@@ -127,12 +139,21 @@ pub(super) async fn run(
             {
                 continue;
             }
-            if let Some(dedup) = &mut dedup {
-                dedup.load(batch.partition).await;
+            if !held(&marks).holds(batch.partition) {
+                take_over(&consumer, &marks, dedup.as_mut(), batch.partition).await;
             }
             for record in batch.records {
-                if !held(&marks).read(record.partition, record.offset) {
-                    continue;
+                match held(&marks).read(record.partition, record.offset) {
+                    Read::New => {}
+                    Read::InFlight => continue,
+                    Read::Done => {
+                        // Finished by the partition's last owner: only its
+                        // key is new here.
+                        if let Some(dedup) = dedup.as_mut() {
+                            dedup.first(&record);
+                        }
+                        continue;
+                    }
                 }
                 if dedup.as_mut().is_some_and(|d| !d.first(&record)) {
                     // A retry of a call already read: dealt with.
@@ -158,6 +179,43 @@ pub(super) async fn run(
     }
     commit(&consumer, &marks, dedup.as_mut()).await;
     consumer.close().await;
+}
+
+/// A partition newly this node's: learns which calls past its committed
+/// offset the last owner finished, and the keys it saved for
+/// deduplication. A question the broker or the store cannot answer leaves
+/// those calls to be sent again.
+async fn take_over(
+    consumer: &LogConsumer,
+    marks: &Marks,
+    dedup: Option<&mut Dedup>,
+    partition: i32,
+) {
+    match consumer.committed(partition).await {
+        Ok(Some((offset, metadata))) => {
+            let skipped = held(marks).inherit(partition, offset, &metadata);
+            tracing::info!(
+                partition,
+                offset,
+                skipped,
+                "taking over an event log partition"
+            );
+        }
+        Ok(None) => {}
+        Err(e) => sluice_store::warn_every!(
+            sluice_store::log_gate::BACKGROUND_EVERY,
+            e,
+            "reading a partition's committed offset failed; its calls finished past it are sent again"
+        ),
+    }
+    if let Some(dedup) = dedup {
+        dedup.load(partition).await;
+    }
+}
+
+/// `(partition, offset)` of each position.
+fn offsets(positions: &[Position]) -> Vec<(i32, i64)> {
+    positions.iter().map(|p| (p.partition, p.offset)).collect()
 }
 
 /// Delivers one record; true once it is dealt with. False when the node
@@ -236,8 +294,9 @@ async fn pause(stop: &watch::Receiver<bool>) -> bool {
     slept && !*stop.borrow()
 }
 
-/// Commits each held partition up to its oldest call in flight, after
-/// saving the keys below those offsets for deduplication.
+/// Commits each held partition up to its oldest call in flight, with the
+/// calls past it that are finished, after saving the keys below those
+/// offsets for deduplication.
 async fn commit(consumer: &LogConsumer, m: &Marks, dedup: Option<&mut Dedup>) {
     let Ok(assigned) = consumer.assignment() else {
         return;
@@ -250,7 +309,7 @@ async fn commit(consumer: &LogConsumer, m: &Marks, dedup: Option<&mut Dedup>) {
     let mut dedup = dedup;
     if let Some(dedup) = dedup.as_deref_mut() {
         dedup.tidy(&assigned).await;
-        if let Err(e) = dedup.save(&positions).await {
+        if let Err(e) = dedup.save(&offsets(&positions)).await {
             // Delivery does not wait on the database: the offsets move
             // all the same, and these keys stay in this node's memory
             // only (a retry that reaches another owner is sent again).
@@ -270,7 +329,7 @@ async fn commit(consumer: &LogConsumer, m: &Marks, dedup: Option<&mut Dedup>) {
         Ok(()) => {
             held(m).committed(&positions);
             if let Some(dedup) = dedup {
-                dedup.committed(&positions);
+                dedup.committed(&offsets(&positions));
             }
         }
         Err(e) => sluice_store::warn_every!(

@@ -236,19 +236,38 @@ async fn kill_9_of_a_delivering_node_loses_no_acknowledged_call() {
 /// A second node joins a node busy with a backlog: the group moves half the
 /// partitions to it, every acknowledged call is delivered, and the calls
 /// sent twice are at most the requests the first node had on the wire
-/// (its concurrency for the destination, 16): it commits how far it got in
-/// each partition it hands over and gives up the calls of those partitions
-/// that were still waiting for a slot.
+/// (its concurrency for the destination, 32). The first batch's calls, one
+/// or more in every partition, take 10 s to answer, so each partition's
+/// committed offset is held back by a call in flight while the calls after
+/// it finish: the first node hands over, beside the offset, which of those
+/// are finished, and the second skips them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_joining_under_load_resends_at_most_the_calls_in_flight() {
+    const LANES: usize = 32;
     let shape = Shape::new("join");
-    let env = shape.env(&[("SLUICE_DELIVERY__CONCURRENCY_PER_DESTINATION", "16")]);
+    let lanes = LANES.to_string();
+    let env = shape.env(&[
+        (
+            "SLUICE_DELIVERY__CONCURRENCY_PER_DESTINATION",
+            lanes.as_str(),
+        ),
+        // The slow answers below must not time out (and be sent again).
+        ("SLUICE_DELIVERY__TIMEOUT_MS", "60000"),
+        (
+            "SLUICE_LOG",
+            "warn,sluice_log=info,sluice_server::kafka=info",
+        ),
+    ]);
     let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let a = start(dir_a.path(), &env).await;
-    // 16 at a time, 100 ms each: about 160 calls a second, so the backlog
-    // lasts well past the second node's arrival.
+    let (a, log_a) = start_with_log_file(dir_a.path(), &env).await;
+    // 7 at a time while the first batch's 25 are outstanding, 100 ms
+    // each, so the backlog lasts well past the second node's arrival.
     let rx = Receiver::start().await;
     rx.set_default(Reply::status(200).delay(Duration::from_millis(100)));
+    for i in 0..PER_BATCH {
+        let slow = Reply::status(200).delay(Duration::from_secs(10));
+        rx.reply_when("x-sluice-message-id", &format!("b0-{i}"), slow);
+    }
     let auth = hooked_source(&a.base, &rx).await;
     const JOIN_BATCHES: usize = 120;
     let mut acknowledged = Vec::new();
@@ -256,7 +275,7 @@ async fn a_node_joining_under_load_resends_at_most_the_calls_in_flight() {
         assert!(send(&a, &auth, batch).await, "batch acknowledged");
         acknowledged.extend((0..PER_BATCH).map(|i| format!("b{batch}-{i}")));
     }
-    let b = start(dir_b.path(), &env).await;
+    let (b, log_b) = start_with_log_file(dir_b.path(), &env).await;
     let at_join = counts(&rx).len();
     let started = Instant::now();
     let missing = loop {
@@ -277,12 +296,17 @@ async fn a_node_joining_under_load_resends_at_most_the_calls_in_flight() {
          {sent_again} sent twice",
         acknowledged.len()
     );
+    for (node, log) in [("first", &log_a), ("second", &log_b)] {
+        for line in read_log(log).lines().filter(|l| l.contains("partition")) {
+            eprintln!("{node} node: {line}");
+        }
+    }
     assert!(
         at_join < acknowledged.len() / 2,
         "the backlog outlasts the join: {at_join} delivered before it"
     );
     assert!(
-        sent_again <= 16,
+        sent_again <= LANES,
         "a rebalance re-sends at most the requests on the wire: {sent_again}"
     );
     drop((a, b));
