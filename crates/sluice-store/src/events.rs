@@ -43,6 +43,18 @@ pub trait EventStore: Send + Sync {
 pub trait EventLog: Send + Sync {
     /// Appends a request's events, durably; see [`EventStore::append`].
     async fn append(&self, request: AppendRequest) -> Result<Appended>;
+
+    /// A source's newest calls for the debugger, when this log keeps them
+    /// apart from the store (as [`EventStore::recent_events`] answers);
+    /// `None` when the store holds them.
+    async fn recent(
+        &self,
+        _source_id: &str,
+        _before_seq: Option<i64>,
+        _limit: u32,
+    ) -> Result<Option<Vec<StoredEvent>>> {
+        Ok(None)
+    }
 }
 
 /// The store as the event log: [`EventStore::append`].

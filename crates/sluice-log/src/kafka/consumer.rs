@@ -240,7 +240,7 @@ pub(super) fn commit_list(
     Ok(list)
 }
 
-fn record_of(message: &BorrowedMessage<'_>) -> ConsumedRecord {
+pub(super) fn record_of(message: &BorrowedMessage<'_>) -> ConsumedRecord {
     let mut source_id = String::new();
     let mut message_id = String::new();
     let mut received_at = String::new();

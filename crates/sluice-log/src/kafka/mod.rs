@@ -7,12 +7,14 @@
 //! - [`ensure_topic`]: creates the event topic when it is missing.
 //! - `revoke`: commits a partition's position when the group takes it
 //!   away ([`Positions`]).
+//! - [`LogTail`]: the newest records of each partition, for the debugger.
 
 mod admin;
 mod consumer;
 mod errors;
 mod producer;
 mod revoke;
+mod tail;
 
 use std::time::Duration;
 
@@ -20,6 +22,7 @@ pub use admin::ensure_topic;
 pub use consumer::{ConsumedRecord, LogConsumer, PartitionRecords, Polled};
 pub use producer::{Appended, LogProducer};
 pub use revoke::Positions;
+pub use tail::{LogTail, TAIL_DEPTH};
 
 /// Where the log is and how long to wait for it.
 #[derive(Debug, Clone)]

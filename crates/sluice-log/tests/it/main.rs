@@ -13,6 +13,7 @@
 
 mod broker_down;
 mod group;
+mod tail;
 
 use std::time::Duration;
 

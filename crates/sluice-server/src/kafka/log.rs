@@ -1,24 +1,39 @@
-//! [`KafkaLog`]: ingest's appends, as records of the event topic.
+//! [`KafkaLog`]: ingest's appends, as records of the event topic, and the
+//! debugger's view of the newest of them.
 
 use std::collections::HashSet;
 
 use async_trait::async_trait;
+use chrono::{DateTime, Utc};
 use sluice_log::LogError;
-use sluice_log::kafka::LogProducer;
-use sluice_store::log_record;
-use sluice_store::{AppendRequest, Appended, ErrorKind, EventLog, Result, StoreError};
+use sluice_log::kafka::{LogProducer, LogTail};
+use sluice_store::log_record::{self, LogRecord};
+use sluice_store::{AppendRequest, Appended, ErrorKind, EventLog, Result, StoreError, StoredEvent};
 
 /// Appends accepted calls to the topic and returns once every in-sync
 /// replica has them, so a `200` means the call is on the brokers.
 pub struct KafkaLog {
     producer: LogProducer,
+    tail: LogTail,
 }
 
 impl KafkaLog {
-    /// Appends through `producer`.
-    pub fn new(producer: LogProducer) -> Self {
-        KafkaLog { producer }
+    /// Appends through `producer`; the debugger reads through `tail`.
+    pub fn new(producer: LogProducer, tail: LogTail) -> Self {
+        KafkaLog { producer, tail }
     }
+}
+
+/// The debugger's cursor for a record: its acceptance time in
+/// milliseconds, then the last three digits of its offset, so the newest
+/// come first across partitions. Two records of different partitions
+/// accepted in the same millisecond can share one; a page ending on one of
+/// them leaves the other out of the next.
+fn debugger_seq(received_at: DateTime<Utc>, offset: i64) -> i64 {
+    received_at
+        .timestamp_millis()
+        .saturating_mul(1_000)
+        .saturating_add(offset.rem_euclid(1_000))
 }
 
 #[async_trait]
@@ -59,6 +74,36 @@ impl EventLog for KafkaLog {
         self.producer.append(&records).await.map_err(log_error)?;
         Ok(appended)
     }
+
+    /// The source's calls among each partition's newest records
+    /// (`sluice_log::kafka::LogTail`), newest first.
+    async fn recent(
+        &self,
+        source_id: &str,
+        before_seq: Option<i64>,
+        limit: u32,
+    ) -> Result<Option<Vec<StoredEvent>>> {
+        let records = self.tail.newest(source_id).await.map_err(log_error)?;
+        let mut events: Vec<StoredEvent> = records
+            .iter()
+            .filter_map(|consumed| {
+                let record = LogRecord::decode(&consumed.payload).ok()?;
+                Some(StoredEvent {
+                    seq: debugger_seq(record.received_at, consumed.offset),
+                    source_id: record.source_id,
+                    message_id: record.message_id,
+                    event_type: record.event_type,
+                    received_at: record.received_at,
+                    body: record.body,
+                    blocked: None,
+                })
+            })
+            .filter(|e| before_seq.is_none_or(|before| e.seq < before))
+            .collect();
+        events.sort_by_key(|e| std::cmp::Reverse(e.seq));
+        events.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
+        Ok(Some(events))
+    }
 }
 
 /// A broker that cannot acknowledge in time is the API's `503` with
@@ -70,4 +115,21 @@ fn log_error(e: LogError) -> StoreError {
         ErrorKind::Internal
     };
     StoreError::caused(kind, "appending to the event log", e)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_debugger_cursor_orders_by_acceptance_time_first() {
+        let at = |ms| DateTime::from_timestamp_millis(ms).unwrap();
+        let earlier = debugger_seq(at(1_767_225_600_000), 999_999);
+        let later = debugger_seq(at(1_767_225_600_001), 0);
+        assert!(earlier < later);
+        assert_ne!(
+            debugger_seq(at(1_767_225_600_000), 41),
+            debugger_seq(at(1_767_225_600_000), 42),
+        );
+    }
 }

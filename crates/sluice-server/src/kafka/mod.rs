@@ -2,7 +2,8 @@
 //! Kafka topic, and this node's delivery consumer reads its share of the
 //! topic's partitions and sends them.
 //!
-//! - `log`: [`KafkaLog`], the [`EventLog`] ingest appends to.
+//! - `log`: [`KafkaLog`], the [`EventLog`] ingest appends to, which also
+//!   answers the debugger from the topic's newest records.
 //! - `feed`: the delivery consumer, and which offsets it commits.
 //! - `dedup`: its deduplication of client retries, saved with its commits.
 //!
@@ -19,7 +20,7 @@ use std::time::Duration;
 
 use sluice_api::suppression::Suppressions;
 use sluice_delivery::{DeliveryConfig, EngineHandle, FirstAttempts, Hooks};
-use sluice_log::kafka::{KafkaConfig, LogConsumer, LogProducer, ensure_topic};
+use sluice_log::kafka::{KafkaConfig, LogConsumer, LogProducer, LogTail, ensure_topic};
 use sluice_store::{EventLog, Store};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -66,6 +67,7 @@ pub(crate) async fn start(
     )
     .await?;
     let producer = LogProducer::new(&config)?;
+    let tail = LogTail::new(&config)?;
     let marks = feed::Marks::default();
     let dedup = dedup.map(|window| {
         dedup::Dedup::new(dedup::DedupSettings {
@@ -103,7 +105,7 @@ pub(crate) async fn start(
         "event log in Kafka"
     );
     Ok(Started {
-        log: Arc::new(KafkaLog::new(producer)),
+        log: Arc::new(KafkaLog::new(producer, tail)),
         feed,
     })
 }

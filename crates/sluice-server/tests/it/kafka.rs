@@ -38,7 +38,9 @@ fn ids(requests: &[sluice_testkit::RecordedRequest]) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_call_type_goes_through_kafka_to_each_url_once_leaving_no_rows() {
     let dir = tempfile::tempdir().unwrap();
-    let server = TestServer::start_with(kafka_config(dir.path())).await;
+    let config = kafka_config(dir.path());
+    let schema = config.storage.postgres_schema.clone().unwrap();
+    let server = TestServer::start_with(config).await;
     let (src, key) = server.source("kafka").await;
     let (a, b) = (Receiver::start().await, Receiver::start().await);
     server
@@ -135,8 +137,65 @@ async fn every_call_type_goes_through_kafka_to_each_url_once_leaving_no_rows() {
         .await;
     assert_eq!(status, 200, "{rows}");
     assert_eq!(rows["data"], json!([]), "no delivery rows");
-    assert!(server.events(&src).await.is_empty(), "no event rows");
+    assert_eq!(event_rows(&schema).await, 0, "no event rows");
+    // The debugger reads the calls from the topic, newest first.
+    let shown = server.events(&src).await;
+    let mut shown_ids: Vec<String> = shown
+        .iter()
+        .map(|e| e["message_id"].as_str().unwrap().to_owned())
+        .collect();
+    // The batch came last; its two calls share one acceptance time.
+    assert!(
+        matches!(
+            shown_ids.first().map(String::as_str),
+            Some("k-batch-1" | "k-batch-2")
+        ),
+        "{shown_ids:?}"
+    );
+    assert!(
+        shown
+            .windows(2)
+            .all(|w| w[0]["seq"].as_i64() > w[1]["seq"].as_i64()),
+        "newest first: {shown:?}"
+    );
+    assert!(
+        shown
+            .iter()
+            .all(|e| e["event"]["messageId"] == e["message_id"])
+    );
+    shown_ids.sort();
+    assert_eq!(shown_ids, expected, "each call once");
+    let (_, page) = server
+        .admin(
+            reqwest::Method::GET,
+            &format!("/sources/{src}/events?limit=3"),
+            None,
+        )
+        .await;
+    let before = page["next_before"].as_i64().expect("a next page");
+    let (_, rest) = server
+        .admin(
+            reqwest::Method::GET,
+            &format!("/sources/{src}/events?limit=500&before={before}"),
+            None,
+        )
+        .await;
+    assert_eq!(
+        rest["data"].as_array().map(Vec::len),
+        Some(expected.len() - 3)
+    );
     server.stop().await;
+}
+
+/// How many calls the schema's `events` table holds.
+async fn event_rows(schema: &str) -> i64 {
+    let url = std::env::var("SLUICE_TEST_POSTGRES_URL").unwrap();
+    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .expect("connecting to the test database");
+    tokio::spawn(connection);
+    let sql = format!("SELECT count(*) FROM \"{schema}\".events");
+    client.query_one(&sql, &[]).await.unwrap().get(0)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
