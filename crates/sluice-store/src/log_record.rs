@@ -18,6 +18,8 @@
 //! `v` is the format's version; a reader refuses one it does not know
 //! rather than guess.
 
+use std::borrow::Cow;
+
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -53,21 +55,24 @@ pub enum RecordError {
     Version(u8),
 }
 
+/// Text fields are `Cow`: a value with a JSON escape in it (a quote or a
+/// backslash in a client's messageId, say) cannot be borrowed from the
+/// record and is read into a string of its own.
 #[derive(Serialize, Deserialize)]
 struct Wire<'a> {
     v: u8,
     #[serde(borrow)]
-    source: &'a str,
+    source: Cow<'a, str>,
     at: i64,
     #[serde(borrow)]
-    id: &'a str,
+    id: Cow<'a, str>,
     #[serde(borrow, rename = "type")]
-    kind: &'a str,
+    kind: Cow<'a, str>,
     person: u16,
     #[serde(default)]
-    to: Vec<&'a str>,
+    to: Vec<Cow<'a, str>>,
     #[serde(default, borrow)]
-    bodies: Vec<(&'a str, &'a RawValue)>,
+    bodies: Vec<(Cow<'a, str>, &'a RawValue)>,
     #[serde(borrow)]
     event: &'a RawValue,
 }
@@ -83,16 +88,20 @@ pub fn encode(
 ) -> Result<Vec<u8>, RecordError> {
     let mut bodies = Vec::with_capacity(event.bodies.len());
     for (destination, body) in &event.bodies {
-        bodies.push((destination.as_str(), raw(body)?));
+        bodies.push((Cow::Borrowed(destination.as_str()), raw(body)?));
     }
     let wire = Wire {
         v: VERSION,
-        source: source_id,
+        source: Cow::Borrowed(source_id),
         at: received_at.timestamp_millis(),
-        id: &event.message_id,
-        kind: &event.event_type,
+        id: Cow::Borrowed(&event.message_id),
+        kind: Cow::Borrowed(&event.event_type),
         person: event.person,
-        to: event.destination_ids.iter().map(String::as_str).collect(),
+        to: event
+            .destination_ids
+            .iter()
+            .map(|d| Cow::Borrowed(d.as_str()))
+            .collect(),
         bodies,
         event: raw(&event.body)?,
     };
@@ -107,14 +116,14 @@ impl LogRecord {
             return Err(RecordError::Version(wire.v));
         }
         Ok(LogRecord {
-            source_id: wire.source.to_owned(),
+            source_id: wire.source.into_owned(),
             received_at: DateTime::from_timestamp_millis(wire.at).unwrap_or_default(),
-            message_id: wire.id.to_owned(),
-            event_type: wire.kind.to_owned(),
+            message_id: wire.id.into_owned(),
+            event_type: wire.kind.into_owned(),
             person: wire.person,
-            destination_ids: wire.to.into_iter().map(str::to_owned).collect(),
+            destination_ids: wire.to.into_iter().map(Cow::into_owned).collect(),
             bodies: (wire.bodies.into_iter())
-                .map(|(d, b)| (d.to_owned(), b.get().to_owned()))
+                .map(|(d, b)| (d.into_owned(), b.get().to_owned()))
                 .collect(),
             body: wire.event.get().to_owned(),
         })
@@ -207,6 +216,19 @@ mod tests {
         let retry = r.to_new_event(&["dst_1".into()]);
         assert_eq!(retry.destination_ids, vec!["dst_1".to_owned()]);
         assert!(retry.bodies.is_empty());
+    }
+
+    #[test]
+    fn text_with_json_escapes_reads_back() {
+        let mut c = call();
+        c.message_id = "msg \"1\" \\ \u{e9}\n".into();
+        c.destination_ids = vec!["dst \"q\"".into()];
+        c.bodies = vec![("dst \"q\"".into(), r#"{"event":"\"x\""}"#.into())];
+        let r = LogRecord::decode(&encode("src \\ 1", at(), &c).unwrap()).unwrap();
+        assert_eq!(r.source_id, "src \\ 1");
+        assert_eq!(r.message_id, c.message_id);
+        assert_eq!(r.destination_ids, c.destination_ids);
+        assert_eq!(r.bodies, c.bodies);
     }
 
     #[test]

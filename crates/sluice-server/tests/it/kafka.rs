@@ -72,6 +72,11 @@ async fn every_call_type_goes_through_kafka_to_each_url_once_leaving_no_rows() {
             "/v1/alias",
             json!({"userId": "u3", "previousId": "a1", "messageId": "k-alias"}),
         ),
+        // Text the record holds with JSON escapes.
+        (
+            "/v1/track",
+            json!({"userId": "u\"6\"", "event": "Said \"hi\"", "messageId": "k-\"quoted\"\\"}),
+        ),
     ];
     for (path, body) in &singles {
         let (status, answer) = server.collect(path, Some(&key), body.to_string()).await;
