@@ -11,8 +11,10 @@
 //!
 //! - [`Recent`]: the memory. At most `cap` keys a node (about 40 bytes
 //!   each); past that the oldest are forgotten first, which shortens the
-//!   window under load. A partition taken away keeps its keys: they are of
-//!   calls this node sent, so they are still right if it comes back.
+//!   window under load. A partition that comes to the node starts afresh
+//!   ([`Recent::forget`]) from the keys saved for it: keys kept from an
+//!   earlier time here could be of calls read but given up when the
+//!   partition went, which are read again and must be sent.
 //! - [`Unsaved`]: the keys read since the partition's last commit. The
 //!   consumer saves those below the offset it commits
 //!   (`sluice_store::SeenStore`) before committing it, and the node that
@@ -105,6 +107,13 @@ impl Recent {
         }
     }
 
+    /// Forgets what was read in `partition`.
+    pub fn forget(&mut self, partition: i32) {
+        if let Some(part) = self.parts.remove(&partition) {
+            self.held -= part.order.len();
+        }
+    }
+
     /// Remembers `key`, accepted at `at_ms`, in `partition`: a key saved by
     /// the partition's previous owner. Give a partition's saved keys oldest
     /// first.
@@ -178,11 +187,27 @@ impl Unsaved {
     pub fn keep(&mut self, assigned: &[i32]) {
         self.parts.retain(|id, _| assigned.contains(id));
     }
+
+    /// Forgets what was noted in `partition`.
+    pub fn forget(&mut self, partition: i32) {
+        self.parts.remove(&partition);
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_partition_forgotten_takes_a_call_read_before_as_new() {
+        let mut r = Recent::new(1_000, 10);
+        assert!(r.first(0, 7, 100));
+        assert!(r.first(1, 8, 100));
+        r.forget(0);
+        assert!(r.first(0, 7, 200), "read before, given up, read again");
+        assert!(!r.first(1, 8, 200), "other partitions keep theirs");
+        assert_eq!(r.held, 2);
+    }
 
     #[test]
     fn a_repeat_within_the_window_is_dropped_and_one_after_it_is_not() {

@@ -123,10 +123,15 @@ impl Dedup {
             .saturating_sub(self.window_ms)
     }
 
-    /// Loads `partition`'s saved keys, as it is assigned to this node. A
-    /// store that cannot answer leaves the memory to this node's own reads:
-    /// retries may then be sent twice, nothing is dropped.
+    /// Starts `partition`'s memory afresh, as it is assigned to this node,
+    /// from the keys saved for it: what this node noted of it before may
+    /// be of calls it read but gave up when the partition went, and those
+    /// are read again and must be sent (`sluice_log::recent`). A store that
+    /// cannot answer leaves the memory to this node's own reads: retries
+    /// may then be sent twice, nothing is dropped.
     pub(super) async fn load(&mut self, partition: i32) {
+        self.recent.forget(partition);
+        self.keys.unsaved().forget(partition);
         let keys = &self.keys;
         match keys
             .store
