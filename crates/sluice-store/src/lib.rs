@@ -27,6 +27,8 @@
 //!   destination, and the in-memory [`health::Tally`] that feeds them.
 //! - [`seen`]: [`SeenStore`], the keys the Kafka shape's consumers read,
 //!   saved so that deduplication survives a partition changing hands.
+//! - [`tally`]: [`TallyStore`], usage counted from the Kafka shape's log,
+//!   each call once.
 //!
 //! One behavioural suite, written against the public traits only, checks
 //! that every backend meets the contract: it lives with the crate's
@@ -58,6 +60,7 @@ pub mod source_schema;
 mod sql;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
+pub mod tally;
 pub mod team;
 pub mod types;
 
@@ -81,6 +84,7 @@ pub use source_schema::{
 };
 #[cfg(feature = "sqlite")]
 pub use sqlite::{Scrubbed, SqliteConfig, SqliteStore, Synchronous};
+pub use tally::{BlockedCount, DayCounts, LogTally, TallyStore};
 pub use team::{
     ApiToken, NewApiToken, NewUser, PasswordChange, Role, TeamStore, User, UserPatch, UserSession,
 };
@@ -105,6 +109,7 @@ pub trait Store:
     + AuditStore
     + HealthStore
     + SeenStore
+    + TallyStore
     + Send
     + Sync
     + 'static
@@ -124,6 +129,7 @@ impl<T> Store for T where
         + AuditStore
         + HealthStore
         + SeenStore
+        + TallyStore
         + Send
         + Sync
         + 'static

@@ -16,7 +16,12 @@
 //! ```
 //!
 //! `v` is the format's version; a reader refuses one it does not know
-//! rather than guess.
+//! rather than guess. Fields added since are optional, absent when empty:
+//! - `calls` and `dups`, on the first record of each API request: the
+//!   request itself (1) and the calls it repeated within itself, which
+//!   have no record; usage counts them as the database shapes do at ingest.
+//! - `blocked`: `[rule, event name]` of a call a source rule blocked. It
+//!   has no destinations; it is in the log so that it is counted.
 
 use std::borrow::Cow;
 
@@ -24,7 +29,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use crate::NewEvent;
+use crate::{Blocked, NewEvent};
 
 /// The format version this build writes and reads.
 pub const VERSION: u8 = 1;
@@ -44,6 +49,21 @@ pub struct LogRecord {
     pub bodies: Vec<(String, String)>,
     /// The enriched call as JSON text.
     pub body: String,
+    /// What the record counts for besides itself.
+    pub counts: RequestCounts,
+    /// The rule that blocked the call, and its event name: nothing is
+    /// delivered for it.
+    pub blocked: Option<Blocked>,
+}
+
+/// What the first record of an API request counts for besides itself.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RequestCounts {
+    /// API requests: 1 on a request's first record, else 0.
+    pub calls: u32,
+    /// Calls the request repeated within itself (same messageId), which
+    /// have no record.
+    pub duplicates: u32,
 }
 
 /// Why a record could not be read.
@@ -75,16 +95,32 @@ struct Wire<'a> {
     bodies: Vec<(Cow<'a, str>, &'a RawValue)>,
     #[serde(borrow)]
     event: &'a RawValue,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    calls: u32,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    dups: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    blocked: Option<(Cow<'a, str>, Cow<'a, str>)>,
+}
+
+#[allow(
+    clippy::trivially_copy_pass_by_ref,
+    reason = "serde passes a reference"
+)]
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// The record value of `event`, accepted from `source_id` at
-/// `received_at`, written straight from ingest's event (no copy of its
-/// bodies). Bodies are JSON text ingest produced; one that is not (never
-/// expected) is an error rather than a broken record.
+/// `received_at`, counting also for `counts`, written straight from
+/// ingest's event (no copy of its bodies). Bodies are JSON text ingest
+/// produced; one that is not (never expected) is an error rather than a
+/// broken record.
 pub fn encode(
     source_id: &str,
     received_at: DateTime<Utc>,
     event: &NewEvent,
+    counts: RequestCounts,
 ) -> Result<Vec<u8>, RecordError> {
     let mut bodies = Vec::with_capacity(event.bodies.len());
     for (destination, body) in &event.bodies {
@@ -104,6 +140,14 @@ pub fn encode(
             .collect(),
         bodies,
         event: raw(&event.body)?,
+        calls: counts.calls,
+        dups: counts.duplicates,
+        blocked: (event.blocked.as_ref()).map(|b| {
+            (
+                Cow::Borrowed(b.rule.as_str()),
+                Cow::Borrowed(b.event.as_str()),
+            )
+        }),
     };
     Ok(serde_json::to_vec(&wire)?)
 }
@@ -126,6 +170,14 @@ impl LogRecord {
                 .map(|(d, b)| (d.into_owned(), b.get().to_owned()))
                 .collect(),
             body: wire.event.get().to_owned(),
+            counts: RequestCounts {
+                calls: wire.calls,
+                duplicates: wire.dups,
+            },
+            blocked: wire.blocked.map(|(rule, event)| Blocked {
+                rule: rule.into_owned(),
+                event: event.into_owned(),
+            }),
         })
     }
 
@@ -181,7 +233,8 @@ mod tests {
     }
 
     fn record() -> LogRecord {
-        LogRecord::decode(&encode("src_1", at(), &call()).unwrap()).unwrap()
+        LogRecord::decode(&encode("src_1", at(), &call(), RequestCounts::default()).unwrap())
+            .unwrap()
     }
 
     #[test]
@@ -198,13 +251,41 @@ mod tests {
                 destination_ids: c.destination_ids,
                 bodies: c.bodies,
                 body: c.body,
+                counts: RequestCounts::default(),
+                blocked: None,
             }
         );
     }
 
     #[test]
+    fn a_requests_counts_and_a_block_read_back_and_are_absent_when_empty() {
+        let plain =
+            String::from_utf8(encode("src_1", at(), &call(), RequestCounts::default()).unwrap())
+                .unwrap();
+        assert!(
+            !plain.contains("calls") && !plain.contains("blocked"),
+            "{plain}"
+        );
+        let mut c = call();
+        c.destination_ids.clear();
+        c.blocked = Some(Blocked {
+            rule: "blocked_events".into(),
+            event: "Signed Up".into(),
+        });
+        let counts = RequestCounts {
+            calls: 1,
+            duplicates: 2,
+        };
+        let r = LogRecord::decode(&encode("src_1", at(), &c, counts).unwrap()).unwrap();
+        assert_eq!(r.counts, counts);
+        assert_eq!(r.blocked, c.blocked);
+    }
+
+    #[test]
     fn the_event_is_embedded_as_json_not_as_a_string() {
-        let text = String::from_utf8(encode("src_1", at(), &call()).unwrap()).unwrap();
+        let text =
+            String::from_utf8(encode("src_1", at(), &call(), RequestCounts::default()).unwrap())
+                .unwrap();
         assert!(text.contains(r#""event":{"event":"Signed Up""#), "{text}");
     }
 
@@ -224,18 +305,25 @@ mod tests {
         c.message_id = "msg \"1\" \\ \u{e9}\n".into();
         c.destination_ids = vec!["dst \"q\"".into()];
         c.bodies = vec![("dst \"q\"".into(), r#"{"event":"\"x\""}"#.into())];
-        let r = LogRecord::decode(&encode("src \\ 1", at(), &c).unwrap()).unwrap();
+        c.blocked = Some(Blocked {
+            rule: "blocked_events".into(),
+            event: "Say \"hi\"".into(),
+        });
+        let r = LogRecord::decode(&encode("src \\ 1", at(), &c, RequestCounts::default()).unwrap())
+            .unwrap();
         assert_eq!(r.source_id, "src \\ 1");
         assert_eq!(r.message_id, c.message_id);
         assert_eq!(r.destination_ids, c.destination_ids);
         assert_eq!(r.bodies, c.bodies);
+        assert_eq!(r.blocked, c.blocked);
     }
 
     #[test]
     fn an_unknown_version_is_refused() {
-        let text = String::from_utf8(encode("src_1", at(), &call()).unwrap())
-            .unwrap()
-            .replacen(r#""v":1"#, r#""v":9"#, 1);
+        let text =
+            String::from_utf8(encode("src_1", at(), &call(), RequestCounts::default()).unwrap())
+                .unwrap()
+                .replacen(r#""v":1"#, r#""v":9"#, 1);
         assert!(matches!(
             LogRecord::decode(text.as_bytes()),
             Err(RecordError::Version(9))
@@ -246,6 +334,6 @@ mod tests {
     fn a_body_that_is_not_json_is_an_error() {
         let mut c = call();
         c.body = "not json".into();
-        assert!(encode("src_1", at(), &c).is_err());
+        assert!(encode("src_1", at(), &c, RequestCounts::default()).is_err());
     }
 }

@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use super::dedup::{Dedup, Keys};
+use super::usage::Usage;
 use sluice_api::suppression::Suppressions;
 use sluice_delivery::FirstAttempts;
 use sluice_log::kafka::{ConsumedRecord, LogConsumer, Positions};
@@ -43,6 +44,8 @@ pub(super) struct Senders {
     pub first: Arc<FirstAttempts>,
     /// Users suppressed since ingest accepted their calls.
     pub suppressions: Arc<Suppressions>,
+    /// Usage counts of the calls read.
+    pub usage: Arc<Usage>,
 }
 
 /// Which offsets of this node's partitions may be committed.
@@ -64,10 +67,15 @@ fn held(m: &Marks) -> std::sync::MutexGuard<'_, Watermarks> {
 /// saved first, so the new owner drops their retries; when they cannot be
 /// saved nothing is committed, and the new owner reads those calls again
 /// (and learns their keys) from the last commit.
-pub(super) fn revoked_positions(marks: &Marks, keys: Option<Arc<Keys>>) -> Positions {
+pub(super) fn revoked_positions(
+    marks: &Marks,
+    keys: Option<Arc<Keys>>,
+    usage: Arc<Usage>,
+) -> Positions {
     let marks = marks.clone();
     Arc::new(move |revoked: &[i32]| {
         let positions = held(&marks).release(revoked);
+        usage.save_now(&offsets(&positions), revoked);
         match keys
             .as_ref()
             .map(|keys| keys.save_now(&offsets(&positions)))
@@ -103,7 +111,7 @@ pub(super) async fn run(
     while !*stop.borrow() {
         while tasks.try_join_next().is_some() {}
         if committed_at.elapsed() >= COMMIT_EVERY {
-            commit(&consumer, &marks, dedup.as_mut()).await;
+            commit(&consumer, &marks, &senders.usage, dedup.as_mut()).await;
             committed_at = Instant::now();
         }
         let free = room.available_permits();
@@ -139,24 +147,23 @@ pub(super) async fn run(
             {
                 continue;
             }
-            if !held(&marks).holds(batch.partition) {
-                take_over(&consumer, &marks, dedup.as_mut(), batch.partition).await;
+            if !held(&marks).holds(batch.partition)
+                && let Some(first) = batch.records.first()
+            {
+                let partition = batch.partition;
+                take_over(&consumer, &marks, dedup.as_mut(), partition).await;
+                senders.usage.take_over(partition, first.offset).await;
             }
             for record in batch.records {
-                match held(&marks).read(record.partition, record.offset) {
-                    Read::New => {}
-                    Read::InFlight => continue,
-                    Read::Done => {
-                        // Finished by the partition's last owner: only its
-                        // key is new here.
-                        if let Some(dedup) = dedup.as_mut() {
-                            dedup.first(&record);
-                        }
-                        continue;
-                    }
+                let read = held(&marks).read(record.partition, record.offset);
+                if read == Read::InFlight {
+                    continue;
                 }
-                if dedup.as_mut().is_some_and(|d| !d.first(&record)) {
-                    // A retry of a call already read: dealt with.
+                let retry = dedup.as_mut().is_some_and(|d| !d.first(&record));
+                if read == Read::Done || retry {
+                    // Finished by the partition's last owner, or a retry of
+                    // a call already read: dealt with, and only counted.
+                    count(&senders.usage, &record, retry);
                     held(&marks).finished(record.partition, record.offset);
                     continue;
                 }
@@ -177,7 +184,7 @@ pub(super) async fn run(
     if tokio::time::timeout(limits.grace, drained).await.is_err() {
         tracing::warn!("calls still in flight at shutdown are left to the next owner");
     }
-    commit(&consumer, &marks, dedup.as_mut()).await;
+    commit(&consumer, &marks, &senders.usage, dedup.as_mut()).await;
     consumer.close().await;
 }
 
@@ -213,6 +220,13 @@ async fn take_over(
     }
 }
 
+/// Counts a call that is not sent.
+fn count(usage: &Usage, consumed: &ConsumedRecord, retry: bool) {
+    if let Ok(record) = LogRecord::decode(&consumed.payload) {
+        usage.read(consumed.partition, consumed.offset, &record, retry);
+    }
+}
+
 /// `(partition, offset)` of each position.
 fn offsets(positions: &[Position]) -> Vec<(i32, i64)> {
     positions.iter().map(|p| (p.partition, p.offset)).collect()
@@ -242,6 +256,13 @@ async fn deliver(
             return true;
         }
     };
+    senders
+        .usage
+        .read(consumed.partition, consumed.offset, &record, false);
+    if record.blocked.is_some() {
+        // Counted, never delivered.
+        return true;
+    }
     if senders.suppressions.suppresses_logged(
         &record.source_id,
         &record.event_type,
@@ -295,9 +316,9 @@ async fn pause(stop: &watch::Receiver<bool>) -> bool {
 }
 
 /// Commits each held partition up to its oldest call in flight, with the
-/// calls past it that are finished, after saving the keys below those
-/// offsets for deduplication.
-async fn commit(consumer: &LogConsumer, m: &Marks, dedup: Option<&mut Dedup>) {
+/// calls past it that are finished, after storing the usage counts and
+/// saving the keys for deduplication of the calls below those offsets.
+async fn commit(consumer: &LogConsumer, m: &Marks, usage: &Usage, dedup: Option<&mut Dedup>) {
     let Ok(assigned) = consumer.assignment() else {
         return;
     };
@@ -306,6 +327,10 @@ async fn commit(consumer: &LogConsumer, m: &Marks, dedup: Option<&mut Dedup>) {
         w.keep(&assigned);
         w.to_commit()
     };
+    usage.keep(&assigned);
+    // Before the commit: the offsets committed must not pass what is
+    // counted, or a new owner would start past calls never counted.
+    usage.save(&offsets(&positions)).await;
     let mut dedup = dedup;
     if let Some(dedup) = dedup.as_deref_mut() {
         dedup.tidy(&assigned).await;

@@ -7,8 +7,10 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use sluice_log::LogError;
 use sluice_log::kafka::{LogProducer, LogTail};
-use sluice_store::log_record::{self, LogRecord};
-use sluice_store::{AppendRequest, Appended, ErrorKind, EventLog, Result, StoreError, StoredEvent};
+use sluice_store::log_record::{self, LogRecord, RequestCounts};
+use sluice_store::{
+    AppendRequest, Appended, ErrorKind, EventLog, NewEvent, Result, StoreError, StoredEvent,
+};
 
 /// Appends accepted calls to the topic and returns once every in-sync
 /// replica has them, so a `200` means the call is on the brokers.
@@ -39,23 +41,28 @@ fn debugger_seq(received_at: DateTime<Utc>, offset: i64) -> i64 {
 #[async_trait]
 impl EventLog for KafkaLog {
     async fn append(&self, request: AppendRequest) -> Result<Appended> {
+        // A batch that repeats a messageId keeps its first call, as the
+        // database shapes do.
         let mut seen = HashSet::with_capacity(request.events.len());
-        let mut records = Vec::with_capacity(request.events.len());
-        let mut appended = Appended::default();
-        for event in &request.events {
-            // A batch that repeats a messageId keeps its first call, as the
-            // database shapes do.
-            if !seen.insert(event.message_id.as_str()) {
-                appended.duplicates += 1;
-                continue;
-            }
-            // A call a source rule blocked has no deliveries; the database
-            // shapes keep it for the debugger, which reads the database.
-            if event.blocked.is_some() {
-                continue;
-            }
-            let payload = log_record::encode(&request.source_id, request.received_at, event)
-                .map_err(|e| StoreError::internal(format!("encoding a log record: {e}")))?;
+        let kept: Vec<&NewEvent> = (request.events.iter())
+            .filter(|e| seen.insert(e.message_id.as_str()))
+            .collect();
+        let appended = Appended {
+            stored: kept.len() as u64,
+            duplicates: (request.events.len() - kept.len()) as u64,
+        };
+        // The request and its repeats count on its first record. Blocked
+        // calls are appended too, to be counted; they have no destinations.
+        let mut counts = RequestCounts {
+            calls: 1,
+            duplicates: u32::try_from(appended.duplicates).unwrap_or(u32::MAX),
+        };
+        let mut records = Vec::with_capacity(kept.len());
+        for event in kept {
+            let payload =
+                log_record::encode(&request.source_id, request.received_at, event, counts)
+                    .map_err(|e| StoreError::internal(format!("encoding a log record: {e}")))?;
+            counts = RequestCounts::default();
             records.push(sluice_log::LogEvent {
                 source_id: request.source_id.clone(),
                 // The person's slot: one person's calls of a source share a
@@ -66,7 +73,6 @@ impl EventLog for KafkaLog {
                 received_at: request.received_at,
                 payload,
             });
-            appended.stored += 1;
         }
         if records.is_empty() {
             return Ok(appended);
@@ -95,7 +101,7 @@ impl EventLog for KafkaLog {
                     event_type: record.event_type,
                     received_at: record.received_at,
                     body: record.body,
-                    blocked: None,
+                    blocked: record.blocked.map(|b| b.rule),
                 })
             })
             .filter(|e| before_seq.is_none_or(|before| e.seq < before))

@@ -6,6 +6,8 @@
 //!   answers the debugger from the topic's newest records.
 //! - `feed`: the delivery consumer, and which offsets it commits.
 //! - `dedup`: its deduplication of client retries, saved with its commits.
+//! - `tally` and `usage`: its usage counts, stored with its commits, each
+//!   call counted once.
 //!
 //! PostgreSQL stays the home of configuration and of retry state: a call
 //! every destination accepts on its first attempt writes no row there
@@ -14,6 +16,8 @@
 mod dedup;
 mod feed;
 mod log;
+mod tally;
+mod usage;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -77,12 +81,14 @@ pub(crate) async fn start(
             store: store.clone(),
         })
     });
+    let usage = Arc::new(usage::Usage::new(store.clone(), settings.topic.clone()));
     let consumer = LogConsumer::new(
         &config,
         &settings.delivery_group,
         Some(feed::revoked_positions(
             &marks,
             dedup.as_ref().map(dedup::Dedup::keys),
+            usage.clone(),
         )),
     )?;
     let grace = delivery.shutdown_grace;
@@ -94,6 +100,7 @@ pub(crate) async fn start(
         feed::Senders {
             first,
             suppressions: suppressions.clone(),
+            usage,
         },
         feed::Limits { room, grace, dedup },
         stop.clone(),

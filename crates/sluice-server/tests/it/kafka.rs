@@ -278,7 +278,8 @@ async fn a_call_in_the_log_of_a_user_suppressed_since_is_not_delivered() {
                 person: (*user).to_owned(),
                 message_id: event.message_id.clone(),
                 received_at: now,
-                payload: sluice_store::log_record::encode(&src, now, &event).unwrap(),
+                payload: sluice_store::log_record::encode(&src, now, &event, Default::default())
+                    .unwrap(),
             }
         })
         .collect();
@@ -312,5 +313,70 @@ async fn a_client_retry_of_a_call_already_in_the_log_is_delivered_once() {
         ids(&rx.requests()),
         vec!["k-once".to_owned(), "k-other".to_owned()]
     );
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn usage_and_blocked_calls_are_counted_from_the_log_as_at_ingest() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start_with(kafka_config(dir.path())).await;
+    let (src, key) = server.source("kafka-usage").await;
+    let rx = Receiver::start().await;
+    server.webhook(&src, json!([rx.url()]), None).await;
+    let (status, body) = server
+        .admin(
+            reqwest::Method::PUT,
+            &format!("/sources/{src}/rules"),
+            Some(json!({"blocked_events": ["Debug Ping"]})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+
+    let track = |event: &str, id: &str| json!({"userId": "u1", "event": event, "messageId": id});
+    let batch = json!({"batch": [
+        {"type": "track", "userId": "u1", "event": "Two", "messageId": "u-2"},
+        {"type": "track", "userId": "u1", "event": "Two", "messageId": "u-2"},
+        {"type": "track", "userId": "u1", "event": "Debug Ping", "messageId": "u-3"},
+    ]});
+    for (path, body) in [
+        ("/v1/track", track("One", "u-1")),
+        ("/v1/batch", batch),
+        // A client's retry of the first call.
+        ("/v1/track", track("One", "u-1")),
+        ("/v1/track", track("Last", "u-4")),
+    ] {
+        let (status, answer) = server.collect(path, Some(&key), body.to_string()).await;
+        assert_eq!(status, 200, "{answer}");
+    }
+    let got = rx.wait_for(3, Duration::from_secs(30)).await;
+    assert_eq!(
+        ids(&got),
+        vec!["u-1", "u-2", "u-4"],
+        "the blocked call is not sent"
+    );
+
+    // Four requests; four calls accepted (the blocked one too, as at
+    // ingest); two repeats: one within the batch, one client retry.
+    let today = eventually(15, || async {
+        let (_, usage) = server
+            .admin(reqwest::Method::GET, &format!("/sources/{src}/usage"), None)
+            .await;
+        let today = usage["data"][0].clone();
+        (today["api_calls"] == 4).then_some(today)
+    })
+    .await;
+    assert_eq!(today["events"], 4, "{today}");
+    assert_eq!(today["duplicates"], 2, "{today}");
+    assert_eq!(today["blocked"], 1, "{today}");
+    assert_eq!(today["blocked_events"], json!({"Debug Ping": 1}));
+
+    // The debugger shows the blocked call, marked.
+    let shown = server.events(&src).await;
+    let blocked = shown
+        .iter()
+        .find(|e| e["message_id"] == "u-3")
+        .expect("the blocked call is shown");
+    assert_eq!(blocked["blocked_by"], "blocked_events");
+    assert_eq!(rx.requests().len(), 3, "nothing sent twice");
     server.stop().await;
 }

@@ -62,6 +62,7 @@ mod schema;
 mod seen;
 mod source_schema;
 mod store_impl;
+mod tally;
 mod team;
 mod tls;
 mod upkeep;

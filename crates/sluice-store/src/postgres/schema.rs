@@ -296,6 +296,7 @@ const MIGRATIONS: &[(&str, &str)] = &[
     ("message id keys", super::dedup::SCHEMA_KEYS),
     ("saved event log keys", super::seen::SCHEMA),
     ("deduplication in events", super::dedup::SCHEMA_IN_EVENTS),
+    ("usage counted from the event log", super::tally::SCHEMA),
 ];
 
 /// First key of the migration advisory lock ("SLUI"); the second is a hash

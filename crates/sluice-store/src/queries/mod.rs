@@ -31,4 +31,5 @@ pub(crate) mod regulations;
 pub(crate) mod seen;
 pub(crate) mod source_schema;
 pub(crate) mod sources;
+pub(crate) mod tally;
 pub(crate) mod team;

@@ -94,6 +94,7 @@ mod seen;
 mod source_blocks;
 mod source_schema;
 mod store_impl;
+mod tally;
 mod team;
 mod tombstones;
 mod writer;

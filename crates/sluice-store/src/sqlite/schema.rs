@@ -336,6 +336,7 @@ pub(super) static MIGRATIONS: LazyLock<Migrations<'static>> = LazyLock::new(|| {
         M::up(super::profiles::catalog::SCHEMA_CHANGES),
         M::up(super::health::SCHEMA),
         M::up(super::seen::SCHEMA),
+        M::up(super::tally::SCHEMA),
     ])
 });
 

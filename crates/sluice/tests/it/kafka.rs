@@ -114,7 +114,9 @@ async fn kill_9_of_a_delivering_node_loses_no_acknowledged_call() {
     // B routes to the destination once its routing table has it: a probe
     // it accepts is delivered.
     let started = Instant::now();
+    let mut probes = 0;
     loop {
+        probes += 1;
         let probe = json!({"userId": "p", "event": "Probe", "messageId": "probe"});
         let r = reqwest::Client::new()
             .post(format!("{}/v1/track", b.base))
@@ -230,7 +232,46 @@ async fn kill_9_of_a_delivering_node_loses_no_acknowledged_call() {
         acknowledged.len()
     );
     assert_eq!(retried, 0, "a retry of a call delivered before is dropped");
+
+    // Usage counts each call once, whichever node read it and however
+    // often: the probes (one call, sent again until delivered), the
+    // batches, their retries and the last calls.
+    let expected = json!({
+        "api_calls": probes + 2 * BATCHES + 1,
+        "events": 1 + acknowledged.len() + PER_BATCH,
+        "duplicates": probes - 1 + acknowledged.len(),
+    });
+    let started = Instant::now();
+    let mut counted = usage(&b).await;
+    while counted != expected && started.elapsed() < Duration::from_secs(20) {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        counted = usage(&b).await;
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(usage(&b).await, expected, "usage counts each call once");
     drop(b);
+}
+
+/// The one source's usage, summed over its days.
+async fn usage(node: &Sluice) -> Value {
+    let sources = admin(&node.base, reqwest::Method::GET, "/sources", None).await;
+    let id = sources["data"][0]["id"].as_str().unwrap().to_owned();
+    let days = admin(
+        &node.base,
+        reqwest::Method::GET,
+        &format!("/sources/{id}/usage"),
+        None,
+    )
+    .await;
+    let sum = |field: &str| -> u64 {
+        days["data"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|d| d[field].as_u64().unwrap_or(0))
+            .sum()
+    };
+    json!({"api_calls": sum("api_calls"), "events": sum("events"), "duplicates": sum("duplicates")})
 }
 
 /// A second node joins a node busy with a backlog: the group moves half the

@@ -33,6 +33,7 @@ mod schema;
 mod scoped_purge;
 mod seen;
 mod support;
+mod tally;
 mod team;
 mod team_password;
 
@@ -56,6 +57,7 @@ use scheduled::*;
 use schema::*;
 use scoped_purge::*;
 use seen::*;
+use tally::*;
 use team::*;
 use team_password::*;
 
@@ -148,6 +150,8 @@ macro_rules! conformance_tests {
             saved_keys_load_oldest_first_within_the_window_and_the_budget,
             a_slice_saved_again_at_the_same_offset_keeps_its_first_keys,
             trimming_drops_slices_past_the_window_or_past_the_budget,
+            log_tallies_count_each_range_once_across_partitions,
+            a_log_tally_past_the_counted_position_applies,
         );
     };
     (@each $fresh:expr; $($check:ident),* $(,)?) => {
