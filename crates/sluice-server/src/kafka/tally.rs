@@ -4,7 +4,10 @@
 //! (source, day) into one [`LogTally`] per partition and commit. Pure
 //! bookkeeping; the consumer feeds it and stores what it answers.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
+
+use chrono::DateTime;
 
 use sluice_store::log_record::LogRecord;
 use sluice_store::{BlockedCount, DayCounts, LogTally};
@@ -13,12 +16,13 @@ use sluice_store::{BlockedCount, DayCounts, LogTally};
 /// the store cannot be written, the oldest are given up, uncounted.
 const MAX_HELD: usize = 200_000;
 
-/// What one record counts for.
+/// What one record counts for: small and cheap to make, since every call
+/// read makes one.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Count {
-    source_id: String,
-    /// The UTC day it was accepted, `YYYY-MM-DD`.
-    day: String,
+    source_id: Arc<str>,
+    /// The UTC day it was accepted, in days since 1970-01-01.
+    day: i64,
     /// API requests (1 on a request's first record).
     calls: u32,
     /// Calls accepted: 1, unless this one is a client's retry.
@@ -26,25 +30,10 @@ pub(super) struct Count {
     /// Retries dropped: this one, and its request's repeats.
     duplicates: u32,
     /// The event name, when a rule blocked the call.
-    blocked: Option<String>,
+    blocked: Option<Box<str>>,
 }
 
-impl Count {
-    /// What `record` counts for; `retry` when it repeats a call read
-    /// before, and is dropped.
-    pub(super) fn of(record: &LogRecord, retry: bool) -> Count {
-        Count {
-            source_id: record.source_id.clone(),
-            day: record.received_at.format("%Y-%m-%d").to_string(),
-            calls: record.counts.calls,
-            events: u32::from(!retry),
-            duplicates: record.counts.duplicates + u32::from(retry),
-            blocked: (record.blocked.as_ref())
-                .filter(|_| !retry)
-                .map(|b| b.event.clone()),
-        }
-    }
-}
+const DAY_SECS: i64 = 86_400;
 
 #[derive(Debug, Default)]
 struct Part {
@@ -58,6 +47,8 @@ struct Part {
 #[derive(Debug, Default)]
 pub(super) struct Tally {
     parts: HashMap<i32, Part>,
+    /// Source ids, held once each.
+    sources: HashSet<Arc<str>>,
 }
 
 impl Tally {
@@ -70,11 +61,35 @@ impl Tally {
         part.counts = part.counts.split_off(&from);
     }
 
+    /// The call `record`, at `offset` of `partition`, was read; `retry`
+    /// when it repeats a call read before, and is dropped.
+    pub(super) fn read(&mut self, partition: i32, offset: i64, record: &LogRecord, retry: bool) {
+        let source_id = match self.sources.get(record.source_id.as_str()) {
+            Some(id) => id.clone(),
+            None => {
+                let id: Arc<str> = Arc::from(record.source_id.as_str());
+                self.sources.insert(id.clone());
+                id
+            }
+        };
+        let count = Count {
+            source_id,
+            day: record.received_at.timestamp().div_euclid(DAY_SECS),
+            calls: record.counts.calls,
+            events: u32::from(!retry),
+            duplicates: record.counts.duplicates + u32::from(retry),
+            blocked: (record.blocked.as_ref())
+                .filter(|_| !retry)
+                .map(|b| b.event.as_str().into()),
+        };
+        self.note(partition, offset, count);
+    }
+
     /// The record at `offset` counts for `count`. Below the counted
     /// position it was counted already; in a partition not started (taken
     /// away meanwhile) it is its new owner's to count. Either way it is
     /// ignored.
-    pub(super) fn note(&mut self, partition: i32, offset: i64, count: Count) {
+    fn note(&mut self, partition: i32, offset: i64, count: Count) {
         let Some(part) = self.parts.get_mut(&partition) else {
             return;
         };
@@ -128,23 +143,15 @@ fn sum<'a>(
     upto: i64,
     counts: impl Iterator<Item = &'a Count>,
 ) -> LogTally {
-    let mut days: BTreeMap<(&str, &str), DayCounts> = BTreeMap::new();
-    let mut blocked: BTreeMap<(&str, &str, &str), u64> = BTreeMap::new();
+    let mut days: BTreeMap<(&str, i64), DayCounts> = BTreeMap::new();
+    let mut blocked: BTreeMap<(&str, i64, &str), u64> = BTreeMap::new();
     for c in counts {
-        let d = days
-            .entry((c.source_id.as_str(), c.day.as_str()))
-            .or_insert_with(|| DayCounts {
-                source_id: c.source_id.clone(),
-                day: c.day.clone(),
-                ..DayCounts::default()
-            });
+        let d = days.entry((&c.source_id, c.day)).or_default();
         d.api_calls += u64::from(c.calls);
         d.events += u64::from(c.events);
         d.duplicates += u64::from(c.duplicates);
         if let Some(event) = &c.blocked {
-            *blocked
-                .entry((c.source_id.as_str(), c.day.as_str(), event.as_str()))
-                .or_default() += 1;
+            *blocked.entry((&c.source_id, c.day, event)).or_default() += 1;
         }
     }
     LogTally {
@@ -155,13 +162,28 @@ fn sum<'a>(
             .into_iter()
             .map(|((source_id, day, event), count)| BlockedCount {
                 source_id: source_id.to_owned(),
-                day: day.to_owned(),
+                day: day_text(day),
                 event: event.to_owned(),
                 count,
             })
             .collect(),
-        days: days.into_values().collect(),
+        days: days
+            .into_iter()
+            .map(|((source_id, day), counts)| DayCounts {
+                source_id: source_id.to_owned(),
+                day: day_text(day),
+                ..counts
+            })
+            .collect(),
     }
+}
+
+/// `YYYY-MM-DD` of a day counted from 1970-01-01.
+fn day_text(day: i64) -> String {
+    DateTime::from_timestamp(day.saturating_mul(DAY_SECS), 0)
+        .unwrap_or_default()
+        .format("%Y-%m-%d")
+        .to_string()
 }
 
 #[cfg(test)]
@@ -171,11 +193,12 @@ mod tests {
     fn count(calls: u32, events: u32, blocked: Option<&str>) -> Count {
         Count {
             source_id: "src_a".into(),
-            day: "2026-11-29".into(),
+            // 2026-11-29.
+            day: 20_786,
             calls,
             events,
             duplicates: 1 - events,
-            blocked: blocked.map(str::to_owned),
+            blocked: blocked.map(Into::into),
         }
     }
 
@@ -193,6 +216,10 @@ mod tests {
         let tally = &tallies[0];
         assert_eq!((tally.from, tally.upto), (10, 13), "9 was counted already");
         let d = &tally.days[0];
+        assert_eq!(
+            (d.source_id.as_str(), d.day.as_str()),
+            ("src_a", "2026-11-29")
+        );
         assert_eq!((d.api_calls, d.events, d.duplicates), (1, 2, 1));
         assert_eq!(tally.blocked[0].event, "Spam");
         assert_eq!(tally.blocked[0].count, 1);

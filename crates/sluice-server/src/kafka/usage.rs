@@ -8,7 +8,7 @@ use sluice_store::log_record::LogRecord;
 use sluice_store::{LogTally, Store};
 use tokio::runtime::{Handle, RuntimeFlavor};
 
-use super::tally::{Count, Tally};
+use super::tally::Tally;
 
 /// Counts usage of the calls this node reads, each once.
 pub(super) struct Usage {
@@ -53,8 +53,7 @@ impl Usage {
     /// The call `record`, at `offset` of `partition`, was read; `retry`
     /// when it repeats one read before.
     pub(super) fn read(&self, partition: i32, offset: i64, record: &LogRecord, retry: bool) {
-        self.tally()
-            .note(partition, offset, Count::of(record, retry));
+        self.tally().read(partition, offset, record, retry);
     }
 
     /// Stores the counts of the calls below `positions`. A failure keeps
