@@ -9,11 +9,6 @@ use sluice_testkit::Receiver;
 
 use crate::support::{TestServer, eventually};
 
-async fn put_rules(s: &TestServer, src: &str, rules: Value) -> (u16, Value) {
-    s.admin(Method::PUT, &format!("/sources/{src}/rules"), Some(rules))
-        .await
-}
-
 async fn deliveries_of(s: &TestServer, message_id: &str) -> Vec<Value> {
     let (_, body) = s
         .admin(
@@ -54,7 +49,9 @@ async fn blocked_track_event_is_accepted_counted_shown_and_never_delivered() {
     let (src, key) = s.source("web").await;
     let rx = Receiver::start().await;
     s.webhook(&src, json!([rx.url()]), None).await;
-    let (status, body) = put_rules(&s, &src, json!({"blocked_events": ["Debug Ping"]})).await;
+    let (status, body) = s
+        .put_rules(&src, json!({"blocked_events": ["Debug Ping"]}))
+        .await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["blocked_events"], json!(["Debug Ping"]));
 
@@ -110,7 +107,7 @@ async fn blocked_traits_are_removed_from_stored_and_delivered_calls() {
     s.webhook(&src, json!([rx.url()]), None).await;
     let rules =
         json!({"blocked_identify_traits": ["ssn"], "blocked_group_traits": ["internal_id"]});
-    assert_eq!(put_rules(&s, &src, rules).await.0, 200);
+    assert_eq!(s.put_rules(&src, rules).await.0, 200);
 
     let identify = json!({"userId": "u", "messageId": "m-id",
                           "traits": {"name": "Ada", "ssn": "123-45", "age": 36}});
@@ -163,7 +160,7 @@ async fn tracking_plan_lets_only_planned_events_through() {
     let rx = Receiver::start().await;
     s.webhook(&src, json!([rx.url()]), None).await;
     let plan = json!({"tracking_plan": {"enabled": true, "events": ["Signed Up"]}});
-    assert_eq!(put_rules(&s, &src, plan).await.0, 200);
+    assert_eq!(s.put_rules(&src, plan).await.0, 200);
 
     assert_eq!(
         s.collect("/v1/track", Some(&key), track("Clicked", "m-unplanned"))
@@ -198,7 +195,7 @@ async fn tracking_plan_lets_only_planned_events_through() {
 
     // Turning the plan off lets the event through again, at once.
     let off = json!({"tracking_plan": {"enabled": false, "events": ["Signed Up"]}});
-    assert_eq!(put_rules(&s, &src, off).await.0, 200);
+    assert_eq!(s.put_rules(&src, off).await.0, 200);
     assert_eq!(
         s.collect("/v1/track", Some(&key), track("Clicked", "m-after"))
             .await
@@ -227,7 +224,7 @@ async fn unusable_rules_are_a_400_naming_the_field() {
         (json!({"block": []}), "block"),
     ];
     for (rules, field) in cases {
-        let (status, body) = put_rules(&s, &src, rules.clone()).await;
+        let (status, body) = s.put_rules(&src, rules.clone()).await;
         assert_eq!(status, 400, "{rules}");
         assert_eq!(body["code"], json!("invalid_field"));
         assert!(
@@ -238,7 +235,7 @@ async fn unusable_rules_are_a_400_naming_the_field() {
             "{body}"
         );
     }
-    let (status, _) = put_rules(&s, "src_missing", json!({})).await;
+    let (status, _) = s.put_rules("src_missing", json!({})).await;
     assert_eq!(status, 404);
     s.stop().await;
 }
@@ -253,7 +250,9 @@ async fn blocked_calls_feed_no_computed_trait() {
     let (quiet, _) = s.source("quiet").await;
     let rx = Receiver::start().await;
     let dest = s.webhook(&quiet, json!([rx.url()]), None).await;
-    let (status, body) = put_rules(&s, &src, json!({"blocked_events": ["Order"]})).await;
+    let (status, body) = s
+        .put_rules(&src, json!({"blocked_events": ["Order"]}))
+        .await;
     assert_eq!(status, 200, "{body}");
     for (name, event) in [("Orders", "Order"), ("Markers", "Marker")] {
         let (status, body) = s
@@ -295,7 +294,9 @@ async fn a_blocked_identify_trait_sent_in_context_traits_reaches_neither_profile
     let (src, key) = s.source("web").await;
     let rx = Receiver::start().await;
     s.webhook(&src, json!([rx.url()]), None).await;
-    let (status, body) = put_rules(&s, &src, json!({"blocked_identify_traits": ["ssn"]})).await;
+    let (status, body) = s
+        .put_rules(&src, json!({"blocked_identify_traits": ["ssn"]}))
+        .await;
     assert_eq!(status, 200, "{body}");
     // RudderStack's libraries send an identify's traits in `context.traits`
     // only; analytics.js copies them there as well.

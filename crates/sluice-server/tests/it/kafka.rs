@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use sluice_testkit::{Receiver, Reply};
 
-use crate::postgres::{pg_config, unique_schema};
+use crate::postgres::{pg_config, test_database, unique_schema};
 use crate::support::{TestServer, eventually};
 
 fn kafka_config(dir: &std::path::Path) -> sluice_server::Config {
@@ -194,11 +194,7 @@ async fn every_call_type_goes_through_kafka_to_each_url_once_leaving_no_rows() {
 
 /// How many calls the schema's `events` table holds.
 async fn event_rows(schema: &str) -> i64 {
-    let url = std::env::var("SLUICE_TEST_POSTGRES_URL").unwrap();
-    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-        .await
-        .expect("connecting to the test database");
-    tokio::spawn(connection);
+    let client = test_database().await;
     let sql = format!("SELECT count(*) FROM \"{schema}\".events");
     client.query_one(&sql, &[]).await.unwrap().get(0)
 }
@@ -324,11 +320,7 @@ async fn usage_and_blocked_calls_are_counted_from_the_log_as_at_ingest() {
     let rx = Receiver::start().await;
     server.webhook(&src, json!([rx.url()]), None).await;
     let (status, body) = server
-        .admin(
-            reqwest::Method::PUT,
-            &format!("/sources/{src}/rules"),
-            Some(json!({"blocked_events": ["Debug Ping"]})),
-        )
+        .put_rules(&src, json!({"blocked_events": ["Debug Ping"]}))
         .await;
     assert_eq!(status, 200, "{body}");
 

@@ -21,6 +21,16 @@ pub(crate) fn pg_config(dir: &std::path::Path, schema: &str) -> sluice_server::C
     config
 }
 
+/// A client of the test database, for reading a schema's tables directly.
+pub(crate) async fn test_database() -> tokio_postgres::Client {
+    let url = std::env::var("SLUICE_TEST_POSTGRES_URL").unwrap();
+    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .expect("connecting to the test database");
+    tokio::spawn(connection);
+    client
+}
+
 /// A schema name of its own for one test's nodes.
 pub(crate) fn unique_schema() -> String {
     let nanos = std::time::SystemTime::now()
@@ -139,11 +149,7 @@ async fn a_rule_set_on_one_node_blocks_on_the_other_and_schema_merges() {
     .await;
 
     let (status, body) = a
-        .admin(
-            reqwest::Method::PUT,
-            &format!("/sources/{src}/rules"),
-            Some(json!({"blocked_events": ["Debug Ping"]})),
-        )
+        .put_rules(&src, json!({"blocked_events": ["Debug Ping"]}))
         .await;
     assert_eq!(status, 200, "{body}");
     // B blocks within its refresh interval (500 ms): a probe sent a few

@@ -140,6 +140,12 @@ impl TestServer {
         read(req.send().await.expect("admin request")).await
     }
 
+    /// Replaces a source's rules document (`PUT /sources/{id}/rules`).
+    pub async fn put_rules(&self, source_id: &str, rules: Value) -> (u16, Value) {
+        let path = format!("/sources/{source_id}/rules");
+        self.admin(reqwest::Method::PUT, &path, Some(rules)).await
+    }
+
     /// Creates a source; returns (id, write key).
     pub async fn source(&self, name: &str) -> (String, String) {
         let (status, body) = self

@@ -93,13 +93,8 @@ struct Beats {
 
 impl Beats {
     async fn connect(schema: &str) -> Beats {
-        let url = std::env::var("SLUICE_TEST_POSTGRES_URL").unwrap();
-        let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-            .await
-            .expect("connecting to the test database");
-        tokio::spawn(connection);
         Beats {
-            client,
+            client: crate::postgres::test_database().await,
             schema: schema.to_owned(),
         }
     }
