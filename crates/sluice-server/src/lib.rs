@@ -32,6 +32,7 @@ mod error;
 pub mod health;
 #[cfg(feature = "kafka")]
 mod kafka;
+pub mod log_metrics;
 pub mod membership;
 pub mod privacy;
 mod profile_metrics;

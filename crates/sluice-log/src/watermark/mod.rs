@@ -44,6 +44,10 @@ pub enum Read {
     /// Not dealt with: the caller sends it, then calls
     /// [`Watermarks::finished`].
     New,
+    /// [`Read::New`], of a record the partition's last owner had read and
+    /// not finished by its last commit ([`Watermarks::inherit`]): it may
+    /// have been sent there already.
+    Again,
     /// Read before and still being sent: the client read it again after
     /// the partition was handed back. The first read's send owns it;
     /// finishing it here would let the position move past that send.
@@ -134,7 +138,7 @@ impl Watermarks {
         match part.open.get_mut(&offset) {
             Some(state @ Open::Owed) => {
                 *state = Open::Sending;
-                Read::New
+                Read::Again
             }
             Some(Open::Sending) => Read::InFlight,
             None => Read::Done,
@@ -261,8 +265,8 @@ mod tests {
         after.inherit(0, handed.offset, &handed.metadata);
         assert!(after.to_commit().is_empty(), "nothing new to commit yet");
         let reads: Vec<Read> = (10..16).map(|o| after.read(0, o)).collect();
-        use Read::{Done, New};
-        assert_eq!(reads, vec![New, Done, New, Done, New, New]);
+        use Read::{Again, Done, New};
+        assert_eq!(reads, vec![Again, Done, Again, Done, Again, New]);
         for offset in [10, 12, 14] {
             after.finished(0, offset);
         }

@@ -6,11 +6,13 @@
 //! committed offsets, and sends again at most the calls that were in
 //! flight or finished since the last commit (about a second's worth).
 
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use super::dedup::{Dedup, Keys};
 use super::usage::Usage;
+use crate::log_metrics::LogCounters;
 use sluice_api::suppression::Suppressions;
 use sluice_delivery::FirstAttempts;
 use sluice_log::kafka::{ConsumedRecord, LogConsumer, Positions};
@@ -46,6 +48,8 @@ pub(super) struct Senders {
     pub suppressions: Arc<Suppressions>,
     /// Usage counts of the calls read.
     pub usage: Arc<Usage>,
+    /// What was done with the calls of partitions taken over.
+    pub counters: Arc<LogCounters>,
 }
 
 /// Which offsets of this node's partitions may be committed.
@@ -156,8 +160,15 @@ pub(super) async fn run(
             }
             for record in batch.records {
                 let read = held(&marks).read(record.partition, record.offset);
-                if read == Read::InFlight {
-                    continue;
+                match read {
+                    Read::InFlight => continue,
+                    Read::Again => {
+                        senders.counters.read_again.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Read::Done => {
+                        senders.counters.skipped.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Read::New => {}
                 }
                 let retry = dedup.as_mut().is_some_and(|d| !d.first(&record));
                 if read == Read::Done || retry {

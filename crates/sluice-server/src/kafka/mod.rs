@@ -31,6 +31,7 @@ use tokio::task::JoinHandle;
 
 use crate::ServerError;
 use crate::config::KafkaSettings;
+use crate::log_metrics::LogCounters;
 pub use log::KafkaLog;
 
 /// The Kafka shape running on this node.
@@ -40,6 +41,8 @@ pub(crate) struct Started {
     /// The delivery consumer; it ends after shutdown, once it has
     /// committed what it finished.
     pub feed: JoinHandle<()>,
+    /// What the consumer did with the calls of partitions it took over.
+    pub counters: Arc<LogCounters>,
 }
 
 /// The client settings of `settings`, naming this node to the brokers.
@@ -91,6 +94,7 @@ pub(crate) async fn start(
             usage.clone(),
         )),
     )?;
+    let counters = Arc::new(LogCounters::default());
     let grace = delivery.shutdown_grace;
     let room = delivery.max_in_flight;
     let first = Arc::new(FirstAttempts::new(store.clone(), delivery, hooks, engine)?);
@@ -101,6 +105,7 @@ pub(crate) async fn start(
             first,
             suppressions: suppressions.clone(),
             usage,
+            counters: counters.clone(),
         },
         feed::Limits { room, grace, dedup },
         stop.clone(),
@@ -114,5 +119,6 @@ pub(crate) async fn start(
     Ok(Started {
         log: Arc::new(KafkaLog::new(producer, tail)),
         feed,
+        counters,
     })
 }

@@ -153,6 +153,7 @@ async fn event_log(
         )
         .await?;
         engines.log_feed = Some(started.feed);
+        engines.log_counters = Some(started.counters);
         Ok(started.log)
     }
     // Refused by `Config::validate` before this point.

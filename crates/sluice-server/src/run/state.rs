@@ -15,7 +15,7 @@ use sluice_store::{Store, keys};
 
 use super::workers::Engines;
 use crate::config::Config;
-use crate::{alerts, delivery_metrics, profile_metrics};
+use crate::{alerts, delivery_metrics, log_metrics, profile_metrics};
 
 /// The registry `/metrics` serves: the API's metrics, the engines'
 /// counters, and the pending cap's counter (returned for its task).
@@ -25,6 +25,9 @@ pub(super) fn registry(engines: &Engines) -> (Registry, Arc<Metrics>, Counter) {
     delivery_metrics::register(&mut registry, engines.delivery.clone());
     if let Some(handle) = &engines.profiles {
         profile_metrics::register(&mut registry, handle.clone());
+    }
+    if let Some(counters) = &engines.log_counters {
+        log_metrics::register(&mut registry, counters.clone());
     }
     let capped = Counter::<u64>::default();
     registry.register(

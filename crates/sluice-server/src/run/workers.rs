@@ -34,6 +34,8 @@ pub(super) struct Engines {
     pub(super) log_delivery: Option<(sluice_delivery::DeliveryConfig, Hooks)>,
     /// The Kafka shape's delivery consumer.
     pub(super) log_feed: Option<JoinHandle<()>>,
+    /// Its counters of partitions taken over.
+    pub(super) log_counters: Option<Arc<crate::log_metrics::LogCounters>>,
 }
 
 impl Engines {
@@ -91,6 +93,7 @@ impl Engines {
             health_merge,
             log_delivery,
             log_feed: None,
+            log_counters: None,
         })
     }
 }

@@ -350,7 +350,34 @@ async fn a_node_joining_under_load_resends_at_most_the_calls_in_flight() {
         sent_again <= LANES,
         "a rebalance re-sends at most the requests on the wire: {sent_again}"
     );
+    // The second node says what it did with the calls it took over: it
+    // skipped those the first had finished, and every call sent twice is
+    // among those it read again.
+    let (read_again, skipped) = (
+        counter(&b, "sluice_kafka_calls_read_again_total").await,
+        counter(&b, "sluice_kafka_calls_skipped_total").await,
+    );
+    eprintln!("kafka join: the second node read {read_again} again and skipped {skipped}");
+    assert!(skipped > 0, "finished calls are skipped");
+    assert!(
+        read_again >= sent_again as u64,
+        "calls sent twice are counted: {read_again} < {sent_again}"
+    );
     drop((a, b));
+}
+
+/// A counter of `node`'s `/metrics`.
+async fn counter(node: &Sluice, name: &str) -> u64 {
+    let text = reqwest::get(format!("{}/metrics", node.base))
+        .await
+        .expect("metrics")
+        .text()
+        .await
+        .expect("metrics text");
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .map_or(0, |v| v as u64)
 }
 
 /// Three brokers of this test's own (replication 3, `min.insync.replicas`
