@@ -90,6 +90,7 @@ impl TestServer {
 
     /// A client of a server run elsewhere (a runtime of its own, say), at
     /// `base`; [`TestServer::stop`] then does nothing.
+    #[cfg(feature = "postgres-tests")]
     pub fn client_of(base: String) -> TestServer {
         TestServer {
             base,
