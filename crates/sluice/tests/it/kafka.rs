@@ -1,7 +1,8 @@
 //! The Kafka shape under failure, on real nodes and real brokers:
-//! - one of two nodes is killed (`kill -9`) while it delivers, and every
-//!   call either node acknowledged still reaches the webhook, from the
-//!   other node once the group moves the dead node's partitions;
+//! - one of two nodes on a three-broker cluster is killed (`kill -9`) while
+//!   it delivers, and every call either node acknowledged still reaches the
+//!   webhook, from the other node once the group moves the dead node's
+//!   partitions;
 //! - one broker of a three-broker cluster (replication 3,
 //!   `min.insync.replicas` 2) is killed under load, and every call the
 //!   node acknowledged is still delivered.
@@ -50,25 +51,36 @@ async fn hooked_source(base: &str, rx: &Receiver) -> String {
 }
 
 /// A Kafka-shape node's settings on the test broker, with a schema, topic
-/// and consumer group of the test's own (8 partitions, replication 1).
+/// and consumer group of the test's own (8 partitions, replication 1), or
+/// on a three-broker [`Cluster`] (replication 3).
 struct Shape {
     url: String,
     bootstrap: String,
     name: String,
     topic: String,
+    replication: &'static str,
 }
 
 impl Shape {
     fn new(prefix: &str) -> Shape {
+        Shape::on(prefix, var("SLUICE_TEST_KAFKA_BOOTSTRAP"), "1")
+    }
+
+    fn on_cluster(prefix: &str, cluster: &Cluster) -> Shape {
+        Shape::on(prefix, cluster.bootstrap.clone(), "3")
+    }
+
+    fn on(prefix: &str, bootstrap: String, replication: &'static str) -> Shape {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.subsec_nanos());
         let name = format!("sluice_it_{prefix}_{}_{nanos}", std::process::id());
         Shape {
             url: var("SLUICE_TEST_POSTGRES_URL"),
-            bootstrap: var("SLUICE_TEST_KAFKA_BOOTSTRAP"),
+            bootstrap,
             topic: format!("events-{name}"),
             name,
+            replication,
         }
     }
 
@@ -82,7 +94,8 @@ impl Shape {
             ("SLUICE_KAFKA__TOPIC", self.topic.as_str()),
             ("SLUICE_KAFKA__DELIVERY_GROUP", self.name.as_str()),
             ("SLUICE_KAFKA__PARTITIONS", "8"),
-            ("SLUICE_KAFKA__REPLICATION", "1"),
+            ("SLUICE_KAFKA__REPLICATION", self.replication),
+            ("SLUICE_KAFKA__ACK_TIMEOUT_MS", "15000"),
         ];
         env.extend_from_slice(extra);
         env
@@ -102,7 +115,9 @@ fn counts(rx: &Receiver) -> HashMap<String, usize> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_9_of_a_delivering_node_loses_no_acknowledged_call() {
-    let shape = Shape::new("kafka");
+    let turn = CLUSTER_TURN.lock().await;
+    let cluster = tokio::task::spawn_blocking(Cluster::start).await.unwrap();
+    let shape = Shape::on_cluster("kafka", &cluster);
     let env = shape.env(&[]);
     let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let mut a = start(dir_a.path(), &env).await;
@@ -249,7 +264,8 @@ async fn kill_9_of_a_delivering_node_loses_no_acknowledged_call() {
     }
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert_eq!(usage(&b).await, expected, "usage counts each call once");
-    drop(b);
+    drop((b, cluster));
+    drop(turn);
 }
 
 /// The one source's usage, summed over its days.
@@ -380,6 +396,9 @@ async fn counter(node: &Sluice, name: &str) -> u64 {
         .map_or(0, |v| v as u64)
 }
 
+/// One cluster at a time: clusters listen on fixed ports.
+static CLUSTER_TURN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// Three brokers of this test's own (replication 3, `min.insync.replicas`
 /// 2), started by the project's script in a temporary directory and
 /// stopped on drop.
@@ -436,6 +455,7 @@ impl Drop for Cluster {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_9_of_a_broker_under_load_loses_no_acknowledged_call() {
+    let turn = CLUSTER_TURN.lock().await;
     let url = var("SLUICE_TEST_POSTGRES_URL");
     let cluster = tokio::task::spawn_blocking(Cluster::start).await.unwrap();
     let nanos = std::time::SystemTime::now()
@@ -511,5 +531,6 @@ async fn kill_9_of_a_broker_under_load_loses_no_acknowledged_call() {
         eprintln!("the node's warnings:\n{}", warnings.join("\n"));
     }
     assert_eq!(missing, 0, "acknowledged calls never delivered");
-    drop(node);
+    drop((node, cluster));
+    drop(turn);
 }
