@@ -9,7 +9,6 @@ use std::time::{Duration, Instant};
 use sluice_log::kafka::ConsumedRecord;
 use sluice_log::recent::{self, Recent, Slice, Unsaved};
 use sluice_store::{SeenSlice, Store, StoreError};
-use tokio::runtime::{Handle, RuntimeFlavor};
 
 /// Deduplication as configured.
 pub(super) struct DedupSettings {
@@ -74,13 +73,9 @@ impl Keys {
     /// runtime), it saves nothing. An error means nothing was saved: the
     /// caller then leaves the offsets to the last commit.
     pub(super) fn save_now(&self, positions: &[(i32, i64)]) -> Result<(), String> {
-        match Handle::try_current() {
-            Ok(handle) if handle.runtime_flavor() == RuntimeFlavor::MultiThread => {
-                tokio::task::block_in_place(|| handle.block_on(self.save(positions)))
-                    .map_err(|e| e.to_string())?;
-            }
-            _ => return Err("no multi-thread runtime to save from".to_owned()),
-        }
+        super::finish_here(self.save(positions))
+            .ok_or("no multi-thread runtime to save from")?
+            .map_err(|e| e.to_string())?;
         self.unsaved().saved(positions);
         Ok(())
     }

@@ -79,11 +79,9 @@ pub(super) fn revoked_positions(
     let marks = marks.clone();
     Arc::new(move |revoked: &[i32]| {
         let positions = held(&marks).release(revoked);
-        usage.save_now(&offsets(&positions), revoked);
-        match keys
-            .as_ref()
-            .map(|keys| keys.save_now(&offsets(&positions)))
-        {
+        let below = offsets(&positions);
+        usage.save_now(&below, revoked);
+        match keys.as_ref().map(|keys| keys.save_now(&below)) {
             Some(Err(error)) => {
                 tracing::warn!(
                     partitions = ?revoked,
@@ -341,11 +339,12 @@ async fn commit(consumer: &LogConsumer, m: &Marks, usage: &Usage, dedup: Option<
     usage.keep(&assigned);
     // Before the commit: the offsets committed must not pass what is
     // counted, or a new owner would start past calls never counted.
-    usage.save(&offsets(&positions)).await;
+    let below = offsets(&positions);
+    usage.save(&below).await;
     let mut dedup = dedup;
     if let Some(dedup) = dedup.as_deref_mut() {
         dedup.tidy(&assigned).await;
-        if let Err(e) = dedup.save(&offsets(&positions)).await {
+        if let Err(e) = dedup.save(&below).await {
             // Delivery does not wait on the database: the offsets move
             // all the same, and these keys stay in this node's memory
             // only (a retry that reaches another owner is sent again).
@@ -365,7 +364,7 @@ async fn commit(consumer: &LogConsumer, m: &Marks, usage: &Usage, dedup: Option<
         Ok(()) => {
             held(m).committed(&positions);
             if let Some(dedup) = dedup {
-                dedup.committed(&offsets(&positions));
+                dedup.committed(&below);
             }
         }
         Err(e) => sluice_store::warn_every!(

@@ -45,6 +45,17 @@ pub(crate) struct Started {
     pub counters: Arc<LogCounters>,
 }
 
+/// Runs `work` to its end from a callback of the Kafka client, which cannot
+/// await (its rebalance callback), blocking this worker thread while the
+/// runtime's other threads carry on. `None` where there are none (a
+/// current-thread runtime): the work is not done.
+fn finish_here<F: std::future::Future>(work: F) -> Option<F::Output> {
+    let handle = tokio::runtime::Handle::try_current()
+        .ok()
+        .filter(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread)?;
+    Some(tokio::task::block_in_place(|| handle.block_on(work)))
+}
+
 /// The client settings of `settings`, naming this node to the brokers.
 pub(crate) fn client_config(settings: &KafkaSettings) -> KafkaConfig {
     let mut config = KafkaConfig::new(settings.bootstrap_servers.clone(), settings.topic.clone());

@@ -6,7 +6,6 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use sluice_store::log_record::LogRecord;
 use sluice_store::{LogTally, Store};
-use tokio::runtime::{Handle, RuntimeFlavor};
 
 use super::tally::Tally;
 
@@ -88,11 +87,8 @@ impl Usage {
     /// owner starts at the offsets committed next, and would never count
     /// what is below them. Then forgets those partitions.
     pub(super) fn save_now(&self, positions: &[(i32, i64)], revoked: &[i32]) {
-        if let Ok(handle) = Handle::try_current()
-            && handle.runtime_flavor() == RuntimeFlavor::MultiThread
-        {
-            tokio::task::block_in_place(|| handle.block_on(self.save(positions)));
-        }
+        // Not done without a multi-thread runtime: those counts are lost.
+        let _ = super::finish_here(self.save(positions));
         self.tally().forget(revoked);
     }
 
