@@ -140,13 +140,19 @@ func TestWhileABatchWaitsToRetrySmallBatchesWait(t *testing.T) {
 	var once sync.Once
 	open := func() { once.Do(func() { close(release) }) }
 	t.Cleanup(open) // before Close, should the test fail early
-	c.tune.sleep = sleepUntil(release)
+	var sleeping atomic.Bool
+	c.tune.sleep = func(ctx context.Context, d time.Duration) error {
+		sleeping.Store(true)
+		return sleepUntil(release)(ctx, d)
+	}
 	for range defaultFlushAt {
 		if err := c.Track(&Track{UserId: "u", Event: "first"}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, "the first attempt", func() bool { return len(srv.requests()) == 1 })
+	// Until the client has its answer, the batch is in flight, not waiting
+	// to retry: wait for the retry's wait, not for the request's arrival.
+	eventually(t, "the first batch to wait for its retry", sleeping.Load)
 	for range 100 {
 		if err := c.Track(&Track{UserId: "u", Event: "later"}); err != nil {
 			t.Fatal(err)
