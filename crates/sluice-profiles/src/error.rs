@@ -26,4 +26,7 @@ pub enum ProfileError {
     Corrupt(String, String),
     #[error("profile engine compute thread: {0}")]
     Compute(String),
+    /// The feed's event log failed; its message names it.
+    #[error("{0}")]
+    Log(String),
 }

@@ -8,11 +8,14 @@
 //! - `revoke`: commits a partition's position when the group takes it
 //!   away ([`Positions`]).
 //! - [`LogTail`]: the newest records of each partition, for the debugger.
+//! - [`LogReader`]: chosen partitions from offsets the caller keeps, for
+//!   the profile engine.
 
 mod admin;
 mod consumer;
 mod errors;
 mod producer;
+mod reader;
 mod revoke;
 mod tail;
 
@@ -21,6 +24,7 @@ use std::time::Duration;
 pub use admin::ensure_topic;
 pub use consumer::{ConsumedRecord, LogConsumer, PartitionRecords, Polled};
 pub use producer::{Appended, LogProducer};
+pub use reader::LogReader;
 pub use revoke::Positions;
 pub use tail::{LogTail, TAIL_DEPTH};
 

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sluice_store::{
-    CursorEvent, EventCursor, PERSONAS_SOURCE, PRIVACY_SOURCE, ProfileCommit, ProfileRecord, Store,
+    CursorEvent, EventCursor, LogAdvance, PERSONAS_SOURCE, PRIVACY_SOURCE, ProfileCommit,
+    ProfileRecord, Store,
 };
 
 use super::compute::Compute;
@@ -142,21 +143,35 @@ fn build(
     (commit, evaluations)
 }
 
-/// Processes `batch` (already read after the cursor) and commits it; the
-/// CPU work runs on `cpu`, the engine's low-priority thread.
-/// Returns the new cursor, or `None` when the lease was lost.
-pub async fn step(
+/// What a step's commit moves past the calls it read.
+pub(super) enum Advance {
+    /// The store's event cursor (the database shapes).
+    Cursor(EventCursor),
+    /// The positions in the event log (the Kafka shape).
+    Log(LogAdvance),
+}
+
+/// Calls read after the held positions, and what their step moves.
+pub(super) struct Batch {
+    pub(super) events: Vec<CursorEvent>,
+    pub(super) advance: Advance,
+}
+
+/// Processes `batch` (already read after the cursor) and commits it with
+/// its advance; the CPU work runs on `cpu`, the engine's low-priority
+/// thread. Returns false when the lease was lost (nothing was written).
+pub(super) async fn step(
     store: &dyn Store,
     cpu: &Compute,
     lease: &Lease,
     defs: &Arc<Defs>,
-    batch: Vec<CursorEvent>,
+    Batch {
+        events: batch,
+        advance,
+    }: Batch,
     now: DateTime<Utc>,
     stats: &Stats,
-) -> Result<Option<EventCursor>, ProfileError> {
-    let Some(last) = batch.last().map(|e| e.cursor) else {
-        return Ok(None);
-    };
+) -> Result<bool, ProfileError> {
     let (calls, keys) = cpu.run(move || parse(&batch)).await?;
     // What each identity the calls name pointed to when read (`None`:
     // absent). Others a merge repoints are covered by the version of the
@@ -189,8 +204,13 @@ pub async fn step(
         super::load::values_at(store, touched, now).await?
     };
     let withdrawn: HashSet<String> = settle.iter().cloned().collect();
+    let (cursor, log) = match advance {
+        Advance::Cursor(cursor) => (Some(cursor), None),
+        Advance::Log(log) => (None, Some(log)),
+    };
     let commit = ProfileCommit {
-        cursor: Some(last),
+        cursor,
+        log,
         settle,
         expected,
         ..lease.commit(now)
@@ -208,5 +228,5 @@ pub async fn step(
         })
         .collect();
     stats.evaluated(n);
-    Ok(store.commit_profiles(commit).await?.then_some(last))
+    Ok(store.commit_profiles(commit).await?)
 }

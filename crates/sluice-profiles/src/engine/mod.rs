@@ -6,6 +6,7 @@
 //! - `compute`: the engine's low-priority thread for its CPU work.
 //! - `defs`: live definitions in evaluation order.
 //! - `events`: the per-batch step.
+//! - `feed`: reading calls from the Kafka shape's event log instead.
 //! - `work`: a batch's profiles: identity resolution, calls applied.
 //! - `load`: reading a step's profiles.
 //! - `diff`: values → changes → identify messages.
@@ -18,6 +19,7 @@ mod compute;
 mod defs;
 mod diff;
 mod events;
+pub mod feed;
 mod handle;
 mod jobs;
 mod load;
@@ -35,6 +37,8 @@ use sluice_store::{Partition, ProfileCommit, Store};
 use tokio::task::JoinHandle;
 
 pub use defs::Defs;
+use events::{Advance, Batch};
+pub use feed::{EventFeed, FeedRead};
 pub use handle::EngineHandle;
 use handle::Stats;
 
@@ -161,6 +165,18 @@ pub fn start(
     on_emit: Arc<dyn Fn() + Send + Sync>,
     stop: impl Future<Output = ()> + Send + 'static,
 ) -> (EngineHandle, JoinHandle<()>) {
+    start_with(store, None, config, on_emit, stop)
+}
+
+/// [`start`], reading calls from `feed` instead of the store's events when
+/// one is given (the Kafka shape).
+pub fn start_with(
+    store: Arc<dyn Store>,
+    feed: Option<Arc<dyn EventFeed>>,
+    config: EngineConfig,
+    on_emit: Arc<dyn Fn() + Send + Sync>,
+    stop: impl Future<Output = ()> + Send + 'static,
+) -> (EngineHandle, JoinHandle<()>) {
     let handle = EngineHandle::default();
     let wake = handle.wake();
     let stats = handle.stats();
@@ -177,6 +193,7 @@ pub fn start(
         let pace = pace::Pace::new(store.write_load());
         let mut engine = Engine {
             store,
+            feed,
             config,
             on_emit,
             held: None,
@@ -197,7 +214,7 @@ pub fn start(
                     );
                     // The outcome of a failed commit is unknown: read the
                     // cursor again before the next step.
-                    engine.held = None;
+                    engine.forget();
                     Round::Idle
                 }
             };
@@ -237,6 +254,7 @@ pub fn start(
 
 struct Engine {
     store: Arc<dyn Store>,
+    feed: Option<Arc<dyn EventFeed>>,
     config: EngineConfig,
     on_emit: Arc<dyn Fn() + Send + Sync>,
     held: Option<Held>,
@@ -247,6 +265,43 @@ struct Engine {
 }
 
 impl Engine {
+    /// Forgets the partitions held and where the feed stands: both are
+    /// read again from the store.
+    fn forget(&mut self) {
+        self.held = None;
+        if let Some(feed) = &self.feed {
+            feed.reset();
+        }
+    }
+
+    /// Calls after the held partitions' positions, and what their step
+    /// moves: the store's cursor, or the feed's log positions.
+    async fn read(
+        &self,
+        partitions: Vec<Partition>,
+        lease: &Lease,
+        limit: u32,
+    ) -> Result<(Vec<sluice_store::CursorEvent>, Option<Advance>), ProfileError> {
+        let store = self.store.as_ref();
+        let Some(feed) = &self.feed else {
+            let batch = store.profile_events_in(partitions, limit).await?;
+            let last = batch.last().map(|e| Advance::Cursor(e.cursor));
+            return Ok((batch, last));
+        };
+        // The log is read only while something is computed from it: a
+        // shape that keeps every call out of the database keeps profiles
+        // out too until a definition needs them, then builds them from
+        // the oldest call the log retains (docs/kafka.md).
+        if self.defs.items.is_empty() {
+            return Ok((Vec::new(), None));
+        }
+        let read = feed
+            .read(&lease.partitions, store.profile_partitions(), limit)
+            .await?;
+        let advance = (!read.advance.next.is_empty()).then_some(Advance::Log(read.advance));
+        Ok((read.events, advance))
+    }
+
     /// The partitions this node holds, with their committed cursors,
     /// taking its share and renewing the leases once a third of their TTL
     /// has passed since the last renewal.
@@ -258,6 +313,9 @@ impl Engine {
         }
         // Counted from before the call: the lease lasts at least that long.
         let asked = Instant::now();
+        if let Some(feed) = &self.feed {
+            feed.reset();
+        }
         let partitions = self
             .store
             .take_profile_partitions(&self.config.node_id, now, self.config.lease_ttl)
@@ -314,24 +372,30 @@ impl Engine {
         } else {
             self.config.batch
         };
-        let batch = store.profile_events_in(partitions, limit).await?;
+        let (batch, advance) = self.read(partitions, lease, limit).await?;
         let mut round = match batch.len() {
             0 => Round::Idle,
             n if n >= limit as usize => Round::Full,
             _ => Round::Some,
         };
         let mut lost = false;
-        if round != Round::Idle {
+        if let Some(advance) = advance {
             let stats = self.stats.as_ref();
-            match events::step(store, &self.cpu, lease, &self.defs, batch, now, stats).await? {
-                Some(next) => {
-                    if let Some(h) = &mut self.held {
-                        for p in &mut h.partitions {
-                            p.cursor = p.cursor.max(next);
-                        }
-                    }
+            let next = match &advance {
+                Advance::Cursor(next) => Some(*next),
+                Advance::Log(_) => None,
+            };
+            let batch = Batch {
+                events: batch,
+                advance,
+            };
+            let step = events::step(store, &self.cpu, lease, &self.defs, batch, now, stats);
+            if !step.await? {
+                lost = true;
+            } else if let (Some(next), Some(h)) = (next, &mut self.held) {
+                for p in &mut h.partitions {
+                    p.cursor = p.cursor.max(next);
                 }
-                None => lost = true,
             }
         }
         // Scheduled changes exist only while definitions do (deleting one
@@ -365,7 +429,7 @@ impl Engine {
             }
         }
         if lost {
-            self.held = None;
+            self.forget();
             return Ok(Round::Idle);
         }
         if round != Round::Idle {

@@ -8,6 +8,7 @@
 //! - `dedup`: its deduplication of client retries, saved with its commits.
 //! - `tally` and `usage`: its usage counts, stored with its commits, each
 //!   call counted once.
+//! - `profiles`: the profile engine's reads of the topic.
 //!
 //! PostgreSQL stays the home of configuration and of retry state: a call
 //! every destination accepts on its first attempt writes no row there
@@ -16,6 +17,7 @@
 mod dedup;
 mod feed;
 mod log;
+mod profiles;
 mod tally;
 mod usage;
 
@@ -33,6 +35,7 @@ use crate::ServerError;
 use crate::config::KafkaSettings;
 use crate::log_metrics::LogCounters;
 pub use log::KafkaLog;
+pub(crate) use profiles::TopicFeed;
 
 /// The Kafka shape running on this node.
 pub(crate) struct Started {

@@ -69,13 +69,19 @@ impl Engines {
             (task, store.clone())
         });
         let heartbeat = membership::spawn(store.clone(), engine.clone(), stop.clone());
-        // The Kafka shape's profile engine will read the topic; the one
-        // here reads the database's events, which hold only the calls
-        // handed to retry state there, so it stays off (docs/kafka.md).
-        let profiles = (config.personas.enabled && !config.kafka.enabled()).then(|| {
+        // In the Kafka shape the engine reads the topic; its identify
+        // messages go to the database's outbox either way, where this
+        // node's delivery engine sends them.
+        let feed = if config.personas.enabled {
+            profile_feed(config, store)?
+        } else {
+            None
+        };
+        let profiles = config.personas.enabled.then(|| {
             let wake_delivery = engine.clone();
-            sluice_profiles::engine::start(
+            sluice_profiles::engine::start_with(
                 store.clone(),
+                feed,
                 settings::profile_config(config),
                 Arc::new(move || wake_delivery.notify()),
                 wait_for(stop.clone()),
@@ -96,6 +102,22 @@ impl Engines {
             log_counters: None,
         })
     }
+}
+
+/// Where the profile engine reads calls when not from the store: the topic,
+/// in the Kafka shape.
+fn profile_feed(
+    config: &Config,
+    store: &Arc<dyn Store>,
+) -> Result<Option<Arc<dyn sluice_profiles::engine::EventFeed>>, ServerError> {
+    #[cfg(feature = "kafka")]
+    if config.kafka.enabled() {
+        let client = crate::kafka::client_config(&config.kafka);
+        let feed = crate::kafka::TopicFeed::new(&client, store.clone())?;
+        return Ok(Some(Arc::new(feed)));
+    }
+    let _ = (config, store);
+    Ok(None)
 }
 
 /// The suppression list's sync and the regulation job.

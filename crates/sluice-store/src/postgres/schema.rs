@@ -297,6 +297,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
     ("saved event log keys", super::seen::SCHEMA),
     ("deduplication in events", super::dedup::SCHEMA_IN_EVENTS),
     ("usage counted from the event log", super::tally::SCHEMA),
+    (
+        "profile engine positions in the event log",
+        super::profiles::partitions::SCHEMA_LOG,
+    ),
 ];
 
 /// First key of the migration advisory lock ("SLUI"); the second is a hash

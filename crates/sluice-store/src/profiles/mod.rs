@@ -153,6 +153,13 @@ pub trait ProfileStore: Send + Sync + 'static {
         partitions: Vec<Partition>,
         limit: u32,
     ) -> Result<Vec<CursorEvent>>;
+    /// Where the engine has read the Kafka shape's event log `topic` up
+    /// to: `(partition, next offset)` of each partition a step committed
+    /// ([`ProfileCommit::log`]). Empty where the engine reads the database.
+    async fn profile_log_positions(&self, topic: &str) -> Result<Vec<(i32, i64)>> {
+        let _ = topic;
+        Ok(Vec::new())
+    }
     /// Profile ids of the given identities (`user:…`/`anon:…`) that exist.
     async fn resolve_identities(&self, identities: Vec<String>) -> Result<Vec<(String, String)>>;
     /// The stored profiles among `ids`; with `events`, each with its

@@ -214,6 +214,17 @@ pub enum JobProgress {
     Done,
 }
 
+/// The positions in the Kafka shape's event log that an engine step read
+/// up to: they move with the step's profiles, in its transaction, so a step
+/// is applied exactly once whatever happens to the node.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LogAdvance {
+    /// The topic.
+    pub topic: String,
+    /// `(partition, next offset to read)` of each partition read.
+    pub next: Vec<(i32, i64)>,
+}
+
 /// One engine step, committed atomically by
 /// [`crate::ProfileStore::commit_profiles`].
 #[derive(Debug, Clone, Default)]
@@ -224,6 +235,9 @@ pub struct ProfileCommit {
     /// The new event cursor, when events were consumed: every partition
     /// of [`Self::partitions`] moves to it (or stays, if already past it).
     pub cursor: Option<EventCursor>,
+    /// Where the step read the Kafka shape's event log up to, when it read
+    /// the log instead of the database's events.
+    pub log: Option<LogAdvance>,
     /// The partitions the committing node holds; the commit is refused
     /// unless it holds them all. Empty: every partition (one engine).
     pub partitions: Vec<u16>,

@@ -2,7 +2,8 @@
 //! - one of two nodes on a three-broker cluster is killed (`kill -9`) while
 //!   it delivers, and every call either node acknowledged still reaches the
 //!   webhook, from the other node once the group moves the dead node's
-//!   partitions;
+//!   partitions; the profile engine's partitions move with their leases,
+//!   and every call counts once in a computed trait;
 //! - one broker of a three-broker cluster (replication 3,
 //!   `min.insync.replicas` 2) is killed under load, and every call the
 //!   node acknowledged is still delivered.
@@ -48,6 +49,37 @@ async fn hooked_source(base: &str, rx: &Receiver) -> String {
                       "settings": {"urls": [rx.url()]}});
     admin(base, reqwest::Method::POST, "/destinations", Some(hook)).await;
     basic(src["write_key"].as_str().unwrap())
+}
+
+/// A computed trait counting each person's `Paid` calls, sent to `rx`
+/// through a destination of a source of its own.
+async fn paid_trait(base: &str, rx: &Receiver) {
+    let quiet = admin(
+        base,
+        reqwest::Method::POST,
+        "/sources",
+        Some(json!({"name": "traits"})),
+    )
+    .await;
+    let hook = json!({"name": "traits", "type": "Webhooks", "source_ids": [quiet["id"]],
+                      "settings": {"urls": [rx.url()]}});
+    let hook = admin(base, reqwest::Method::POST, "/destinations", Some(hook)).await;
+    let paid = json!({"name": "Paid", "destination_ids": [hook["id"]],
+                      "definition": {"kind": "counter", "event": "Paid"}});
+    admin(base, reqwest::Method::POST, "/computed-traits", Some(paid)).await;
+}
+
+/// The newest `paid` each person was sent.
+fn paid_sent(rx: &Receiver) -> HashMap<String, i64> {
+    let mut newest: HashMap<String, i64> = HashMap::new();
+    for r in rx.requests() {
+        let body: Value = serde_json::from_slice(&r.body).unwrap_or_default();
+        if let (Some(user), Some(n)) = (body["userId"].as_str(), body["traits"]["paid"].as_i64()) {
+            let at = newest.entry(user.to_owned()).or_default();
+            *at = (*at).max(n);
+        }
+    }
+    newest
 }
 
 /// A Kafka-shape node's settings on the test broker, with a schema, topic
@@ -118,7 +150,8 @@ async fn kill_9_of_a_delivering_node_loses_no_acknowledged_call() {
     let turn = CLUSTER_TURN.lock().await;
     let cluster = tokio::task::spawn_blocking(Cluster::start).await.unwrap();
     let shape = Shape::on_cluster("kafka", &cluster);
-    let env = shape.env(&[]);
+    // Engine leases that lapse soon after the kill.
+    let env = shape.env(&[("SLUICE_PERSONAS__LEASE_TTL_SECS", "5")]);
     let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let mut a = start(dir_a.path(), &env).await;
     let b = start(dir_b.path(), &env).await;
@@ -126,6 +159,8 @@ async fn kill_9_of_a_delivering_node_loses_no_acknowledged_call() {
     let rx = Receiver::start().await;
     rx.set_default(Reply::status(200).delay(Duration::from_millis(20)));
     let auth = hooked_source(&a.base, &rx).await;
+    let traits = Receiver::start().await;
+    paid_trait(&a.base, &traits).await;
     // B routes to the destination once its routing table has it: a probe
     // it accepts is delivered.
     let started = Instant::now();
@@ -264,6 +299,32 @@ async fn kill_9_of_a_delivering_node_loses_no_acknowledged_call() {
     }
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert_eq!(usage(&b).await, expected, "usage counts each call once");
+
+    // The profile engine read every call once: the dead node's engine
+    // partitions moved to B with their leases, at the positions A had
+    // committed with its profiles. Each person paid once per batch.
+    let started = Instant::now();
+    let want: HashMap<String, i64> = (0..PER_BATCH)
+        .map(|i| (format!("u{i}"), i64::try_from(BATCHES).unwrap()))
+        .collect();
+    while paid_sent(&traits) != want && started.elapsed() < Duration::from_secs(60) {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    assert_eq!(paid_sent(&traits), want, "each call counted once");
+    for i in 0..PER_BATCH {
+        let profile = admin(
+            &b.base,
+            reqwest::Method::GET,
+            &format!("/profiles/u{i}"),
+            None,
+        )
+        .await;
+        assert_eq!(
+            profile["computed_traits"]["paid"],
+            json!(BATCHES),
+            "u{i}: {profile}"
+        );
+    }
     drop((b, cluster));
     drop(turn);
 }

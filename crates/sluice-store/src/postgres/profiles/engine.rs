@@ -159,6 +159,9 @@ pub(super) async fn commit(
     if let Some(cursor) = c.cursor {
         super::partitions::advance(&tx, &c.partitions, cursor).await?;
     }
+    if let Some(log) = &c.log {
+        super::partitions::advance_log(&tx, log).await?;
+    }
     engine::record(&PgRef(&tx), c).await?;
     tx.commit().await.map_err(backend)?;
     Ok(true)

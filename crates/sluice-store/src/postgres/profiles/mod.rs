@@ -94,6 +94,10 @@ impl ProfileStore for PostgresStore {
         partitions::events_in(&self.client().await?, &partitions, limit).await
     }
 
+    async fn profile_log_positions(&self, topic: &str) -> Result<Vec<(i32, i64)>> {
+        partitions::log_positions(&self.client().await?, topic).await
+    }
+
     async fn resolve_identities(&self, identities: Vec<String>) -> Result<Vec<(String, String)>> {
         engine::resolve(&self.client().await?, &identities).await
     }

@@ -53,6 +53,15 @@ CREATE TABLE profile_engine_nodes (
 );
 ";
 
+/// Where the engine has read the Kafka shape's event log up to (version
+/// 24): a row per partition of the topic, moved by the step that read it.
+pub(in crate::postgres) const SCHEMA_LOG: &str = r#"
+CREATE TABLE profile_log_read (
+    topic text COLLATE "C" NOT NULL, part integer NOT NULL, next bigint NOT NULL,
+    PRIMARY KEY (topic, part)
+);
+"#;
+
 /// The rows of `partitions`; every row when empty.
 fn rows_of(partitions: &[u16]) -> Vec<i32> {
     if partitions.is_empty() {
@@ -221,6 +230,34 @@ pub(super) async fn advance(
         "UPDATE profile_engine SET cursor_xact = $1, cursor_seq = $2
          WHERE id = ANY($3) AND (cursor_xact, cursor_seq) < ($1, $2)",
         &[&cursor.xact, &cursor.seq, &rows_of(partitions)],
+    )
+    .await
+    .map_err(backend)?;
+    Ok(())
+}
+
+/// `(partition, next offset)` of each partition of `topic` a step read.
+pub(super) async fn log_positions(c: &impl GenericClient, topic: &str) -> Result<Vec<(i32, i64)>> {
+    let rows = c
+        .query(
+            "SELECT part, next FROM profile_log_read WHERE topic = $1 ORDER BY part",
+            &[&topic],
+        )
+        .await
+        .map_err(backend)?;
+    rows.iter().map(|r| Ok((get(r, 0)?, get(r, 1)?))).collect()
+}
+
+/// Moves the positions a step read the event log up to; only forward, so
+/// a step of a node that lost the partition (refused before this) or an
+/// older read never moves one back.
+pub(super) async fn advance_log(c: &impl GenericClient, log: &crate::LogAdvance) -> Result<()> {
+    let (parts, next): (Vec<i32>, Vec<i64>) = log.next.iter().copied().unzip();
+    c.execute(
+        "INSERT INTO profile_log_read AS r (topic, part, next)
+         SELECT $1, * FROM UNNEST($2::integer[], $3::bigint[])
+         ON CONFLICT (topic, part) DO UPDATE SET next = GREATEST(r.next, excluded.next)",
+        &[&log.topic, &parts, &next],
     )
     .await
     .map_err(backend)?;

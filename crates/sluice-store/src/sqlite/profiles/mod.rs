@@ -221,6 +221,12 @@ impl ProfileStore for SqliteStore {
     }
 
     async fn commit_profiles(&self, commit: ProfileCommit) -> Result<bool> {
+        if commit.log.is_some() {
+            // The Kafka shape keeps its state in PostgreSQL.
+            return Err(crate::StoreError::internal(
+                "the event log's positions are kept only on PostgreSQL",
+            ));
+        }
         let weight = commit.messages.len() + commit.profiles.len() + commit.events.len() / 4;
         let stored: Vec<_> = commit
             .events

@@ -200,3 +200,58 @@ async fn a_read_takes_its_batch_of_calls_past_the_messages_sluice_wrote() {
         "passed over, without their bodies"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn log_positions_move_forward_with_a_step_and_only_under_the_lease() {
+    let schema = TestSchema::new();
+    let store = schema.open().await;
+    assert!(
+        store
+            .profile_log_positions("events")
+            .await
+            .expect("none yet")
+            .is_empty()
+    );
+    store
+        .take_profile_partitions("a", at(0), TTL)
+        .await
+        .expect("take");
+    let step = |owner: &str, next: Vec<(i32, i64)>| ProfileCommit {
+        log: Some(sluice_store::LogAdvance {
+            topic: "events".into(),
+            next,
+        }),
+        ..commit(owner)
+    };
+    assert!(
+        store
+            .commit_profiles(step("a", vec![(0, 10), (3, 4)]))
+            .await
+            .expect("first")
+    );
+    assert!(
+        store
+            .commit_profiles(step("a", vec![(0, 7), (1, 2)]))
+            .await
+            .expect("older")
+    );
+    assert!(
+        !store
+            .commit_profiles(step("b", vec![(0, 99)]))
+            .await
+            .expect("not the holder"),
+        "a node without the lease moves nothing"
+    );
+    assert_eq!(
+        store.profile_log_positions("events").await.expect("read"),
+        vec![(0, 10), (1, 2), (3, 4)],
+        "positions only move forward"
+    );
+    assert!(
+        store
+            .profile_log_positions("other")
+            .await
+            .expect("other topic")
+            .is_empty()
+    );
+}

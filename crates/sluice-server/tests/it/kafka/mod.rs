@@ -3,6 +3,8 @@
 //! Needs `SLUICE_TEST_KAFKA_BOOTSTRAP` (scripts/kafka-test-server.sh start)
 //! and `SLUICE_TEST_POSTGRES_URL`.
 
+mod personas;
+
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -11,7 +13,7 @@ use sluice_testkit::{Receiver, Reply};
 use crate::postgres::{pg_config, test_database, unique_schema};
 use crate::support::{TestServer, eventually};
 
-fn kafka_config(dir: &std::path::Path) -> sluice_server::Config {
+pub(super) fn kafka_config(dir: &std::path::Path) -> sluice_server::Config {
     let bootstrap = std::env::var("SLUICE_TEST_KAFKA_BOOTSTRAP").unwrap_or_else(|_| {
         panic!("SLUICE_TEST_KAFKA_BOOTSTRAP is not set: run scripts/kafka-test-server.sh start")
     });
