@@ -5,7 +5,9 @@
 #   scripts/kafka-test-server.sh start          # one broker (install if needed); prints its bootstrap servers
 #   scripts/kafka-test-server.sh start-cluster  # three brokers, replication 3, min.insync.replicas=2;
 #                                               # prints their bootstrap servers
-#   scripts/kafka-test-server.sh bootstrap [cluster]  # prints the bootstrap servers of the running broker(s)
+#   scripts/kafka-test-server.sh bootstrap [cluster|tls]  # prints the bootstrap servers of the running
+#                                               # broker(s); `tls`: the single broker's SASL_SSL listener
+#   scripts/kafka-test-server.sh tls-ca         # prints the file of the CA that signs that listener
 #   scripts/kafka-test-server.sh kill [N]       # kill -9 of cluster broker N (1..3), or of the single
 #                                               # broker without N, for failure tests
 #   scripts/kafka-test-server.sh restart [N]    # starts that broker again on its own data
@@ -19,7 +21,10 @@
 # from Maven Central (a small POM, `mvn dependency:copy-dependencies`), cached
 # under ${XDG_CACHE_HOME:-~/.cache}/sluice (override with SLUICE_KAFKA_JARS),
 # run by the JVM of Debian's openjdk-17-jre-headless. Brokers listen on
-# 127.0.0.1 only, in plaintext (local tests, never production); state lives
+# 127.0.0.1 only, in plaintext (local tests, never production); the single
+# broker also listens with SASL_SSL on the next port, with a certificate for
+# 127.0.0.1 and localhost from a CA made here (openssl) and the test-only
+# user `sluice` / `sluice-test-secret` for PLAIN and SCRAM-SHA-256; state lives
 # under target/kafka-test (override with SLUICE_KAFKA_TEST_DIR); ports from
 # 29092 (SLUICE_KAFKA_TEST_PORT; below the ephemeral range, so that no
 # outgoing connection holds one) or the next free ones. Each broker is stopped
@@ -94,20 +99,46 @@ free_port() {
     echo "$port"
 }
 
+# The test-only credentials of the SASL_SSL listener.
+tls_user=sluice
+tls_password=sluice-test-secret
+store_password=sluice-test-store
+
+# A CA and a certificate for 127.0.0.1 and localhost signed by it, in $base/tls
+# (once): ca.crt for clients, broker.p12 for the broker.
+make_certs() {
+    local tls=$base/tls
+    [[ -f $tls/broker.p12 ]] && return 0
+    command -v openssl >/dev/null || apt_install openssl
+    mkdir -p "$tls"
+    openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj "/CN=Sluice test CA" \
+        -keyout "$tls/ca.key" -out "$tls/ca.crt" 2>/dev/null
+    openssl req -newkey rsa:2048 -nodes -subj "/CN=127.0.0.1" \
+        -keyout "$tls/broker.key" -out "$tls/broker.csr" 2>/dev/null
+    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\n' >"$tls/san.ext"
+    openssl x509 -req -in "$tls/broker.csr" -CA "$tls/ca.crt" -CAkey "$tls/ca.key" \
+        -CAcreateserial -days 3650 -extfile "$tls/san.ext" -out "$tls/broker.crt" 2>/dev/null
+    openssl pkcs12 -export -in "$tls/broker.crt" -inkey "$tls/broker.key" -certfile "$tls/ca.crt" \
+        -name broker -passout "pass:$store_password" -out "$tls/broker.p12"
+}
+
 # Writes the configuration of broker $2 of deployment $1 (single|cluster),
-# given its ports and the controller quorum `voters`.
+# given its ports and the controller quorum `voters`; $5, the single
+# broker's SASL_SSL port.
 write_config() {
-    local kind=$1 id=$2 port=$3 cport=$4 dir=$base/$1/broker-$2 rf=1 isr=1
+    local kind=$1 id=$2 port=$3 cport=$4 sport=${5:-} dir=$base/$1/broker-$2 rf=1 isr=1
+    local listeners="PLAINTEXT://127.0.0.1:$port" map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
     [[ $kind == cluster ]] && { rf=3; isr=2; }
+    [[ -n $sport ]] && { listeners+=",SASL_SSL://127.0.0.1:$sport"; map+=,SASL_SSL:SASL_SSL; }
     mkdir -p "$dir"
     cat >"$dir/server.properties" <<PROPS
 process.roles=broker,controller
 node.id=$id
 controller.quorum.voters=$voters
-listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport
-advertised.listeners=PLAINTEXT://127.0.0.1:$port
+listeners=$listeners,CONTROLLER://127.0.0.1:$cport
+advertised.listeners=$listeners
 controller.listener.names=CONTROLLER
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+listener.security.protocol.map=$map
 inter.broker.listener.name=PLAINTEXT
 log.dirs=$dir/data
 num.partitions=4
@@ -120,7 +151,18 @@ transaction.state.log.min.isr=$isr
 auto.create.topics.enable=false
 group.initial.rebalance.delay.ms=0
 PROPS
-    printf '%s\n' "$port" "$cport" >"$dir/ports"
+    if [[ -n $sport ]]; then
+        cat >>"$dir/server.properties" <<PROPS
+sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256
+listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_$tls_user="$tls_password";
+listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+ssl.keystore.type=PKCS12
+ssl.keystore.location=$base/tls/broker.p12
+ssl.keystore.password=$store_password
+ssl.key.password=$store_password
+PROPS
+    fi
+    printf '%s\n' "$port" "$cport" ${sport:+"$sport"} >"$dir/ports"
     cat >"$dir/log4j2.properties" <<'LOG'
 rootLogger.level = WARN
 rootLogger.appenderRef.out.ref = out
@@ -157,12 +199,18 @@ launch() {
 start_kind() {
     local kind=$1 count=$2 heap=$3 first=${SLUICE_KAFKA_TEST_PORT:-29092} id port cport cluster_id
     install
+    # A single broker made before it had a TLS listener is made again.
+    if [[ $kind == single && -f $base/single/broker-1/ports ]] &&
+        (($(wc -l <"$base/single/broker-1/ports") < 3)); then
+        stop_broker "$base/single/broker-1"
+        rm -rf "${base:?}/single"
+    fi
     if [[ ! -f $base/$kind/cluster-id ]]; then
         rm -rf "${base:?}/$kind"
         mkdir -p "$base/$kind"
         [[ $kind == cluster ]] && first=$((first + 100))
-        local ports=() next=$first
-        for _ in $(seq $((count * 2))); do
+        local ports=() next=$first scram=() sport=
+        for _ in $(seq $((count * 2 + (count == 1)))); do
             next=$(free_port "$next")
             ports+=("$next")
             next=$((next + 1))
@@ -171,10 +219,15 @@ start_kind() {
         for id in $(seq "$count"); do
             voters+="${voters:+,}$id@127.0.0.1:${ports[$((id * 2 - 1))]}"
         done
+        if [[ $kind == single ]]; then
+            make_certs
+            sport=${ports[2]}
+            scram=(--add-scram "SCRAM-SHA-256=[name=$tls_user,password=$tls_password]")
+        fi
         cluster_id=$(java -cp "$jars/*" kafka.tools.StorageTool random-uuid 2>/dev/null | tail -n1)
         for id in $(seq "$count"); do
-            write_config "$kind" "$id" "${ports[$((id * 2 - 2))]}" "${ports[$((id * 2 - 1))]}"
-            java -cp "$jars/*" kafka.tools.StorageTool format -t "$cluster_id" \
+            write_config "$kind" "$id" "${ports[$((id * 2 - 2))]}" "${ports[$((id * 2 - 1))]}" "$sport"
+            java -cp "$jars/*" kafka.tools.StorageTool format -t "$cluster_id" "${scram[@]}" \
                 -c "$base/$kind/broker-$id/server.properties" >"$base/$kind/broker-$id/format.log" 2>&1 ||
                 die "formatting broker $id failed; see $base/$kind/broker-$id/format.log"
         done
@@ -194,7 +247,14 @@ wait_all() {
 
 bootstrap() {
     local kind=${1:-single} dir servers= hint=
-    [[ $kind == single || $kind == cluster ]] || die "usage: $0 bootstrap [cluster]"
+    if [[ $kind == tls ]]; then
+        dir=$base/single/broker-1
+        [[ -f $dir/ports && $(wc -l <"$dir/ports") -ge 3 ]] && broker_running "$dir" ||
+            die "no broker with a TLS listener; run: scripts/kafka-test-server.sh clean && scripts/kafka-test-server.sh start"
+        echo "127.0.0.1:$(sed -n 3p "$dir/ports")"
+        return 0
+    fi
+    [[ $kind == single || $kind == cluster ]] || die "usage: $0 bootstrap [cluster|tls]"
     for dir in "$base/$kind"/broker-*; do
         [[ -f $dir/ports ]] && broker_running "$dir" && port_in_use "$(head -n1 "$dir/ports")" &&
             servers+="${servers:+,}127.0.0.1:$(head -n1 "$dir/ports")"
@@ -246,9 +306,10 @@ case ${1:-} in
     start) start_kind single 1 512m ;;
     start-cluster) start_kind cluster 3 384m ;;
     bootstrap) bootstrap "${2:-}" ;;
+    tls-ca) [[ -f $base/tls/ca.crt ]] || die "no CA; run start first"; echo "$base/tls/ca.crt" ;;
     kill) kill_broker "${2:-}" ;;
     restart) launch "$(broker_dir "${2:-}")" 384m; bootstrap "${2:+cluster}" ;;
     stop) stop ;;
     clean) stop; rm -rf "$base" ;;
-    *) die "usage: $0 install|start|start-cluster|bootstrap [cluster]|kill [N]|restart [N]|stop|clean" ;;
+    *) die "usage: $0 install|start|start-cluster|bootstrap [cluster|tls]|tls-ca|kill [N]|restart [N]|stop|clean" ;;
 esac

@@ -31,11 +31,13 @@
 //!   `WITH_OAUTHBEARER_OIDC` as `0`, which a `#ifdef` reads as set, so it
 //!   includes `curl/curl.h`. The `configure` build has no such flaw.
 //!
-//! The `configure` build needs only a C compiler, `make` and `bash`, which
-//! a Rust toolchain's machine has; it takes about a minute of CPU, once per
+//! The `configure` build needs a C compiler, `make` and `bash`, which a
+//! Rust toolchain's machine has, and OpenSSL's headers (Debian's
+//! `libssl-dev`, found with `pkg-config`; `scripts/setup` installs both):
+//! TLS and SASL to the brokers (`kafka::Security`) link the system OpenSSL,
+//! as librdkafka's packages do. It takes about a minute of CPU, once per
 //! clean target directory. Compression is zlib (system `libz`) and
-//! librdkafka's built-in lz4; TLS and SASL to the brokers are later
-//! features (`ssl` links the system OpenSSL).
+//! librdkafka's built-in lz4.
 
 pub mod error;
 #[cfg(feature = "kafka")]

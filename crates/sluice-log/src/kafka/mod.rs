@@ -10,6 +10,7 @@
 //! - [`LogTail`]: the newest records of each partition, for the debugger.
 //! - [`LogReader`]: chosen partitions from offsets the caller keeps, for
 //!   the profile engine.
+//! - [`Security`]: TLS and SASL to the brokers.
 
 mod admin;
 mod consumer;
@@ -17,6 +18,7 @@ mod errors;
 mod producer;
 mod reader;
 mod revoke;
+mod security;
 mod tail;
 
 use std::time::Duration;
@@ -26,6 +28,7 @@ pub use consumer::{ConsumedRecord, LogConsumer, PartitionRecords, Polled};
 pub use producer::{Appended, LogProducer};
 pub use reader::LogReader;
 pub use revoke::Positions;
+pub use security::{MECHANISMS, Protocol, Sasl, Security};
 pub use tail::{LogTail, TAIL_DEPTH};
 
 /// Where the log is and how long to wait for it.
@@ -41,17 +44,20 @@ pub struct KafkaConfig {
     /// up with [`crate::LogError::Unavailable`] (librdkafka's
     /// `message.timeout.ms`: retries included).
     pub ack_timeout: Duration,
+    /// TLS and SASL to the brokers.
+    pub security: Security,
 }
 
 impl KafkaConfig {
     /// A configuration with the defaults: client id `sluice`, a 10 s
-    /// acknowledgement timeout.
+    /// acknowledgement timeout, plaintext.
     pub fn new(bootstrap_servers: impl Into<String>, topic: impl Into<String>) -> Self {
         KafkaConfig {
             bootstrap_servers: bootstrap_servers.into(),
             topic: topic.into(),
             client_id: "sluice".into(),
             ack_timeout: Duration::from_secs(10),
+            security: Security::default(),
         }
     }
 
@@ -60,6 +66,9 @@ impl KafkaConfig {
         config
             .set("bootstrap.servers", &self.bootstrap_servers)
             .set("client.id", &self.client_id);
+        for (key, value) in self.security.settings() {
+            config.set(key, value);
+        }
         config
     }
 }

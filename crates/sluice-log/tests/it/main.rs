@@ -1,7 +1,8 @@
 //! The event log against a real Apache Kafka broker.
 //!
 //! Needs `SLUICE_TEST_KAFKA_BOOTSTRAP` (`scripts/kafka-test-server.sh start`
-//! prints it) and the feature `kafka`. Each test uses a topic and consumer
+//! prints it), `SLUICE_TEST_KAFKA_TLS_BOOTSTRAP` and `SLUICE_TEST_KAFKA_CA`
+//! (its `bootstrap tls` and `tls-ca`), and the feature `kafka`. Each test uses a topic and consumer
 //! group of its own; the failure test starts and kills a broker of its own
 //! with the same script.
 #![cfg(feature = "kafka")]
@@ -13,6 +14,7 @@
 
 mod broker_down;
 mod group;
+mod security;
 mod tail;
 
 use std::time::Duration;

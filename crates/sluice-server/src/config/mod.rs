@@ -242,6 +242,9 @@ impl Config {
                     "timeouts and retention must be above 0",
                 );
             }
+            if let Err((key, why)) = self.kafka.check_security() {
+                return Err(ConfigError::Invalid { key, why });
+            }
         }
         if self.storage.timeout_ms == 0 {
             return invalid("storage.timeout_ms", "must be above 0");

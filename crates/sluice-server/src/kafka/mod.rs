@@ -26,7 +26,9 @@ use std::time::Duration;
 
 use sluice_api::suppression::Suppressions;
 use sluice_delivery::{DeliveryConfig, EngineHandle, FirstAttempts, Hooks};
-use sluice_log::kafka::{KafkaConfig, LogConsumer, LogProducer, LogTail, ensure_topic};
+use sluice_log::kafka::{
+    KafkaConfig, LogConsumer, LogProducer, LogTail, Protocol, Sasl, Security, ensure_topic,
+};
 use sluice_store::{EventLog, Store};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -63,7 +65,34 @@ fn finish_here<F: std::future::Future>(work: F) -> Option<F::Output> {
 pub(crate) fn client_config(settings: &KafkaSettings) -> KafkaConfig {
     let mut config = KafkaConfig::new(settings.bootstrap_servers.clone(), settings.topic.clone());
     config.ack_timeout = Duration::from_millis(settings.ack_timeout_ms);
+    config.security = Security {
+        // Checked by `Config::validate`.
+        protocol: Protocol::parse(&settings.security_protocol).unwrap_or_default(),
+        ca_location: settings.ssl_ca_location.clone(),
+        certificate_location: settings.ssl_certificate_location.clone(),
+        key_location: settings.ssl_key_location.clone(),
+        sasl: settings.sasl().then(|| Sasl {
+            mechanism: settings.sasl_mechanism.clone(),
+            username: settings.sasl_username.clone().unwrap_or_default(),
+            password: settings.sasl_password.clone().unwrap_or_default(),
+        }),
+    };
     config
+}
+
+/// Whether every broker named is on this machine.
+fn loopback_only(bootstrap: &str) -> bool {
+    bootstrap.split(',').all(|server| {
+        let host = server
+            .trim()
+            .rsplit_once(':')
+            .map_or(server.trim(), |(h, _)| h);
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        host == "localhost"
+            || host
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback())
+    })
 }
 
 /// Creates the topic when it is missing, then starts the producer ingest
@@ -128,11 +157,32 @@ pub(crate) async fn start(
         brokers = %settings.bootstrap_servers,
         topic = %settings.topic,
         group = %settings.delivery_group,
+        security = %settings.security_protocol.to_ascii_lowercase(),
         "event log in Kafka"
     );
+    if !settings.tls() && !loopback_only(&settings.bootstrap_servers) {
+        tracing::warn!(
+            brokers = %settings.bootstrap_servers,
+            "the event log's brokers are reached without TLS: calls cross the network in \
+             the clear (kafka.security_protocol, docs/kafka.md)"
+        );
+    }
     Ok(Started {
         log: Arc::new(KafkaLog::new(producer, tail)),
         feed,
         counters,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::loopback_only;
+
+    #[test]
+    fn only_brokers_on_this_machine_count_as_loopback() {
+        assert!(loopback_only("127.0.0.1:29092"));
+        assert!(loopback_only("localhost:9092, [::1]:9092"));
+        assert!(!loopback_only("127.0.0.1:9092,kafka-1.internal:9092"));
+        assert!(!loopback_only("10.0.0.5:9092"));
+    }
 }

@@ -6,9 +6,11 @@
 //!   and every call counts once in a computed trait;
 //! - one broker of a three-broker cluster (replication 3,
 //!   `min.insync.replicas` 2) is killed under load, and every call the
-//!   node acknowledged is still delivered.
+//!   node acknowledged is still delivered;
+//! - a node reaching the brokers over SASL_SSL never logs their password.
 //!
-//! Needs `SLUICE_TEST_KAFKA_BOOTSTRAP` and `SLUICE_TEST_POSTGRES_URL`.
+//! Needs `SLUICE_TEST_KAFKA_BOOTSTRAP`, `SLUICE_TEST_KAFKA_TLS_BOOTSTRAP`,
+//! `SLUICE_TEST_KAFKA_CA` and `SLUICE_TEST_POSTGRES_URL`.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -594,4 +596,30 @@ async fn kill_9_of_a_broker_under_load_loses_no_acknowledged_call() {
     assert_eq!(missing, 0, "acknowledged calls never delivered");
     drop((node, cluster));
     drop(turn);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_sasl_ssl_the_brokers_password_never_reaches_the_log() {
+    const PASSWORD: &str = "sluice-test-secret";
+    let shape = Shape::on("kafka_tls", var("SLUICE_TEST_KAFKA_TLS_BOOTSTRAP"), "1");
+    let ca = var("SLUICE_TEST_KAFKA_CA");
+    let env = shape.env(&[
+        ("SLUICE_LOG", "debug"),
+        ("SLUICE_KAFKA__SECURITY_PROTOCOL", "sasl_ssl"),
+        ("SLUICE_KAFKA__SSL_CA_LOCATION", ca.as_str()),
+        ("SLUICE_KAFKA__SASL_MECHANISM", "PLAIN"),
+        ("SLUICE_KAFKA__SASL_USERNAME", "sluice"),
+        ("SLUICE_KAFKA__SASL_PASSWORD", PASSWORD),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let (node, log) = start_with_log_file(dir.path(), &env).await;
+    let rx = Receiver::start().await;
+    let auth = hooked_source(&node.base, &rx).await;
+    let call = json!({"type": "track", "userId": "u1", "event": "Paid", "messageId": "tls-1"});
+    assert_eq!(post_batch(&node.base, &auth, vec![call]).await, Some(200));
+    assert_eq!(rx.wait_for(1, Duration::from_secs(30)).await.len(), 1);
+    drop(node);
+    let text = read_log(&log);
+    assert!(text.contains("sasl_ssl"), "the security used is logged");
+    assert!(!text.contains(PASSWORD), "the password is not");
 }

@@ -374,3 +374,34 @@ async fn usage_and_blocked_calls_are_counted_from_the_log_as_at_ingest() {
     assert_eq!(rx.requests().len(), 3, "nothing sent twice");
     server.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_reach_the_webhook_with_the_brokers_over_sasl_ssl() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = kafka_config(dir.path());
+    let var = |name: &str| {
+        std::env::var(name).unwrap_or_else(|_| panic!("{name} is not set: see scripts/test"))
+    };
+    config.kafka.bootstrap_servers = var("SLUICE_TEST_KAFKA_TLS_BOOTSTRAP");
+    config.kafka.security_protocol = "sasl_ssl".into();
+    config.kafka.ssl_ca_location = Some(var("SLUICE_TEST_KAFKA_CA"));
+    config.kafka.sasl_mechanism = "SCRAM-SHA-256".into();
+    config.kafka.sasl_username = Some("sluice".into());
+    config.kafka.sasl_password = Some("sluice-test-secret".into());
+    let server = TestServer::start_with(config).await;
+    let (src, key) = server.source("kafka-tls").await;
+    let rx = Receiver::start().await;
+    server
+        .webhook(&src, json!([rx.url()]), Some("kafka-secret-tls"))
+        .await;
+    for i in 0..3 {
+        let call = json!({"userId": "u1", "event": "Paid", "messageId": format!("tls-{i}")});
+        let (status, answer) = server
+            .collect("/v1/track", Some(&key), call.to_string())
+            .await;
+        assert_eq!(status, 200, "{answer}");
+    }
+    rx.wait_for(3, Duration::from_secs(30)).await;
+    assert_eq!(ids(&rx.requests()), ["tls-0", "tls-1", "tls-2"]);
+    server.stop().await;
+}
