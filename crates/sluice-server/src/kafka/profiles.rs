@@ -95,14 +95,15 @@ impl TopicFeed {
         let max = usize::try_from(limit).unwrap_or(usize::MAX).max(1);
         let records = self.reader.read(from, max, READ_WAIT).await.map_err(log)?;
         let mut next: BTreeMap<i32, i64> = BTreeMap::new();
-        let mut events: Vec<CursorEvent> = Vec::with_capacity(records.len());
+        let mut by_partition: BTreeMap<i32, Vec<CursorEvent>> = BTreeMap::new();
         for record in &records {
             next.insert(record.partition, record.offset + 1);
-            events.push(event_of(record));
+            by_partition
+                .entry(record.partition)
+                .or_default()
+                .push(event_of(record));
         }
-        // Calls of one person sit in one partition, in order; across
-        // partitions, acceptance time is the order the engine applies.
-        events.sort_by_key(|e| e.event.received_at);
+        let events = merge(by_partition.into_values().collect());
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         state.at.extend(&next);
         Ok(FeedRead {
@@ -130,6 +131,29 @@ impl EventFeed for TopicFeed {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .stale = true;
+    }
+}
+
+/// One list of the partitions' calls: each partition's in its log order
+/// (a person's calls of one source are all in one partition, in the order
+/// they were accepted), and across partitions the earliest accepted first.
+fn merge(partitions: Vec<Vec<CursorEvent>>) -> Vec<CursorEvent> {
+    let total = partitions.iter().map(Vec::len).sum();
+    let mut heads: Vec<std::iter::Peekable<std::vec::IntoIter<CursorEvent>>> = partitions
+        .into_iter()
+        .map(|p| p.into_iter().peekable())
+        .collect();
+    let mut out = Vec::with_capacity(total);
+    loop {
+        let earliest = heads
+            .iter_mut()
+            .enumerate()
+            .filter_map(|(i, h)| h.peek().map(|e| (e.event.received_at, i)))
+            .min();
+        let Some(event) = earliest.and_then(|(_, i)| heads[i].next()) else {
+            return out;
+        };
+        out.push(event);
     }
 }
 
@@ -173,5 +197,39 @@ fn event_of(record: &ConsumedRecord) -> CursorEvent {
         cursor: EventCursor::default(),
         event,
         elsewhere: call.is_none(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(at_ms: i64, id: &str) -> CursorEvent {
+        CursorEvent {
+            cursor: EventCursor::default(),
+            event: StoredEvent {
+                seq: 0,
+                source_id: "s".into(),
+                message_id: id.into(),
+                event_type: "track".into(),
+                received_at: DateTime::from_timestamp_millis(at_ms).unwrap_or_default(),
+                body: String::new(),
+                blocked: None,
+            },
+            elsewhere: false,
+        }
+    }
+
+    #[test]
+    fn keeps_each_partitions_order_and_takes_the_earliest_head_first() {
+        // Partition a's second call was stamped earlier than its first (two
+        // ingest nodes' clocks): the log's order stands.
+        let a = vec![call(10, "a1"), call(5, "a2"), call(30, "a3")];
+        let b = vec![call(7, "b1"), call(20, "b2")];
+        let ids: Vec<String> = merge(vec![a, b])
+            .into_iter()
+            .map(|e| e.event.message_id)
+            .collect();
+        assert_eq!(ids, ["b1", "a1", "a2", "b2", "a3"]);
     }
 }
