@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use sluice_testkit::Receiver;
 
 use super::kafka_config;
-use crate::personas::{SECRET, bodies, create};
+use crate::personas::{bodies, create, setup_with};
 use crate::postgres::test_database;
 use crate::support::{TestServer, eventually};
 
@@ -37,19 +37,10 @@ async fn send(s: &TestServer, key: &str, path: &str, body: Value) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn computed_traits_are_built_from_the_topic_once_across_a_restart() {
     let dir = tempfile::tempdir().unwrap();
-    let base = {
-        let mut c = kafka_config(dir.path());
-        c.personas.poll_interval_ms = 20;
-        c
-    };
+    let mut base = kafka_config(dir.path());
+    base.personas.poll_interval_ms = 20;
     let schema = base.storage.postgres_schema.clone().unwrap();
-    let s = TestServer::start_with(base.clone()).await;
-    let (_src, key) = s.source("app").await;
-    let (quiet, _) = s.source("quiet").await;
-    let rx = Receiver::start().await;
-    let dest = s
-        .webhook(&quiet, json!([{"url": rx.url()}]), Some(SECRET))
-        .await;
+    let (s, key, dest, rx) = setup_with(base.clone()).await;
     create(
         &s,
         "/computed-traits",

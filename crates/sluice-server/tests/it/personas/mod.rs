@@ -24,7 +24,15 @@ pub(super) const SECRET: &str = "whsec-personas-0123456789";
 /// Webhooks destination (on an otherwise unused source) for personas.
 pub(super) async fn setup() -> (TestServer, tempfile::TempDir, String, String, Receiver) {
     let dir = tempfile::tempdir().expect("tempdir");
-    let mut config = test_config(dir.path());
+    let (s, key, dest, rx) = setup_with(test_config(dir.path())).await;
+    (s, dir, key, dest, rx)
+}
+
+/// [`setup`] on `config`, with its engine made fast: the server, the
+/// write key of `app` and the destination on `quiet`.
+pub(crate) async fn setup_with(
+    mut config: sluice_server::Config,
+) -> (TestServer, String, String, Receiver) {
     config.personas.poll_interval_ms = 20;
     let s = TestServer::start_with(config).await;
     let (_src, key) = s.source("app").await;
@@ -33,7 +41,7 @@ pub(super) async fn setup() -> (TestServer, tempfile::TempDir, String, String, R
     let dest = s
         .webhook(&quiet, json!([{"url": rx.url()}]), Some(SECRET))
         .await;
-    (s, dir, key, dest, rx)
+    (s, key, dest, rx)
 }
 
 pub(super) async fn track(s: &TestServer, key: &str, user: &str, event: &str, props: Value) {
