@@ -31,14 +31,21 @@ pub trait DeliveryStore: Send + Sync {
     /// back (for example with `Outcome::Retry` when the worker is saturated).
     async fn report(&self, reports: Vec<AttemptReport>) -> Result<()>;
     async fn list_deliveries(&self, filter: &DeliveryFilter) -> Result<Vec<DeliveryRecord>>;
-    /// The pending, never attempted deliveries of the call `message_id` of
-    /// `source_id`, as `(delivery id, destination id)`: a call handed from
-    /// an event log to retry state, whose first attempts are reported next.
-    async fn unattempted_deliveries(
+    /// Puts a call read from an event log into retry state with its first
+    /// attempts made (the Kafka shape): `request`'s one call is stored with
+    /// a delivery to each destination of `reports`, each carrying its
+    /// report as [`DeliveryStore::report`] would record it, all in one
+    /// transaction, so the store's dispatcher never sees a delivery
+    /// unattempted. The call is not counted in usage (the log's reader
+    /// counts it once). Returns false, writing nothing, when the store
+    /// already holds the call within the deduplication window: handed off
+    /// before a crash and read again. Only PostgreSQL keeps the Kafka
+    /// shape's retry state; SQLite refuses.
+    async fn hand_off(
         &self,
-        source_id: &str,
-        message_id: &str,
-    ) -> Result<Vec<(i64, String)>>;
+        request: crate::AppendRequest,
+        reports: Vec<(String, AttemptReport)>,
+    ) -> Result<bool>;
     async fn get_delivery(&self, id: i64) -> Result<Option<DeliveryRecord>>;
     /// Attempts of one delivery, oldest first.
     async fn list_attempts(&self, delivery_id: i64) -> Result<Vec<Attempt>>;

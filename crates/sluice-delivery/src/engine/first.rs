@@ -6,9 +6,9 @@
 //! destination accepts on the first attempt leaves no row behind. Anything
 //! else (a retry to schedule, a dead or discarded delivery) is handed to
 //! the store's retry state ([`FirstAttempts::hand_off`]): the call is
-//! appended there with deliveries to those destinations only, and each
-//! delivery then carries its first attempt, as if the store's own
-//! dispatcher had made it. From there the store's delivery engine owns it
+//! stored there with deliveries to those destinations only, each carrying
+//! its first attempt as if the store's own dispatcher had made it, in one
+//! transaction. From there the store's delivery engine owns it
 //! for the rest of the retry window.
 //!
 //! Sends share the dispatcher's building blocks: the destination cache
@@ -34,11 +34,6 @@ use crate::config::DeliveryConfig;
 use crate::error::DeliveryError;
 use crate::policy::RetryPolicy;
 use crate::sender::Sender;
-
-/// How long a handed-off call waits for its first attempts' reports
-/// before the store's dispatcher may send it anyway (the reports never
-/// came: the node died between the two writes).
-const REPORT_GRACE: chrono::TimeDelta = chrono::TimeDelta::seconds(60);
 
 /// What the first attempts of one call left unfinished.
 #[derive(Debug, Default)]
@@ -203,48 +198,30 @@ impl FirstAttempts {
     }
 
     /// Puts what `send` left unfinished into the store's retry state, once:
-    /// the call is appended with deliveries to those destinations, then
-    /// each delivery gets its first attempt's report. A call the store
+    /// the call with a delivery to each of those destinations, each with
+    /// its first attempt's report, in one transaction of the store's
+    /// ([`sluice_store::DeliveryStore::hand_off`]). A call the store
     /// already holds (handed off before a crash and read again) is left as
-    /// it is, through the store's deduplication by `messageId`. Returns
-    /// once it is durable; on an error the caller tries again, and a second
-    /// try after a partial one finds the call already appended.
+    /// it is. Returns once it is durable; on an error nothing was written
+    /// and the caller tries again.
     pub async fn hand_off(&self, record: &LogRecord, sent: &Sent) -> Result<(), StoreError> {
         if sent.unfinished.is_empty() {
             return Ok(());
         }
         let targets: Vec<String> = sent.unfinished.iter().map(|(d, _)| d.clone()).collect();
-        let mut event = record.to_new_event(&targets);
-        // Not due until the reports below have set each delivery's next
-        // attempt: the store's dispatcher must not send it meanwhile.
-        event.first_due = Some(Utc::now() + REPORT_GRACE);
-        let appended = self
-            .store
-            .append(AppendRequest {
-                source_id: record.source_id.clone(),
-                received_at: record.received_at,
-                events: vec![event],
-            })
-            .await?;
-        if appended.stored == 0 {
-            return Ok(());
-        }
-        let rows = self
-            .store
-            .unattempted_deliveries(&record.source_id, &record.message_id)
-            .await?;
-        let mut reports = Vec::with_capacity(sent.unfinished.len());
-        for (destination, report) in &sent.unfinished {
-            if let Some((id, _)) = rows.iter().find(|(_, d)| d == destination) {
+        let request = AppendRequest {
+            source_id: record.source_id.clone(),
+            received_at: record.received_at,
+            events: vec![record.to_new_event(&targets)],
+        };
+        let now = Utc::now();
+        let reports = (sent.unfinished.iter())
+            .map(|(destination, report)| {
                 let mut report = report.clone();
-                report.delivery_id = *id;
-                report.at = Utc::now();
-                for attempt in &mut report.attempts {
-                    attempt.delivery_id = *id;
-                }
-                reports.push(report);
-            }
-        }
-        self.store.report(reports).await
+                report.at = now;
+                (destination.clone(), report)
+            })
+            .collect();
+        self.store.hand_off(request, reports).await.map(|_| ())
     }
 }

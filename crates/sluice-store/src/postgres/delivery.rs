@@ -150,7 +150,7 @@ pub(super) async fn report(client: &mut Client, reports: &[AttemptReport]) -> Re
     tx.commit().await.map_err(backend)
 }
 
-async fn apply(tx: &Transaction<'_>, reports: &[AttemptReport]) -> Result<()> {
+pub(super) async fn apply(tx: &Transaction<'_>, reports: &[AttemptReport]) -> Result<()> {
     let effects: Vec<Effect> = reports.iter().map(effect).collect();
     let ids: Vec<i64> = effects.iter().map(|e| e.id).collect();
     let ats: Vec<i64> = effects.iter().map(|e| e.at).collect();

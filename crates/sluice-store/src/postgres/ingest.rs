@@ -122,7 +122,7 @@ pub(super) async fn append_batch(
 /// How often a group is written again after another node stored one of
 /// its ids at the same moment. Each try sees what the one before waited
 /// for, so the second normally succeeds.
-const CONFLICT_TRIES: u32 = 4;
+pub(super) const CONFLICT_TRIES: u32 = 4;
 
 /// What every group of one node is written with.
 #[derive(Debug, Clone, Copy)]
@@ -133,9 +133,12 @@ pub(super) struct GroupOptions {
     /// its own, so no two nodes' ingest transactions update one row (reads
     /// sum the shards).
     pub usage_shard: i32,
+    /// Whether the calls count in usage: not when a call read from the
+    /// event log is handed to retry state (`hand_off`).
+    pub usage: bool,
 }
 
-async fn write(
+pub(super) async fn write(
     tx: &deadpool_postgres::Transaction<'_>,
     requests: &[&AppendRequest],
     opts: GroupOptions,
@@ -238,6 +241,9 @@ async fn write(
             .map_err(backend)?;
     }
     at_ingest.write(tx, opts.usage_shard).await?;
+    if !opts.usage {
+        return Ok(outcomes);
+    }
     let mut u_sources = Vec::with_capacity(usage.len());
     let mut u_days = Vec::with_capacity(usage.len());
     let (mut u_calls, mut u_events, mut u_dups) = (Vec::new(), Vec::new(), Vec::new());

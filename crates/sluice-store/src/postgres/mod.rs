@@ -11,6 +11,9 @@
 //!   transaction of four multi-row statements (`UNNEST` of arrays), however
 //!   many requests and events it holds (see `writer.rs`, `ingest.rs`). A
 //!   failing request is retried alone, so it never fails its neighbours.
+//! - **Hand-off.** A call the Kafka shape's consumer could not deliver on
+//!   its first attempt enters retry state with those attempts in one
+//!   transaction (`hand_off.rs`).
 //! - **One transaction per operation** for everything else, on a pooled
 //!   connection (`deadpool-postgres`), each at READ COMMITTED, with row locks
 //!   where a read decides a write (patches, destination ↔ source links).
@@ -52,6 +55,7 @@ mod cluster;
 mod config;
 mod dedup;
 mod delivery;
+mod hand_off;
 mod health;
 mod ingest;
 mod pooler;
@@ -87,6 +91,8 @@ pub struct PostgresStore {
     node: String,
     writer: Writer,
     vacuum: vacuum::DrainVacuum,
+    /// The deduplication window, for calls handed off outside the writer.
+    dedup_window: Option<std::time::Duration>,
 }
 
 impl PostgresStore {
@@ -132,6 +138,7 @@ impl PostgresStore {
             node: crate::keys::new_id("node"),
             writer,
             vacuum: vacuum::DrainVacuum::new(config.vacuum_after_settled),
+            dedup_window: config.dedup_window,
         })
     }
 

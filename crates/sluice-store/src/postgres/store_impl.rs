@@ -146,12 +146,18 @@ impl DeliveryStore for PostgresStore {
         deliveries::list_deliveries(&self.db().await?, filter, None).await
     }
 
-    async fn unattempted_deliveries(
+    async fn hand_off(
         &self,
-        source_id: &str,
-        message_id: &str,
-    ) -> Result<Vec<(i64, String)>> {
-        deliveries::unattempted(&self.db().await?, source_id, message_id, None).await
+        request: AppendRequest,
+        reports: Vec<(String, AttemptReport)>,
+    ) -> Result<bool> {
+        let settled = reports.len();
+        let stored =
+            super::hand_off::hand_off(&self.pool, self.dedup_window, &request, reports).await?;
+        if stored {
+            self.vacuum.settled(settled);
+        }
+        Ok(stored)
     }
 
     async fn get_delivery(&self, id: i64) -> Result<Option<DeliveryRecord>> {

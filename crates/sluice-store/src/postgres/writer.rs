@@ -142,6 +142,7 @@ async fn writer_loop(pool: Pool, mut rx: mpsc::Receiver<Msg>, limits: GroupLimit
         let opts = GroupOptions {
             window: limits.dedup_window,
             usage_shard: limits.usage_shard,
+            usage: true,
         };
         commit_group(&pool, &mut group, opts).await;
         if closing {

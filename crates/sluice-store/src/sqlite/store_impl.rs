@@ -234,23 +234,15 @@ impl DeliveryStore for SqliteStore {
             .await
     }
 
-    async fn unattempted_deliveries(
+    async fn hand_off(
         &self,
-        source_id: &str,
-        message_id: &str,
-    ) -> Result<Vec<(i64, String)>> {
-        let (source, message) = (source_id.to_owned(), message_id.to_owned());
-        self.readers
-            .run(move |c| {
-                let seqs = message_ids::seqs(c, &message)?;
-                ready(deliveries::unattempted(
-                    &Lite(c),
-                    &source,
-                    &message,
-                    Some(&seqs),
-                ))
-            })
-            .await
+        _request: AppendRequest,
+        _reports: Vec<(String, AttemptReport)>,
+    ) -> Result<bool> {
+        // The Kafka shape keeps its retry state in PostgreSQL.
+        Err(crate::StoreError::internal(
+            "calls from an event log are handed off only on PostgreSQL",
+        ))
     }
 
     async fn list_deliveries(&self, filter: &DeliveryFilter) -> Result<Vec<DeliveryRecord>> {

@@ -17,6 +17,7 @@ use sluice_store::{AppendRequest, NewEvent, PostgresConfig, PostgresStore, Store
 use tokio_postgres::NoTls;
 
 mod cluster;
+mod hand_off;
 mod partitions;
 mod pooler;
 mod tls;

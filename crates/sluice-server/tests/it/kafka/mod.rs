@@ -235,6 +235,23 @@ async fn a_failed_first_attempt_is_retried_from_postgres_until_delivered() {
     assert_eq!(row["source_id"], src.as_str());
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(rx.requests().len(), 2, "no third send");
+    // Counted once, from the topic: the hand-off to retry state is not
+    // another accepted call.
+    let today = eventually(15, || async {
+        let (_, usage) = server
+            .admin(reqwest::Method::GET, &format!("/sources/{src}/usage"), None)
+            .await;
+        let today = usage["data"][0].clone();
+        (today["api_calls"] == 1).then_some(today)
+    })
+    .await;
+    assert_eq!(today["events"], 1, "{today}");
+    // Room for a second count, which must not come.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let (_, usage) = server
+        .admin(reqwest::Method::GET, &format!("/sources/{src}/usage"), None)
+        .await;
+    assert_eq!(usage["data"][0], today, "counted once");
     server.stop().await;
 }
 

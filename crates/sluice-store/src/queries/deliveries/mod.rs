@@ -109,33 +109,6 @@ fn where_clause<'a>(
     (sql, values)
 }
 
-/// See [`crate::DeliveryStore::unattempted_deliveries`]. The call is found
-/// by its `messageId` (`seqs` names its events when the backend found them
-/// itself, see [`where_clause`]), then its deliveries by event.
-pub(crate) async fn unattempted(
-    db: &impl Db,
-    source_id: &str,
-    message_id: &str,
-    seqs: Option<&[i64]>,
-) -> Result<Vec<(i64, String)>> {
-    let (events, call) = match seqs {
-        Some(seqs) => (
-            format!("e.seq IN (SELECT value FROM {})", db.dialect().int_list(2)),
-            Param::from(seqs),
-        ),
-        None => ("e.message_id = $2".to_owned(), Param::from(message_id)),
-    };
-    db.query_map(
-        &format!(
-            "SELECT d.id, d.destination_id FROM events e JOIN deliveries d ON d.event_seq = e.seq
-             WHERE {events} AND e.source_id = $1 AND d.state = 'pending' AND d.attempts = 0"
-        ),
-        &[Param::from(source_id), call],
-        |mut r| Ok((r.get(0)?, r.take(1)?)),
-    )
-    .await
-}
-
 /// Newest first; `filter.limit == 0` means no limit. `seqs`: see
 /// [`where_clause`].
 pub(crate) async fn list_deliveries(

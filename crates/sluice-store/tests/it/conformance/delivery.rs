@@ -87,43 +87,6 @@ pub async fn a_delivery_with_a_later_first_due_time_waits_for_it(store: Shared) 
     assert_eq!(message_ids(&claim(&store, 31, 10).await), vec!["m-later"]);
 }
 
-pub async fn unattempted_deliveries_are_a_calls_pending_ones_never_tried(store: Shared) {
-    append(
-        &store,
-        "src_a",
-        at(0),
-        vec![event("m1", &["dst_1", "dst_2"])],
-    )
-    .await;
-    append(&store, "src_b", at(0), vec![event("m1", &["dst_1"])]).await;
-    let mut found = store
-        .unattempted_deliveries("src_a", "m1")
-        .await
-        .expect("unattempted");
-    found.sort_by(|a, b| a.1.cmp(&b.1));
-    let dests: Vec<&str> = found.iter().map(|(_, d)| d.as_str()).collect();
-    assert_eq!(dests, vec!["dst_1", "dst_2"], "only this source's call");
-    let tried = AttemptReport {
-        delivery_id: found[0].0,
-        at: at(1),
-        attempts: vec![attempt(found[0].0, 1, at(1), 503)],
-        outcome: Outcome::Retry { at: at(5) },
-    };
-    store.report(vec![tried]).await.expect("report");
-    let left = store
-        .unattempted_deliveries("src_a", "m1")
-        .await
-        .expect("unattempted");
-    assert_eq!(left, vec![(found[1].0, "dst_2".to_owned())]);
-    assert!(
-        store
-            .unattempted_deliveries("src_a", "m9")
-            .await
-            .expect("none")
-            .is_empty()
-    );
-}
-
 pub async fn leased_delivery_is_claimed_again_after_its_lease_ends(store: Shared) {
     append(&store, "src_a", at(0), vec![event("m1", &["dst_1"])]).await;
     append(&store, "src_a", at(10), vec![event("m2", &["dst_1"])]).await;
