@@ -91,8 +91,8 @@ pub struct PostgresStore {
     node: String,
     writer: Writer,
     vacuum: vacuum::DrainVacuum,
-    /// The deduplication window, for calls handed off outside the writer.
-    dedup_window: Option<std::time::Duration>,
+    /// Writes calls handed off from the event log to retry state.
+    hand_offs: hand_off::HandOffs,
 }
 
 impl PostgresStore {
@@ -134,11 +134,11 @@ impl PostgresStore {
             "postgres store open"
         );
         Ok(PostgresStore {
-            pool,
+            pool: pool.clone(),
             node: crate::keys::new_id("node"),
             writer,
             vacuum: vacuum::DrainVacuum::new(config.vacuum_after_settled),
-            dedup_window: config.dedup_window,
+            hand_offs: hand_off::HandOffs::spawn(pool, config.dedup_window),
         })
     }
 

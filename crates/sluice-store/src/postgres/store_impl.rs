@@ -152,8 +152,7 @@ impl DeliveryStore for PostgresStore {
         reports: Vec<(String, AttemptReport)>,
     ) -> Result<bool> {
         let settled = reports.len();
-        let stored =
-            super::hand_off::hand_off(&self.pool, self.dedup_window, &request, reports).await?;
+        let stored = self.hand_offs.hand_off(request, reports).await?;
         if stored {
             self.vacuum.settled(settled);
         }
