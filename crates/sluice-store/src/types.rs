@@ -146,11 +146,6 @@ pub struct NewEvent {
     /// The slot of the call's person ([`crate::person_slot`]), which
     /// decides the profile engine partition that reads it.
     pub person: u16,
-    /// When its deliveries are first due; `None` is when it was received.
-    /// A call handed from an event log to retry state gets its first
-    /// attempt's report right after it is appended, and is sent meanwhile
-    /// only if that report never comes.
-    pub first_due: Option<DateTime<Utc>>,
 }
 
 /// Why a call was blocked: the rule, and the event name counted against it.

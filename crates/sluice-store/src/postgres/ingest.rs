@@ -187,7 +187,7 @@ pub(super) async fn write(
     drop(events);
     let kept = |r: usize, e: usize| seq_of[r][e].filter(|s| stored.contains(s));
     let mut outcomes = vec![Appended::default(); requests.len()];
-    let (mut d_seqs, mut d_dests, mut d_sources, mut d_due) = (vec![], vec![], vec![], vec![]);
+    let (mut d_seqs, mut d_dests, mut d_sources, mut d_at) = (vec![], vec![], vec![], vec![]);
     let mut d_bodies: Vec<Option<&str>> = vec![];
     let mut at_ingest = AtIngest::default();
     // BTreeMap: one row per key (an upsert may not touch a row twice) and a
@@ -205,7 +205,7 @@ pub(super) async fn write(
                 d_seqs.push(seq);
                 d_dests.push(destination_id.as_str());
                 d_sources.push(request.source_id.as_str());
-                d_due.push(event.first_due.map_or(received_at, ms));
+                d_at.push(received_at);
                 d_bodies.push(
                     event
                         .bodies
@@ -236,7 +236,7 @@ pub(super) async fn write(
             )
             .await
             .map_err(backend)?;
-        tx.execute(&insert, &[&d_seqs, &d_dests, &d_sources, &d_due, &d_bodies])
+        tx.execute(&insert, &[&d_seqs, &d_dests, &d_sources, &d_at, &d_bodies])
             .await
             .map_err(backend)?;
     }

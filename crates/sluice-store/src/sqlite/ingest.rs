@@ -77,14 +77,19 @@ pub(super) fn append(
         if let (Some(window), Some(key)) = (window.as_deref_mut(), key) {
             window.insert(key, received_at, seq);
         }
-        let due = event.first_due.map_or(received_at, ms);
         for destination_id in &event.destination_ids {
             let body = event
                 .bodies
                 .iter()
                 .find(|(d, _)| d == destination_id)
                 .map(|(_, b)| b.as_str());
-            insert_delivery.execute(params![seq, destination_id, due, body, received_at])?;
+            insert_delivery.execute(params![
+                seq,
+                destination_id,
+                received_at,
+                body,
+                received_at
+            ])?;
         }
         if !event.filtered.is_empty() || event.blocked.is_some() {
             outcomes_at_ingest(conn, request, event, seq, &day)?;

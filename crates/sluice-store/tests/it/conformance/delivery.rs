@@ -73,20 +73,6 @@ pub async fn claim_due_respects_the_limit(store: Shared) {
     );
 }
 
-pub async fn a_delivery_with_a_later_first_due_time_waits_for_it(store: Shared) {
-    let mut later = event("m-later", &["dst_1"]);
-    later.first_due = Some(at(30));
-    append(
-        &store,
-        "src_a",
-        at(0),
-        vec![later, event("m-now", &["dst_1"])],
-    )
-    .await;
-    assert_eq!(message_ids(&claim(&store, 5, 10).await), vec!["m-now"]);
-    assert_eq!(message_ids(&claim(&store, 31, 10).await), vec!["m-later"]);
-}
-
 pub async fn leased_delivery_is_claimed_again_after_its_lease_ends(store: Shared) {
     append(&store, "src_a", at(0), vec![event("m1", &["dst_1"])]).await;
     append(&store, "src_a", at(10), vec![event("m2", &["dst_1"])]).await;

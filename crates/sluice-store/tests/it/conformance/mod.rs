@@ -92,7 +92,6 @@ macro_rules! conformance_tests {
             a_message_id_older_than_the_window_is_stored_again,
             claim_due_leases_the_oldest_due_first,
             claim_due_respects_the_limit,
-            a_delivery_with_a_later_first_due_time_waits_for_it,
             leased_delivery_is_claimed_again_after_its_lease_ends,
             report_success_records_attempts_and_finishes,
             report_retry_reschedules_and_keeps_the_first_attempt_time,
