@@ -265,3 +265,23 @@ pub(super) fn record_of(message: &BorrowedMessage<'_>) -> ConsumedRecord {
         payload: message.payload().unwrap_or_default().to_vec(),
     }
 }
+
+/// The partitions of `topic` as the brokers list them, in order; none
+/// while the topic does not exist.
+pub(super) fn topic_partitions<C: rdkafka::consumer::ConsumerContext>(
+    consumer: &rdkafka::consumer::BaseConsumer<C>,
+    topic: &str,
+    wait: Duration,
+) -> Result<Vec<i32>, LogError> {
+    let metadata = consumer
+        .fetch_metadata(Some(topic), wait)
+        .map_err(|e| errors::client_error(&e))?;
+    let mut found: Vec<i32> = metadata
+        .topics()
+        .iter()
+        .filter(|t| t.name() == topic)
+        .flat_map(|t| t.partitions().iter().map(|p| p.id()))
+        .collect();
+    found.sort_unstable();
+    Ok(found)
+}

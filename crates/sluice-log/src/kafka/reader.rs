@@ -17,7 +17,7 @@ use std::time::Duration;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::{Offset, TopicPartitionList};
 
-use super::consumer::{ConsumedRecord, record_of};
+use super::consumer::{ConsumedRecord, record_of, topic_partitions};
 use super::{KafkaConfig, errors};
 use crate::LogError;
 
@@ -81,17 +81,7 @@ impl LogReader {
             if let Some(known) = &inner.partitions {
                 return Ok(known.clone());
             }
-            let metadata = inner
-                .consumer
-                .fetch_metadata(Some(&topic), METADATA_WAIT)
-                .map_err(|e| errors::client_error(&e))?;
-            let mut found: Vec<i32> = metadata
-                .topics()
-                .iter()
-                .filter(|t| t.name() == topic)
-                .flat_map(|t| t.partitions().iter().map(|p| p.id()))
-                .collect();
-            found.sort_unstable();
+            let found = topic_partitions(&inner.consumer, &topic, METADATA_WAIT)?;
             // None while the topic is still being created: asked again.
             if !found.is_empty() {
                 inner.partitions = Some(found.clone());

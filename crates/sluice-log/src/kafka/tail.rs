@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::{Offset, TopicPartitionList};
 
-use super::consumer::{ConsumedRecord, record_of};
+use super::consumer::{ConsumedRecord, record_of, topic_partitions};
 use super::{KafkaConfig, errors};
 use crate::LogError;
 
@@ -80,15 +80,7 @@ fn look(
     source_id: &str,
 ) -> Result<Vec<ConsumedRecord>, LogError> {
     let started = Instant::now();
-    let metadata = consumer
-        .fetch_metadata(Some(topic), LOOK_WAIT)
-        .map_err(|e| errors::client_error(&e))?;
-    let partitions: Vec<i32> = metadata
-        .topics()
-        .iter()
-        .filter(|t| t.name() == topic)
-        .flat_map(|t| t.partitions().iter().map(|p| p.id()))
-        .collect();
+    let partitions = topic_partitions(consumer, topic, LOOK_WAIT)?;
     // Where each partition ends now: reading stops there.
     let mut ends: HashMap<i32, i64> = HashMap::new();
     let mut list = TopicPartitionList::with_capacity(partitions.len());

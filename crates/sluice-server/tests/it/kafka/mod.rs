@@ -195,6 +195,14 @@ async fn every_call_type_goes_through_kafka_to_each_url_once_leaving_no_rows() {
 }
 
 /// How many calls the schema's `events` table holds.
+/// The source's usage for today (its only day here).
+async fn usage_today(server: &TestServer, src: &str) -> Value {
+    let (_, usage) = server
+        .admin(reqwest::Method::GET, &format!("/sources/{src}/usage"), None)
+        .await;
+    usage["data"][0].clone()
+}
+
 async fn event_rows(schema: &str) -> i64 {
     let client = test_database().await;
     let sql = format!("SELECT count(*) FROM \"{schema}\".events");
@@ -238,20 +246,14 @@ async fn a_failed_first_attempt_is_retried_from_postgres_until_delivered() {
     // Counted once, from the topic: the hand-off to retry state is not
     // another accepted call.
     let today = eventually(15, || async {
-        let (_, usage) = server
-            .admin(reqwest::Method::GET, &format!("/sources/{src}/usage"), None)
-            .await;
-        let today = usage["data"][0].clone();
+        let today = usage_today(&server, &src).await;
         (today["api_calls"] == 1).then_some(today)
     })
     .await;
     assert_eq!(today["events"], 1, "{today}");
     // Room for a second count, which must not come.
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    let (_, usage) = server
-        .admin(reqwest::Method::GET, &format!("/sources/{src}/usage"), None)
-        .await;
-    assert_eq!(usage["data"][0], today, "counted once");
+    assert_eq!(usage_today(&server, &src).await, today, "counted once");
     server.stop().await;
 }
 
@@ -369,10 +371,7 @@ async fn usage_and_blocked_calls_are_counted_from_the_log_as_at_ingest() {
     // Four requests; four calls accepted (the blocked one too, as at
     // ingest); two repeats: one within the batch, one client retry.
     let today = eventually(15, || async {
-        let (_, usage) = server
-            .admin(reqwest::Method::GET, &format!("/sources/{src}/usage"), None)
-            .await;
-        let today = usage["data"][0].clone();
+        let today = usage_today(&server, &src).await;
         (today["api_calls"] == 4).then_some(today)
     })
     .await;
