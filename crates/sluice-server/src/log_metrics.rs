@@ -1,6 +1,6 @@
-//! The Kafka shape's hand-over counters on `/metrics`: what a node did with
-//! the calls of partitions that came to it from another node (a rebalance,
-//! or the `kill -9` of their owner).
+//! The Kafka shape's consumer on `/metrics`: what a node did with the calls
+//! of partitions that came to it from another node (a rebalance, or the
+//! `kill -9` of their owner), and what its deduplication memory holds.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
 use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::Registry;
 
 /// Counted by the delivery consumer as it reads.
@@ -19,10 +20,18 @@ pub struct LogCounters {
     /// Calls skipped because the last owner had finished them past its
     /// committed offset.
     pub skipped: AtomicU64,
+    /// Calls remembered to drop their clients' retries (a gauge).
+    pub dedup_calls: AtomicU64,
+    /// The memory those take, in bytes (a gauge).
+    pub dedup_bytes: AtomicU64,
+    /// How far back, in seconds, the memory reaches in every partition (a
+    /// gauge): the window, or less while the memory is full.
+    pub dedup_reach_secs: AtomicU64,
 }
 
-/// Registers `sluice_kafka_calls_read_again_total` and
-/// `sluice_kafka_calls_skipped_total`.
+/// Registers `sluice_kafka_calls_read_again_total`,
+/// `sluice_kafka_calls_skipped_total`, `sluice_kafka_dedup_calls`,
+/// `sluice_kafka_dedup_memory_bytes` and `sluice_kafka_dedup_reach_seconds`.
 pub fn register(registry: &mut Registry, counters: Arc<LogCounters>) {
     registry.register_collector(Box::new(Counters(counters)));
 }
@@ -50,6 +59,36 @@ impl Collector for Counters {
             None,
             skipped.metric_type(),
         )?;
-        skipped.encode(metric)
+        skipped.encode(metric)?;
+        let calls = ConstGauge::new(gauge(&self.0.dedup_calls));
+        let metric = encoder.encode_descriptor(
+            "sluice_kafka_dedup_calls",
+            "Calls this node remembers to drop their clients' retries within the \
+             deduplication window",
+            None,
+            calls.metric_type(),
+        )?;
+        calls.encode(metric)?;
+        let bytes = ConstGauge::new(gauge(&self.0.dedup_bytes));
+        let metric = encoder.encode_descriptor(
+            "sluice_kafka_dedup_memory_bytes",
+            "Memory those calls take, in bytes",
+            None,
+            bytes.metric_type(),
+        )?;
+        bytes.encode(metric)?;
+        let reach = ConstGauge::new(gauge(&self.0.dedup_reach_secs));
+        let metric = encoder.encode_descriptor(
+            "sluice_kafka_dedup_reach_seconds",
+            "How far back this node's deduplication memory reaches in every partition it \
+             holds: the window, or less while the memory is full",
+            None,
+            reach.metric_type(),
+        )?;
+        reach.encode(metric)
     }
+}
+
+fn gauge(value: &AtomicU64) -> i64 {
+    i64::try_from(value.load(Ordering::Relaxed)).unwrap_or(i64::MAX)
 }

@@ -26,6 +26,11 @@ pub struct KafkaSettings {
     pub ack_timeout_ms: u64,
     /// The consumer group of the nodes that deliver (`sluice-delivery`).
     pub delivery_group: String,
+    /// The most calls a node remembers to drop clients' retries within
+    /// `storage.dedup_window_secs` (10,000,000: 90 to 230 MB). Past it the
+    /// oldest are forgotten first, so the window is shorter than configured
+    /// (docs/kafka.md, "Ingest").
+    pub dedup_max_calls: usize,
     /// How the brokers are reached: `plaintext` (the default), `ssl`,
     /// `sasl_plaintext` or `sasl_ssl`, as Kafka names them.
     pub security_protocol: String,
@@ -53,6 +58,7 @@ impl std::fmt::Debug for KafkaSettings {
             .field("retention_hours", &self.retention_hours)
             .field("ack_timeout_ms", &self.ack_timeout_ms)
             .field("delivery_group", &self.delivery_group)
+            .field("dedup_max_calls", &self.dedup_max_calls)
             .field("security_protocol", &self.security_protocol)
             .field("ssl_ca_location", &self.ssl_ca_location)
             .field("ssl_certificate_location", &self.ssl_certificate_location)
@@ -77,6 +83,7 @@ impl Default for KafkaSettings {
             retention_hours: 168,
             ack_timeout_ms: 10_000,
             delivery_group: "sluice-delivery".into(),
+            dedup_max_calls: 10_000_000,
             security_protocol: "plaintext".into(),
             ssl_ca_location: None,
             ssl_certificate_location: None,

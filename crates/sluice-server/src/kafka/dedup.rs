@@ -3,12 +3,16 @@
 //! partition's earlier owners and saved below each commit
 //! (`sluice_store::SeenStore`), so it survives `kill -9` and rebalances.
 
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use sluice_log::kafka::ConsumedRecord;
 use sluice_log::recent::{self, Recent, Slice, Unsaved};
+use sluice_store::log_gate::LogGate;
 use sluice_store::{SeenSlice, Store, StoreError};
+
+use crate::log_metrics::LogCounters;
 
 /// Deduplication as configured.
 pub(super) struct DedupSettings {
@@ -18,14 +22,20 @@ pub(super) struct DedupSettings {
     pub topic: String,
     /// The topic's partitions, among which the memory is shared out.
     pub partitions: i32,
+    /// The most calls remembered (`kafka.dedup_max_calls`).
+    pub max_calls: usize,
     /// Where the keys below each commit are saved.
     pub store: Arc<dyn Store>,
+    /// Where the memory's size is shown (`/metrics`).
+    pub counters: Arc<LogCounters>,
 }
 
-/// The most calls remembered for deduplication per node: about 40 MB.
-const RECENT_CAP: usize = 1_000_000;
+/// The fewest saved keys loaded for a partition, however small the cap.
+const MIN_BUDGET: usize = 1_000;
 /// How often the saved keys past the window or the budget are deleted.
 const TRIM_EVERY: Duration = Duration::from_secs(60);
+/// How often a full memory is warned of.
+const FORCED_WARN_EVERY: Duration = Duration::from_secs(3_600);
 /// How long saving keys waits after a failed save.
 const SAVE_PAUSE: Duration = Duration::from_secs(10);
 
@@ -92,6 +102,9 @@ pub(super) struct Dedup {
     trimmed_at: Option<Instant>,
     /// No saves until then: the last one failed.
     paused_until: Option<Instant>,
+    counters: Arc<LogCounters>,
+    /// What [`Recent::forced`] was when last shown.
+    forced_shown: u64,
 }
 
 impl Dedup {
@@ -99,16 +112,18 @@ impl Dedup {
         let window_ms = i64::try_from(settings.window.as_millis()).unwrap_or(i64::MAX);
         let partitions = usize::try_from(settings.partitions).map_or(1, |p| p.max(1));
         Dedup {
-            recent: Recent::new(window_ms, RECENT_CAP),
+            recent: Recent::new(window_ms, settings.max_calls),
             keys: Arc::new(Keys {
                 unsaved: Mutex::default(),
                 store: settings.store,
                 topic: settings.topic,
             }),
             window_ms,
-            budget: (RECENT_CAP / partitions).max(1_000),
+            budget: (settings.max_calls / partitions).max(MIN_BUDGET),
             trimmed_at: None,
             paused_until: None,
+            counters: settings.counters,
+            forced_shown: 0,
         }
     }
 
@@ -164,6 +179,39 @@ impl Dedup {
         first
     }
 
+    /// Shows the memory's size and reach on `/metrics`, and warns (at most
+    /// once an hour) while the cap makes the window shorter than set.
+    fn show(&mut self, now: i64) {
+        let counters = &self.counters;
+        let reach = self.recent.reaches_back_to().map_or(0, |at| {
+            now.saturating_sub(at).clamp(0, self.window_ms) / 1_000
+        });
+        counters
+            .dedup_calls
+            .store(to_u64(self.recent.held()), Ordering::Relaxed);
+        counters
+            .dedup_bytes
+            .store(to_u64(self.recent.bytes()), Ordering::Relaxed);
+        counters.dedup_reach_secs.store(
+            to_u64(usize::try_from(reach).unwrap_or(0)),
+            Ordering::Relaxed,
+        );
+        let forced = self.recent.forced();
+        if forced > self.forced_shown {
+            self.forced_shown = forced;
+            static GATE: LogGate = LogGate::new(FORCED_WARN_EVERY);
+            if GATE.allow().is_some() {
+                tracing::warn!(
+                    reach_secs = reach,
+                    window_secs = self.window_ms / 1_000,
+                    "the deduplication memory is full: retries of calls read before its reach \
+                     are no longer dropped; raise kafka.dedup_max_calls or shorten \
+                     storage.dedup_window_secs"
+                );
+            }
+        }
+    }
+
     /// The keys shared with the hand-over of partitions.
     pub(super) fn keys(&self) -> Arc<Keys> {
         self.keys.clone()
@@ -187,10 +235,14 @@ impl Dedup {
         self.keys.unsaved().saved(positions);
     }
 
-    /// Forgets what belongs to partitions no longer held; deletes saved keys
-    /// past the window or the budget about once a minute.
+    /// Forgets what belongs to partitions no longer held and what is past
+    /// the window, and shows the memory's size; deletes saved keys past the
+    /// window or the budget about once a minute.
     pub(super) async fn tidy(&mut self, assigned: &[i32]) {
         self.keys.unsaved().keep(assigned);
+        let now = chrono::Utc::now().timestamp_millis();
+        self.recent.expire(now);
+        self.show(now);
         if self.trimmed_at.is_some_and(|t| t.elapsed() < TRIM_EVERY) {
             return;
         }
@@ -208,4 +260,8 @@ impl Dedup {
             );
         }
     }
+}
+
+fn to_u64(n: usize) -> u64 {
+    u64::try_from(n).unwrap_or(u64::MAX)
 }

@@ -119,12 +119,15 @@ pub(crate) async fn start(
     let producer = LogProducer::new(&config)?;
     let tail = LogTail::new(&config)?;
     let marks = feed::Marks::default();
+    let counters = Arc::new(LogCounters::default());
     let dedup = dedup.map(|window| {
         dedup::Dedup::new(dedup::DedupSettings {
             window,
             topic: settings.topic.clone(),
             partitions: settings.partitions,
+            max_calls: settings.dedup_max_calls,
             store: store.clone(),
+            counters: counters.clone(),
         })
     });
     let usage = Arc::new(usage::Usage::new(store.clone(), settings.topic.clone()));
@@ -137,7 +140,6 @@ pub(crate) async fn start(
             usage.clone(),
         )),
     )?;
-    let counters = Arc::new(LogCounters::default());
     let grace = delivery.shutdown_grace;
     let room = delivery.max_in_flight;
     let first = Arc::new(FirstAttempts::new(store.clone(), delivery, hooks, engine)?);

@@ -330,6 +330,22 @@ async fn a_client_retry_of_a_call_already_in_the_log_is_delivered_once() {
         ids(&rx.requests()),
         vec!["k-once".to_owned(), "k-other".to_owned()]
     );
+    // The memory behind it is on `/metrics`: two calls, in a table's bytes.
+    let gauge = |metrics: &str, name: &str| -> u64 {
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
+            .unwrap_or(0)
+    };
+    let metrics = eventually(10, || async {
+        let m = server.metrics().await;
+        (gauge(&m, "sluice_kafka_dedup_calls ") == 2).then_some(m)
+    })
+    .await;
+    assert!(
+        gauge(&metrics, "sluice_kafka_dedup_memory_bytes ") >= 1024,
+        "{metrics}"
+    );
     server.stop().await;
 }
 
