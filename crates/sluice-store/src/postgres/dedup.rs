@@ -95,6 +95,21 @@ DROP INDEX events_message_id;
 DROP TABLE message_keys;
 "#;
 
+/// Set in each transaction that inserts with the check, before the insert:
+/// its plan is made once per connection, not at every execution.
+///
+/// PostgreSQL plans a prepared statement afresh for its first five runs and
+/// then keeps a generic plan only when that looks no dearer than the fresh
+/// ones. For this insert it never does with groups of a few calls, as the
+/// collection API's single calls make: the generic plan assumes arrays of
+/// ten, so a fresh plan for five looks cheaper, and every run pays for
+/// planning the check. The plan is the same either way (a lookup per row).
+/// Measured with `psql` on the 2-core machine (`bench/perf/pg-dedup-plan.sql`,
+/// BENCHMARKS.md "Deduplication"): 2,000 inserts of 5 new ids took 345–363
+/// µs each planned afresh against 257–286 µs generic (229–249 µs without
+/// the check).
+pub(super) const GENERIC_PLAN: &str = "SET LOCAL plan_cache_mode = force_generic_plan";
+
 /// Inserts `events` and returns the seqs stored: all of them without a
 /// `window`; with one, those whose (source, messageId) no event within the
 /// window holds (see the invariants above). The caller passes each id of a

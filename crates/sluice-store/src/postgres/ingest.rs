@@ -161,7 +161,17 @@ pub(super) async fn write(
         })
         .collect();
     let total = firsts.iter().flatten().filter(|first| **first).count();
-    let seqs = reserve_seqs(tx, total).await?;
+    let seqs = if opts.window.is_some() {
+        // Sent together: the setting costs no round trip of its own.
+        let (generic, seqs) = tokio::join!(
+            tx.batch_execute(super::dedup::GENERIC_PLAN),
+            reserve_seqs(tx, total)
+        );
+        generic.map_err(backend)?;
+        seqs?
+    } else {
+        reserve_seqs(tx, total).await?
+    };
     let mut seq_iter = seqs.into_iter();
     let mut events = Columns::default();
     let mut seq_of: Vec<Vec<Option<i64>>> = Vec::with_capacity(requests.len());
