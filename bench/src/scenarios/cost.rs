@@ -4,7 +4,7 @@
 //! delivered end to end): its CPU, write-ahead log bytes and row writes
 //! (by table and kind), plus commits/s, rows per commit and how often
 //! sessions waited on a lock; in the Kafka shape also the local brokers'
-//! CPU. Ingest and end-to-end use it.
+//! CPU. Ingest, end-to-end and the profile engine's catch-up use it.
 
 use std::time::Duration;
 
@@ -44,11 +44,12 @@ impl Meter {
         events: usize,
         elapsed: Duration,
     ) -> anyhow::Result<()> {
+        // A node started during the phase counts from zero.
         let cpu: Vec<f64> = h
             .cpu_secs()?
             .iter()
-            .zip(&self.cpu)
-            .map(|(after, before)| after - before)
+            .enumerate()
+            .map(|(i, after)| after - self.cpu.get(i).copied().unwrap_or(0.0))
             .collect();
         report.figure(
             "resources",

@@ -8,6 +8,9 @@
 //! definitions, one with the 10 computed traits of `personas` (every event
 //! read back with the person's history), two with the same traits.
 //!
+//! Each arm reports its rate and what the catch-up cost per event: Sluice's
+//! CPU, the database's CPU, row writes and WAL.
+//!
 //! Full size: 200,000 batch events over 20,000 people; `--quick`: 5,000
 //! over 1,000.
 
@@ -17,6 +20,7 @@ use std::time::{Duration, Instant};
 use super::{ingest, sync};
 use crate::load::{Call, Pace, Workload, drive};
 use crate::report::{Budget, Report};
+use crate::scenarios::cost::Meter;
 use crate::scenarios::{CONNECTIONS, Harness, Plan};
 use crate::server::Backend;
 
@@ -67,7 +71,7 @@ pub async fn run(plan: &Plan, report: &mut Report) -> anyhow::Result<u64> {
         },
     ] {
         eprintln!("  personas-catchup: {}", arm.label());
-        let (rate, rss) = run_arm(plan, &arm, &load, wait).await?;
+        let (rate, rss) = run_arm(plan, &arm, &load, wait, report).await?;
         peak = peak.max(rss);
         let budget = (arm.nodes == 1).then_some(Budget::AtLeast(10_000.0));
         match rate {
@@ -99,13 +103,15 @@ pub async fn run(plan: &Plan, report: &mut Report) -> anyhow::Result<u64> {
 }
 
 /// Ingests the load with the engine off, then starts the engine nodes and
-/// times them to the marker. Returns events per second, or `None` past
-/// `wait`, and the highest peak RSS.
+/// times them to the marker, reporting what the catch-up cost (Sluice's
+/// and the database's CPU, row writes and WAL per event). Returns events
+/// per second, or `None` past `wait`, and the highest peak RSS.
 async fn run_arm(
     plan: &Plan,
     arm: &Arm,
     load: &Arc<Workload>,
     wait: Duration,
+    report: &mut Report,
 ) -> anyhow::Result<(Option<f64>, u64)> {
     let mut off = plan.server.clone();
     off.env
@@ -126,12 +132,18 @@ async fn run_arm(
         out.first_failure
     );
     let events = out.acked_events(load);
+    let meter = Meter::start(&h).await?;
     let started = Instant::now();
     for _ in 0..arm.nodes {
         let node = h.sluice.start_peer(&plan.sluice, &plan.server).await?;
         h.peers.push(node);
     }
     let caught = sync::caught_up(&h, wait).await?;
-    let rate = caught.map(|_| events as f64 / started.elapsed().as_secs_f64());
+    let elapsed = started.elapsed();
+    let rate = caught.map(|_| events as f64 / elapsed.as_secs_f64());
+    if rate.is_some() {
+        let label = format!("catch-up, {}", arm.label());
+        meter.finish(&h, report, &label, events, elapsed).await?;
+    }
     Ok((rate, h.finish()?))
 }
