@@ -5,8 +5,8 @@ use std::collections::{BTreeMap, HashSet};
 
 use deadpool_postgres::{Client, Pool};
 
-use super::rows::{backend, big, day, get, ms, pool_error, sql_limit, time, unsigned};
-use crate::{AppendRequest, Appended, Result, StoreError, StoredEvent, UsageDay};
+use super::rows::{backend, big, day, get, ms, pool_error, sql_limit, time};
+use crate::{AppendRequest, Appended, Result, StoreError, StoredEvent};
 
 /// Why a group failed, which decides whether retrying its requests one by
 /// one is safe.
@@ -417,36 +417,6 @@ pub(super) async fn recent_events(
                 received_at: time(row, 4)?,
                 body: get(row, 5)?,
                 blocked: get(row, 6)?,
-            })
-        })
-        .collect()
-}
-
-pub(super) async fn usage(
-    client: &Client,
-    source_id: &str,
-    from: &str,
-    to: &str,
-) -> Result<Vec<UsageDay>> {
-    let stmt = client
-        .prepare_cached(
-            "SELECT day, sum(api_calls)::bigint, sum(events)::bigint, sum(duplicates)::bigint
-             FROM usage WHERE source_id = $1 AND day >= $2 AND day <= $3
-             GROUP BY day ORDER BY day",
-        )
-        .await
-        .map_err(backend)?;
-    let rows = client
-        .query(&stmt, &[&source_id, &from, &to])
-        .await
-        .map_err(backend)?;
-    rows.iter()
-        .map(|row| {
-            Ok(UsageDay {
-                day: get(row, 0)?,
-                api_calls: unsigned(row, 1)?,
-                events: unsigned(row, 2)?,
-                duplicates: unsigned(row, 3)?,
             })
         })
         .collect()

@@ -100,7 +100,7 @@ impl EventStore for PostgresStore {
     }
 
     async fn usage(&self, source_id: &str, from: &str, to: &str) -> Result<Vec<UsageDay>> {
-        ingest::usage(&self.client().await?, source_id, from, to).await
+        crate::queries::source_schema::usage(&self.db().await?, source_id, from, to).await
     }
 
     /// Runs as a series of small transactions (each atomic) so a large

@@ -6,7 +6,7 @@
 use crate::records::now;
 use crate::source_schema::VOLUME_DAYS;
 use crate::sql::{Db, Row, args};
-use crate::{BlockedDay, Result, SchemaEntry, SchemaFlush, SchemaPage, SchemaQuery};
+use crate::{BlockedDay, Result, SchemaEntry, SchemaFlush, SchemaPage, SchemaQuery, UsageDay};
 
 /// Where a settings document is kept: its table, key and column.
 #[derive(Clone, Copy)]
@@ -122,6 +122,32 @@ pub(crate) async fn blocked_usage(
                 day: r.take(0)?,
                 event: r.take(1)?,
                 count: r.get(2)?,
+            })
+        },
+    )
+    .await
+}
+
+/// A source's usage per day from `from` to `to` (`YYYY-MM-DD`).
+pub(crate) async fn usage(
+    db: &impl Db,
+    source_id: &str,
+    from: &str,
+    to: &str,
+) -> Result<Vec<UsageDay>> {
+    db.query_map(
+        // Summed: PostgreSQL nodes count into rows of their own.
+        "SELECT day, CAST(sum(api_calls) AS bigint), CAST(sum(events) AS bigint),
+                CAST(sum(duplicates) AS bigint)
+         FROM usage WHERE source_id = $1 AND day >= $2 AND day <= $3
+         GROUP BY day ORDER BY day",
+        args![source_id, from, to],
+        |mut r| {
+            Ok(UsageDay {
+                day: r.take(0)?,
+                api_calls: r.get(1)?,
+                events: r.get(2)?,
+                duplicates: r.get(3)?,
             })
         },
     )

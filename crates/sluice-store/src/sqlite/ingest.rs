@@ -4,9 +4,9 @@ use rusqlite::{Connection, params};
 
 use super::dedup::{self, Window};
 use super::message_ids;
-use super::rows::{count, day, ms};
+use super::rows::{day, ms};
 
-use crate::{AppendRequest, Appended, NewEvent, Result, UsageDay};
+use crate::{AppendRequest, Appended, NewEvent, Result};
 
 /// The writer's measure of a request's size: its events.
 pub(super) fn weight(request: &AppendRequest) -> usize {
@@ -138,25 +138,4 @@ fn outcomes_at_ingest(
         .execute(params![request.source_id, day, blocked.event])?;
     }
     Ok(())
-}
-
-pub(super) fn usage(
-    conn: &Connection,
-    source_id: &str,
-    from: &str,
-    to: &str,
-) -> Result<Vec<UsageDay>> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT day, api_calls, events, duplicates FROM usage
-         WHERE source_id = ?1 AND day >= ?2 AND day <= ?3 ORDER BY day",
-    )?;
-    let rows = stmt.query_map(params![source_id, from, to], |row| {
-        Ok(UsageDay {
-            day: row.get(0)?,
-            api_calls: count(row, 1)?,
-            events: count(row, 2)?,
-            duplicates: count(row, 3)?,
-        })
-    })?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
 }

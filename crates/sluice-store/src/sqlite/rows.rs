@@ -75,13 +75,6 @@ pub(super) fn opt_time(row: &Row<'_>, idx: usize) -> rusqlite::Result<Option<Dat
         .transpose()
 }
 
-/// Reads a non-negative counter stored as INTEGER.
-pub(super) fn count(row: &Row<'_>, idx: usize) -> rusqlite::Result<u64> {
-    let v: i64 = row.get(idx)?;
-    u64::try_from(v)
-        .map_err(|e| rusqlite::Error::FromSqlConversionFailure(idx, Type::Integer, e.into()))
-}
-
 /// Reads a small non-negative integer (attempt numbers).
 pub(super) fn small(row: &Row<'_>, idx: usize) -> rusqlite::Result<u32> {
     let v: i64 = row.get(idx)?;

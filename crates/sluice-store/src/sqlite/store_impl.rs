@@ -186,7 +186,14 @@ impl EventStore for SqliteStore {
     async fn usage(&self, source_id: &str, from: &str, to: &str) -> Result<Vec<UsageDay>> {
         let (source_id, from, to) = (source_id.to_owned(), from.to_owned(), to.to_owned());
         self.readers
-            .run(move |c| ingest::usage(c, &source_id, &from, &to))
+            .run(move |c| {
+                ready(crate::queries::source_schema::usage(
+                    &Lite(c),
+                    &source_id,
+                    &from,
+                    &to,
+                ))
+            })
             .await
     }
 
