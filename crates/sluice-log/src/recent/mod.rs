@@ -203,15 +203,6 @@ impl Recent {
         }
     }
 
-    /// Forgets, in every partition, the calls accepted before `now_ms` less
-    /// the window: memory goes back even where no call comes.
-    pub fn expire(&mut self, now_ms: i64) {
-        let horizon = now_ms.saturating_sub(self.window_ms);
-        for part in self.parts.values_mut() {
-            self.held -= part.expire(horizon);
-        }
-    }
-
     /// Forgets what was read in `partition`.
     pub fn forget(&mut self, partition: i32) {
         if let Some(part) = self.parts.remove(&partition) {
@@ -321,23 +312,36 @@ mod tests {
     }
 
     #[test]
-    fn memory_goes_back_when_the_window_passes_without_calls() {
+    fn memory_goes_back_as_the_calls_read_pass_the_window() {
         let mut r = Recent::new(1_000, 1_000_000);
         for k in 0..10_000 {
-            assert!(r.first(k as i32 % 4, k, k as i64 / 20));
+            assert!(r.first(0, k, k as i64 / 20));
         }
         assert_eq!(r.held(), 10_000);
         assert_eq!(r.reaches_back_to(), Some(0));
         let full = r.bytes();
-        r.expire(1_300);
-        assert!(r.held() < 10_000 && r.held() > 0, "{} held", r.held());
+        assert!(r.first(0, 20_000, 1_300));
+        assert!(r.held() < 10_000 && r.held() > 1, "{} held", r.held());
         let back = r.reaches_back_to().unwrap_or(0);
         assert!((300 - 1_000 / 24..=300).contains(&back), "{back}");
-        r.expire(10_000);
-        assert_eq!(r.held(), 0);
-        assert_eq!(r.reaches_back_to(), None);
-        assert_eq!(r.forced(), 0, "all of it expired");
+        assert!(r.first(0, 20_001, 10_000));
+        assert_eq!(r.held(), 1, "only the newest call is within the window");
         assert!(r.bytes() < full / 4, "{} of {full} bytes", r.bytes());
+        assert_eq!(r.forced(), 0, "all of it expired");
+    }
+
+    #[test]
+    fn a_backlog_read_long_after_keeps_its_window_by_acceptance_time() {
+        // Calls accepted an hour before they are read, 1 s apart, with a
+        // window of 5 s: the memory follows the calls' times, not the clock.
+        let mut r = Recent::new(5_000, 1_000_000);
+        assert!(r.first(0, 1, 0));
+        assert!(r.first(0, 2, 1_000));
+        assert!(!r.first(0, 1, 4_000), "a retry 4 s after its first copy");
+        assert!(
+            r.first(0, 1, 6_000),
+            "one 6 s after: past the window and its 24th"
+        );
     }
 
     #[test]

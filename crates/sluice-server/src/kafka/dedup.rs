@@ -235,14 +235,14 @@ impl Dedup {
         self.keys.unsaved().saved(positions);
     }
 
-    /// Forgets what belongs to partitions no longer held and what is past
-    /// the window, and shows the memory's size; deletes saved keys past the
-    /// window or the budget about once a minute.
+    /// Forgets what belongs to partitions no longer held and shows the
+    /// memory's size; deletes saved keys past the window or the budget about
+    /// once a minute. The memory itself ages with the calls read, by their
+    /// acceptance time, never by the clock: a consumer behind on a backlog
+    /// must still drop the retries in it.
     pub(super) async fn tidy(&mut self, assigned: &[i32]) {
         self.keys.unsaved().keep(assigned);
-        let now = chrono::Utc::now().timestamp_millis();
-        self.recent.expire(now);
-        self.show(now);
+        self.show(chrono::Utc::now().timestamp_millis());
         if self.trimmed_at.is_some_and(|t| t.elapsed() < TRIM_EVERY) {
             return;
         }
