@@ -41,51 +41,55 @@ struct Counters(Arc<LogCounters>);
 
 impl Collector for Counters {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        let read_again = ConstCounter::new(self.0.read_again.load(Ordering::Relaxed));
-        let metric = encoder.encode_descriptor(
-            "sluice_kafka_calls_read_again",
-            "Calls of partitions taken over that their last owner had read and not \
-             finished by its last commit, sent again here: each may have reached its \
-             destinations twice",
-            None,
-            read_again.metric_type(),
-        )?;
-        read_again.encode(metric)?;
-        let skipped = ConstCounter::new(self.0.skipped.load(Ordering::Relaxed));
-        let metric = encoder.encode_descriptor(
-            "sluice_kafka_calls_skipped",
-            "Calls of partitions taken over that their last owner had finished past its \
-             committed offset, skipped here",
-            None,
-            skipped.metric_type(),
-        )?;
-        skipped.encode(metric)?;
-        let calls = ConstGauge::new(gauge(&self.0.dedup_calls));
-        let metric = encoder.encode_descriptor(
-            "sluice_kafka_dedup_calls",
-            "Calls this node remembers to drop their clients' retries within the \
-             deduplication window",
-            None,
-            calls.metric_type(),
-        )?;
-        calls.encode(metric)?;
-        let bytes = ConstGauge::new(gauge(&self.0.dedup_bytes));
-        let metric = encoder.encode_descriptor(
-            "sluice_kafka_dedup_memory_bytes",
-            "Memory those calls take, in bytes",
-            None,
-            bytes.metric_type(),
-        )?;
-        bytes.encode(metric)?;
-        let reach = ConstGauge::new(gauge(&self.0.dedup_reach_secs));
-        let metric = encoder.encode_descriptor(
-            "sluice_kafka_dedup_reach_seconds",
-            "How far back this node's deduplication memory reaches in every partition it \
-             holds: the window, or less while the memory is full",
-            None,
-            reach.metric_type(),
-        )?;
-        reach.encode(metric)
+        let c = &self.0;
+        let counters = [
+            (
+                "sluice_kafka_calls_read_again",
+                "Calls of partitions taken over that their last owner had read and not \
+                 finished by its last commit, sent again here: each may have reached its \
+                 destinations twice",
+                &c.read_again,
+            ),
+            (
+                "sluice_kafka_calls_skipped",
+                "Calls of partitions taken over that their last owner had finished past its \
+                 committed offset, skipped here",
+                &c.skipped,
+            ),
+        ];
+        for (name, help, value) in counters {
+            let counter = ConstCounter::new(value.load(Ordering::Relaxed));
+            counter.encode(encoder.encode_descriptor(
+                name,
+                help,
+                None,
+                counter.metric_type(),
+            )?)?;
+        }
+        let gauges = [
+            (
+                "sluice_kafka_dedup_calls",
+                "Calls this node remembers to drop their clients' retries within the \
+                 deduplication window",
+                &c.dedup_calls,
+            ),
+            (
+                "sluice_kafka_dedup_memory_bytes",
+                "Memory those calls take, in bytes",
+                &c.dedup_bytes,
+            ),
+            (
+                "sluice_kafka_dedup_reach_seconds",
+                "How far back this node's deduplication memory reaches in every partition it \
+                 holds: the window, or less while the memory is full",
+                &c.dedup_reach_secs,
+            ),
+        ];
+        for (name, help, value) in gauges {
+            let gauge = ConstGauge::new(gauge(value));
+            gauge.encode(encoder.encode_descriptor(name, help, None, gauge.metric_type())?)?;
+        }
+        Ok(())
     }
 }
 
