@@ -267,6 +267,16 @@ impl Sluice {
         }
     }
 
+    /// The value of the sample `name` (its full name, without labels) on
+    /// this node's `/metrics`; `None` when the node shows none.
+    pub async fn metric(&self, name: &str) -> anyhow::Result<Option<f64>> {
+        let url = format!("http://{}/metrics", self.addr);
+        let text = self.http.get(&url).send().await?.text().await?;
+        Ok(text
+            .lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok()))
+    }
+
     pub async fn admin(
         &self,
         method: reqwest::Method,

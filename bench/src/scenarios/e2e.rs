@@ -83,6 +83,9 @@ async fn saturation(
             audit_detail(&audit)
         ),
     );
+    if h.sluice.kafka() {
+        dedup_memory(report, h).await?;
+    }
     let per_event = |bytes: u64| bytes as f64 / events.max(1) as f64;
     report.figure(
         "resources",
@@ -117,6 +120,31 @@ async fn saturation(
         "MB",
         None,
     );
+    Ok(())
+}
+
+/// The Kafka shape's deduplication memory after the backlog, as the first
+/// node shows it on `/metrics`.
+async fn dedup_memory(report: &mut Report, h: &Harness) -> anyhow::Result<()> {
+    let calls = h.sluice.metric("sluice_kafka_dedup_calls").await?;
+    let bytes = h.sluice.metric("sluice_kafka_dedup_memory_bytes").await?;
+    if let (Some(calls), Some(bytes)) = (calls, bytes) {
+        report.figure(
+            "kafka",
+            "deduplication: calls remembered",
+            calls,
+            "calls",
+            None,
+        );
+        report.figure("kafka", "deduplication: memory", bytes / 1e6, "MB", None);
+        report.figure(
+            "kafka",
+            "deduplication: memory per call remembered",
+            bytes / calls.max(1.0),
+            "bytes",
+            None,
+        );
+    }
     Ok(())
 }
 
