@@ -86,13 +86,13 @@ impl Collector for Counters {
             ),
         ];
         for (name, help, value) in gauges {
-            let gauge = ConstGauge::new(gauge(value));
-            gauge.encode(encoder.encode_descriptor(name, help, None, gauge.metric_type())?)?;
+            let level = ConstGauge::new(level(value));
+            level.encode(encoder.encode_descriptor(name, help, None, level.metric_type())?)?;
         }
         Ok(())
     }
 }
 
-fn gauge(value: &AtomicU64) -> i64 {
+fn level(value: &AtomicU64) -> i64 {
     i64::try_from(value.load(Ordering::Relaxed)).unwrap_or(i64::MAX)
 }

@@ -201,38 +201,39 @@ mod tests {
 
     #[test]
     fn settings_that_cannot_work_name_their_key() {
-        let unknown = KafkaSettings {
-            security_protocol: "tls".into(),
-            ..sasl_ssl()
-        };
-        assert_eq!(
-            unknown.check_security().map_err(|e| e.0),
-            Err("kafka.security_protocol")
-        );
-        let no_password = KafkaSettings {
-            sasl_password: None,
-            ..sasl_ssl()
-        };
-        assert_eq!(
-            no_password.check_security().map_err(|e| e.0),
-            Err("kafka.sasl_username")
-        );
-        let mechanism = KafkaSettings {
-            sasl_mechanism: "GSSAPI".into(),
-            ..sasl_ssl()
-        };
-        assert_eq!(
-            mechanism.check_security().map_err(|e| e.0),
-            Err("kafka.sasl_mechanism")
-        );
-        let missing_ca = KafkaSettings {
-            ssl_ca_location: Some("/nonexistent/ca.pem".into()),
-            ..sasl_ssl()
-        };
-        assert_eq!(
-            missing_ca.check_security().map_err(|e| e.0),
-            Err("kafka.ssl_ca_location")
-        );
+        let cases = [
+            (
+                KafkaSettings {
+                    security_protocol: "tls".into(),
+                    ..sasl_ssl()
+                },
+                "kafka.security_protocol",
+            ),
+            (
+                KafkaSettings {
+                    sasl_password: None,
+                    ..sasl_ssl()
+                },
+                "kafka.sasl_username",
+            ),
+            (
+                KafkaSettings {
+                    sasl_mechanism: "GSSAPI".into(),
+                    ..sasl_ssl()
+                },
+                "kafka.sasl_mechanism",
+            ),
+            (
+                KafkaSettings {
+                    ssl_ca_location: Some("/nonexistent/ca.pem".into()),
+                    ..sasl_ssl()
+                },
+                "kafka.ssl_ca_location",
+            ),
+        ];
+        for (settings, key) in cases {
+            assert_eq!(settings.check_security().map_err(|e| e.0), Err(key));
+        }
         assert_eq!(KafkaSettings::default().check_security(), Ok(()));
     }
 }

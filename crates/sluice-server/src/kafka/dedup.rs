@@ -192,10 +192,9 @@ impl Dedup {
         counters
             .dedup_bytes
             .store(to_u64(self.recent.bytes()), Ordering::Relaxed);
-        counters.dedup_reach_secs.store(
-            to_u64(usize::try_from(reach).unwrap_or(0)),
-            Ordering::Relaxed,
-        );
+        counters
+            .dedup_reach_secs
+            .store(u64::try_from(reach).unwrap_or(0), Ordering::Relaxed);
         let forced = self.recent.forced();
         if forced > self.forced_shown {
             self.forced_shown = forced;

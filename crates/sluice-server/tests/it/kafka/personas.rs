@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use sluice_testkit::Receiver;
 
 use super::kafka_config;
-use crate::personas::{bodies, create, setup_with};
+use crate::personas::{bodies, count_seen, setup_with};
 use crate::postgres::test_database;
 use crate::support::{TestServer, eventually};
 
@@ -41,13 +41,7 @@ async fn computed_traits_are_built_from_the_topic_once_across_a_restart() {
     base.personas.poll_interval_ms = 20;
     let schema = base.storage.postgres_schema.clone().unwrap();
     let (s, key, dest, rx) = setup_with(base.clone()).await;
-    create(
-        &s,
-        "/computed-traits",
-        json!({"name": "Seen", "destination_ids": [dest],
-               "definition": {"kind": "counter", "event": "Seen"}}),
-    )
-    .await;
+    count_seen(&s, &dest).await;
     let call = |user: &str, event: &str, id: &str| json!({"type": "track", "userId": user, "event": event, "messageId": id});
     send(
         &s,

@@ -77,6 +77,18 @@ pub(super) async fn create(s: &TestServer, path: &str, body: Value) -> Value {
     body
 }
 
+/// Creates the computed trait "Seen", a counter of `Seen` calls sent to
+/// `dest`.
+pub(super) async fn count_seen(s: &TestServer, dest: &str) -> Value {
+    create(
+        s,
+        "/computed-traits",
+        json!({"name": "Seen", "destination_ids": [dest],
+               "definition": {"kind": "counter", "event": "Seen"}}),
+    )
+    .await
+}
+
 /// Message ids of every delivery to `dest`.
 pub(super) async fn outbox(s: &TestServer, dest: &str) -> Vec<String> {
     let mut out = Vec::new();

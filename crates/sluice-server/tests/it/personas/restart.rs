@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use sluice_testkit::Receiver;
 
-use super::{SECRET, bodies, create, outbox};
+use super::{SECRET, bodies, count_seen, outbox};
 use crate::support::{TestServer, eventually, test_config};
 
 #[tokio::test]
@@ -37,13 +37,7 @@ async fn a_restart_during_a_backfill_neither_misses_nor_repeats_anyone() {
         (code == 200).then_some(())
     })
     .await;
-    create(
-        &s,
-        "/computed-traits",
-        json!({"name": "Seen", "destination_ids": [dest],
-               "definition": {"kind": "counter", "event": "Seen"}}),
-    )
-    .await;
+    count_seen(&s, &dest).await;
     eventually(30, || async { (!rx.requests().is_empty()).then_some(()) }).await;
     s.stop().await;
     let s = TestServer::start_with(config()).await;
