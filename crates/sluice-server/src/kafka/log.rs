@@ -27,14 +27,18 @@ impl KafkaLog {
 }
 
 /// The debugger's cursor for a record: its acceptance time in
-/// milliseconds, then the last three digits of its offset, so the newest
-/// come first across partitions. Two records of different partitions
-/// accepted in the same millisecond can share one; a page ending on one of
-/// them leaves the other out of the next.
-fn debugger_seq(received_at: DateTime<Utc>, offset: i64) -> i64 {
+/// milliseconds, then three digits of its partition and three of its
+/// offset, so the newest come first across partitions and no two records
+/// looked at together share one. The calls of one request share their
+/// acceptance time; their partitions and offsets tell them apart, and the
+/// debugger looks at 200 records of a partition, fewer than the thousand
+/// offsets the last digits count. Values pass 2^53: read `seq` as a 64-bit
+/// integer.
+fn debugger_seq(received_at: DateTime<Utc>, partition: i32, offset: i64) -> i64 {
     received_at
         .timestamp_millis()
-        .saturating_mul(1_000)
+        .saturating_mul(1_000_000)
+        .saturating_add(i64::from(partition.rem_euclid(1_000)) * 1_000)
         .saturating_add(offset.rem_euclid(1_000))
 }
 
@@ -95,7 +99,7 @@ impl EventLog for KafkaLog {
             .filter_map(|consumed| {
                 let record = LogRecord::decode(&consumed.payload).ok()?;
                 Some(StoredEvent {
-                    seq: debugger_seq(record.received_at, consumed.offset),
+                    seq: debugger_seq(record.received_at, consumed.partition, consumed.offset),
                     source_id: record.source_id,
                     message_id: record.message_id,
                     event_type: record.event_type,
@@ -130,12 +134,22 @@ mod tests {
     #[test]
     fn the_debugger_cursor_orders_by_acceptance_time_first() {
         let at = |ms| DateTime::from_timestamp_millis(ms).unwrap();
-        let earlier = debugger_seq(at(1_767_225_600_000), 999_999);
-        let later = debugger_seq(at(1_767_225_600_001), 0);
+        let earlier = debugger_seq(at(1_767_225_600_000), 999, 999_999);
+        let later = debugger_seq(at(1_767_225_600_001), 0, 0);
         assert!(earlier < later);
-        assert_ne!(
-            debugger_seq(at(1_767_225_600_000), 41),
-            debugger_seq(at(1_767_225_600_000), 42),
-        );
+    }
+
+    #[test]
+    fn calls_of_one_request_in_different_partitions_get_different_cursors() {
+        let at = DateTime::from_timestamp_millis(1_767_225_600_000).unwrap();
+        let mut seen = HashSet::new();
+        for partition in 0..64 {
+            for offset in 1_000..1_200 {
+                assert!(
+                    seen.insert(debugger_seq(at, partition, offset)),
+                    "partition {partition} offset {offset}"
+                );
+            }
+        }
     }
 }

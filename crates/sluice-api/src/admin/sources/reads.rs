@@ -104,6 +104,9 @@ pub async fn usage(
 /// One entry of the debugger.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct StoredEvent {
+    /// The page cursor, larger for newer calls. It can pass 2^53 (in the
+    /// Kafka shape it is built from the acceptance time, partition and
+    /// offset): read it as a 64-bit integer.
     pub seq: i64,
     pub message_id: String,
     #[serde(rename = "type")]
