@@ -17,6 +17,8 @@
 //! - [`delivery`]: [`DeliveryStore`], leasing, reporting and reading
 //!   deliveries.
 //! - `records`: record logic both backends share (patches, error summaries).
+//! - `settled`: a delivery's first round of attempts kept in its own row
+//!   when that round settles it.
 //! - [`source_schema`]: [`SchemaStore`], the observed schema, block rules,
 //!   destination filters and blocked-call usage.
 //! - [`profiles`]: [`ProfileStore`], the profile engine's storage.
@@ -56,6 +58,7 @@ mod queries;
 mod records;
 pub mod regulations;
 pub mod seen;
+mod settled;
 pub mod source_schema;
 mod sql;
 #[cfg(feature = "sqlite")]

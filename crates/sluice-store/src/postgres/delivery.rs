@@ -14,6 +14,7 @@ use deadpool_postgres::{Client, Transaction};
 
 use super::rows::{backend, big, get, ms, opt_time, time, unsigned};
 use crate::records::last_error;
+use crate::settled;
 use crate::{Attempt, AttemptReport, DueDelivery, Outcome, Result};
 
 /// Leases up to `limit` due deliveries, oldest due first, in one statement.
@@ -106,6 +107,8 @@ struct Effect {
     state: &'static str,
     next_attempt_at: Option<i64>,
     error: Option<String>,
+    /// The attempts, when they may settle the delivery in its row.
+    settled: Option<String>,
 }
 
 fn effect(r: &AttemptReport) -> Effect {
@@ -122,12 +125,14 @@ fn effect(r: &AttemptReport) -> Effect {
         state,
         next_attempt_at,
         error,
+        settled: settled::settled_log(r),
     }
 }
 
 /// Records each report in one transaction: one more attempt round (none for
 /// a report without attempts, which only hands the delivery back), the lease
-/// released, the outcome, the attempts. A report for a delivery no longer
+/// released, the outcome, the attempts: in the delivery's row when they are
+/// its first round and settle it (`crate::settled`), else in `attempts`. A report for a delivery no longer
 /// pending (discarded while in flight) keeps its attempts but does not change
 /// the state; a report for an unknown (pruned) delivery is ignored.
 ///
@@ -158,6 +163,10 @@ pub(super) async fn apply(tx: &Transaction<'_>, reports: &[AttemptReport]) -> Re
     let states: Vec<&str> = effects.iter().map(|e| e.state).collect();
     let nexts: Vec<Option<i64>> = effects.iter().map(|e| e.next_attempt_at).collect();
     let errors: Vec<Option<&str>> = effects.iter().map(|e| e.error.as_deref()).collect();
+    let logs: Vec<Option<&str>> = effects.iter().map(|e| e.settled.as_deref()).collect();
+    // The SET expressions read the row as it was: a round is kept in the
+    // row when the delivery was pending with no attempt before it. RETURNING
+    // reads the row as written; its second column is true exactly then.
     let stmt = tx
         .prepare_cached(
             "UPDATE deliveries d SET
@@ -171,26 +180,34 @@ pub(super) async fn apply(tx: &Transaction<'_>, reports: &[AttemptReport]) -> Re
                  next_attempt_at = CASE WHEN d.state = 'pending' THEN u.next
                                         ELSE d.next_attempt_at END,
                  last_error = CASE WHEN d.state = 'pending' THEN COALESCE(u.err, d.last_error)
-                                   ELSE d.last_error END
+                                   ELSE d.last_error END,
+                 settled_attempts = CASE WHEN d.state = 'pending' AND d.attempts = 0
+                                         THEN u.log ELSE d.settled_attempts END
              FROM UNNEST($1::bigint[], $2::bigint[], $3::text[], $4::bigint[], $5::text[],
-                         $6::bigint[])
-                  AS u(id, at, state, next, err, rounds)
+                         $6::bigint[], $7::text[])
+                  AS u(id, at, state, next, err, rounds, log)
              WHERE d.id = u.id
-             RETURNING d.id",
+             RETURNING d.id, u.log IS NOT NULL AND d.attempts = u.rounds
+                             AND d.settled_attempts IS NOT NULL",
         )
         .await
         .map_err(backend)?;
     let rows = tx
-        .query(&stmt, &[&ids, &ats, &states, &nexts, &errors, &rounds])
+        .query(
+            &stmt,
+            &[&ids, &ats, &states, &nexts, &errors, &rounds, &logs],
+        )
         .await
         .map_err(backend)?;
-    let known = rows
-        .iter()
-        .map(|r| get::<i64>(r, 0))
-        .collect::<Result<HashSet<_>>>()?;
+    let mut to_table = HashSet::with_capacity(rows.len());
+    for row in &rows {
+        if !get::<bool>(row, 1)? {
+            to_table.insert(get::<i64>(row, 0)?);
+        }
+    }
     let (delivery_ids, attempts): (Vec<i64>, Vec<&Attempt>) = reports
         .iter()
-        .filter(|r| known.contains(&r.delivery_id))
+        .filter(|r| to_table.contains(&r.delivery_id))
         .flat_map(|r| r.attempts.iter().map(move |a| (r.delivery_id, a)))
         .unzip();
     insert_attempts(tx, &delivery_ids, &attempts).await

@@ -302,6 +302,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         super::profiles::partitions::SCHEMA_LOG,
     ),
     ("room for delivery claims in their pages", DELIVERY_ROOM),
+    (
+        "first rounds of attempts in their deliveries",
+        SETTLED_ATTEMPTS,
+    ),
 ];
 
 /// Version 25: each page of `deliveries` keeps half its space free, so that
@@ -310,6 +314,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
 /// take a page's rows together (they are due in the order they were
 /// stored), hence half. Pages written before keep their old setting.
 const DELIVERY_ROOM: &str = "ALTER TABLE deliveries SET (fillfactor = 50);";
+
+/// Version 26: a delivery settled by its first round of attempts keeps
+/// them in its row (`crate::settled`), not in `attempts`.
+const SETTLED_ATTEMPTS: &str = "ALTER TABLE deliveries ADD COLUMN settled_attempts text;";
 
 /// First key of the migration advisory lock ("SLUI"); the second is a hash
 /// of the schema, so separate schemas migrate independently.

@@ -3,11 +3,12 @@
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use rusqlite::{Connection, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
 use super::bodies;
 use super::rows::{ms, opt_time, small, time};
 use crate::records::last_error;
+use crate::settled;
 use crate::{Attempt, AttemptReport, DueDelivery, Outcome, Result};
 
 /// Leases up to `limit` due deliveries, oldest due first. Walks the partial
@@ -78,11 +79,13 @@ pub(super) fn next_due(conn: &Connection) -> Result<Option<DateTime<Utc>>> {
 
 /// Records each report: its attempts, one more attempt round (none for a
 /// report without attempts, which only releases the lease), and the
-/// outcome, in one `UPDATE` per delivery. A report for a delivery that is
-/// no longer pending (discarded while in flight) keeps its attempts but
+/// outcome, in one `UPDATE` per delivery. The attempts go into the
+/// delivery's row when they are its first round and settle it
+/// (`crate::settled`), else into `attempts`. A report for a delivery that
+/// is no longer pending (discarded while in flight) keeps its attempts but
 /// does not change the state; a report for an unknown (pruned) delivery is
 /// ignored. The `SET` expressions all read the row as it was, so the state
-/// test sees the state before this report.
+/// test sees the state before this report; `RETURNING` reads it as written.
 pub(super) fn report(conn: &Connection, reports: &[AttemptReport]) -> Result<()> {
     let mut update = conn.prepare_cached(
         "UPDATE deliveries SET attempts = attempts + ?3, lease_until = NULL,
@@ -92,8 +95,11 @@ pub(super) fn report(conn: &Connection, reports: &[AttemptReport]) -> Result<()>
          state = CASE WHEN state = 'pending' THEN ?4 ELSE state END,
          next_attempt_at = CASE WHEN state = 'pending' THEN ?5 ELSE next_attempt_at END,
          last_error = CASE WHEN state = 'pending' THEN COALESCE(?6, last_error)
-                           ELSE last_error END
-         WHERE id = ?1",
+                           ELSE last_error END,
+         settled_attempts = CASE WHEN state = 'pending' AND attempts = 0 THEN ?7
+                                 ELSE settled_attempts END
+         WHERE id = ?1
+         RETURNING ?7 IS NOT NULL AND attempts = ?3 AND settled_attempts IS NOT NULL",
     )?;
     for r in reports {
         let (state, next_attempt_at, error) = match &r.outcome {
@@ -102,15 +108,21 @@ pub(super) fn report(conn: &Connection, reports: &[AttemptReport]) -> Result<()>
             Outcome::Dead { error } => ("dead", None, Some(error.clone())),
             Outcome::Discarded { reason } => ("discarded", None, Some(reason.clone())),
         };
-        let known = update.execute(params![
-            r.delivery_id,
-            ms(r.at),
-            i64::from(!r.attempts.is_empty()),
-            state,
-            next_attempt_at,
-            error
-        ])?;
-        if known > 0 {
+        let kept: Option<bool> = update
+            .query_row(
+                params![
+                    r.delivery_id,
+                    ms(r.at),
+                    i64::from(!r.attempts.is_empty()),
+                    state,
+                    next_attempt_at,
+                    error,
+                    settled::settled_log(r)
+                ],
+                |row| row.get(0),
+            )
+            .optional()?;
+        if kept == Some(false) {
             insert_attempts(conn, r.delivery_id, &r.attempts)?;
         }
     }

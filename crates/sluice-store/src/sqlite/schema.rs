@@ -313,6 +313,10 @@ CREATE TABLE revoked_sessions (
 ";
 
 /// Every migration, oldest first.
+/// Version 23: a delivery settled by its first round of attempts keeps
+/// them in its row (`crate::settled`), not in `attempts`.
+const SETTLED_ATTEMPTS: &str = "ALTER TABLE deliveries ADD COLUMN settled_attempts TEXT;";
+
 pub(super) static MIGRATIONS: LazyLock<Migrations<'static>> = LazyLock::new(|| {
     Migrations::new(vec![
         M::up(V1),
@@ -337,6 +341,7 @@ pub(super) static MIGRATIONS: LazyLock<Migrations<'static>> = LazyLock::new(|| {
         M::up(super::health::SCHEMA),
         M::up(super::seen::SCHEMA),
         M::up(super::tally::SCHEMA),
+        M::up(SETTLED_ATTEMPTS),
     ])
 });
 

@@ -34,8 +34,8 @@ pub(super) fn delete_event(c: &Connection, seq: i64) -> Result<()> {
     Ok(())
 }
 
-/// Deletes delivery `id` (not its attempts), or detaches and discards it
-/// when it is the newest.
+/// Deletes delivery `id` (not its rows in `attempts`), or detaches and
+/// discards it when it is the newest, with the attempts its row kept.
 pub(super) fn delete_delivery(c: &Connection, id: i64) -> Result<()> {
     let newest: Option<i64> = c
         .prepare_cached("SELECT max(id) FROM deliveries")?
@@ -43,7 +43,7 @@ pub(super) fn delete_delivery(c: &Connection, id: i64) -> Result<()> {
     if newest == Some(id) {
         c.prepare_cached(
             "UPDATE deliveries SET event_seq = 0, state = 'discarded', last_error = NULL,
-                    lease_until = NULL, next_attempt_at = NULL
+                    lease_until = NULL, next_attempt_at = NULL, settled_attempts = NULL
              WHERE id = ?1",
         )?
         .execute([id])?;

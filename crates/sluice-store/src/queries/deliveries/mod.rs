@@ -13,6 +13,7 @@ use chrono::{DateTime, Utc};
 pub(crate) use cap::{dead_letter_over_cap, over_cap};
 pub(crate) use prune::{Spare, prune_chunk};
 
+use crate::settled;
 use crate::sql::{Db, Dialect, Param, Row, args, limit};
 use crate::{Attempt, DeliveryFilter, DeliveryRecord, DeliveryState, Result, StoreError};
 
@@ -144,25 +145,44 @@ fn attempt_order(dialect: Dialect) -> &'static str {
     }
 }
 
+/// The delivery's attempts in the order written: the round its row keeps,
+/// if any (`crate::settled`), then its rows in `attempts`.
 pub(crate) async fn list_attempts(db: &impl Db, delivery_id: i64) -> Result<Vec<Attempt>> {
+    let kept: Option<String> = match db
+        .query_opt(
+            "SELECT settled_attempts FROM deliveries WHERE id = $1",
+            args![delivery_id],
+        )
+        .await?
+    {
+        Some(mut row) => row.take(0)?,
+        None => None,
+    };
+    let mut attempts = match kept {
+        Some(text) => settled::decode(delivery_id, &text)?,
+        None => Vec::new(),
+    };
     let sql = format!(
         "SELECT delivery_id, attempt, at, url, status, error, latency_ms, response
          FROM attempts WHERE delivery_id = $1 ORDER BY {}",
         attempt_order(db.dialect())
     );
-    db.query_map(&sql, args![delivery_id], |mut row| {
-        Ok(Attempt {
-            delivery_id: row.get(0)?,
-            attempt: row.get(1)?,
-            at: row.get(2)?,
-            url: row.take(3)?,
-            status: row.get(4)?,
-            error: row.take(5)?,
-            latency_ms: row.get(6)?,
-            response: row.take(7)?,
+    let logged = db
+        .query_map(&sql, args![delivery_id], |mut row| {
+            Ok(Attempt {
+                delivery_id: row.get(0)?,
+                attempt: row.get(1)?,
+                at: row.get(2)?,
+                url: row.take(3)?,
+                status: row.get(4)?,
+                error: row.take(5)?,
+                latency_ms: row.get(6)?,
+                response: row.take(7)?,
+            })
         })
-    })
-    .await
+        .await?;
+    attempts.extend(logged);
+    Ok(attempts)
 }
 
 /// Dead deliveries matching `filter` (newest first, up to `filter.limit`,

@@ -337,6 +337,17 @@ pub async fn replay_moves_dead_deliveries_back_with_a_fresh_window(store: Shared
             .iter()
             .all(|d| d.attempts == 1 && d.first_attempt_at.is_none())
     );
+    // The replayed round follows the first in the delivery's attempts.
+    let m1 = again[0].delivery_id;
+    store
+        .report(vec![report(m1, 2, at(100), 200, Outcome::Succeeded)])
+        .await
+        .expect("report");
+    let logged = store.list_attempts(m1).await.expect("attempts");
+    let statuses: Vec<(u32, Option<u16>)> = logged.iter().map(|a| (a.attempt, a.status)).collect();
+    assert_eq!(statuses, vec![(1, Some(410)), (2, Some(200))]);
+    assert_eq!((logged[0].at, logged[1].at), (at(1), at(100)));
+    assert!(logged.iter().all(|a| a.delivery_id == m1));
     assert_eq!(store.replay(&only_dst_1, at(200)).await.expect("replay"), 0);
 
     // Dead without an attempt (an open breaker held it back until its
