@@ -19,6 +19,15 @@ use crate::{Attempt, AttemptReport, DueDelivery, Outcome, Result};
 
 /// Leases up to `limit` due deliveries, oldest due first, in one statement.
 /// The CTE is `MATERIALIZED` so the locking subquery runs exactly once.
+///
+/// The scan steps over the deliveries in flight, still pending at the head
+/// of `deliveries_due` (a thousand and more while a backlog drains). Moving
+/// a leased row's `next_attempt_at` to its lease's end would take them out
+/// of its way, but costs each claim new index entries instead of a
+/// heap-only update: measured slower (`--backend postgres --only
+/// end-to-end`, alternating, two runs each: database CPU per delivered
+/// event 70–77 µs against 64–66, backlog drain 18,800–20,800 webhooks/s
+/// against 21,800–22,700).
 pub(super) async fn claim_due(
     client: &Client,
     node: &str,
