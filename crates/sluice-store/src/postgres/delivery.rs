@@ -141,9 +141,10 @@ fn effect(r: &AttemptReport) -> Effect {
 /// Records each report in one transaction: one more attempt round (none for
 /// a report without attempts, which only hands the delivery back), the lease
 /// released, the outcome, the attempts: in the delivery's row when they are
-/// its first round and settle it (`crate::settled`), else in `attempts`. A report for a delivery no longer
-/// pending (discarded while in flight) keeps its attempts but does not change
-/// the state; a report for an unknown (pruned) delivery is ignored.
+/// its first round and settle it (`crate::settled`), else in `attempts`. A
+/// report for a delivery no longer pending (discarded while in flight) keeps
+/// its attempts but does not change the state; a report for an unknown
+/// (pruned) delivery is ignored.
 ///
 /// Reports for distinct deliveries go in one multi-row `UPDATE ... FROM
 /// UNNEST`; a batch naming a delivery twice is applied one report at a time

@@ -22,7 +22,8 @@
 //!
 //! # Tables
 //! `meta`, `sources`, `destinations`, `destination_sources`, `events`,
-//! `deliveries`, `attempts`, `usage`, the profile engine's tables (see
+//! `deliveries` (a settling first round of attempts in the row, see
+//! `crate::settled`), `attempts`, `usage`, the profile engine's tables (see
 //! [`crate::profiles`]; `events.xact` orders its reads), plus
 //! `schema_migrations` (see `schema.rs`). Times are `bigint` unix milliseconds, UTC, as in SQLite;
 //! event bodies are `text`, kept byte for byte. They live in

@@ -36,8 +36,9 @@
 //!   secrets). Tables: `meta`, `sources`, `destinations`,
 //!   `destination_sources`, `events`, `event_blooms` (message ids by block
 //!   of seqs, see `message_ids`), `event_block_sources` (the sources in each
-//!   block, see `source_blocks`), `deliveries`, `attempts` (keyed by
-//!   delivery), `usage`,
+//!   block, see `source_blocks`), `deliveries` (with the attempts of a
+//!   round that settled them, see `crate::settled`), `attempts` (the
+//!   other rounds, keyed by delivery), `usage`,
 //!   and the profile engine's `computations`, `profile_jobs`, `profiles`,
 //!   `profile_identities`, `computed_values`, `computation_sends`,
 //!   `profile_engine` (see `schema.rs` and [`crate::profiles`]), and the

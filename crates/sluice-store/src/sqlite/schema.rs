@@ -312,11 +312,11 @@ CREATE TABLE revoked_sessions (
 ) WITHOUT ROWID;
 ";
 
-/// Every migration, oldest first.
 /// Version 23: a delivery settled by its first round of attempts keeps
 /// them in its row (`crate::settled`), not in `attempts`.
 const SETTLED_ATTEMPTS: &str = "ALTER TABLE deliveries ADD COLUMN settled_attempts TEXT;";
 
+/// Every migration, oldest first.
 pub(super) static MIGRATIONS: LazyLock<Migrations<'static>> = LazyLock::new(|| {
     Migrations::new(vec![
         M::up(V1),
