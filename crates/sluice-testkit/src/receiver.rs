@@ -145,16 +145,22 @@ impl Receiver {
     /// # Panics
     /// When fewer than `n` arrive within `timeout`.
     pub async fn wait_for(&self, n: usize, timeout: Duration) -> Vec<RecordedRequest> {
+        match self.try_wait_for(n, timeout).await {
+            Some(got) => got,
+            None => panic!(
+                "expected {n} requests at {} within {timeout:?}, got {}",
+                self.url(),
+                self.requests().len()
+            ),
+        }
+    }
+
+    /// Every request so far once at least `n` arrived, or `None` when fewer
+    /// arrive within `timeout`.
+    pub async fn try_wait_for(&self, n: usize, timeout: Duration) -> Option<Vec<RecordedRequest>> {
         let mut count = self.shared.count.subscribe();
         let arrived = tokio::time::timeout(timeout, count.wait_for(|c| *c >= n)).await;
-        let got = self.requests();
-        assert!(
-            matches!(arrived, Ok(Ok(_))),
-            "expected {n} requests at {} within {timeout:?}, got {}",
-            self.url(),
-            got.len()
-        );
-        got
+        matches!(arrived, Ok(Ok(_))).then(|| self.requests())
     }
 
     /// The answer used once the queue is empty.

@@ -163,13 +163,15 @@ async fn kill_9_of_a_delivering_node_loses_no_acknowledged_call() {
     let auth = hooked_source(&a.base, &rx).await;
     let traits = Receiver::start().await;
     paid_trait(&a.base, &traits).await;
-    // B routes to the destination once its routing table has it: a probe
-    // it accepts is delivered.
+    // B routes to the destination once its routing table has it, and the
+    // group delivers once its partitions are assigned (a rebalance can take
+    // seconds): probes, each a call of its own, until one is delivered.
     let started = Instant::now();
     let mut probes = 0;
     loop {
         probes += 1;
-        let probe = json!({"userId": "p", "event": "Probe", "messageId": "probe"});
+        let probe =
+            json!({"userId": "p", "event": "Probe", "messageId": format!("probe-{probes}")});
         let r = reqwest::Client::new()
             .post(format!("{}/v1/track", b.base))
             .header("authorization", &auth)
@@ -178,7 +180,7 @@ async fn kill_9_of_a_delivering_node_loses_no_acknowledged_call() {
             .await
             .unwrap();
         assert_eq!(r.status(), 200);
-        if !rx.wait_for(1, Duration::from_secs(2)).await.is_empty() {
+        if rx.try_wait_for(1, Duration::from_secs(2)).await.is_some() {
             break;
         }
         assert!(
@@ -286,12 +288,11 @@ async fn kill_9_of_a_delivering_node_loses_no_acknowledged_call() {
     assert_eq!(retried, 0, "a retry of a call delivered before is dropped");
 
     // Usage counts each call once, whichever node read it and however
-    // often: the probes (one call, sent again until delivered), the
-    // batches, their retries and the last calls.
+    // often: the probes, the batches, their retries and the last calls.
     let expected = json!({
         "api_calls": probes + 2 * BATCHES + 1,
-        "events": 1 + acknowledged.len() + PER_BATCH,
-        "duplicates": probes - 1 + acknowledged.len(),
+        "events": probes + acknowledged.len() + PER_BATCH,
+        "duplicates": acknowledged.len(),
     });
     let started = Instant::now();
     let mut counted = usage(&b).await;
