@@ -230,7 +230,7 @@ pub(crate) async fn handle(
     app.metrics.events_accepted.inc_by(appended.stored);
     app.metrics.events_duplicate.inc_by(appended.duplicates);
     if !route.destinations.is_empty() && appended.stored > 0 {
-        (app.on_commit)();
+        (app.on_commit)(!appended.handed);
     }
     if let Some(schema) = &app.schema {
         let at = ctx.received_at.timestamp_millis();

@@ -70,6 +70,12 @@ pub use routes::RouteTable;
 /// A callback the HTTP layer fires; the server wires it to delivery.
 pub type Hook = Arc<dyn Fn() + Send + Sync>;
 
+/// Fired after events are committed. The argument says whether deliveries
+/// were left for a claim: false when the store handed every one of them
+/// to this node's delivery engine as it committed (see
+/// `sluice_store::local`), which then needs no wake-up.
+pub type CommitHook = Arc<dyn Fn(bool) + Send + Sync>;
+
 /// An open alert incident: a destination failing right now, as this node
 /// sees it (docs/alerts.md).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -106,7 +112,7 @@ pub struct AppState {
     /// The memory budget and deadline for request bodies.
     pub bodies: Arc<BodyBudget>,
     /// Fired after events with deliveries are committed: wakes delivery.
-    pub on_commit: Hook,
+    pub on_commit: CommitHook,
     /// Fired after a source or destination changed.
     pub on_config_change: Hook,
     pub metrics: Arc<Metrics>,

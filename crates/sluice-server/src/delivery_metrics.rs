@@ -7,7 +7,8 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::Registry;
 use sluice_delivery::EngineHandle;
 
-/// Registers `sluice_delivery_handed_back_total` and `sluice_cluster_nodes`.
+/// Registers `sluice_delivery_handed_back_total`,
+/// `sluice_delivery_from_ingest_total` and `sluice_cluster_nodes`.
 pub fn register(registry: &mut Registry, engine: EngineHandle) {
     registry.register_collector(Box::new(EngineCounters { engine }));
 }
@@ -29,6 +30,15 @@ impl Collector for EngineCounters {
             handed_back.metric_type(),
         )?;
         handed_back.encode(metric)?;
+        let from_ingest = ConstCounter::new(self.engine.from_ingest());
+        let metric = encoder.encode_descriptor(
+            "sluice_delivery_from_ingest",
+            "Deliveries this node's ingest leased to its own engine as it committed them, \
+             sent without a claim (PostgreSQL; a backlog goes through claims instead)",
+            None,
+            from_ingest.metric_type(),
+        )?;
+        from_ingest.encode(metric)?;
         let nodes = ConstGauge::new(i64::try_from(self.engine.nodes()).unwrap_or(i64::MAX));
         let metric = encoder.encode_descriptor(
             "sluice_cluster_nodes",

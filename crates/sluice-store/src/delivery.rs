@@ -3,11 +3,13 @@
 //! reported ends by itself, so a crashed worker's work is picked up again.
 //! The admin API reads the attempt log and replays dead deliveries.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
+use crate::local::LocalDelivery;
 use crate::{Attempt, AttemptReport, DeliveryFilter, DeliveryRecord, DueDelivery, Result};
 
 /// Leasing, reporting and reading deliveries.
@@ -23,6 +25,14 @@ pub trait DeliveryStore: Send + Sync {
         limit: u32,
         lease: Duration,
     ) -> Result<Vec<DueDelivery>>;
+    /// Has this store's ingest lease the deliveries it commits to `local`,
+    /// this node's engine, up to the room `local` gives, and hand them over
+    /// after the commit ([`crate::local`]). False when the store does not:
+    /// every delivery is then claimed.
+    fn deliver_locally(&self, local: Arc<LocalDelivery>) -> bool {
+        let _ = local;
+        false
+    }
     /// When the earliest pending, unleased delivery falls due, if any.
     async fn next_due(&self) -> Result<Option<DateTime<Utc>>>;
     /// Records attempts and the outcome, and releases the lease. A report

@@ -16,6 +16,8 @@
 //!   one transaction), event reads, retention.
 //! - [`delivery`]: [`DeliveryStore`], leasing, reporting and reading
 //!   deliveries.
+//! - [`local`]: deliveries a node's ingest leases to its own delivery
+//!   engine as it commits them, handed over without a claim.
 //! - `records`: record logic both backends share (patches, error summaries).
 //! - `settled`: a delivery's first round of attempts kept in its own row
 //!   when that round settles it.
@@ -49,6 +51,7 @@ pub mod error;
 pub mod events;
 pub mod health;
 pub mod keys;
+pub mod local;
 pub mod log_gate;
 pub mod log_record;
 #[cfg(feature = "postgres")]

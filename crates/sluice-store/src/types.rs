@@ -123,6 +123,10 @@ pub struct Appended {
     /// `messageId` within the deduplication window (or earlier in the same
     /// request): answered like stored ones, never stored or delivered again.
     pub duplicates: u64,
+    /// Every delivery of the stored events was leased to this node's own
+    /// delivery engine at the commit and handed to it ([`crate::local`]):
+    /// none is left for a claim, so the engine need not be woken.
+    pub handed: bool,
 }
 
 /// One event to store, with the destinations it must be delivered to.

@@ -76,14 +76,15 @@ pub async fn send(
             }
         })
         .collect();
-    app.store
+    let appended = app
+        .store
         .append(AppendRequest {
             source_id,
             received_at: ctx.received_at,
             events,
         })
         .await?;
-    (app.on_commit)();
+    (app.on_commit)(!appended.handed);
     // Looked for among the destination's newest deliveries (an index walk),
     // not by messageId, which the store finds only by scanning events.
     let filter = DeliveryFilter {

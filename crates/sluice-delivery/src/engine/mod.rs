@@ -1,7 +1,10 @@
-//! The delivery engine: a dispatcher task that claims due deliveries and
-//! spawns their sends, and a reporter task that writes the results in groups.
+//! The delivery engine: a dispatcher task that claims due deliveries (or
+//! takes them from this node's ingest, where the store leases them at the
+//! commit: `sluice_store::local`) and spawns their sends, and a reporter
+//! task that writes the results in groups.
 //!
-//! - `dispatcher`: the claim/spawn/sleep loop, per-destination lanes, shutdown.
+//! - `dispatcher`: the claim/spawn/sleep loop, deliveries handed over by
+//!   ingest, per-destination lanes, shutdown.
 //! - `deliver`: one attempt of one delivery (payload, signature, send, decide).
 //! - `cache`: destination settings, re-read at most every TTL.
 //! - `counted`: outcomes and latencies counted into the health tally.
@@ -42,8 +45,9 @@ use crate::alerts::AlertSink;
 use crate::config::DeliveryConfig;
 use crate::error::DeliveryError;
 use crate::sender::Sender;
-use dispatcher::Dispatcher;
+use dispatcher::{Dispatcher, FromIngest};
 pub use first::{FirstAttempts, Sent};
+use sluice_store::local::LocalDelivery;
 
 /// Signals shared between the engine handle, the tasks and the loop.
 struct Signals {
@@ -56,6 +60,8 @@ struct Signals {
     /// Claimed deliveries handed back unsent because their destination (or
     /// the engine) had no room: counted for `/metrics`.
     pub handed_back: Arc<AtomicU64>,
+    /// Deliveries taken straight from this node's ingest, without a claim.
+    pub from_ingest: Arc<AtomicU64>,
     /// Live nodes sharing `concurrency_per_destination` (see `lane.rs`).
     pub nodes: Arc<AtomicUsize>,
     /// Where outcomes go for alerting, when alerts are on.
@@ -82,6 +88,7 @@ pub struct EngineHandle {
     wake: Arc<Notify>,
     invalidate: Arc<AtomicBool>,
     handed_back: Arc<AtomicU64>,
+    from_ingest: Arc<AtomicU64>,
     nodes: Arc<AtomicUsize>,
 }
 
@@ -105,6 +112,13 @@ impl EngineHandle {
     /// steadily rising count means a destination slower than its traffic.
     pub fn handed_back(&self) -> u64 {
         self.handed_back.load(Ordering::Relaxed)
+    }
+
+    /// Deliveries so far that this node's ingest leased to the engine as it
+    /// committed them, and handed over without a claim (PostgreSQL only;
+    /// see `sluice_store::local`).
+    pub fn from_ingest(&self) -> u64 {
+        self.from_ingest.load(Ordering::Relaxed)
     }
 
     /// Tells the engine how many nodes deliver from the same store:
@@ -161,6 +175,7 @@ impl DeliveryEngine {
             wake: Arc::new(Notify::new()),
             invalidate: Arc::new(AtomicBool::new(false)),
             handed_back: Arc::new(AtomicU64::new(0)),
+            from_ingest: Arc::new(AtomicU64::new(0)),
             nodes: Arc::new(AtomicUsize::new(1)),
         };
         let (stop_tx, stop_rx) = watch::channel(false);
@@ -180,11 +195,18 @@ impl DeliveryEngine {
             invalidate: handle.invalidate.clone(),
             stop: stop_rx,
             handed_back: handle.handed_back.clone(),
+            from_ingest: handle.from_ingest.clone(),
             nodes: handle.nodes.clone(),
             alerts: hooks.alerts,
             tally: hooks.tally,
         };
-        let dispatcher = Dispatcher::new(store, config, sender, signals, report_tx);
+        // Half the engine's room takes deliveries straight from this node's
+        // ingest; the rest is always there for claims (retries, backlogs).
+        let (local, handed) = LocalDelivery::new(config.max_in_flight.div_ceil(2), config.lease);
+        let from_ingest = store
+            .deliver_locally(local.clone())
+            .then_some(FromIngest { local, handed });
+        let dispatcher = Dispatcher::new(store, config, sender, signals, report_tx, from_ingest);
         let task = tokio::spawn(async move {
             dispatcher.run().await;
             if let Err(e) = reporter.await {

@@ -54,6 +54,7 @@ impl EventLog for KafkaLog {
         let appended = Appended {
             stored: kept.len() as u64,
             duplicates: (request.events.len() - kept.len()) as u64,
+            handed: false,
         };
         // The request and its repeats count on its first record. Blocked
         // calls are appended too, to be counted; they have no destinations.

@@ -77,8 +77,10 @@ pub(super) fn app_state(config: &Config, engines: &Engines, parts: Parts) -> Arc
             config.http.anonymous_body_budget_bytes,
             Duration::from_millis(config.http.body_timeout_ms),
         ),
-        on_commit: Arc::new(move || {
-            notify.notify();
+        on_commit: Arc::new(move |claimable| {
+            if claimable {
+                notify.notify();
+            }
             if let Some(p) = &wake_profiles {
                 p.notify();
             }

@@ -120,8 +120,9 @@ async fn write_group(pool: &Pool, window: Option<Duration>, group: &[Job]) -> Re
     loop {
         tries += 1;
         let tx = client.transaction().await.map_err(backend)?;
-        let outcomes = match write(&tx, &requests, opts).await {
-            Ok(outcomes) => outcomes,
+        // Nothing is leased at a hand-off: its deliveries carry reports.
+        let outcomes = match write(&tx, &requests, opts, None).await {
+            Ok((outcomes, _)) => outcomes,
             // Another node stored one of the calls meanwhile: written
             // again, the check sees its copy.
             Err(StoreError::Conflict(_)) if tries < CONFLICT_TRIES => continue,

@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, HashSet};
 
 use deadpool_postgres::{Client, Pool};
 
+use super::leased::{self, Leased, Local};
 use super::rows::{backend, big, day, get, ms, pool_error, sql_limit, time};
 use crate::{AppendRequest, Appended, Result, StoreError, StoredEvent};
 
@@ -93,6 +94,7 @@ pub(super) async fn append_batch(
     pool: &Pool,
     requests: &[&AppendRequest],
     opts: GroupOptions,
+    local: Option<Local<'_>>,
 ) -> Result<Vec<Appended>, BatchError> {
     let mut client = pool
         .get()
@@ -105,8 +107,8 @@ pub(super) async fn append_batch(
             .transaction()
             .await
             .map_err(|e| BatchError::NotWritten(backend(e)))?;
-        let outcomes = match write(&tx, requests, opts).await {
-            Ok(outcomes) => outcomes,
+        let (outcomes, leased) = match write(&tx, requests, opts, local).await {
+            Ok(written) => written,
             // Another node committed one of the ids meanwhile (see
             // `dedup`): written again, the check sees its copy.
             Err(StoreError::Conflict(_)) if tries < CONFLICT_TRIES => continue,
@@ -115,6 +117,7 @@ pub(super) async fn append_batch(
         tx.commit()
             .await
             .map_err(|e| BatchError::Unknown(backend(e)))?;
+        leased.hand();
         return Ok(outcomes);
     }
 }
@@ -138,11 +141,15 @@ pub(super) struct GroupOptions {
     pub usage: bool,
 }
 
+/// Writes `requests` into `tx`: their events, deliveries (the first leased
+/// to `local`'s engine as its room allows) and usage. The leased
+/// deliveries are to be handed over once `tx` commits.
 pub(super) async fn write(
     tx: &deadpool_postgres::Transaction<'_>,
     requests: &[&AppendRequest],
     opts: GroupOptions,
-) -> Result<Vec<Appended>> {
+    local: Option<Local<'_>>,
+) -> Result<(Vec<Appended>, Leased)> {
     // Each (source, messageId)'s first occurrence in the group gets a seq
     // and goes to the insert, which keeps those no earlier event holds;
     // with the window off, every event is stored.
@@ -197,35 +204,25 @@ pub(super) async fn write(
     drop(events);
     let kept = |r: usize, e: usize| seq_of[r][e].filter(|s| stored.contains(s));
     let mut outcomes = vec![Appended::default(); requests.len()];
-    let (mut d_seqs, mut d_dests, mut d_sources, mut d_at) = (vec![], vec![], vec![], vec![]);
-    let mut d_bodies: Vec<Option<&str>> = vec![];
+    let mut deliveries = leased::Rows::default();
+    // Each request's end in `deliveries`: it was wholly handed over when
+    // every row up to there was leased.
+    let mut ends = Vec::with_capacity(requests.len());
     let mut at_ingest = AtIngest::default();
     // BTreeMap: one row per key (an upsert may not touch a row twice) and a
     // fixed lock order, so two nodes updating the same counters never deadlock.
     let mut usage: BTreeMap<(&str, String), (i64, i64, i64)> = BTreeMap::new();
     for (r, request) in requests.iter().enumerate() {
-        let received_at = ms(request.received_at);
         for (e, event) in request.events.iter().enumerate() {
             let Some(seq) = kept(r, e) else {
                 outcomes[r].duplicates += 1;
                 continue;
             };
             outcomes[r].stored += 1;
-            for destination_id in &event.destination_ids {
-                d_seqs.push(seq);
-                d_dests.push(destination_id.as_str());
-                d_sources.push(request.source_id.as_str());
-                d_at.push(received_at);
-                d_bodies.push(
-                    event
-                        .bodies
-                        .iter()
-                        .find(|(d, _)| d == destination_id)
-                        .map(|(_, b)| b.as_str()),
-                );
-            }
+            deliveries.add(request, event, seq);
             at_ingest.add(request, event, seq);
         }
+        ends.push(deliveries.len());
         let counters = usage
             .entry((request.source_id.as_str(), day(request.received_at)))
             .or_default();
@@ -233,26 +230,13 @@ pub(super) async fn write(
         counters.1 += i64::try_from(outcomes[r].stored).unwrap_or(i64::MAX);
         counters.2 += i64::try_from(outcomes[r].duplicates).unwrap_or(i64::MAX);
     }
-    if !d_seqs.is_empty() {
-        // Rows come out of UNNEST in array order, so delivery ids follow
-        // event order: `claim_due` breaks ties by id.
-        let insert = tx
-            .prepare_cached(
-                "INSERT INTO deliveries (event_seq, destination_id, source_id, state, attempts,
-                                         next_attempt_at, updated_at, body)
-                 SELECT s, d, src, 'pending', 0, t, t, b
-                 FROM UNNEST($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[])
-                      AS u(s, d, src, t, b)",
-            )
-            .await
-            .map_err(backend)?;
-        tx.execute(&insert, &[&d_seqs, &d_dests, &d_sources, &d_at, &d_bodies])
-            .await
-            .map_err(backend)?;
+    let leased = leased::insert(tx, &deliveries, local).await?;
+    for (outcome, end) in outcomes.iter_mut().zip(ends) {
+        outcome.handed = leased.count() > 0 && end <= leased.count();
     }
     at_ingest.write(tx, opts.usage_shard).await?;
     if !opts.usage {
-        return Ok(outcomes);
+        return Ok((outcomes, leased));
     }
     let mut u_sources = Vec::with_capacity(usage.len());
     let mut u_days = Vec::with_capacity(usage.len());
@@ -288,7 +272,7 @@ pub(super) async fn write(
     )
     .await
     .map_err(backend)?;
-    Ok(outcomes)
+    Ok((outcomes, leased))
 }
 
 /// What rules and filters decided at ingest, for a whole group: `filtered`

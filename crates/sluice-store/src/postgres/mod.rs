@@ -19,6 +19,10 @@
 //!   where a read decides a write (patches, destination ↔ source links).
 //! - **Leases, not locks.** `claim_due` stamps `lease_until`; a delivery whose
 //!   worker (or whole node) died is handed out again once its lease ends.
+//! - **Delivered by the node that accepted it.** The writer stores a group's
+//!   deliveries already leased to this node's engine, as many as it has
+//!   room for, and hands them over after the commit (`leased.rs`,
+//!   [`crate::local`]): no claim for a call delivered at once.
 //!
 //! # Tables
 //! `meta`, `sources`, `destinations`, `destination_sources`, `events`,
@@ -59,6 +63,7 @@ mod delivery;
 mod hand_off;
 mod health;
 mod ingest;
+mod leased;
 mod pooler;
 pub(crate) mod profiles;
 mod regulations;
@@ -122,7 +127,8 @@ impl PostgresStore {
             // that draw the same one only share rows again.
             usage_shard: rand::random_range(0..USAGE_SHARDS),
         };
-        let writer = Writer::spawn(pool.clone(), limits);
+        let node = crate::keys::new_id("node");
+        let writer = Writer::spawn(pool.clone(), limits, node.clone());
         upkeep::spawn(
             pool.clone(),
             guard,
@@ -136,7 +142,7 @@ impl PostgresStore {
         );
         Ok(PostgresStore {
             pool: pool.clone(),
-            node: crate::keys::new_id("node"),
+            node,
             writer,
             vacuum: vacuum::DrainVacuum::new(config.vacuum_after_settled),
             hand_offs: hand_off::HandOffs::spawn(pool, config.dedup_window),

@@ -2,12 +2,14 @@
 //! everything else takes a pooled connection. Each method is a thin hop to
 //! the function doing the work.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use super::{PostgresStore, delivery, ingest};
+use crate::local::LocalDelivery;
 use crate::queries::deliveries::{self, Spare};
 use crate::queries::{destinations, sources};
 use crate::records::{PRUNE_CHUNK, now};
@@ -130,6 +132,10 @@ impl DeliveryStore for PostgresStore {
         let due = delivery::claim_due(&self.client().await?, &self.node, now, limit, lease).await?;
         self.vacuum.after_claim(&self.pool, due.len(), limit);
         Ok(due)
+    }
+
+    fn deliver_locally(&self, local: Arc<LocalDelivery>) -> bool {
+        self.writer.deliver_locally(local)
     }
 
     async fn next_due(&self) -> Result<Option<DateTime<Utc>>> {

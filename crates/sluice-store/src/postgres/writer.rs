@@ -19,8 +19,8 @@
 //! [`Writer::ingested`] counts the events appended, for the profile engine's
 //! pacing (see `sluice_profiles::engine::pace`).
 
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use deadpool_postgres::Pool;
@@ -28,7 +28,9 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use super::ingest::{BatchError, GroupOptions, append_batch};
+use super::leased::Local;
 use crate::error::ErrorKind;
+use crate::local::LocalDelivery;
 use crate::{AppendRequest, Appended, Result, StoreError};
 
 /// How many calls may wait for the writer before callers wait to enqueue.
@@ -52,6 +54,8 @@ pub(super) struct Writer {
     task: Mutex<Option<JoinHandle<()>>>,
     /// Events handed to this writer so far (committed or not).
     ingested: AtomicU64,
+    /// This node's delivery engine, once it takes deliveries from ingest.
+    local: Arc<OnceLock<Arc<LocalDelivery>>>,
 }
 
 struct Job {
@@ -66,15 +70,24 @@ enum Msg {
 }
 
 impl Writer {
-    /// Starts the writer task on the current tokio runtime.
-    pub(super) fn spawn(pool: Pool, limits: GroupLimits) -> Writer {
+    /// Starts the writer task on the current tokio runtime; `node` owns
+    /// the deliveries it leases to this node's engine.
+    pub(super) fn spawn(pool: Pool, limits: GroupLimits, node: String) -> Writer {
         let (queue, rx) = mpsc::channel(QUEUE_DEPTH);
-        let task = tokio::spawn(writer_loop(pool, rx, limits));
+        let local = Arc::new(OnceLock::new());
+        let task = tokio::spawn(writer_loop(pool, rx, limits, local.clone(), node));
         Writer {
             queue,
             task: Mutex::new(Some(task)),
             ingested: AtomicU64::new(0),
+            local,
         }
+    }
+
+    /// Leases the deliveries of later groups to `local`'s engine (see
+    /// `leased`); false when an engine was already given.
+    pub(super) fn deliver_locally(&self, local: Arc<LocalDelivery>) -> bool {
+        self.local.set(local).is_ok()
     }
 
     /// Events appended through this writer so far (monotonic).
@@ -112,7 +125,13 @@ impl Writer {
     }
 }
 
-async fn writer_loop(pool: Pool, mut rx: mpsc::Receiver<Msg>, limits: GroupLimits) {
+async fn writer_loop(
+    pool: Pool,
+    mut rx: mpsc::Receiver<Msg>,
+    limits: GroupLimits,
+    local: Arc<OnceLock<Arc<LocalDelivery>>>,
+    node: String,
+) {
     let mut group: Vec<Job> = Vec::new();
     while let Some(first) = rx.recv().await {
         let mut closing = false;
@@ -144,7 +163,11 @@ async fn writer_loop(pool: Pool, mut rx: mpsc::Receiver<Msg>, limits: GroupLimit
             usage_shard: limits.usage_shard,
             usage: true,
         };
-        commit_group(&pool, &mut group, opts).await;
+        let local = local.get().map(|delivery| Local {
+            delivery,
+            node: &node,
+        });
+        commit_group(&pool, &mut group, opts, local).await;
         if closing {
             // Refuse new calls; the loop still drains what is queued.
             rx.close();
@@ -153,12 +176,17 @@ async fn writer_loop(pool: Pool, mut rx: mpsc::Receiver<Msg>, limits: GroupLimit
 }
 
 /// Writes `group` in one transaction and answers every caller.
-async fn commit_group(pool: &Pool, group: &mut Vec<Job>, opts: GroupOptions) {
+async fn commit_group(
+    pool: &Pool,
+    group: &mut Vec<Job>,
+    opts: GroupOptions,
+    local: Option<Local<'_>>,
+) {
     if group.is_empty() {
         return;
     }
     let requests: Vec<&AppendRequest> = group.iter().map(|j| &j.request).collect();
-    let outcome = append_batch(pool, &requests, opts).await;
+    let outcome = append_batch(pool, &requests, opts, local).await;
     match outcome {
         Ok(outcomes) => {
             for (job, outcome) in group.drain(..).zip(outcomes) {
@@ -178,7 +206,7 @@ async fn commit_group(pool: &Pool, group: &mut Vec<Job>, opts: GroupOptions) {
         Err(BatchError::NotWritten(e)) => {
             tracing::warn!(error = %e, calls = group.len(), "postgres group failed; retrying calls one by one");
             for job in group.drain(..) {
-                let alone = match append_batch(pool, &[&job.request], opts).await {
+                let alone = match append_batch(pool, &[&job.request], opts, local).await {
                     Ok(outcomes) => Ok(outcomes.into_iter().next().unwrap_or_default()),
                     Err(BatchError::NotWritten(e) | BatchError::Unknown(e)) => Err(e),
                 };

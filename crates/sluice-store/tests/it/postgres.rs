@@ -18,6 +18,7 @@ use tokio_postgres::NoTls;
 
 mod cluster;
 mod hand_off;
+mod local;
 mod partitions;
 mod pooler;
 mod tls;

@@ -290,7 +290,7 @@ async fn replay(
     selection["message_id"] = json!(f.message_id);
     let change = async {
         let replayed = app.store.replay(&f, Utc::now()).await?;
-        (app.on_commit)();
+        (app.on_commit)(true);
         Ok(Json(Replayed { replayed }))
     };
     record(

@@ -43,7 +43,8 @@ pub async fn a_resent_message_id_is_dropped_and_counted(store: Shared) {
         first,
         Appended {
             stored: 2,
-            duplicates: 0
+            duplicates: 0,
+            ..Appended::default()
         }
     );
     // The client did not hear the answer and sends the batch again, plus a
@@ -53,7 +54,8 @@ pub async fn a_resent_message_id_is_dropped_and_counted(store: Shared) {
         again,
         Appended {
             stored: 1,
-            duplicates: 2
+            duplicates: 2,
+            ..Appended::default()
         }
     );
     let alone = send(&store, "src_a", at(3_600), &["m2"]).await;
@@ -61,7 +63,8 @@ pub async fn a_resent_message_id_is_dropped_and_counted(store: Shared) {
         alone,
         Appended {
             stored: 0,
-            duplicates: 1
+            duplicates: 1,
+            ..Appended::default()
         }
     );
 
@@ -84,7 +87,8 @@ pub async fn a_batch_repeating_a_message_id_stores_it_once(store: Shared) {
         outcome,
         Appended {
             stored: 2,
-            duplicates: 2
+            duplicates: 2,
+            ..Appended::default()
         }
     );
     assert_eq!(stored_ids(&store, "src_a").await, ["m1", "m2"]);
@@ -98,7 +102,8 @@ pub async fn the_same_message_id_from_another_source_is_stored(store: Shared) {
         other,
         Appended {
             stored: 1,
-            duplicates: 0
+            duplicates: 0,
+            ..Appended::default()
         }
     );
     assert_eq!(stored_ids(&store, "src_b").await, ["m1"]);
@@ -135,7 +140,8 @@ pub async fn a_message_id_older_than_the_window_is_stored_again(store: Shared) {
         later,
         Appended {
             stored: 1,
-            duplicates: 0
+            duplicates: 0,
+            ..Appended::default()
         }
     );
     assert_eq!(stored_ids(&store, "src_a").await, ["m1", "m1"]);

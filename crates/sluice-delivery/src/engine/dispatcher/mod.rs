@@ -7,9 +7,14 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
+use sluice_store::local::{Handed, LocalDelivery, Unit};
+
+pub(super) use from_ingest::FromIngest;
 use sluice_store::{AttemptReport, DueDelivery, Outcome, Store};
 use tokio::sync::{Notify, Semaphore, mpsc, watch};
 use tokio::task::JoinSet;
+
+mod from_ingest;
 
 use super::Signals;
 use super::cache::{DestinationCache, Lookup};
@@ -49,6 +54,11 @@ pub(super) struct Dispatcher {
     signals: Signals,
     reports: mpsc::UnboundedSender<AttemptReport>,
     tasks: JoinSet<()>,
+    /// Deliveries this node's ingest leased to it, when the store does
+    /// that ([`sluice_store::local`]); `None` once the sender is gone.
+    handed: Option<mpsc::UnboundedReceiver<Vec<Handed>>>,
+    /// The door those come through: shut while a backlog is claimed.
+    local: Option<Arc<LocalDelivery>>,
 }
 
 impl Dispatcher {
@@ -58,8 +68,12 @@ impl Dispatcher {
         sender: Sender,
         signals: Signals,
         reports: mpsc::UnboundedSender<AttemptReport>,
+        from_ingest: Option<FromIngest>,
     ) -> Self {
+        let (local, handed) = from_ingest.map(|f| (f.local, f.handed)).unzip();
         Self {
+            handed,
+            local,
             policy: config.retry_policy(),
             cache: DestinationCache::new(config.destination_cache_ttl),
             global: Arc::new(Semaphore::new(config.max_in_flight)),
@@ -85,15 +99,20 @@ impl Dispatcher {
             if self.signals.invalidate.swap(false, Ordering::SeqCst) {
                 self.cache.invalidate();
             }
+            self.take_handed().await;
             let room = self
                 .global
                 .available_permits()
                 .min(self.config.claim_batch as usize);
             if room == 0 {
-                tokio::select! {
-                    _ = self.freed.notified() => {}
-                    _ = stop.changed() => {}
-                }
+                let freed = self.freed.clone();
+                self.wait(async {
+                    tokio::select! {
+                        _ = freed.notified() => {}
+                        _ = stop.changed() => {}
+                    }
+                })
+                .await;
                 continue;
             }
             let room = match self.size_claim() {
@@ -102,11 +121,15 @@ impl Dispatcher {
                 ClaimSize::Wait => {
                     let since = *self.waiting_since.get_or_insert_with(Instant::now);
                     let until = tokio::time::Instant::from_std(since + RELEASE_DELAY);
-                    tokio::select! {
-                        _ = self.freed.notified() => {}
-                        _ = tokio::time::sleep_until(until) => {}
-                        _ = stop.changed() => {}
-                    }
+                    let freed = self.freed.clone();
+                    self.wait(async {
+                        tokio::select! {
+                            _ = freed.notified() => {}
+                            _ = tokio::time::sleep_until(until) => {}
+                            _ = stop.changed() => {}
+                        }
+                    })
+                    .await;
                     continue;
                 }
             };
@@ -129,6 +152,10 @@ impl Dispatcher {
                 }
             };
             let full = claimed.len() == room;
+            if let Some(local) = &self.local {
+                // A backlog goes out oldest first, through claims.
+                local.open(!full);
+            }
             self.focus.clear();
             for due in &claimed {
                 if !self.focus.contains(&due.destination_id) {
@@ -137,7 +164,7 @@ impl Dispatcher {
             }
             let mut taken = 0;
             for due in claimed {
-                taken += usize::from(self.dispatch(due).await);
+                taken += usize::from(self.dispatch(due, None).await);
             }
             // An idle lane is kept while its breaker is open, so the next
             // claim still sees it.
@@ -148,11 +175,15 @@ impl Dispatcher {
             if full && taken == 0 {
                 // Everything due belongs to saturated destinations and was
                 // handed back: wait for a send to finish rather than spin.
-                tokio::select! {
-                    _ = self.freed.notified() => {}
-                    _ = tokio::time::sleep(RELEASE_DELAY) => {}
-                    _ = stop.changed() => {}
-                }
+                let freed = self.freed.clone();
+                self.wait(async {
+                    tokio::select! {
+                        _ = freed.notified() => {}
+                        _ = tokio::time::sleep(RELEASE_DELAY) => {}
+                        _ = stop.changed() => {}
+                    }
+                })
+                .await;
             } else if !full {
                 let wait = self.idle_wait().await;
                 self.idle(&mut stop, wait).await;
@@ -161,9 +192,11 @@ impl Dispatcher {
         self.drain().await;
     }
 
-    /// Routes one claimed delivery: discard it, hand it back, or spawn its
-    /// send. Returns false when it was handed back (its destination is full).
-    async fn dispatch(&mut self, due: DueDelivery) -> bool {
+    /// Routes one delivery, claimed or handed over from ingest with its
+    /// `unit` of room: discard it, hand it back, or spawn its send. Returns
+    /// false when it was handed back (its destination is full). The unit
+    /// returns when the send ends, or at once when there is none.
+    async fn dispatch(&mut self, due: DueDelivery, unit: Option<Unit>) -> bool {
         let dest = match self
             .cache
             .get(self.store.as_ref(), &due.destination_id)
@@ -245,6 +278,7 @@ impl Dispatcher {
         let tally = self.signals.tally.clone();
         self.tasks.spawn(async move {
             let _global = global;
+            let _unit = unit;
             // A free slot is taken at once; only a full lane waits (and
             // then gives up its wait on shutdown).
             let slot = match lane.slots.try_acquire() {
@@ -356,19 +390,35 @@ impl Dispatcher {
         }
     }
 
-    /// Sleeps for `wait` unless woken (ingest, retry written) or stopped.
-    async fn idle(&self, stop: &mut watch::Receiver<bool>, wait: Duration) {
-        tokio::select! {
-            _ = tokio::time::sleep(wait) => {}
-            _ = self.signals.wake.notified() => {}
-            _ = stop.changed() => {}
-        }
+    /// Sleeps for `wait` unless woken (ingest left deliveries to claim, a
+    /// retry was written) or stopped.
+    async fn idle(&mut self, stop: &mut watch::Receiver<bool>, wait: Duration) {
+        let wake = self.signals.wake.clone();
+        self.wait(async {
+            tokio::select! {
+                _ = tokio::time::sleep(wait) => {}
+                _ = wake.notified() => {}
+                _ = stop.changed() => {}
+            }
+        })
+        .await;
     }
 
     /// Waits up to the grace period for in-flight sends, then abandons the
     /// rest (their leases bring them back). Dropping `self` closes the report
     /// channel, which lets the reporter flush and end.
     async fn drain(mut self) {
+        // Ingest leases nothing more to this engine; what it handed over and
+        // was not dispatched is released for any node to claim at once.
+        if let Some(mut rx) = self.handed.take() {
+            rx.close();
+            while let Ok(batch) = rx.try_recv() {
+                for handed in batch {
+                    let _ = (self.reports)
+                        .send(deliver::release(handed.due.delivery_id, Duration::ZERO));
+                }
+            }
+        }
         let grace = self.config.shutdown_grace;
         let finished = tokio::time::timeout(grace, async {
             while self.tasks.join_next().await.is_some() {}

@@ -1,0 +1,225 @@
+//! [`LocalDelivery`]: deliveries a node's ingest leases to its own delivery
+//! engine as it commits them, handed over in memory instead of claimed.
+//!
+//! On the happy path a call is delivered at once by the node that accepted
+//! it. Claiming it from the store first costs a statement and a commit for
+//! every call, and makes every node's engine meet at the head of one due
+//! order. So the ingest writer stores a call's delivery rows already leased
+//! to this node (the same lease a claim takes) and, after the commit, hands
+//! them to the engine over a channel. Nothing else changes for the rows: a
+//! report settles them as it settles claimed ones, and a node that dies
+//! with them leased leaves them to the membership and lease expiry, as a
+//! claim would.
+//!
+//! # Room
+//! The engine says how many deliveries it can take ([`LocalDelivery::open`]
+//! and the units it holds). Ingest leases at most that many
+//! ([`LocalDelivery::take`]); the rest of a group's rows are left unleased,
+//! for claims. Each delivery handed over carries a [`Unit`] of that room,
+//! which returns when the engine is done with it (sent, handed back or
+//! dropped). A group that fails gives its units back.
+//!
+//! While the engine drains a backlog it closes the door: due rows go out
+//! oldest first through claims, and a fresh call does not jump the queue.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+
+use crate::DueDelivery;
+
+/// The shared room and channel between one node's ingest and its engine.
+#[derive(Debug)]
+pub struct LocalDelivery {
+    /// Deliveries the engine can still take from ingest.
+    room: AtomicUsize,
+    /// False while the engine drains a backlog through claims.
+    open: AtomicBool,
+    /// How long a row leased at ingest stays the engine's: its claims' lease.
+    lease: Duration,
+    handed: mpsc::UnboundedSender<Vec<Handed>>,
+}
+
+/// A delivery leased at ingest, and the unit of room it occupies.
+#[derive(Debug)]
+pub struct Handed {
+    pub due: DueDelivery,
+    pub unit: Unit,
+}
+
+/// One delivery's share of the engine's room: given back when dropped.
+#[derive(Debug)]
+pub struct Unit(Arc<LocalDelivery>);
+
+impl Drop for Unit {
+    fn drop(&mut self) {
+        self.0.room.fetch_add(1, Ordering::AcqRel);
+    }
+}
+
+/// Units taken for one group's rows; those not handed over return when it
+/// is dropped (the group failed, or had fewer rows than taken).
+#[derive(Debug)]
+pub struct Taken {
+    local: Option<Arc<LocalDelivery>>,
+    count: usize,
+}
+
+impl LocalDelivery {
+    /// Room for `room` deliveries at once, each leased for `lease`,
+    /// initially open; the receiver is the engine's end.
+    pub fn new(
+        room: usize,
+        lease: Duration,
+    ) -> (Arc<LocalDelivery>, mpsc::UnboundedReceiver<Vec<Handed>>) {
+        let (handed, rx) = mpsc::unbounded_channel();
+        let local = LocalDelivery {
+            room: AtomicUsize::new(room),
+            open: AtomicBool::new(true),
+            lease,
+            handed,
+        };
+        (Arc::new(local), rx)
+    }
+
+    /// Opens or closes the door to ingest (see the module notes).
+    pub fn open(&self, open: bool) {
+        self.open.store(open, Ordering::Release);
+    }
+
+    /// Takes up to `want` units of room: none while closed or when the
+    /// engine has stopped listening.
+    pub fn take(self: &Arc<Self>, want: usize) -> Taken {
+        if want == 0 || !self.open.load(Ordering::Acquire) || self.handed.is_closed() {
+            return Taken::none();
+        }
+        let mut count = 0;
+        let _ = self
+            .room
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |room| {
+                count = room.min(want);
+                Some(room - count)
+            });
+        Taken {
+            local: Some(Arc::clone(self)),
+            count,
+        }
+    }
+
+    /// How long rows leased at ingest stay this node's.
+    pub fn lease(&self) -> Duration {
+        self.lease
+    }
+
+    /// Units free right now (for tests and metrics).
+    pub fn room(&self) -> usize {
+        self.room.load(Ordering::Acquire)
+    }
+}
+
+impl Taken {
+    /// No units: nothing is leased at ingest.
+    pub fn none() -> Taken {
+        Taken {
+            local: None,
+            count: 0,
+        }
+    }
+
+    /// How many rows may be leased to the engine.
+    pub fn count(&self) -> usize {
+        self.count
+    }
+
+    /// Hands `due` (at most [`Taken::count`] deliveries, committed and
+    /// leased to this node) to the engine, each with its unit.
+    pub fn hand(mut self, due: Vec<DueDelivery>) {
+        let Some(local) = self.local.clone() else {
+            return;
+        };
+        let handed: Vec<Handed> = due
+            .into_iter()
+            .take(self.count)
+            .map(|due| Handed {
+                due,
+                unit: Unit(Arc::clone(&local)),
+            })
+            .collect();
+        self.count -= handed.len();
+        if !handed.is_empty() {
+            // A closed channel drops the units, which give the room back; the
+            // rows wait for their lease to end, as any engine's would.
+            let _ = local.handed.send(handed);
+        }
+    }
+}
+
+impl Drop for Taken {
+    fn drop(&mut self) {
+        if let Some(local) = &self.local {
+            local.room.fetch_add(self.count, Ordering::AcqRel);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::Utc;
+
+    use super::*;
+
+    const LEASE: Duration = Duration::from_secs(60);
+
+    fn due(id: i64) -> DueDelivery {
+        DueDelivery {
+            delivery_id: id,
+            destination_id: "d".into(),
+            event_seq: id,
+            message_id: format!("m{id}"),
+            event_body: "{}".into(),
+            attempts: 0,
+            first_attempt_at: None,
+            received_at: Utc::now(),
+        }
+    }
+
+    #[test]
+    fn takes_no_more_than_the_room_left() {
+        let (local, _rx) = LocalDelivery::new(3, LEASE);
+        let first = local.take(2);
+        let second = local.take(5);
+        assert_eq!((first.count(), second.count(), local.room()), (2, 1, 0));
+    }
+
+    #[test]
+    fn a_group_that_fails_gives_its_units_back() {
+        let (local, _rx) = LocalDelivery::new(4, LEASE);
+        drop(local.take(3));
+        assert_eq!(local.room(), 4);
+    }
+
+    #[test]
+    fn each_handed_delivery_returns_its_unit_when_done() {
+        let (local, mut rx) = LocalDelivery::new(4, LEASE);
+        local.take(3).hand(vec![due(1), due(2)]);
+        // The third unit was not used, so it came back at once.
+        assert_eq!(local.room(), 2);
+        let handed = rx.try_recv().unwrap_or_default();
+        assert_eq!(handed.len(), 2);
+        drop(handed);
+        assert_eq!(local.room(), 4);
+    }
+
+    #[test]
+    fn a_closed_door_or_a_stopped_engine_takes_nothing() {
+        let (local, rx) = LocalDelivery::new(4, LEASE);
+        local.open(false);
+        assert_eq!(local.take(2).count(), 0);
+        local.open(true);
+        drop(rx);
+        assert_eq!(local.take(2).count(), 0);
+        assert_eq!(local.room(), 4);
+    }
+}

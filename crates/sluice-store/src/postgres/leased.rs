@@ -1,0 +1,182 @@
+//! A group's delivery rows, some of them leased at ingest to this node's
+//! delivery engine ([`crate::local`]).
+//!
+//! # Invariants
+//! - **The same lease a claim takes.** A row leased here carries this
+//!   node's `lease_owner` and a `lease_until` one engine lease ahead, so no
+//!   node's claim takes it, the membership releases it if this node dies,
+//!   and its lease ends by itself if the hand-over never happens (a commit
+//!   whose answer was lost).
+//! - **Handed over only once committed.** The rows go to the engine after
+//!   `COMMIT` succeeds (`ingest::append_batch`): the engine never sends a
+//!   delivery whose row may yet roll back, and a report always finds it.
+//! - **In order, within the room.** The first rows of the group are leased,
+//!   as many as the engine has room for; the rest are left to claims, due
+//!   at once as before.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use deadpool_postgres::Transaction;
+
+use super::rows::{backend, big, get, ms};
+use crate::local::{LocalDelivery, Taken};
+use crate::{AppendRequest, DueDelivery, NewEvent, Result};
+
+/// This node's engine, when it takes deliveries from ingest.
+#[derive(Clone, Copy)]
+pub(super) struct Local<'a> {
+    pub delivery: &'a Arc<LocalDelivery>,
+    pub node: &'a str,
+}
+
+/// The pending deliveries of one group, as arrays bound to `UNNEST`, with
+/// what the engine needs of each to send it.
+#[derive(Default)]
+pub(super) struct Rows<'a> {
+    seqs: Vec<i64>,
+    dests: Vec<&'a str>,
+    sources: Vec<&'a str>,
+    at: Vec<i64>,
+    /// A destination's own body, when its transform gave it one.
+    bodies: Vec<Option<&'a str>>,
+    message_ids: Vec<&'a str>,
+    /// What is sent: the destination's own body, else the event's.
+    sent: Vec<&'a str>,
+    received: Vec<DateTime<Utc>>,
+}
+
+impl<'a> Rows<'a> {
+    /// Adds `event`'s deliveries, stored as `seq`.
+    pub(super) fn add(&mut self, request: &'a AppendRequest, event: &'a NewEvent, seq: i64) {
+        for destination_id in &event.destination_ids {
+            let own = (event.bodies.iter())
+                .find(|(d, _)| d == destination_id)
+                .map(|(_, b)| b.as_str());
+            self.seqs.push(seq);
+            self.dests.push(destination_id);
+            self.sources.push(&request.source_id);
+            self.at.push(ms(request.received_at));
+            self.bodies.push(own);
+            self.message_ids.push(&event.message_id);
+            self.sent.push(own.unwrap_or(&event.body));
+            self.received.push(request.received_at);
+        }
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.seqs.len()
+    }
+}
+
+/// What a group leased to the engine, handed over once it commits;
+/// dropped unhanded, its room goes back.
+pub(super) struct Leased {
+    taken: Taken,
+    due: Vec<DueDelivery>,
+}
+
+impl Leased {
+    pub(super) fn none() -> Leased {
+        Leased {
+            taken: Taken::none(),
+            due: Vec::new(),
+        }
+    }
+
+    /// How many of the group's first rows were leased.
+    pub(super) fn count(&self) -> usize {
+        self.due.len()
+    }
+
+    /// Gives the committed, leased deliveries to the engine.
+    pub(super) fn hand(self) {
+        self.taken.hand(self.due);
+    }
+}
+
+/// Inserts `rows` as pending deliveries, the first of them leased to
+/// `local`'s engine as far as its room allows.
+pub(super) async fn insert(
+    tx: &Transaction<'_>,
+    rows: &Rows<'_>,
+    local: Option<Local<'_>>,
+) -> Result<Leased> {
+    if rows.len() == 0 {
+        return Ok(Leased::none());
+    }
+    let taken = match local {
+        Some(local) => local.delivery.take(rows.len()),
+        None => Taken::none(),
+    };
+    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 5] = [
+        &rows.seqs,
+        &rows.dests,
+        &rows.sources,
+        &rows.at,
+        &rows.bodies,
+    ];
+    let (Some(local), n @ 1..) = (local, taken.count()) else {
+        // Rows come out of UNNEST in array order, so delivery ids follow
+        // event order: `claim_due` breaks ties by id.
+        let stmt = tx
+            .prepare_cached(
+                "INSERT INTO deliveries (event_seq, destination_id, source_id, state, attempts,
+                                         next_attempt_at, updated_at, body)
+                 SELECT s, d, src, 'pending', 0, t, t, b
+                 FROM UNNEST($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[])
+                      AS u(s, d, src, t, b)",
+            )
+            .await
+            .map_err(backend)?;
+        tx.execute(&stmt, &params).await.map_err(backend)?;
+        return Ok(Leased::none());
+    };
+    let stmt = tx
+        .prepare_cached(
+            "WITH ins AS (
+                 INSERT INTO deliveries (event_seq, destination_id, source_id, state, attempts,
+                                         next_attempt_at, updated_at, body, lease_until,
+                                         lease_owner)
+                 SELECT s, d, src, 'pending', 0, t, t, b,
+                        CASE WHEN o <= $6 THEN $7::bigint END,
+                        CASE WHEN o <= $6 THEN $8::text END
+                 FROM UNNEST($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[])
+                      WITH ORDINALITY AS u(s, d, src, t, b, o)
+                 RETURNING id, event_seq, destination_id, lease_owner)
+             SELECT id, event_seq, destination_id FROM ins WHERE lease_owner IS NOT NULL",
+        )
+        .await
+        .map_err(backend)?;
+    let lease_until = ms(Utc::now()).saturating_add(big(local.delivery.lease().as_millis()));
+    let leased_rows = big(n);
+    let mut all = params.to_vec();
+    all.extend([
+        &leased_rows as &(dyn tokio_postgres::types::ToSql + Sync),
+        &lease_until,
+        &local.node,
+    ]);
+    let returned = tx.query(&stmt, &all).await.map_err(backend)?;
+    let index: HashMap<(i64, &str), usize> =
+        (0..n).map(|i| ((rows.seqs[i], rows.dests[i]), i)).collect();
+    let mut due = Vec::with_capacity(n);
+    for row in &returned {
+        let (id, seq, dest): (i64, i64, String) = (get(row, 0)?, get(row, 1)?, get(row, 2)?);
+        let Some(&i) = index.get(&(seq, dest.as_str())) else {
+            continue;
+        };
+        due.push(DueDelivery {
+            delivery_id: id,
+            destination_id: dest,
+            event_seq: seq,
+            message_id: rows.message_ids[i].to_owned(),
+            event_body: rows.sent[i].to_owned(),
+            attempts: 0,
+            first_attempt_at: None,
+            received_at: rows.received[i],
+        });
+    }
+    due.sort_by_key(|d| d.delivery_id);
+    Ok(Leased { taken, due })
+}
