@@ -34,7 +34,7 @@ impl Collector for EngineCounters {
         let metric = encoder.encode_descriptor(
             "sluice_delivery_from_ingest",
             "Deliveries this node's ingest leased to its own engine as it committed them, \
-             sent without a claim (PostgreSQL; a backlog goes through claims instead)",
+             sent without a claim (a backlog goes through claims instead)",
             None,
             from_ingest.metric_type(),
         )?;

@@ -59,12 +59,14 @@ impl Drop for Unit {
     }
 }
 
-/// Units taken for one group's rows; those not handed over return when it
-/// is dropped (the group failed, or had fewer rows than taken).
+/// Units taken for one group's rows, and the deliveries leased with them;
+/// the units not handed over return when it is dropped (the group failed,
+/// or had fewer rows than taken).
 #[derive(Debug)]
 pub struct Taken {
     local: Option<Arc<LocalDelivery>>,
     count: usize,
+    due: Vec<DueDelivery>,
 }
 
 impl LocalDelivery {
@@ -105,6 +107,7 @@ impl LocalDelivery {
         Taken {
             local: Some(Arc::clone(self)),
             count,
+            due: Vec::with_capacity(count),
         }
     }
 
@@ -125,6 +128,7 @@ impl Taken {
         Taken {
             local: None,
             count: 0,
+            due: Vec::new(),
         }
     }
 
@@ -133,15 +137,33 @@ impl Taken {
         self.count
     }
 
-    /// Hands `due` (at most [`Taken::count`] deliveries, committed and
-    /// leased to this node) to the engine, each with its unit.
-    pub fn hand(mut self, due: Vec<DueDelivery>) {
+    /// Whether another row may be leased.
+    pub fn has_room(&self) -> bool {
+        self.due.len() < self.count
+    }
+
+    /// Keeps `due`, a row leased to this node, for the hand-over.
+    pub fn lease(&mut self, due: DueDelivery) {
+        if self.has_room() {
+            self.due.push(due);
+        }
+    }
+
+    /// The rows leased so far.
+    pub fn leased(&self) -> usize {
+        self.due.len()
+    }
+
+    /// Hands the leased deliveries, now committed, to the engine, each with
+    /// its unit, in the order of their ids.
+    pub fn hand(mut self) {
         let Some(local) = self.local.clone() else {
             return;
         };
+        let mut due = std::mem::take(&mut self.due);
+        due.sort_by_key(|d| d.delivery_id);
         let handed: Vec<Handed> = due
             .into_iter()
-            .take(self.count)
             .map(|due| Handed {
                 due,
                 unit: Unit(Arc::clone(&local)),
@@ -203,7 +225,10 @@ mod tests {
     #[test]
     fn each_handed_delivery_returns_its_unit_when_done() {
         let (local, mut rx) = LocalDelivery::new(4, LEASE);
-        local.take(3).hand(vec![due(1), due(2)]);
+        let mut taken = local.take(3);
+        taken.lease(due(1));
+        taken.lease(due(2));
+        taken.hand();
         // The third unit was not used, so it came back at once.
         assert_eq!(local.room(), 2);
         let handed = rx.try_recv().unwrap_or_default();

@@ -115,8 +115,8 @@ impl EngineHandle {
     }
 
     /// Deliveries so far that this node's ingest leased to the engine as it
-    /// committed them, and handed over without a claim (PostgreSQL only;
-    /// see `sluice_store::local`).
+    /// committed them, and handed over without a claim (see
+    /// `sluice_store::local`).
     pub fn from_ingest(&self) -> u64 {
         self.from_ingest.load(Ordering::Relaxed)
     }

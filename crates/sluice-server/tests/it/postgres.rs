@@ -8,7 +8,7 @@ use serde_json::json;
 use sluice_server::config::StorageBackend;
 use sluice_testkit::Receiver;
 
-use crate::support::{TestServer, eventually, metric, test_config};
+use crate::support::{TestServer, eventually, test_config};
 
 pub(crate) fn pg_config(dir: &std::path::Path, schema: &str) -> sluice_server::Config {
     let url = std::env::var("SLUICE_TEST_POSTGRES_URL").unwrap_or_else(|_| {
@@ -279,49 +279,9 @@ async fn two_nodes_compute_each_trait_change_once_and_hand_over() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn calls_a_node_accepts_are_sent_by_it_without_a_claim() {
-    const CALLS: usize = 20;
     let dir = tempfile::tempdir().unwrap();
     let node = TestServer::start_with(pg_config(dir.path(), &unique_schema())).await;
-    let (src, key) = node.source("direct").await;
-    let rx = Receiver::start().await;
-    node.webhook(&src, json!([rx.url()]), Some("direct-secret-1"))
-        .await;
-    for i in 0..CALLS {
-        let call = json!({"userId": "u", "event": "e", "messageId": format!("d-{i}")});
-        let (status, body) = node
-            .collect("/v1/track", Some(&key), call.to_string())
-            .await;
-        assert_eq!(status, 200, "{body}");
-    }
-    eventually(20, || async {
-        (rx.requests().len() >= CALLS).then_some(())
-    })
-    .await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let got = rx.requests();
-    assert_eq!(got.len(), CALLS, "each call sent once");
-    assert!(got.iter().all(|r| r.header("x-signature")
-        == Some(sluice_signing::sign(b"direct-secret-1", &r.body).as_str())));
-    let scrape = node.metrics().await;
-    assert_eq!(
-        metric(&scrape, "sluice_delivery_from_ingest_total "),
-        CALLS as f64,
-        "every delivery went from ingest to the engine"
-    );
-    // Each delivery is recorded as any other, attempt included.
-    let listed = eventually(10, || async {
-        let (_, rows) = node
-            .admin(reqwest::Method::GET, "/deliveries?state=succeeded", None)
-            .await;
-        let rows = rows["data"].as_array()?.clone();
-        (rows.len() == CALLS).then_some(rows)
-    })
-    .await;
-    let id = listed[0]["id"].as_i64().unwrap();
-    let (_, detail) = node
-        .admin(reqwest::Method::GET, &format!("/deliveries/{id}"), None)
-        .await;
-    assert_eq!(detail["attempts"][0]["status"], 200, "{detail}");
+    crate::webhooks::calls_go_from_ingest_to_the_engine(&node).await;
     node.stop().await;
 }
 

@@ -7,7 +7,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 use sluice_testkit::{Receiver, Reply};
 
-use crate::support::{TestServer, eventually, test_config};
+use crate::support::{TestServer, eventually, metric, test_config};
 
 const SECRET: &str = "whsec-test-0123456789";
 
@@ -21,6 +21,58 @@ async fn deliveries_of(s: &TestServer, message_id: &str) -> Vec<Value> {
         .await;
     assert_eq!(status, 200, "{body}");
     body["data"].as_array().cloned().unwrap_or_default()
+}
+
+/// Sends single calls to `node` and checks each went from ingest straight
+/// to its delivery engine, without a claim, and was recorded as any other.
+pub(crate) async fn calls_go_from_ingest_to_the_engine(node: &TestServer) {
+    const CALLS: usize = 20;
+    let (src, key) = node.source("direct").await;
+    let rx = Receiver::start().await;
+    node.webhook(&src, json!([rx.url()]), Some("direct-secret-1"))
+        .await;
+    for i in 0..CALLS {
+        let call = json!({"userId": "u", "event": "e", "messageId": format!("d-{i}")});
+        let (status, body) = node
+            .collect("/v1/track", Some(&key), call.to_string())
+            .await;
+        assert_eq!(status, 200, "{body}");
+    }
+    eventually(20, || async {
+        (rx.requests().len() >= CALLS).then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let got = rx.requests();
+    assert_eq!(got.len(), CALLS, "each call sent once");
+    assert!(got.iter().all(|r| r.header("x-signature")
+        == Some(sluice_signing::sign(b"direct-secret-1", &r.body).as_str())));
+    let scrape = node.metrics().await;
+    assert_eq!(
+        metric(&scrape, "sluice_delivery_from_ingest_total "),
+        CALLS as f64,
+        "every delivery went from ingest to the engine"
+    );
+    // Each delivery is recorded as any other, attempt included.
+    let listed = eventually(10, || async {
+        let (_, rows) = node
+            .admin(Method::GET, "/deliveries?state=succeeded", None)
+            .await;
+        let rows = rows["data"].as_array()?.clone();
+        (rows.len() == CALLS).then_some(rows)
+    })
+    .await;
+    let id = listed[0]["id"].as_i64().unwrap();
+    let (_, detail) = node
+        .admin(Method::GET, &format!("/deliveries/{id}"), None)
+        .await;
+    assert_eq!(detail["attempts"][0]["status"], 200, "{detail}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_are_sent_without_a_claim() {
+    let s = TestServer::start().await;
+    calls_go_from_ingest_to_the_engine(&s).await;
 }
 
 #[tokio::test]

@@ -5,8 +5,9 @@ use std::collections::{BTreeMap, HashSet};
 
 use deadpool_postgres::{Client, Pool};
 
-use super::leased::{self, Leased, Local};
+use super::leased::{self, Local};
 use super::rows::{backend, big, day, get, ms, pool_error, sql_limit, time};
+use crate::local::Taken;
 use crate::{AppendRequest, Appended, Result, StoreError, StoredEvent};
 
 /// Why a group failed, which decides whether retrying its requests one by
@@ -149,7 +150,7 @@ pub(super) async fn write(
     requests: &[&AppendRequest],
     opts: GroupOptions,
     local: Option<Local<'_>>,
-) -> Result<(Vec<Appended>, Leased)> {
+) -> Result<(Vec<Appended>, Taken)> {
     // Each (source, messageId)'s first occurrence in the group gets a seq
     // and goes to the insert, which keeps those no earlier event holds;
     // with the window off, every event is stored.
@@ -232,7 +233,7 @@ pub(super) async fn write(
     }
     let leased = leased::insert(tx, &deliveries, local).await?;
     for (outcome, end) in outcomes.iter_mut().zip(ends) {
-        outcome.handed = leased.count() > 0 && end <= leased.count();
+        outcome.handed = leased.leased() > 0 && end <= leased.leased();
     }
     at_ingest.write(tx, opts.usage_shard).await?;
     if !opts.usage {

@@ -70,43 +70,17 @@ impl<'a> Rows<'a> {
     }
 }
 
-/// What a group leased to the engine, handed over once it commits;
-/// dropped unhanded, its room goes back.
-pub(super) struct Leased {
-    taken: Taken,
-    due: Vec<DueDelivery>,
-}
-
-impl Leased {
-    pub(super) fn none() -> Leased {
-        Leased {
-            taken: Taken::none(),
-            due: Vec::new(),
-        }
-    }
-
-    /// How many of the group's first rows were leased.
-    pub(super) fn count(&self) -> usize {
-        self.due.len()
-    }
-
-    /// Gives the committed, leased deliveries to the engine.
-    pub(super) fn hand(self) {
-        self.taken.hand(self.due);
-    }
-}
-
 /// Inserts `rows` as pending deliveries, the first of them leased to
 /// `local`'s engine as far as its room allows.
 pub(super) async fn insert(
     tx: &Transaction<'_>,
     rows: &Rows<'_>,
     local: Option<Local<'_>>,
-) -> Result<Leased> {
+) -> Result<Taken> {
     if rows.len() == 0 {
-        return Ok(Leased::none());
+        return Ok(Taken::none());
     }
-    let taken = match local {
+    let mut taken = match local {
         Some(local) => local.delivery.take(rows.len()),
         None => Taken::none(),
     };
@@ -131,7 +105,7 @@ pub(super) async fn insert(
             .await
             .map_err(backend)?;
         tx.execute(&stmt, &params).await.map_err(backend)?;
-        return Ok(Leased::none());
+        return Ok(taken);
     };
     let stmt = tx
         .prepare_cached(
@@ -160,13 +134,12 @@ pub(super) async fn insert(
     let returned = tx.query(&stmt, &all).await.map_err(backend)?;
     let index: HashMap<(i64, &str), usize> =
         (0..n).map(|i| ((rows.seqs[i], rows.dests[i]), i)).collect();
-    let mut due = Vec::with_capacity(n);
     for row in &returned {
         let (id, seq, dest): (i64, i64, String) = (get(row, 0)?, get(row, 1)?, get(row, 2)?);
         let Some(&i) = index.get(&(seq, dest.as_str())) else {
             continue;
         };
-        due.push(DueDelivery {
+        taken.lease(DueDelivery {
             delivery_id: id,
             destination_id: dest,
             event_seq: seq,
@@ -177,6 +150,5 @@ pub(super) async fn insert(
             received_at: rows.received[i],
         });
     }
-    due.sort_by_key(|d| d.delivery_id);
-    Ok(Leased { taken, due })
+    Ok(taken)
 }

@@ -1,12 +1,16 @@
 //! The ingest outbox: events, their deliveries and usage in one transaction.
 
+use std::sync::Arc;
+
+use chrono::Utc;
 use rusqlite::{Connection, params};
 
 use super::dedup::{self, Window};
 use super::message_ids;
 use super::rows::{day, ms};
 
-use crate::{AppendRequest, Appended, NewEvent, Result};
+use crate::local::{LocalDelivery, Taken};
+use crate::{AppendRequest, Appended, DueDelivery, NewEvent, Result};
 
 /// The writer's measure of a request's size: its events.
 pub(super) fn weight(request: &AppendRequest) -> usize {
@@ -24,13 +28,17 @@ pub(super) fn weight(request: &AppendRequest) -> usize {
 /// within it (or earlier in this group) is dropped and counted (`dedup`);
 /// `keys` are the events' keys in it, hashed by the caller (see
 /// [`dedup::Keyer`]).
+/// With `local`, the first deliveries, as many as its engine has room for,
+/// are written leased to it; they are to be handed over once the group
+/// commits ([`Taken::hand`]).
 pub(super) fn append(
     conn: &Connection,
     request: &AppendRequest,
     stored: &[Option<Vec<u8>>],
     keys: &[u64],
     mut window: Option<&mut Window>,
-) -> Result<Appended> {
+    local: Option<&Arc<LocalDelivery>>,
+) -> Result<(Appended, Taken)> {
     let received_at = ms(request.received_at);
     let mut insert_event = conn.prepare_cached(
         "INSERT INTO events (source_id, message_id, event_type, received_at, body, blocked)
@@ -41,6 +49,15 @@ pub(super) fn append(
                                  next_attempt_at, updated_at, body)
          VALUES (?1, ?2, '', 'pending', 0, ?3, ?5, ?4)",
     )?;
+    let mut leased = match local {
+        Some(local) => local.take(request.events.iter().map(|e| e.destination_ids.len()).sum()),
+        None => Taken::none(),
+    };
+    let lease_until = local.map_or(0, |local| {
+        let lease = i64::try_from(local.lease().as_millis()).unwrap_or(i64::MAX);
+        ms(Utc::now()).saturating_add(lease)
+    });
+    let mut rows = 0;
     let day = day(request.received_at);
     let mut first = None;
     let mut seq = 0;
@@ -83,6 +100,28 @@ pub(super) fn append(
                 .iter()
                 .find(|(d, _)| d == destination_id)
                 .map(|(_, b)| b.as_str());
+            rows += 1;
+            if leased.has_room() {
+                let id = conn
+                    .prepare_cached(
+                        "INSERT INTO deliveries (event_seq, destination_id, source_id, state,
+                                                 attempts, next_attempt_at, updated_at, body,
+                                                 lease_until)
+                         VALUES (?1, ?2, '', 'pending', 0, ?3, ?3, ?4, ?5)",
+                    )?
+                    .insert(params![seq, destination_id, received_at, body, lease_until])?;
+                leased.lease(DueDelivery {
+                    delivery_id: id,
+                    destination_id: destination_id.clone(),
+                    event_seq: seq,
+                    message_id: event.message_id.clone(),
+                    event_body: body.unwrap_or(&event.body).to_owned(),
+                    attempts: 0,
+                    first_attempt_at: None,
+                    received_at: request.received_at,
+                });
+                continue;
+            }
             insert_delivery.execute(params![
                 seq,
                 destination_id,
@@ -108,7 +147,8 @@ pub(super) fn append(
     if let Some(first) = first {
         message_ids::after_append(conn, first, seq)?;
     }
-    Ok(outcome)
+    outcome.handed = rows > 0 && leased.leased() == rows;
+    Ok((outcome, leased))
 }
 
 /// What rules and filters decided at ingest: a `filtered` delivery per

@@ -22,6 +22,10 @@
 //!   one consistent snapshot.
 //! - **Leases, not locks.** `claim_due` stamps `lease_until`; a delivery whose
 //!   worker died is handed out again once its lease ends.
+//! - **Delivered without a claim.** An append writes its deliveries already
+//!   leased to the engine, as many as the engine has room for, and hands
+//!   them over once the group commits ([`crate::local`]); a process that
+//!   dies first leaves them leased, and the next open releases them.
 //! - **Ids only grow.** Event seqs and delivery ids are rowids (max + 1);
 //!   retention never deletes the newest event or the newest delivery, and
 //!   purges and withdrawn messages leave the newest as a tombstone
@@ -123,6 +127,9 @@ pub struct SqliteStore {
     path: PathBuf,
     /// Whether purges end by zeroing free space (`scrub`).
     secure_delete: bool,
+    /// The delivery engine that takes deliveries from ingest, once it does
+    /// ([`crate::local`]).
+    local: std::sync::OnceLock<Arc<crate::local::LocalDelivery>>,
 }
 
 impl SqliteStore {
@@ -177,6 +184,7 @@ impl SqliteStore {
             readers,
             path: config.path,
             secure_delete: config.secure_delete,
+            local: std::sync::OnceLock::new(),
         })
     }
 

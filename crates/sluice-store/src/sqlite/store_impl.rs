@@ -163,12 +163,17 @@ impl EventStore for SqliteStore {
                 .collect()
         });
         let window = self.window.clone();
-        self.writer
+        let local = self.local.get().cloned();
+        let (appended, leased) = self
+            .writer
             .run_as(Class::Ingest, weight, move |c| {
                 let mut window = window.as_ref().map(dedup::lock);
-                ingest::append(c, &request, &stored, &keys, window.as_deref_mut())
+                let window = window.as_deref_mut();
+                ingest::append(c, &request, &stored, &keys, window, local.as_ref())
             })
-            .await
+            .await?;
+        leased.hand();
+        Ok(appended)
     }
 
     async fn recent_events(
@@ -228,6 +233,10 @@ impl DeliveryStore for SqliteStore {
         self.writer
             .run(weight, move |c| delivery::claim_due(c, now, limit, lease))
             .await
+    }
+
+    fn deliver_locally(&self, local: std::sync::Arc<crate::local::LocalDelivery>) -> bool {
+        self.local.set(local).is_ok()
     }
 
     async fn next_due(&self) -> Result<Option<DateTime<Utc>>> {

@@ -21,6 +21,7 @@ mod deleted_destination;
 mod delivery;
 mod health;
 mod ingest;
+mod local;
 mod notices;
 mod profile_events;
 mod profiles;
@@ -46,6 +47,7 @@ use deleted_destination::*;
 use delivery::*;
 use health::*;
 use ingest::*;
+use local::*;
 use notices::*;
 use profile_events::*;
 use profiles::*;
@@ -91,6 +93,8 @@ macro_rules! conformance_tests {
             concurrent_calls_with_one_message_id_store_it_once,
             a_message_id_older_than_the_window_is_stored_again,
             claim_due_leases_the_oldest_due_first,
+            deliveries_leased_at_ingest_reach_the_engine_and_no_claim,
+            a_call_leased_whole_needs_no_wake_and_a_shut_door_leases_nothing,
             claim_due_respects_the_limit,
             leased_delivery_is_claimed_again_after_its_lease_ends,
             report_success_records_attempts_and_finishes,
