@@ -21,6 +21,8 @@
 //!
 //! While the engine drains a backlog it closes the door: due rows go out
 //! oldest first through claims, and a fresh call does not jump the queue.
+//! So it does while a destination holds all it may: a call for it would
+//! only be handed back, a write more than a claim costs.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

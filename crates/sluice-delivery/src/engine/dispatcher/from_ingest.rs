@@ -19,6 +19,13 @@ pub(in crate::engine) struct FromIngest {
 }
 
 impl Dispatcher {
+    /// Lets ingest lease deliveries to this engine, or stops it.
+    pub(super) fn open_door(&self, open: bool) {
+        if let Some(local) = &self.local {
+            local.open(open);
+        }
+    }
+
     /// Dispatches the deliveries ingest handed over since the last look.
     pub(super) async fn take_handed(&mut self) {
         while let Some(Ok(batch)) = self.handed.as_mut().map(|rx| rx.try_recv()) {

@@ -152,10 +152,6 @@ impl Dispatcher {
                 }
             };
             let full = claimed.len() == room;
-            if let Some(local) = &self.local {
-                // A backlog goes out oldest first, through claims.
-                local.open(!full);
-            }
             self.focus.clear();
             for due in &claimed {
                 if !self.focus.contains(&due.destination_id) {
@@ -172,6 +168,13 @@ impl Dispatcher {
                 .retain(|_, lane| lane.held.load(Ordering::SeqCst) > 0 || lane.health.open());
             let lanes = &self.lanes;
             self.saturated.retain(|id| lanes.contains_key(id));
+            // A backlog goes out oldest first, through claims; and calls for
+            // a destination sending all it may would only queue here or be
+            // handed back.
+            let per_dest = self.per_dest();
+            let sending_freely =
+                (self.lanes.values()).all(|lane| lane.held.load(Ordering::SeqCst) < per_dest);
+            self.open_door(!full && self.saturated.is_empty() && sending_freely);
             if full && taken == 0 {
                 // Everything due belongs to saturated destinations and was
                 // handed back: wait for a send to finish rather than spin.
@@ -245,6 +248,7 @@ impl Dispatcher {
         if lane.held.load(Ordering::SeqCst) >= per_dest + self.config.max_queued_per_destination {
             tracing::debug!(destination = %due.destination_id, "destination saturated; delivery handed back");
             self.saturated.insert(due.destination_id.clone());
+            self.open_door(false);
             self.hand_back(due.delivery_id);
             return false;
         }
@@ -258,6 +262,7 @@ impl Dispatcher {
             && self.global.available_permits() <= reserve
         {
             self.saturated.insert(due.destination_id.clone());
+            self.open_door(false);
             self.hand_back(due.delivery_id);
             return false;
         }
@@ -265,7 +270,11 @@ impl Dispatcher {
             self.hand_back(due.delivery_id);
             return false;
         };
-        lane.held.fetch_add(1, Ordering::SeqCst);
+        if lane.held.fetch_add(1, Ordering::SeqCst) + 1 >= per_dest {
+            // Its next delivery would queue: new calls wait in the store,
+            // so that a backlog builds where claims take it in order.
+            self.open_door(false);
+        }
         let claimed_at = Instant::now();
         let max_wait = self.config.lease.saturating_sub(self.config.timeout * 2);
         let sender = Arc::clone(&self.sender);
