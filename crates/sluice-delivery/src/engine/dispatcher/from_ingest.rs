@@ -2,7 +2,6 @@
 //! (`sluice_store::local`): taken between claims and during every wait, so
 //! a call its node accepts goes out at once and without a claim.
 
-use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
@@ -33,36 +32,11 @@ impl Dispatcher {
         }
     }
 
-    async fn dispatch_handed(&mut self, batch: Vec<Handed>) {
+    pub(super) async fn dispatch_handed(&mut self, batch: Vec<Handed>) {
         let count = u64::try_from(batch.len()).unwrap_or(u64::MAX);
         self.signals.from_ingest.fetch_add(count, Ordering::Relaxed);
         for Handed { due, unit } in batch {
             self.dispatch(due, Some(unit)).await;
-        }
-    }
-
-    /// Waits for `until`, dispatching what ingest hands over meanwhile: a
-    /// delivery leased at ingest goes out at once, and without a claim.
-    pub(super) async fn wait(&mut self, until: impl Future<Output = ()>) {
-        tokio::pin!(until);
-        loop {
-            let next = {
-                let handed = &mut self.handed;
-                let next = async move {
-                    match handed {
-                        Some(rx) => rx.recv().await,
-                        None => std::future::pending().await,
-                    }
-                };
-                tokio::select! {
-                    _ = &mut until => return,
-                    next = next => next,
-                }
-            };
-            match next {
-                Some(batch) => self.dispatch_handed(batch).await,
-                None => self.handed = None,
-            }
         }
     }
 }

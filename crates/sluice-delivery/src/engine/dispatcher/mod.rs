@@ -1,5 +1,9 @@
 //! The dispatcher loop: claim due deliveries, hand each to its own task,
 //! sleep until something is due. It never awaits an HTTP call itself.
+//!
+//! - `from_ingest`: deliveries this node's ingest leased to the engine, and
+//!   the door through which it may.
+//! - `waits`: the loop's waits, each of which also takes those deliveries.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -15,6 +19,7 @@ use tokio::sync::{Notify, Semaphore, mpsc, watch};
 use tokio::task::JoinSet;
 
 mod from_ingest;
+mod waits;
 
 use super::Signals;
 use super::cache::{DestinationCache, Lookup};
@@ -377,40 +382,6 @@ impl Dispatcher {
     fn per_dest(&self) -> usize {
         let nodes = self.signals.nodes.load(Ordering::Relaxed);
         lane::share(self.config.concurrency_per_destination, nodes)
-    }
-
-    /// How long to sleep: until the next due delivery, at most the poll interval.
-    async fn idle_wait(&self) -> Duration {
-        let poll = self.config.poll_interval;
-        match self.store.next_due().await {
-            Ok(Some(at)) => (at - Utc::now())
-                .to_std()
-                .unwrap_or(Duration::ZERO)
-                .clamp(MIN_IDLE, poll.max(MIN_IDLE)),
-            Ok(None) => poll,
-            Err(e) => {
-                sluice_store::warn_every!(
-                    sluice_store::log_gate::BACKGROUND_EVERY,
-                    e,
-                    "reading next due time failed"
-                );
-                poll
-            }
-        }
-    }
-
-    /// Sleeps for `wait` unless woken (ingest left deliveries to claim, a
-    /// retry was written) or stopped.
-    async fn idle(&mut self, stop: &mut watch::Receiver<bool>, wait: Duration) {
-        let wake = self.signals.wake.clone();
-        self.wait(async {
-            tokio::select! {
-                _ = tokio::time::sleep(wait) => {}
-                _ = wake.notified() => {}
-                _ = stop.changed() => {}
-            }
-        })
-        .await;
     }
 
     /// Waits up to the grace period for in-flight sends, then abandons the
