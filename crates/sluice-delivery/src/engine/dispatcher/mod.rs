@@ -110,14 +110,7 @@ impl Dispatcher {
                 .available_permits()
                 .min(self.config.claim_batch as usize);
             if room == 0 {
-                let freed = self.freed.clone();
-                self.wait(async {
-                    tokio::select! {
-                        _ = freed.notified() => {}
-                        _ = stop.changed() => {}
-                    }
-                })
-                .await;
+                self.wait_for_room(&mut stop, None).await;
                 continue;
             }
             let room = match self.size_claim() {
@@ -126,15 +119,7 @@ impl Dispatcher {
                 ClaimSize::Wait => {
                     let since = *self.waiting_since.get_or_insert_with(Instant::now);
                     let until = tokio::time::Instant::from_std(since + RELEASE_DELAY);
-                    let freed = self.freed.clone();
-                    self.wait(async {
-                        tokio::select! {
-                            _ = freed.notified() => {}
-                            _ = tokio::time::sleep_until(until) => {}
-                            _ = stop.changed() => {}
-                        }
-                    })
-                    .await;
+                    self.wait_for_room(&mut stop, Some(until)).await;
                     continue;
                 }
             };
@@ -183,15 +168,8 @@ impl Dispatcher {
             if full && taken == 0 {
                 // Everything due belongs to saturated destinations and was
                 // handed back: wait for a send to finish rather than spin.
-                let freed = self.freed.clone();
-                self.wait(async {
-                    tokio::select! {
-                        _ = freed.notified() => {}
-                        _ = tokio::time::sleep(RELEASE_DELAY) => {}
-                        _ = stop.changed() => {}
-                    }
-                })
-                .await;
+                let until = tokio::time::Instant::now() + RELEASE_DELAY;
+                self.wait_for_room(&mut stop, Some(until)).await;
             } else if !full {
                 let wait = self.idle_wait().await;
                 self.idle(&mut stop, wait).await;

@@ -44,6 +44,30 @@ impl Dispatcher {
         .await;
     }
 
+    /// Waits until a send ends (room frees up), `until` passes (when given)
+    /// or shutdown is asked for.
+    pub(super) async fn wait_for_room(
+        &mut self,
+        stop: &mut watch::Receiver<bool>,
+        until: Option<tokio::time::Instant>,
+    ) {
+        let freed = self.freed.clone();
+        self.wait(async {
+            let deadline = async {
+                match until {
+                    Some(until) => tokio::time::sleep_until(until).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                _ = freed.notified() => {}
+                _ = deadline => {}
+                _ = stop.changed() => {}
+            }
+        })
+        .await;
+    }
+
     /// Waits for `until`, dispatching what ingest hands over meanwhile: a
     /// delivery leased at ingest goes out at once, and without a claim.
     pub(super) async fn wait(&mut self, until: impl Future<Output = ()>) {
