@@ -1,5 +1,6 @@
 //! An accepted event is never lost: load, `kill -9` at random moments,
-//! restart, and every event that got a 200 must be in the store.
+//! restart, and every event that got a 200 must be in the store; a
+//! delivery in flight at the kill is sent after the restart.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -8,7 +9,9 @@ use std::time::Duration;
 use rand::Rng;
 use serde_json::{Value, json};
 
-use crate::process::{all_events, basic, create_source, start};
+use sluice_testkit::{Receiver, Reply};
+
+use crate::process::{TOKEN, admin, all_events, basic, create_source, start};
 
 const ROUNDS: usize = 4;
 const WRITERS: usize = 8;
@@ -166,4 +169,65 @@ async fn resend_after(stop: Stop) {
     let stored = stored_ids(&s.base, &id).await;
     assert_eq!(events.len(), stored.len(), "no message id is stored twice");
     assert!(acked.iter().all(|m| stored.contains(m)));
+}
+
+/// Deliveries that ingest leased to the engine and that were still being
+/// sent when the process was killed are sent after the restart: opening
+/// the database releases the lease they were written with.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deliveries_in_flight_at_kill_9_are_sent_after_the_restart() {
+    const CALLS: usize = 40;
+    let dir = tempfile::tempdir().unwrap();
+    let rx = Receiver::start().await;
+    // Answers only after the process is gone: every first attempt hangs.
+    rx.set_default(Reply::status(200).delay(Duration::from_secs(60)));
+    let mut s = start(dir.path(), &[]).await;
+    let (src, key) = create_source(&s.base, "inflight").await;
+    let hook = json!({"name": "hook", "type": "Webhooks", "source_ids": [src],
+                      "settings": {"urls": [rx.url()]}});
+    admin(&s.base, reqwest::Method::POST, "/destinations", Some(hook)).await;
+    let http = reqwest::Client::new();
+    for i in 0..CALLS {
+        let call = json!({"userId": "u", "event": "e", "messageId": format!("inflight-{i}")});
+        let sent = http
+            .post(format!("{}/v1/track", s.base))
+            .header("authorization", basic(&key))
+            .body(call.to_string())
+            .send()
+            .await
+            .expect("track");
+        assert_eq!(sent.status(), 200);
+    }
+    rx.wait_for(CALLS, Duration::from_secs(10)).await;
+    let metrics = http
+        .get(format!("{}/metrics", s.base))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .expect("metrics")
+        .text()
+        .await
+        .expect("metrics text");
+    assert!(
+        metrics.contains(&format!("sluice_delivery_from_ingest_total {CALLS}")),
+        "every delivery was handed over at ingest:\n{metrics}"
+    );
+    s.child.start_kill().expect("SIGKILL");
+    s.child.wait().await.expect("reap");
+
+    // Only what arrives from the restarted process counts.
+    let hung = rx.requests().len();
+    rx.set_default(Reply::status(200));
+    let _s = start(dir.path(), &[]).await;
+    let delivered = |rx: &Receiver| -> HashSet<String> {
+        (rx.requests().iter().skip(hung))
+            .filter_map(|r| r.header("x-sluice-message-id").map(str::to_owned))
+            .collect()
+    };
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while delivered(&rx).len() < CALLS && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let expected: HashSet<String> = (0..CALLS).map(|i| format!("inflight-{i}")).collect();
+    assert_eq!(delivered(&rx), expected);
 }
