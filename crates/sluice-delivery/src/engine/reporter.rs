@@ -1,6 +1,8 @@
 //! Writes attempt reports to the store in groups: whatever has finished
-//! while the previous write was running goes into the next `report` call,
-//! so the store's group commit does the batching.
+//! while the previous write was running, or within [`LINGER`] of the first
+//! report of a group, goes into the next `report` call. At a few thousand
+//! deliveries a second, each sent at once, a report would otherwise cost
+//! the database a commit of its own.
 //!
 //! A write that fails (the database restarting, a network blip) is tried
 //! again until it is durable, for as long as the deliveries' lease lasts:
@@ -19,6 +21,12 @@ use tokio::sync::{Notify, mpsc};
 
 /// Most reports written in one call.
 const MAX_GROUP: usize = 512;
+
+/// How long a group waits for more reports after its first. A delivery's
+/// outcome is then recorded this much later at most; its lease covers it,
+/// and a process killed meanwhile sends it again after the restart, as it
+/// would a delivery still in flight.
+const LINGER: Duration = Duration::from_millis(5);
 
 /// The first pause after a failed write; each next one doubles, up to
 /// [`MAX_PAUSE`].
@@ -42,10 +50,12 @@ pub(super) async fn run(
     let mut failing_since: Option<Instant> = None;
     while let Some(first) = rx.recv().await {
         let mut group = vec![first];
+        let deadline = tokio::time::Instant::now() + LINGER;
         while group.len() < MAX_GROUP {
-            match rx.try_recv() {
-                Ok(report) => group.push(report),
-                Err(_) => break,
+            match tokio::time::timeout_at(deadline, rx.recv()).await {
+                Ok(Some(report)) => group.push(report),
+                // The deadline passed, or every sender is gone.
+                Ok(None) | Err(_) => break,
             }
         }
         let has_retry = group
