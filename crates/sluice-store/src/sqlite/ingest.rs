@@ -53,6 +53,14 @@ pub(super) fn append(
         Some(local) => local.take(request.events.iter().map(|e| e.destination_ids.len()).sum()),
         None => Taken::none(),
     };
+    let mut insert_leased = match leased.count() {
+        0 => None,
+        _ => Some(conn.prepare_cached(
+            "INSERT INTO deliveries (event_seq, destination_id, source_id, state, attempts,
+                                     next_attempt_at, updated_at, body, lease_until)
+             VALUES (?1, ?2, '', 'pending', 0, ?3, ?3, ?4, ?5)",
+        )?),
+    };
     let lease_until = local.map_or(0, |local| {
         let lease = i64::try_from(local.lease().as_millis()).unwrap_or(i64::MAX);
         ms(Utc::now()).saturating_add(lease)
@@ -101,15 +109,9 @@ pub(super) fn append(
                 .find(|(d, _)| d == destination_id)
                 .map(|(_, b)| b.as_str());
             rows += 1;
-            if leased.has_room() {
-                let id = conn
-                    .prepare_cached(
-                        "INSERT INTO deliveries (event_seq, destination_id, source_id, state,
-                                                 attempts, next_attempt_at, updated_at, body,
-                                                 lease_until)
-                         VALUES (?1, ?2, '', 'pending', 0, ?3, ?3, ?4, ?5)",
-                    )?
-                    .insert(params![seq, destination_id, received_at, body, lease_until])?;
+            if let (Some(insert), true) = (insert_leased.as_mut(), leased.has_room()) {
+                let id =
+                    insert.insert(params![seq, destination_id, received_at, body, lease_until])?;
                 leased.lease(DueDelivery {
                     delivery_id: id,
                     destination_id: destination_id.clone(),
