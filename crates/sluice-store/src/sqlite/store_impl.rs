@@ -9,6 +9,7 @@ use rusqlite::Connection;
 
 use super::writer::Class;
 use super::{SqliteStore, bodies, dedup, delivery, ingest, message_ids, prune, source_blocks};
+use crate::local::Taken;
 use crate::queries::{deliveries, destinations, sources};
 use crate::records::{PRUNE_CHUNK, now};
 use crate::sql::sqlite::{Lite, ready};
@@ -164,15 +165,20 @@ impl EventStore for SqliteStore {
         });
         let window = self.window.clone();
         let local = self.local.get().cloned();
-        let (appended, leased) = self
+        let work = move |c: &rusqlite::Connection| {
+            let mut window = window.as_ref().map(dedup::lock);
+            let window = window.as_deref_mut();
+            ingest::append(c, &request, &stored, &keys, window, local.as_ref())
+        };
+        // Handed over on the writer thread as soon as the group commits,
+        // even when the caller has stopped waiting (a request that timed
+        // out): otherwise the leased deliveries would wait for their lease.
+        let (appended, _) = self
             .writer
-            .run_as(Class::Ingest, weight, move |c| {
-                let mut window = window.as_ref().map(dedup::lock);
-                let window = window.as_deref_mut();
-                ingest::append(c, &request, &stored, &keys, window, local.as_ref())
+            .run_as_then(Class::Ingest, weight, work, |(_, leased)| {
+                std::mem::replace(leased, Taken::none()).hand();
             })
             .await?;
-        leased.hand();
         Ok(appended)
     }
 

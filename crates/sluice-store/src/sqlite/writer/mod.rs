@@ -133,7 +133,25 @@ impl Writer {
         T: Send + 'static,
         F: FnOnce(&Connection) -> Result<T> + Send + 'static,
     {
-        self.submit(weight, class, work).await
+        self.submit(weight, class, work, None).await
+    }
+
+    /// As [`Writer::run_as`]; `then` runs on the writer thread once the
+    /// group has committed, on the job's result, before the caller is
+    /// answered and whether or not it still waits for the answer (a caller
+    /// that timed out). What must follow every commit goes there.
+    pub(super) async fn run_as_then<T, F>(
+        &self,
+        class: Class,
+        weight: usize,
+        work: F,
+        then: fn(&mut T),
+    ) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T> + Send + 'static,
+    {
+        self.submit(weight, class, work, Some(then)).await
     }
 
     /// Runs `work` in the next group commit and returns its result once the
@@ -144,10 +162,16 @@ impl Writer {
         T: Send + 'static,
         F: FnOnce(&Connection) -> Result<T> + Send + 'static,
     {
-        self.submit(weight, Class::Other, work).await
+        self.submit(weight, Class::Other, work, None).await
     }
 
-    async fn submit<T, F>(&self, weight: usize, class: Class, work: F) -> Result<T>
+    async fn submit<T, F>(
+        &self,
+        weight: usize,
+        class: Class,
+        work: F,
+        then: Option<fn(&mut T)>,
+    ) -> Result<T>
     where
         T: Send + 'static,
         F: FnOnce(&Connection) -> Result<T> + Send + 'static,
@@ -159,6 +183,7 @@ impl Writer {
             reply,
             weight: weight.max(1),
             class,
+            then,
         });
         self.queue
             .send(Msg::Job(job))
@@ -204,6 +229,8 @@ struct PendingJob<T, F> {
     reply: oneshot::Sender<Result<T>>,
     weight: usize,
     class: Class,
+    /// Runs on the result once committed (`Writer::run_as_then`).
+    then: Option<fn(&mut T)>,
 }
 
 impl<T, F> Job for PendingJob<T, F>
@@ -245,7 +272,12 @@ where
                 e.kind().unwrap_or(ErrorKind::Internal),
                 format!("group commit: {e}"),
             )),
-            (Some(Ok(v)), Ok(())) => Ok(v),
+            (Some(Ok(mut v)), Ok(())) => {
+                if let Some(then) = self.then {
+                    then(&mut v);
+                }
+                Ok(v)
+            }
             (None, Ok(())) => Err(StoreError::internal("write job did not run")),
         };
         // The caller may have given up waiting; its data is committed anyway.

@@ -1,5 +1,8 @@
 //! Group commit: which writes of a group commit when one of them fails.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use rusqlite::Connection;
 use tokio::sync::oneshot;
 
@@ -31,6 +34,7 @@ fn job(class: Class, rows: &'static [&'static str]) -> (Box<dyn Job>, Answer) {
         reply,
         weight: 1,
         class,
+        then: None,
     });
     (job, answer)
 }
@@ -93,4 +97,45 @@ fn other_writes_split_runs_of_appends() {
     ]);
     assert_eq!(heard, [true, false, true, true, false]);
     assert_eq!(rows(&conn), ["a", "b", "c", "taken"]);
+}
+
+/// A job whose caller has stopped waiting, counting in `ran` each time its
+/// `then` runs.
+fn unheard(class: Class, rows: &'static [&'static str], ran: &Arc<AtomicUsize>) -> Box<dyn Job> {
+    let (reply, answer) = oneshot::channel();
+    drop(answer);
+    let ran = Arc::clone(ran);
+    let work = move |c: &Connection| -> Result<Arc<AtomicUsize>> {
+        for row in rows {
+            c.execute("INSERT INTO t VALUES (?1)", [row])?;
+        }
+        Ok(ran)
+    };
+    Box::new(PendingJob {
+        work: Some(work),
+        outcome: None,
+        reply,
+        weight: 1,
+        class,
+        then: Some(|ran: &mut Arc<AtomicUsize>| {
+            ran.fetch_add(1, Ordering::SeqCst);
+        }),
+    })
+}
+
+#[test]
+fn then_runs_on_each_committed_result_even_with_nobody_waiting() {
+    let ran = Arc::new(AtomicUsize::new(0));
+    let conn = db();
+    let mut group = vec![
+        unheard(Class::Ingest, &["a"], &ran),
+        unheard(Class::Ingest, &["half", "taken"], &ran),
+        unheard(Class::Ingest, &["c"], &ran),
+        unheard(Class::Other, &["d"], &ran),
+    ];
+    let (committed, _) = commit_group(&conn, &mut group, None);
+    assert!(committed);
+    // "a" was rolled back with the failing append after it.
+    assert_eq!(rows(&conn), ["c", "d", "taken"]);
+    assert_eq!(ran.load(Ordering::SeqCst), 2);
 }

@@ -106,3 +106,39 @@ pub async fn a_call_leased_whole_needs_no_wake_and_a_shut_door_leases_nothing(st
     assert_eq!(claimable(&store).await, ["s0"]);
     assert_eq!(local.room(), 16);
 }
+
+pub async fn a_call_whose_caller_stopped_waiting_is_still_handed_over(store: Shared) {
+    let (local, mut handed) = LocalDelivery::new(16, LEASE);
+    assert!(store.deliver_locally(local.clone()));
+    // The caller gives up at once, as a request whose time ran out does,
+    // after its call reached the store's queue. A store that answers
+    // within that first look is asked again, until one caller is gone.
+    let mut gone = None;
+    for i in 0..50 {
+        let id = format!("gone-{i}");
+        let request = AppendRequest {
+            source_id: "src_a".into(),
+            received_at: at(0),
+            events: vec![event(&id, &["dst_1"])],
+        };
+        if tokio::time::timeout(Duration::ZERO, store.append(request))
+            .await
+            .is_err()
+        {
+            gone = Some(id);
+            break;
+        }
+    }
+    let gone = gone.expect("a caller stopped waiting");
+    let found = tokio::time::timeout(Duration::from_secs(10), async {
+        while let Some(batch) = handed.recv().await {
+            if batch.iter().any(|h| h.due.message_id == gone) {
+                return true;
+            }
+        }
+        false
+    })
+    .await;
+    assert_eq!(found, Ok(true), "the committed call is handed over");
+    assert!(claimable(&store).await.is_empty());
+}

@@ -95,6 +95,7 @@ macro_rules! conformance_tests {
             claim_due_leases_the_oldest_due_first,
             deliveries_leased_at_ingest_reach_the_engine_and_no_claim,
             a_call_leased_whole_needs_no_wake_and_a_shut_door_leases_nothing,
+            a_call_whose_caller_stopped_waiting_is_still_handed_over,
             claim_due_respects_the_limit,
             leased_delivery_is_claimed_again_after_its_lease_ends,
             report_success_records_attempts_and_finishes,
