@@ -21,8 +21,9 @@
 //!
 //! While the engine drains a backlog it closes the door: due rows go out
 //! oldest first through claims, and a fresh call does not jump the queue.
-//! So it does while a destination holds all it may: a call for it would
-//! only be handed back, a write more than a claim costs.
+//! So it does while some destination has no free sending slot: a call for
+//! it would wait in the engine, or be handed back, a write more than the
+//! claim it saved.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -37,7 +38,8 @@ use crate::DueDelivery;
 pub struct LocalDelivery {
     /// Deliveries the engine can still take from ingest.
     room: AtomicUsize,
-    /// False while the engine drains a backlog through claims.
+    /// False while the engine takes its work through claims (see the
+    /// module notes).
     open: AtomicBool,
     /// How long a row leased at ingest stays the engine's: its claims' lease.
     lease: Duration,

@@ -152,6 +152,15 @@ pub struct NewEvent {
     pub person: u16,
 }
 
+impl NewEvent {
+    /// The body `destination` is sent when its filter changed the event's.
+    pub fn own_body(&self, destination: &str) -> Option<&str> {
+        (self.bodies.iter())
+            .find(|(d, _)| d == destination)
+            .map(|(_, b)| b.as_str())
+    }
+}
+
 /// Why a call was blocked: the rule, and the event name counted against it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Blocked {
@@ -246,6 +255,30 @@ pub struct DueDelivery {
     /// When the event was received: where the retry window of a delivery
     /// that was never attempted is measured from.
     pub received_at: DateTime<Utc>,
+}
+
+impl DueDelivery {
+    /// A delivery of `message_id` (stored as `event_seq`, sent as
+    /// `event_body`) to `destination_id` that no attempt has been made of.
+    pub fn unattempted(
+        delivery_id: i64,
+        event_seq: i64,
+        destination_id: String,
+        message_id: String,
+        event_body: String,
+        received_at: DateTime<Utc>,
+    ) -> DueDelivery {
+        DueDelivery {
+            delivery_id,
+            destination_id,
+            event_seq,
+            message_id,
+            event_body,
+            attempts: 0,
+            first_attempt_at: None,
+            received_at,
+        }
+    }
 }
 
 /// One HTTP attempt against one URL.

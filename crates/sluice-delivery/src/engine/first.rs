@@ -133,16 +133,14 @@ impl FirstAttempts {
         dest: &Arc<Destination>,
         ours: &(dyn Fn() -> bool + Sync),
     ) -> Option<(String, AttemptReport)> {
-        let due = DueDelivery {
-            delivery_id: 0,
-            destination_id: dest.id.clone(),
-            event_seq: 0,
-            message_id: record.message_id.clone(),
-            event_body: record.body_for(&dest.id).to_owned(),
-            attempts: 0,
-            first_attempt_at: None,
-            received_at: record.received_at,
-        };
+        let due = DueDelivery::unattempted(
+            0,
+            0,
+            dest.id.clone(),
+            record.message_id.clone(),
+            record.body_for(&dest.id).to_owned(),
+            record.received_at,
+        );
         if !dest.enabled {
             return Some((
                 dest.id.clone(),

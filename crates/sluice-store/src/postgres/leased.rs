@@ -51,9 +51,7 @@ impl<'a> Rows<'a> {
     /// Adds `event`'s deliveries, stored as `seq`.
     pub(super) fn add(&mut self, request: &'a AppendRequest, event: &'a NewEvent, seq: i64) {
         for destination_id in &event.destination_ids {
-            let own = (event.bodies.iter())
-                .find(|(d, _)| d == destination_id)
-                .map(|(_, b)| b.as_str());
+            let own = event.own_body(destination_id);
             self.seqs.push(seq);
             self.dests.push(destination_id);
             self.sources.push(&request.source_id);
@@ -139,16 +137,14 @@ pub(super) async fn insert(
         let Some(&i) = index.get(&(seq, dest.as_str())) else {
             continue;
         };
-        taken.lease(DueDelivery {
-            delivery_id: id,
-            destination_id: dest,
-            event_seq: seq,
-            message_id: rows.message_ids[i].to_owned(),
-            event_body: rows.sent[i].to_owned(),
-            attempts: 0,
-            first_attempt_at: None,
-            received_at: rows.received[i],
-        });
+        taken.lease(DueDelivery::unattempted(
+            id,
+            seq,
+            dest,
+            rows.message_ids[i].to_owned(),
+            rows.sent[i].to_owned(),
+            rows.received[i],
+        ));
     }
     Ok(taken)
 }

@@ -103,25 +103,19 @@ pub(super) fn append(
             window.insert(key, received_at, seq);
         }
         for destination_id in &event.destination_ids {
-            let body = event
-                .bodies
-                .iter()
-                .find(|(d, _)| d == destination_id)
-                .map(|(_, b)| b.as_str());
+            let body = event.own_body(destination_id);
             rows += 1;
             if let (Some(insert), true) = (insert_leased.as_mut(), leased.has_room()) {
                 let id =
                     insert.insert(params![seq, destination_id, received_at, body, lease_until])?;
-                leased.lease(DueDelivery {
-                    delivery_id: id,
-                    destination_id: destination_id.clone(),
-                    event_seq: seq,
-                    message_id: event.message_id.clone(),
-                    event_body: body.unwrap_or(&event.body).to_owned(),
-                    attempts: 0,
-                    first_attempt_at: None,
-                    received_at: request.received_at,
-                });
+                leased.lease(DueDelivery::unattempted(
+                    id,
+                    seq,
+                    destination_id.clone(),
+                    event.message_id.clone(),
+                    body.unwrap_or(&event.body).to_owned(),
+                    request.received_at,
+                ));
                 continue;
             }
             insert_delivery.execute(params![
