@@ -8,7 +8,7 @@
 //! when the schema, rules or filters need shapes), and prints microseconds
 //! per event for each, three rounds. The system allocator, not the
 //! server's mimalloc, so allocation weighs more here than in `sluice`.
-//! BENCHMARKS.md, "Measured choices", quotes this program's output.
+//! Compare the two figures, not either alone with the server's.
 
 use std::hint::black_box;
 use std::time::Instant;

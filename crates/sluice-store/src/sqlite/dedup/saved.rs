@@ -1,8 +1,8 @@
 //! The window saved beside the database at a clean stop, so that the next
 //! start loads it instead of reading every event of the window again.
 //!
-//! Rebuilding from the events costs one step of SQLite per event: 6-19 s for
-//! 10 million ids on a 2-core machine (BENCHMARKS.md, "Deduplication"),
+//! Rebuilding from the events costs one step of SQLite per event: about 5 s
+//! for 10 million ids on a 2-core machine (BENCHMARKS.md, "Deduplication"),
 //! during which the server does not answer. The saved window is the table
 //! itself, about 5 bytes an id, read back in well under a second.
 //!
