@@ -4,6 +4,7 @@
 //! The operator commands that talk to a running server (`import`, `tail`,
 //! `replay`, `sources`, …) live in `sluice-cli`.
 
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 mod memory;
@@ -140,8 +141,13 @@ fn backup(config_file: Option<PathBuf>, out: &Path) -> anyhow::Result<()> {
 
 fn init_tracing(format: LogFormat) {
     let filter = EnvFilter::try_from_env("SLUICE_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
+    // Colour codes only for a person at a terminal: a log file, a pipe or
+    // journald would keep them as escape bytes. `NO_COLOR` turns them off
+    // there too (no-color.org).
+    let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(colour)
         .with_writer(std::io::stderr);
     match format {
         LogFormat::Json => builder.json().init(),

@@ -197,3 +197,20 @@ async fn a_flood_of_failures_is_rate_limited_per_destination() {
         assert_eq!(of("delivery dead"), BURST, "{d}:\n{text}");
     }
 }
+
+#[tokio::test]
+async fn a_log_written_to_a_file_is_plain_text_without_colour_codes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (mut sluice, log_path) = start_with_log_file(dir.path(), &[("SLUICE_LOG", "info")]).await;
+    let _ = sluice.child.kill().await;
+
+    let text = read_log(&log_path);
+    assert!(
+        text.contains(" INFO ") && text.contains("sqlite store open"),
+        "no start-up lines to check: {text}"
+    );
+    assert!(
+        !text.contains('\u{1b}'),
+        "terminal colour codes in a log file: {text:?}"
+    );
+}

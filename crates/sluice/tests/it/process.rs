@@ -186,23 +186,9 @@ pub async fn start_with_log_file(
     (sluice, path)
 }
 
-/// The log written so far, without terminal colour codes (`ESC [ … m`).
+/// The log written so far.
 pub fn read_log(path: &Path) -> String {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars();
-    while let Some(c) = chars.next() {
-        if c == '\u{1b}' {
-            for c in chars.by_ref() {
-                if c == 'm' {
-                    break;
-                }
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
+    std::fs::read_to_string(path).unwrap_or_default()
 }
 
 /// POSTs `calls` to `/v1/batch` of `base` with `authorization`; returns
