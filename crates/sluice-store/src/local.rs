@@ -158,6 +158,11 @@ impl Taken {
         self.due.len()
     }
 
+    /// The ids of the deliveries leased so far.
+    pub fn delivery_ids(&self) -> Vec<i64> {
+        self.due.iter().map(|d| d.delivery_id).collect()
+    }
+
     /// Hands the leased deliveries, now committed, to the engine, each with
     /// its unit, in the order of their ids.
     pub fn hand(mut self) {

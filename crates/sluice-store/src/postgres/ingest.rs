@@ -7,7 +7,6 @@ use deadpool_postgres::{Client, Pool};
 
 use super::leased::{self, Local};
 use super::rows::{backend, big, day, get, ms, pool_error, sql_limit, time};
-use crate::local::Taken;
 use crate::{AppendRequest, Appended, Result, StoreError, StoredEvent};
 
 /// Why a group failed, which decides whether retrying its requests one by
@@ -115,10 +114,13 @@ pub(super) async fn append_batch(
             Err(StoreError::Conflict(_)) if tries < CONFLICT_TRIES => continue,
             Err(e) => return Err(BatchError::NotWritten(e)),
         };
-        tx.commit()
-            .await
-            .map_err(|e| BatchError::Unknown(backend(e)))?;
-        leased.hand();
+        if let Err(e) = tx.commit().await {
+            if let Some(local) = local {
+                leased::release_unanswered(pool, leased, local.node);
+            }
+            return Err(BatchError::Unknown(backend(e)));
+        }
+        leased.taken.hand();
         return Ok(outcomes);
     }
 }
@@ -150,7 +152,7 @@ pub(super) async fn write(
     requests: &[&AppendRequest],
     opts: GroupOptions,
     local: Option<Local<'_>>,
-) -> Result<(Vec<Appended>, Taken)> {
+) -> Result<(Vec<Appended>, leased::Leased)> {
     // Each (source, messageId)'s first occurrence in the group gets a seq
     // and goes to the insert, which keeps those no earlier event holds;
     // with the window off, every event is stored.
@@ -233,7 +235,7 @@ pub(super) async fn write(
     }
     let leased = leased::insert(tx, &deliveries, local).await?;
     for (outcome, end) in outcomes.iter_mut().zip(ends) {
-        outcome.handed = leased.leased() > 0 && end <= leased.leased();
+        outcome.handed = leased.taken.leased() > 0 && end <= leased.taken.leased();
     }
     at_ingest.write(tx, opts.usage_shard).await?;
     if !opts.usage {

@@ -10,6 +10,13 @@
 //! - **Handed over only once committed.** The rows go to the engine after
 //!   `COMMIT` succeeds (`ingest::append_batch`): the engine never sends a
 //!   delivery whose row may yet roll back, and a report always finds it.
+//! - **Released when the commit went unanswered.** A group whose `COMMIT`
+//!   got no answer (the connection dropped during it) may have committed.
+//!   Its leased rows are then released by id on another connection, so
+//!   any node's claim sends them within a second or two, not when the lease
+//!   ends ([`release_unanswered`]). Ids are never reused, so a group that
+//!   rolled back releases nothing; the release names this node and the
+//!   lease it wrote, so it never clears a lease anyone took since.
 //! - **In order, within the room.** The first rows of the group are leased,
 //!   as many as the engine has room for; the rest are left to claims, due
 //!   at once as before.
@@ -18,9 +25,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use deadpool_postgres::Transaction;
+use deadpool_postgres::{Pool, Transaction};
 
-use super::rows::{backend, big, get, ms};
+use super::rows::{backend, big, get, ms, pool_error};
 use crate::local::{LocalDelivery, Taken};
 use crate::{AppendRequest, DueDelivery, NewEvent, Result};
 
@@ -29,6 +36,13 @@ use crate::{AppendRequest, DueDelivery, NewEvent, Result};
 pub(super) struct Local<'a> {
     pub delivery: &'a Arc<LocalDelivery>,
     pub node: &'a str,
+}
+
+/// The deliveries one group leased to this node, and the lease they carry.
+pub(super) struct Leased {
+    pub taken: Taken,
+    /// Their `lease_until` (ms); 0 when none was leased.
+    pub until: i64,
 }
 
 /// The pending deliveries of one group, as arrays bound to `UNNEST`, with
@@ -74,9 +88,10 @@ pub(super) async fn insert(
     tx: &Transaction<'_>,
     rows: &Rows<'_>,
     local: Option<Local<'_>>,
-) -> Result<Taken> {
+) -> Result<Leased> {
+    let none = |taken| Leased { taken, until: 0 };
     if rows.len() == 0 {
-        return Ok(Taken::none());
+        return Ok(none(Taken::none()));
     }
     let mut taken = match local {
         Some(local) => local.delivery.take(rows.len()),
@@ -103,7 +118,7 @@ pub(super) async fn insert(
             .await
             .map_err(backend)?;
         tx.execute(&stmt, &params).await.map_err(backend)?;
-        return Ok(taken);
+        return Ok(none(taken));
     };
     let stmt = tx
         .prepare_cached(
@@ -146,5 +161,52 @@ pub(super) async fn insert(
             rows.received[i],
         ));
     }
-    Ok(taken)
+    Ok(Leased {
+        taken,
+        until: lease_until,
+    })
+}
+
+/// Releases `leased` for any node's claim after its group's `COMMIT` went
+/// unanswered (see the invariants). Runs in the background, retried each
+/// second while the database is out of reach, until the lease would have
+/// ended by itself.
+pub(super) fn release_unanswered(pool: &Pool, leased: Leased, node: &str) {
+    let ids = leased.taken.delivery_ids();
+    // The units go back now: nothing is handed over.
+    drop(leased.taken);
+    if ids.is_empty() {
+        return;
+    }
+    let (pool, node, until) = (pool.clone(), node.to_owned(), leased.until);
+    tokio::spawn(async move {
+        while ms(Utc::now()) < until {
+            match release(&pool, &ids, &node, until).await {
+                Ok(released) => {
+                    tracing::info!(
+                        released,
+                        leased = ids.len(),
+                        "deliveries of a group whose commit went unanswered released for claims"
+                    );
+                    return;
+                }
+                Err(e) => {
+                    tracing::debug!(error = %e, "releasing deliveries of an unanswered commit; retrying");
+                    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                }
+            }
+        }
+    });
+}
+
+async fn release(pool: &Pool, ids: &[i64], node: &str, until: i64) -> Result<u64> {
+    let client = pool.get().await.map_err(pool_error)?;
+    client
+        .execute(
+            "UPDATE deliveries SET lease_until = NULL, lease_owner = NULL
+             WHERE id = ANY($1) AND state = 'pending' AND lease_owner = $2 AND lease_until = $3",
+            &[&ids, &node, &until],
+        )
+        .await
+        .map_err(backend)
 }

@@ -11,7 +11,9 @@
 //!   server rejects), each request is retried alone, so one bad request never
 //!   fails its neighbours;
 //! - when `COMMIT` itself fails, the outcome is unknown and every caller in
-//!   the group hears the error (retrying could store events twice).
+//!   the group hears the error (retrying could store events twice); the
+//!   deliveries it leased to this node are released for claims
+//!   (`leased::release_unanswered`).
 //!
 //! Only ingest is grouped: administrative writes, claims and reports take
 //! their own pooled connection and transaction.

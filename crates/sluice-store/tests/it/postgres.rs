@@ -63,16 +63,27 @@ impl TestSchema {
     }
 
     fn config(&self) -> PostgresConfig {
+        self.config_at(self.url.clone())
+    }
+
+    /// The store's settings for this schema on the server at `url`.
+    fn config_at(&self, url: String) -> PostgresConfig {
         PostgresConfig {
             schema: Some(self.name.clone()),
             pool_size: 4,
             connect_timeout: Duration::from_secs(5),
-            ..PostgresConfig::new(self.url.clone())
+            ..PostgresConfig::new(url)
         }
     }
 
     pub(crate) async fn open(&self) -> PostgresStore {
-        match PostgresStore::open(self.config()).await {
+        self.open_at(self.url.clone()).await
+    }
+
+    /// Opens a store on this schema through `url`: the test server behind a
+    /// relay of the test's own.
+    pub(crate) async fn open_at(&self, url: String) -> PostgresStore {
+        match PostgresStore::open(self.config_at(url)).await {
             Ok(store) => store,
             Err(e) => panic!("open postgres store at {URL_VAR}: {e}"),
         }

@@ -1,13 +1,18 @@
 //! Deliveries leased at ingest to one node's engine: no other node's claim
-//! takes them (the rest of the contract is in the conformance suite).
+//! takes them, and a group whose commit went unanswered releases them at
+//! once (the rest of the contract is in the conformance suite).
 
-use std::time::Duration;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use chrono::Utc;
 use sluice_store::local::LocalDelivery;
 use sluice_store::{DeliveryStore, EventStore};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
 
-use super::{TestSchema, at, ids, request};
+use super::{TestSchema, at, ids, request, url};
 
 const LEASE: Duration = Duration::from_secs(60);
 
@@ -30,4 +35,129 @@ async fn another_node_never_claims_a_delivery_leased_at_ingest() {
         .expect("claim");
     let claimed: Vec<&str> = claimed.iter().map(|d| d.message_id.as_str()).collect();
     assert_eq!(claimed, ["m2"]);
+}
+
+/// A store whose first ingest group gets no answer to its `COMMIT`: the
+/// relay passes the `COMMIT` on, lets the server commit, and drops the
+/// connection before the answer comes back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deliveries_of_a_commit_that_went_unanswered_are_claimable_at_once() {
+    let schema = TestSchema::new();
+    let relay = CommitCutter::start(&url()).await;
+    let node_a = schema.open_at(relay.url()).await;
+    let node_b = schema.open().await;
+    let (local, mut handed) = LocalDelivery::new(8, LEASE);
+    assert!(node_a.deliver_locally(local));
+
+    let answer = node_a.append(request("src_u", &ids("u", 2), at(0))).await;
+    assert!(answer.is_err(), "the commit's answer was cut: {answer:?}");
+    assert!(
+        relay.cut(),
+        "the relay never saw the group's COMMIT: {answer:?}"
+    );
+    assert!(
+        handed.try_recv().is_err(),
+        "handed over without a known commit"
+    );
+
+    // The group did commit; its deliveries, leased to node A for a minute,
+    // are released for any node well before that.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut claimed = Vec::new();
+    while claimed.len() < 2 && Instant::now() < deadline {
+        let due = node_b
+            .claim_due(Utc::now(), 10, LEASE)
+            .await
+            .expect("claim");
+        claimed.extend(due.into_iter().map(|d| d.message_id));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    claimed.sort();
+    assert_eq!(claimed, ["u0", "u1"]);
+}
+
+/// A TCP relay to the test server that drops the first connection whose
+/// ingest group (it prepared the insert into `events`) sends `COMMIT`,
+/// after the server has had time to commit and before its answer is
+/// passed back.
+struct CommitCutter {
+    addr: std::net::SocketAddr,
+    server: String,
+    cut: Arc<AtomicBool>,
+}
+
+impl CommitCutter {
+    async fn start(server_url: &str) -> CommitCutter {
+        let server = server_url
+            .split('@')
+            .nth(1)
+            .and_then(|rest| rest.split('/').next())
+            .expect("host:port in the test server's URL")
+            .to_owned();
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind relay");
+        let addr = listener.local_addr().expect("relay address");
+        let cut = Arc::new(AtomicBool::new(false));
+        let (to, done) = (server.clone(), Arc::clone(&cut));
+        tokio::spawn(async move {
+            while let Ok((client, _)) = listener.accept().await {
+                let Ok(upstream) = TcpStream::connect(&to).await else {
+                    continue;
+                };
+                tokio::spawn(relay(client, upstream, Arc::clone(&done)));
+            }
+        });
+        CommitCutter { addr, server, cut }
+    }
+
+    /// The test server's URL through the relay, in plain text so the relay
+    /// reads the statements.
+    fn url(&self) -> String {
+        let url = url().replacen(&self.server, &self.addr.to_string(), 1);
+        let sep = if url.contains('?') { '&' } else { '?' };
+        format!("{url}{sep}sslmode=disable")
+    }
+
+    fn cut(&self) -> bool {
+        self.cut.load(Ordering::SeqCst)
+    }
+}
+
+async fn relay(client: TcpStream, upstream: TcpStream, done: Arc<AtomicBool>) {
+    let (mut client_rx, mut client_tx) = client.into_split();
+    let (mut server_rx, mut server_tx) = upstream.into_split();
+    let hold = Arc::new(AtomicBool::new(false));
+    let held = Arc::clone(&hold);
+    let back = tokio::spawn(async move {
+        let mut buf = vec![0u8; 64 * 1024];
+        while let Ok(n @ 1..) = server_rx.read(&mut buf).await {
+            // Held: the answers are read and dropped, the client kept
+            // waiting until the connection goes.
+            if !held.load(Ordering::SeqCst) && client_tx.write_all(&buf[..n]).await.is_err() {
+                return;
+            }
+        }
+    });
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut ingest = false;
+    while let Ok(n @ 1..) = client_rx.read(&mut buf).await {
+        let chunk = &buf[..n];
+        ingest |= contains(chunk, b"INSERT INTO events");
+        let commit = ingest && contains(chunk, b"COMMIT") && !done.load(Ordering::SeqCst);
+        if commit {
+            hold.store(true, Ordering::SeqCst);
+            done.store(true, Ordering::SeqCst);
+        }
+        if server_tx.write_all(chunk).await.is_err() {
+            break;
+        }
+        if commit {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            break;
+        }
+    }
+    back.abort();
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
 }
