@@ -4,8 +4,10 @@
 //!
 //! A node beats every [`HEARTBEAT`]; one silent for [`TTL`] (killed, cut
 //! off) drops out, and the others take its share back at their next beat.
-//! A node stopping cleanly leaves at once. On the embedded store the node is
-//! always alone and nothing is written.
+//! A node stopping cleanly leaves once its delivery engine has finished
+//! (its sends ended and their outcomes written), so the others release only
+//! what it never sent. On the embedded store the node is always alone and
+//! nothing is written.
 //!
 //! When a node drops out, each node that counted it releases its delivery
 //! leases ([`ClusterStore::release_leases`]) and wakes its delivery engine:
@@ -30,7 +32,8 @@ pub const HEARTBEAT: Duration = Duration::from_secs(1);
 /// when its heartbeats fail for 7 s in a row.
 pub const TTL: Duration = Duration::from_secs(8);
 
-/// Starts the heartbeat; it leaves the membership when `stop` turns true.
+/// Starts the heartbeat; it leaves the membership when `stop` turns true,
+/// which the caller sends after the delivery engine has stopped.
 pub fn spawn(
     store: Arc<dyn Store>,
     engine: EngineHandle,

@@ -25,6 +25,10 @@ pub(super) struct Engines {
     delivery_task: JoinHandle<()>,
     pub(super) alerting: alerts::Started,
     heartbeat: JoinHandle<()>,
+    /// Tells the heartbeat to leave the membership: only once the delivery
+    /// engine has finished, or the other nodes would release, and send
+    /// again, the deliveries it is still sending.
+    leave: watch::Sender<bool>,
     pub(super) profiles: Option<sluice_profiles::EngineHandle>,
     profiles_task: Option<JoinHandle<()>>,
     /// Delivery health counted in memory, and its merge into the store.
@@ -68,7 +72,8 @@ impl Engines {
             let task = health::spawn(store.clone(), tally, every, stop.clone());
             (task, store.clone())
         });
-        let heartbeat = membership::spawn(store.clone(), engine.clone(), stop.clone());
+        let (leave, leave_rx) = watch::channel(false);
+        let heartbeat = membership::spawn(store.clone(), engine.clone(), leave_rx);
         // In the Kafka shape the engine reads the topic; its identify
         // messages go to the database's outbox either way, where this
         // node's delivery engine sends them.
@@ -93,6 +98,7 @@ impl Engines {
             delivery_task,
             alerting,
             heartbeat,
+            leave,
             profiles,
             profiles_task,
             tally,
@@ -215,6 +221,10 @@ impl Workers {
         if let Err(e) = engines.delivery_task.await {
             tracing::error!(error = %e, "delivery engine task failed");
         }
+        // Every send has ended and its outcome is written (or was abandoned
+        // at the end of the grace): what this node still leases is for the
+        // others to take, so it leaves now.
+        let _ = engines.leave.send(true);
         if let (Some((merge, store)), Some(tally)) = (engines.health_merge, &engines.tally) {
             let _ = merge.await;
             // Delivery and ingest have stopped counting: merge the rest.

@@ -423,3 +423,42 @@ async fn a_batch_resent_through_another_node_is_delivered_once() {
     assert_eq!(ours(), 3, "each message delivered once");
     assert_eq!(a.events(&src).await.len(), 3, "stored once");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_stopping_cleanly_finishes_its_sends_and_no_other_node_repeats_them() {
+    use crate::support::metric;
+    use sluice_testkit::Reply;
+
+    let dir = tempfile::tempdir().unwrap();
+    let schema = unique_schema();
+    let config = || {
+        let mut config = pg_config(dir.path(), &schema);
+        config.delivery.timeout_ms = 5_000;
+        config
+    };
+    let a = TestServer::start_with(config()).await;
+    let b = TestServer::start_with(config()).await;
+    for node in [&a, &b] {
+        eventually(15, || async {
+            (metric(&node.metrics().await, "sluice_cluster_nodes") == 2.0).then_some(())
+        })
+        .await;
+    }
+    let (src, key) = a.source("shared").await;
+    let rx = Receiver::start().await;
+    // Answered 2 s after it arrives: node A is still sending when it stops.
+    rx.set_default(Reply::status(200).delay(Duration::from_secs(2)));
+    a.webhook(&src, json!([rx.url()]), None).await;
+    let call = json!({"userId": "u", "event": "e", "messageId": "in-flight"}).to_string();
+    assert_eq!(a.collect("/v1/track", Some(&key), call).await.0, 200);
+    rx.wait_for(1, Duration::from_secs(10)).await;
+
+    // A finishes the send (within its shutdown grace) before it leaves;
+    // B, beating every second, would release and resend it had A left
+    // while the send was in flight.
+    a.stop().await;
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let got = rx.requests();
+    assert_eq!(got.len(), 1, "sent {} times", got.len());
+    b.stop().await;
+}
