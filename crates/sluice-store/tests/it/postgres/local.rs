@@ -42,8 +42,23 @@ async fn another_node_never_claims_a_delivery_leased_at_ingest() {
 /// connection before the answer comes back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deliveries_of_a_commit_that_went_unanswered_are_claimable_at_once() {
+    unanswered_commit_is_released(Duration::ZERO).await;
+}
+
+/// As above, with the server getting the `COMMIT` only after the store
+/// lost the connection (it was still on its way, or the server waited on
+/// a standby): the first try of the release finds no rows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deliveries_of_a_commit_that_lands_after_the_connection_dropped_are_released() {
+    unanswered_commit_is_released(Duration::from_millis(700)).await;
+}
+
+/// Appends through a [`CommitCutter`] forwarding the `COMMIT` `late`
+/// after it cut the client off, and checks that another node claims the
+/// group's deliveries within seconds.
+async fn unanswered_commit_is_released(late: Duration) {
     let schema = TestSchema::new();
-    let relay = CommitCutter::start(&url()).await;
+    let relay = CommitCutter::start(&url(), late).await;
     let node_a = schema.open_at(relay.url()).await;
     let node_b = schema.open().await;
     let (local, mut handed) = LocalDelivery::new(8, LEASE);
@@ -77,9 +92,10 @@ async fn deliveries_of_a_commit_that_went_unanswered_are_claimable_at_once() {
 }
 
 /// A TCP relay to the test server that drops the first connection whose
-/// ingest group (it prepared the insert into `events`) sends `COMMIT`,
-/// after the server has had time to commit and before its answer is
-/// passed back.
+/// ingest group (it prepared the insert into `events`) sends `COMMIT`:
+/// the server gets the `COMMIT` and commits, the client never hears it.
+/// With `late`, the client is cut off first and the `COMMIT` forwarded
+/// that long after.
 struct CommitCutter {
     addr: std::net::SocketAddr,
     server: String,
@@ -87,7 +103,7 @@ struct CommitCutter {
 }
 
 impl CommitCutter {
-    async fn start(server_url: &str) -> CommitCutter {
+    async fn start(server_url: &str, late: Duration) -> CommitCutter {
         let server = server_url
             .split('@')
             .nth(1)
@@ -103,7 +119,7 @@ impl CommitCutter {
                 let Ok(upstream) = TcpStream::connect(&to).await else {
                     continue;
                 };
-                tokio::spawn(relay(client, upstream, Arc::clone(&done)));
+                tokio::spawn(relay(client, upstream, Arc::clone(&done), late));
             }
         });
         CommitCutter { addr, server, cut }
@@ -122,7 +138,7 @@ impl CommitCutter {
     }
 }
 
-async fn relay(client: TcpStream, upstream: TcpStream, done: Arc<AtomicBool>) {
+async fn relay(client: TcpStream, upstream: TcpStream, done: Arc<AtomicBool>, late: Duration) {
     let (mut client_rx, mut client_tx) = client.into_split();
     let (mut server_rx, mut server_tx) = upstream.into_split();
     let hold = Arc::new(AtomicBool::new(false));
@@ -146,6 +162,10 @@ async fn relay(client: TcpStream, upstream: TcpStream, done: Arc<AtomicBool>) {
         if commit {
             hold.store(true, Ordering::SeqCst);
             done.store(true, Ordering::SeqCst);
+            if !late.is_zero() {
+                back.abort();
+                tokio::time::sleep(late).await;
+            }
         }
         if server_tx.write_all(chunk).await.is_err() {
             break;
