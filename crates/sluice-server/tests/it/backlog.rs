@@ -180,3 +180,55 @@ async fn a_busy_destinations_backlog_is_claimed_as_it_makes_room_not_handed_back
     );
     assert_eq!(rx.requests().len(), EVENTS, "each sent once");
 }
+
+#[tokio::test]
+async fn calls_are_not_handed_over_while_claims_hold_the_sending_permits() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut config = test_config(dir.path());
+    // One lane may hold every permit (1,024), so only the engine's room is
+    // in play; sends that hang for 3 s stay within the timeout.
+    config.delivery.concurrency_per_destination = 2_000;
+    config.delivery.timeout_ms = 5_000;
+    let s = TestServer::start_with(config).await;
+    let (src, key) = s.source("web").await;
+    let fast = Receiver::start().await;
+    let slow = Receiver::start().await;
+    slow.set_default(sluice_testkit::Reply::status(200).delay(Duration::from_secs(3)));
+    for (rx, event) in [(&fast, "fast"), (&slow, "slow")] {
+        let dst = s.webhook(&src, json!([rx.url()]), None).await;
+        let only = json!({"filters": [{"name": "one event", "action": "drop",
+            "when": {"field": "event", "op": "not_in", "values": [event]}}]});
+        let (status, body) = s
+            .admin(
+                Method::PUT,
+                &format!("/destinations/{dst}/filters"),
+                Some(only),
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+    }
+    let calls = |event: &str, prefix: &str, n: usize| -> Vec<Value> {
+        (0..n)
+            .map(|i| json!({"type": "track", "userId": "u", "event": event, "messageId": format!("{prefix}-{i}")}))
+            .collect()
+    };
+    // The first 512 deliveries (the engine's room) go to it from ingest
+    // and end at once; the 700 slow ones are claimed and hold 700 of the
+    // 1,024 sending permits for 3 s, while the room is free again.
+    let mut first = calls("fast", "fast", 512);
+    first.extend(calls("slow", "slow", 700));
+    let body = json!({"batch": first}).to_string();
+    assert_eq!(s.collect("/v1/batch", Some(&key), body).await.0, 200);
+    fast.wait_for(512, Duration::from_secs(10)).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    // 400 more: more than the 324 free permits. Handed over, the rest
+    // would be handed back; claimed, they wait for permits.
+    let body = json!({"batch": calls("fast", "more", 400)}).to_string();
+    assert_eq!(s.collect("/v1/batch", Some(&key), body).await.0, 200);
+    fast.wait_for(912, Duration::from_secs(20)).await;
+    slow.wait_for(700, Duration::from_secs(20)).await;
+    let handed_back = metric(&s.metrics().await, "sluice_delivery_handed_back_total ");
+    assert_eq!(handed_back, 0.0, "deliveries handed back");
+    assert_eq!(fast.requests().len(), 912, "each sent once");
+}

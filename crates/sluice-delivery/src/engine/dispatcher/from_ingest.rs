@@ -19,9 +19,14 @@ pub(in crate::engine) struct FromIngest {
 
 impl Dispatcher {
     /// Lets ingest lease deliveries to this engine, or stops it.
+    ///
+    /// Open only while the engine has a sending permit for every delivery
+    /// ingest may still lease it: claims take permits that ingest's room
+    /// does not count, and a delivery handed over with no permit left
+    /// would only be handed back (a write, and a wait for the next claim).
     pub(super) fn open_door(&self, open: bool) {
         if let Some(local) = &self.local {
-            local.open(open);
+            local.open(open && self.global.available_permits() >= local.room());
         }
     }
 

@@ -110,6 +110,7 @@ impl Dispatcher {
                 .available_permits()
                 .min(self.config.claim_batch as usize);
             if room == 0 {
+                self.open_door(false);
                 self.wait_for_room(&mut stop, None).await;
                 continue;
             }
@@ -250,6 +251,7 @@ impl Dispatcher {
             return false;
         }
         let Ok(global) = self.global.clone().try_acquire_owned() else {
+            self.open_door(false);
             self.hand_back(due.delivery_id);
             return false;
         };
