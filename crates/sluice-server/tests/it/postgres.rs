@@ -462,3 +462,45 @@ async fn a_node_stopping_cleanly_finishes_its_sends_and_no_other_node_repeats_th
     assert_eq!(got.len(), 1, "sent {} times", got.len());
     b.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopping_node_releases_the_deliveries_it_never_started() {
+    use sluice_testkit::Reply;
+
+    let dir = tempfile::tempdir().unwrap();
+    let schema = unique_schema();
+    let mut config = pg_config(dir.path(), &schema);
+    // One send at a time, each answered after 1.5 s: the other calls wait
+    // in the destination's lane, leased, when the node stops.
+    config.delivery.concurrency_per_destination = 1;
+    config.delivery.timeout_ms = 5_000;
+    let node = TestServer::start_with(config).await;
+    let (src, key) = node.source("web").await;
+    let rx = Receiver::start().await;
+    rx.set_default(Reply::status(200).delay(Duration::from_millis(1_500)));
+    node.webhook(&src, json!([rx.url()]), None).await;
+    for i in 0..3 {
+        let call = json!({"userId": "u", "event": "e", "messageId": format!("q-{i}")});
+        let (status, _) = node
+            .collect("/v1/track", Some(&key), call.to_string())
+            .await;
+        assert_eq!(status, 200);
+    }
+    rx.wait_for(1, Duration::from_secs(10)).await;
+    node.stop().await;
+
+    let db = test_database().await;
+    let sql = format!(
+        "SELECT count(*) FILTER (WHERE state = 'succeeded'),
+                count(*) FILTER (WHERE state = 'pending' AND lease_until IS NULL),
+                count(*) FILTER (WHERE state = 'pending' AND lease_until IS NOT NULL)
+         FROM \"{schema}\".deliveries"
+    );
+    let row = db.query_one(&sql, &[]).await.expect("deliveries");
+    let (sent, free, leased): (i64, i64, i64) = (row.get(0), row.get(1), row.get(2));
+    assert_eq!(
+        (sent, free, leased),
+        (1, 2, 0),
+        "the send in flight ends; the two waiting are free for any node"
+    );
+}

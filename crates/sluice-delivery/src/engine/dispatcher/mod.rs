@@ -310,11 +310,11 @@ impl Dispatcher {
                     counted::outcome(tally.as_deref(), &dest.id, &report);
                     let _ = reports.send(report);
                 }
-                Some(_) => {
+                // Nothing was sent, so any node may take it at once: held
+                // too long in its lane, or waiting there as the engine stops.
+                Some(_) | None => {
                     let _ = reports.send(deliver::release(id, Duration::ZERO));
                 }
-                // Stopping: the lease brings it back after a restart.
-                None => {}
             }
             lane.held.fetch_sub(1, Ordering::SeqCst);
             freed.notify_one();
