@@ -27,7 +27,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
 
@@ -51,6 +51,9 @@ pub struct LocalDelivery {
 pub struct Handed {
     pub due: DueDelivery,
     pub unit: Unit,
+    /// When its room was taken, before its lease was written: the lease
+    /// runs from no earlier than this.
+    pub since: Instant,
 }
 
 /// One delivery's share of the engine's room: given back when dropped.
@@ -71,6 +74,7 @@ pub struct Taken {
     local: Option<Arc<LocalDelivery>>,
     count: usize,
     due: Vec<DueDelivery>,
+    since: Instant,
 }
 
 impl LocalDelivery {
@@ -112,6 +116,7 @@ impl LocalDelivery {
             local: Some(Arc::clone(self)),
             count,
             due: Vec::with_capacity(count),
+            since: Instant::now(),
         }
     }
 
@@ -133,6 +138,7 @@ impl Taken {
             local: None,
             count: 0,
             due: Vec::new(),
+            since: Instant::now(),
         }
     }
 
@@ -176,6 +182,7 @@ impl Taken {
             .map(|due| Handed {
                 due,
                 unit: Unit(Arc::clone(&local)),
+                since: self.since,
             })
             .collect();
         self.count -= handed.len();
@@ -244,6 +251,24 @@ mod tests {
         assert_eq!(handed.len(), 2);
         drop(handed);
         assert_eq!(local.room(), 4);
+    }
+
+    #[test]
+    fn a_handed_delivery_carries_when_its_room_was_taken() {
+        let (local, mut rx) = LocalDelivery::new(2, LEASE);
+        let before = Instant::now();
+        let mut taken = local.take(1);
+        let after_take = Instant::now();
+        taken.lease(due(1));
+        std::thread::sleep(Duration::from_millis(20));
+        taken.hand();
+        let handed = rx.try_recv().unwrap_or_default();
+        let since = handed.first().map(|h| h.since);
+        // The engine measures the lease from here, not from when it looks.
+        assert!(
+            since.is_some_and(|s| before <= s && s <= after_take),
+            "{since:?}"
+        );
     }
 
     #[test]

@@ -40,8 +40,8 @@ impl Dispatcher {
     pub(super) async fn dispatch_handed(&mut self, batch: Vec<Handed>) {
         let count = u64::try_from(batch.len()).unwrap_or(u64::MAX);
         self.signals.from_ingest.fetch_add(count, Ordering::Relaxed);
-        for Handed { due, unit } in batch {
-            self.dispatch(due, Some(unit)).await;
+        for Handed { due, unit, since } in batch {
+            self.dispatch(due, Some(unit), since).await;
         }
     }
 }

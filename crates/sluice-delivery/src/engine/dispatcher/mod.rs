@@ -126,6 +126,8 @@ impl Dispatcher {
             };
             self.waiting_since = None;
             let limit = u32::try_from(room).unwrap_or(u32::MAX);
+            // Before the claim: its leases run from no earlier than this.
+            let claimed_at = Instant::now();
             let claimed = match self
                 .store
                 .claim_due(Utc::now(), limit, self.config.lease)
@@ -151,7 +153,7 @@ impl Dispatcher {
             }
             let mut taken = 0;
             for due in claimed {
-                taken += usize::from(self.dispatch(due, None).await);
+                taken += usize::from(self.dispatch(due, None, claimed_at).await);
             }
             // An idle lane is kept while its breaker is open, so the next
             // claim still sees it.
@@ -182,8 +184,9 @@ impl Dispatcher {
     /// Routes one delivery, claimed or handed over from ingest with its
     /// `unit` of room: discard it, hand it back, or spawn its send. Returns
     /// false when it was handed back (its destination is full). The unit
-    /// returns when the send ends, or at once when there is none.
-    async fn dispatch(&mut self, due: DueDelivery, unit: Option<Unit>) -> bool {
+    /// returns when the send ends, or at once when there is none. Its lease
+    /// began no earlier than `since`.
+    async fn dispatch(&mut self, due: DueDelivery, unit: Option<Unit>, since: Instant) -> bool {
         let dest = match self
             .cache
             .get(self.store.as_ref(), &due.destination_id)
@@ -260,7 +263,9 @@ impl Dispatcher {
             // so that a backlog builds where claims take it in order.
             self.open_door(false);
         }
-        let claimed_at = Instant::now();
+        // Measured from the lease's start, not from now: a delivery handed
+        // over from ingest may have waited in the channel.
+        let claimed_at = since;
         let max_wait = self.config.lease.saturating_sub(self.config.timeout * 2);
         let sender = Arc::clone(&self.sender);
         let policy = self.policy;
