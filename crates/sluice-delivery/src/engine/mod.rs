@@ -203,6 +203,9 @@ impl DeliveryEngine {
         // Half the engine's room takes deliveries straight from this node's
         // ingest; the rest is always there for claims (retries, backlogs).
         let (local, handed) = LocalDelivery::new(config.max_in_flight.div_ceil(2), config.lease);
+        // Shut until the first claim has looked at what is due: after a
+        // restart, a backlog goes out before calls accepted since.
+        local.open(false);
         let from_ingest = store
             .deliver_locally(local.clone())
             .then_some(FromIngest { local, handed });
