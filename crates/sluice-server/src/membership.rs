@@ -13,9 +13,16 @@
 //! leases ([`ClusterStore::release_leases`]) and wakes its delivery engine:
 //! a killed node's deliveries are sent again within [`TTL`] plus one beat
 //! of the kill (9 s), not when their leases end.
+//!
+//! Silence means death only while this node's own beats get through. When
+//! they failed too (the database was out of reach, restarting or failing
+//! over), the others' beats failed alike and their rows went stale while
+//! they kept sending; releasing their leases then would send all they hold
+//! a second time. So after a gap in its own beats a node counts nobody as
+//! gone for one [`TTL`]: a node still silent after that has gone after all.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use chrono::Utc;
 use sluice_delivery::EngineHandle;
@@ -32,6 +39,13 @@ pub const HEARTBEAT: Duration = Duration::from_secs(1);
 /// when its heartbeats fail for 7 s in a row.
 pub const TTL: Duration = Duration::from_secs(8);
 
+/// A gap between this node's own successful beats longer than this means
+/// they failed meanwhile (see the module notes). Another node's row goes
+/// stale only after a [`TTL`] without a beat, so an outage that stales it
+/// leaves a gap here of nearly a TTL; half of one is well clear of a slow
+/// beat or two.
+const MISSED: Duration = Duration::from_secs(4);
+
 /// Starts the heartbeat; it leaves the membership when `stop` turns true,
 /// which the caller sends after the delivery engine has stopped.
 pub fn spawn(
@@ -44,7 +58,7 @@ pub fn spawn(
         let mut tick = tokio::time::interval(HEARTBEAT);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut counted = 0;
-        let mut seen: Vec<String> = Vec::new();
+        let mut watch = Watch::default();
         loop {
             tokio::select! {
                 changed = stop.changed() => {
@@ -55,15 +69,14 @@ pub fn spawn(
                 _ = tick.tick() => match store.heartbeat(&node, Utc::now(), TTL).await {
                     Ok(live) => {
                         let mut released = 0;
-                        for gone in vanished(&seen, &live) {
-                            released += release(store.as_ref(), gone).await;
+                        for gone in watch.beat(&live, Instant::now()) {
+                            released += release(store.as_ref(), &gone).await;
                         }
                         if released > 0 {
                             engine.notify();
                         }
-                        seen.clone_from(&live);
-                        if live.len() != counted {
-                            counted = live.len();
+                        if watch.counted() != counted {
+                            counted = watch.counted();
                             tracing::info!(nodes = counted, node = %node, "nodes delivering from this store");
                         }
                         engine.set_nodes(counted);
@@ -80,6 +93,52 @@ pub fn spawn(
             tracing::warn!(error = %e, "leaving the node membership");
         }
     })
+}
+
+/// Which counted nodes have gone, beat after beat. Pure: the caller brings
+/// the time and what the store answered.
+#[derive(Debug, Default)]
+struct Watch {
+    /// The nodes counted at the last beat (during a quiet period, every
+    /// node heard from since it began).
+    seen: Vec<String>,
+    /// When this node's last beat reached the store.
+    last_ok: Option<Instant>,
+    /// Until then nobody counts as gone: this node's own beats failed just
+    /// before (see the module notes).
+    quiet_until: Option<Instant>,
+}
+
+impl Watch {
+    /// Takes a beat's answer (`live`, the nodes heard from within [`TTL`])
+    /// at `now`; returns the nodes gone since the last beat, whose leases
+    /// are to be released.
+    fn beat(&mut self, live: &[String], now: Instant) -> Vec<String> {
+        if self
+            .last_ok
+            .is_some_and(|last| now.saturating_duration_since(last) > MISSED)
+        {
+            self.quiet_until = Some(now + TTL);
+        }
+        self.last_ok = Some(now);
+        if self.quiet_until.is_some_and(|until| now < until) {
+            for id in live {
+                if !self.seen.contains(id) {
+                    self.seen.push(id.clone());
+                }
+            }
+            return Vec::new();
+        }
+        self.quiet_until = None;
+        let gone = vanished(&self.seen, live).map(str::to_owned).collect();
+        self.seen = live.to_vec();
+        gone
+    }
+
+    /// The nodes sharing the work: those counted at the last beat.
+    fn counted(&self) -> usize {
+        self.seen.len()
+    }
 }
 
 /// The nodes counted at the last beat that this one no longer counts.
@@ -116,6 +175,48 @@ mod tests {
 
     fn ids(list: &[&str]) -> Vec<String> {
         list.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn a_node_that_stops_beating_is_released_at_the_next_beat() {
+        let start = Instant::now();
+        let mut watch = Watch::default();
+        assert!(watch.beat(&ids(&["a", "b"]), start).is_empty());
+        let second = start + HEARTBEAT;
+        assert_eq!(watch.beat(&ids(&["a"]), second), ids(&["b"]));
+        assert_eq!(watch.counted(), 1);
+    }
+
+    #[test]
+    fn back_from_a_gap_in_its_own_beats_a_node_releases_no_one_for_a_ttl() {
+        let start = Instant::now();
+        let mut watch = Watch::default();
+        watch.beat(&ids(&["a", "b"]), start);
+        // The database was gone for 12 s: b's row is stale, as a's was.
+        let back = start + Duration::from_secs(12);
+        assert!(watch.beat(&ids(&["a"]), back).is_empty(), "b released");
+        assert_eq!(watch.counted(), 2, "b still shares the work");
+        // b beats again: nothing to release, ever.
+        let later = back + HEARTBEAT;
+        assert!(watch.beat(&ids(&["a", "b"]), later).is_empty());
+        let after = back + TTL + HEARTBEAT;
+        assert!(watch.beat(&ids(&["a", "b"]), after).is_empty());
+        assert_eq!(watch.counted(), 2);
+    }
+
+    #[test]
+    fn a_node_silent_for_a_ttl_after_the_gap_has_gone_after_all() {
+        let start = Instant::now();
+        let mut watch = Watch::default();
+        watch.beat(&ids(&["a", "b"]), start);
+        let back = start + Duration::from_secs(12);
+        let mut t = back;
+        while t < back + TTL {
+            assert!(watch.beat(&ids(&["a"]), t).is_empty());
+            t += HEARTBEAT;
+        }
+        assert_eq!(watch.beat(&ids(&["a"]), t), ids(&["b"]));
+        assert_eq!(watch.counted(), 1);
     }
 
     #[test]

@@ -4,6 +4,8 @@
 //! - [`receiver`]: [`Receiver`], a local HTTP/HTTPS webhook endpoint that
 //!   records every request and answers from a script.
 //! - [`reply`]: [`Reply`], one scripted answer (status, headers, delay, hang).
+//! - [`relay`]: [`Relay`], a TCP relay to a server that can cut every
+//!   connection, as an outage does.
 //! - `tls`: in-process certificates for [`Receiver::start_tls`] (self-signed)
 //!   and [`Receiver::start_tls_private_ca`] (issued by a private CA).
 //!
@@ -17,8 +19,10 @@
 )]
 
 pub mod receiver;
+pub mod relay;
 pub mod reply;
 mod tls;
 
 pub use receiver::{Receiver, RecordedRequest};
+pub use relay::Relay;
 pub use reply::Reply;

@@ -504,3 +504,87 @@ async fn a_stopping_node_releases_the_deliveries_it_never_started() {
         "the send in flight ends; the two waiting are free for any node"
     );
 }
+
+/// Both nodes reach the database through a relay that cuts them off for
+/// 12 s, longer than the membership's time-to-live, while every call is
+/// in flight: each node's row goes stale, though both are alive, and
+/// neither may take the other's deliveries and send them again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_outage_longer_than_the_ttl_sends_nothing_twice() {
+    use crate::support::metric;
+    use sluice_testkit::{Relay, Reply};
+
+    let url = std::env::var("SLUICE_TEST_POSTGRES_URL").expect("SLUICE_TEST_POSTGRES_URL");
+    let server = url
+        .split('@')
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
+        .expect("host:port in the test server's URL");
+    let relay = Relay::start(server).await;
+    let through = url.replacen(server, &relay.addr().to_string(), 1);
+    let sep = if through.contains('?') { '&' } else { '?' };
+    let through = format!("{through}{sep}sslmode=disable");
+
+    let dir = tempfile::tempdir().unwrap();
+    let schema = unique_schema();
+    let config = || {
+        let mut config = pg_config(dir.path(), &schema);
+        config.storage.postgres_url = Some(through.clone());
+        config.delivery.timeout_ms = 5_000;
+        config
+    };
+    let a = TestServer::start_with(config()).await;
+    let b = TestServer::start_with(config()).await;
+    for node in [&a, &b] {
+        eventually(15, || async {
+            (metric(&node.metrics().await, "sluice_cluster_nodes") == 2.0).then_some(())
+        })
+        .await;
+    }
+    let (src, key) = a.source("shared").await;
+    let rx = Receiver::start().await;
+    // Answered 2 s after arriving: the outcomes are not written yet when
+    // the database goes.
+    rx.set_default(Reply::status(200).delay(Duration::from_secs(2)));
+    a.webhook(&src, json!([rx.url()]), None).await;
+    eventually(15, || async {
+        let call = json!({"userId": "u", "event": "e", "messageId": "probe"}).to_string();
+        (b.collect("/v1/track", Some(&key), call).await.0 == 200).then_some(())
+    })
+    .await;
+    for i in 0..20 {
+        let node = if i % 2 == 0 { &a } else { &b };
+        let call = json!({"userId": "u", "event": "e", "messageId": format!("o-{i}")});
+        assert_eq!(
+            node.collect("/v1/track", Some(&key), call.to_string())
+                .await
+                .0,
+            200
+        );
+    }
+    rx.wait_for(21, Duration::from_secs(10)).await;
+
+    relay.cut();
+    tokio::time::sleep(Duration::from_secs(12)).await;
+    relay.restore();
+    // Several beats after the database is back: a node that took the
+    // other for gone would have released and sent its deliveries by now.
+    tokio::time::sleep(Duration::from_secs(6)).await;
+
+    let mut ids: Vec<String> = rx
+        .requests()
+        .iter()
+        .filter_map(|r| {
+            let body: serde_json::Value = serde_json::from_slice(&r.body).ok()?;
+            body["messageId"].as_str().map(str::to_owned)
+        })
+        .collect();
+    ids.sort();
+    let before = ids.len();
+    ids.dedup();
+    assert_eq!(
+        (before, ids.len()),
+        (21, 21),
+        "calls sent twice after the outage"
+    );
+}
