@@ -50,13 +50,26 @@ pub async fn run(
         bootstrap::apply(store.as_ref(), path, &rules).await?;
     }
 
-    let (stop_tx, stop_rx) = watch::channel(false);
-    let mut engines = Engines::start(&config, &store, &stop_rx)?;
+    // Everything that may fail comes before the engines start: once they
+    // have, they are stopped and waited for, or their sends would be cut
+    // off half-done.
     let suppressions = Arc::new(sluice_api::suppression::Suppressions::new());
     suppressions.refresh(store.as_ref()).await?;
-    let log = event_log(&config, &store, &suppressions, &mut engines, &stop_rx).await?;
-    let (registry, metrics, capped) = state::registry(&engines);
     let routes = RouteTable::load(store.clone()).await?;
+    let metrics_listener = config.metrics.listen.map(serve::bind).transpose()?;
+
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let mut engines = Engines::start(&config, &store, &stop_rx)?;
+    let log = match event_log(&config, &store, &suppressions, &mut engines, &stop_rx).await {
+        Ok(log) => log,
+        Err(e) => {
+            let _ = stop_tx.send(true);
+            engines.finish().await;
+            opened.close().await;
+            return Err(e);
+        }
+    };
+    let (registry, metrics, capped) = state::registry(&engines);
     let schema = config
         .schema
         .enabled
@@ -87,10 +100,9 @@ pub async fn run(
     let router = sluice_api::router(app.clone()).merge(sluice_dashboard::router(app.clone()));
     let service = sluice_api::App::new(app.clone(), router);
     let opts = serve_options(&config);
-    let metrics_side = match config.metrics.listen {
-        Some(addr) => {
-            let side = serve::bind(addr)?;
-            tracing::info!(addr = %side.local_addr()?, "metrics listening");
+    let metrics_side = match metrics_listener {
+        Some(side) => {
+            tracing::info!(addr = ?side.local_addr().ok(), "metrics listening");
             Some(serve::spawn_side_listener(
                 side,
                 sluice_api::App::router_only(sluice_api::metrics_router(app)),
@@ -101,7 +113,7 @@ pub async fn run(
         None => None,
     };
     tracing::info!(
-        addr = %listener.local_addr()?,
+        addr = ?listener.local_addr().ok(),
         storage = ?config.storage.backend,
         data_dir = %config.data_dir.display(),
         max_connections = opts.max_connections,

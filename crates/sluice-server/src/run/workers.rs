@@ -50,6 +50,15 @@ impl Engines {
     ) -> Result<Engines, ServerError> {
         let engine_stop = wait_for(stop.clone());
         let delivery = settings::delivery_config(config)?;
+        // In the Kafka shape the engine reads the topic; its identify
+        // messages go to the database's outbox either way, where this
+        // node's delivery engine sends them. Made before anything starts,
+        // as it may fail.
+        let feed = if config.personas.enabled {
+            profile_feed(config, store)?
+        } else {
+            None
+        };
         let alerting = alerts::start(config, &delivery, store.clone(), stop.clone())?;
         let sink = alerting.as_ref().map(|(sink, _, _)| sink.clone());
         let tally = config.delivery.health.then(|| Arc::new(Tally::new()));
@@ -74,14 +83,6 @@ impl Engines {
         });
         let (leave, leave_rx) = watch::channel(false);
         let heartbeat = membership::spawn(store.clone(), engine.clone(), leave_rx);
-        // In the Kafka shape the engine reads the topic; its identify
-        // messages go to the database's outbox either way, where this
-        // node's delivery engine sends them.
-        let feed = if config.personas.enabled {
-            profile_feed(config, store)?
-        } else {
-            None
-        };
         let profiles = config.personas.enabled.then(|| {
             let wake_delivery = engine.clone();
             sluice_profiles::engine::start_with(
@@ -200,6 +201,39 @@ pub(super) struct Workers {
     pub(super) privacy: Privacy,
 }
 
+impl Engines {
+    /// Waits for the engines to finish, then leaves the membership; the
+    /// stop signal has been sent.
+    pub(super) async fn finish(self) {
+        if let Some(feed) = self.log_feed
+            && let Err(e) = feed.await
+        {
+            tracing::error!(error = %e, "event log consumer failed");
+        }
+        if let Err(e) = self.delivery_task.await {
+            tracing::error!(error = %e, "delivery engine task failed");
+        }
+        // Every send has ended and its outcome is written (or was abandoned
+        // at the end of the grace): what this node still leases is for the
+        // others to take, so it leaves now.
+        let _ = self.leave.send(true);
+        if let (Some((merge, store)), Some(tally)) = (self.health_merge, &self.tally) {
+            let _ = merge.await;
+            // Delivery and ingest have stopped counting: merge the rest.
+            health::flush(store.as_ref(), tally).await;
+        }
+        if let Some(task) = self.profiles_task
+            && let Err(e) = task.await
+        {
+            tracing::error!(error = %e, "profile engine task failed");
+        }
+        if let Some((_, _, task)) = self.alerting {
+            let _ = task.await;
+        }
+        let _ = self.heartbeat.await;
+    }
+}
+
 impl Workers {
     /// Waits for each worker to finish (the periodic upkeep is aborted);
     /// the stop signal has been sent.
@@ -213,31 +247,7 @@ impl Workers {
         if let Some(side) = metrics_side {
             let _ = side.await;
         }
-        if let Some(feed) = engines.log_feed
-            && let Err(e) = feed.await
-        {
-            tracing::error!(error = %e, "event log consumer failed");
-        }
-        if let Err(e) = engines.delivery_task.await {
-            tracing::error!(error = %e, "delivery engine task failed");
-        }
-        // Every send has ended and its outcome is written (or was abandoned
-        // at the end of the grace): what this node still leases is for the
-        // others to take, so it leaves now.
-        let _ = engines.leave.send(true);
-        if let (Some((merge, store)), Some(tally)) = (engines.health_merge, &engines.tally) {
-            let _ = merge.await;
-            // Delivery and ingest have stopped counting: merge the rest.
-            health::flush(store.as_ref(), tally).await;
-        }
-        if let Some(task) = engines.profiles_task
-            && let Err(e) = task.await
-        {
-            tracing::error!(error = %e, "profile engine task failed");
-        }
-        if let Some((_, _, task)) = engines.alerting {
-            let _ = task.await;
-        }
+        engines.finish().await;
         upkeep.tasks.abort();
         if let Some(pruner) = upkeep.audit_pruner {
             pruner.abort();
@@ -250,6 +260,5 @@ impl Workers {
         }
         let _ = privacy.job.await;
         let _ = privacy.sync.await;
-        let _ = engines.heartbeat.await;
     }
 }
