@@ -76,6 +76,25 @@ impl Relay {
     }
 }
 
+/// The `host:port` of a PostgreSQL URL (`postgres://user@host:port/db`).
+///
+/// # Panics
+/// When the URL has no `@host:port/` part.
+pub fn postgres_server(url: &str) -> &str {
+    url.split('@')
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
+        .expect("host:port in the PostgreSQL URL")
+}
+
+/// The PostgreSQL URL `url` pointed at `relay` instead of its server, in
+/// plain text (`sslmode=disable`), so a relay can read or cut it.
+pub fn postgres_url_through(url: &str, relay: SocketAddr) -> String {
+    let through = url.replacen(postgres_server(url), &relay.to_string(), 1);
+    let sep = if through.contains('?') { '&' } else { '?' };
+    format!("{through}{sep}sslmode=disable")
+}
+
 async fn pipe(mut client: TcpStream, mut server: TcpStream) {
     let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
 }

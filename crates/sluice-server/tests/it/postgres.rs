@@ -31,6 +31,23 @@ pub(crate) async fn test_database() -> tokio_postgres::Client {
     client
 }
 
+/// Two nodes started on `config`, once each counts both (their heartbeats
+/// have crossed).
+pub(crate) async fn two_nodes(
+    config: impl Fn() -> sluice_server::Config,
+) -> (TestServer, TestServer) {
+    let a = TestServer::start_with(config()).await;
+    let b = TestServer::start_with(config()).await;
+    for node in [&a, &b] {
+        eventually(15, || async {
+            let metrics = node.metrics().await;
+            (crate::support::metric(&metrics, "sluice_cluster_nodes") == 2.0).then_some(())
+        })
+        .await;
+    }
+    (a, b)
+}
+
 /// A schema name of its own for one test's nodes.
 pub(crate) fn unique_schema() -> String {
     let nanos = std::time::SystemTime::now()
@@ -310,7 +327,6 @@ async fn a_write_key_created_on_one_node_is_good_on_the_other_at_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_nodes_share_one_destinations_concurrency_limit() {
-    use crate::support::metric;
     use sluice_testkit::Reply;
 
     let dir = tempfile::tempdir().unwrap();
@@ -321,15 +337,7 @@ async fn two_nodes_share_one_destinations_concurrency_limit() {
         config.delivery.timeout_ms = 5_000;
         config
     };
-    let a = TestServer::start_with(config()).await;
-    let b = TestServer::start_with(config()).await;
-    // Each node counts both once their heartbeats have crossed.
-    for node in [&a, &b] {
-        eventually(15, || async {
-            (metric(&node.metrics().await, "sluice_cluster_nodes") == 2.0).then_some(())
-        })
-        .await;
-    }
+    let (a, b) = two_nodes(config).await;
     let (src, key) = a.source("shared").await;
     let rx = Receiver::start().await;
     // Every request is answered after 1.5 s: until then each holds a slot.
@@ -426,7 +434,6 @@ async fn a_batch_resent_through_another_node_is_delivered_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_stopping_cleanly_finishes_its_sends_and_no_other_node_repeats_them() {
-    use crate::support::metric;
     use sluice_testkit::Reply;
 
     let dir = tempfile::tempdir().unwrap();
@@ -436,14 +443,7 @@ async fn a_node_stopping_cleanly_finishes_its_sends_and_no_other_node_repeats_th
         config.delivery.timeout_ms = 5_000;
         config
     };
-    let a = TestServer::start_with(config()).await;
-    let b = TestServer::start_with(config()).await;
-    for node in [&a, &b] {
-        eventually(15, || async {
-            (metric(&node.metrics().await, "sluice_cluster_nodes") == 2.0).then_some(())
-        })
-        .await;
-    }
+    let (a, b) = two_nodes(config).await;
     let (src, key) = a.source("shared").await;
     let rx = Receiver::start().await;
     // Answered 2 s after it arrives: node A is still sending when it stops.
@@ -511,19 +511,11 @@ async fn a_stopping_node_releases_the_deliveries_it_never_started() {
 /// neither may take the other's deliveries and send them again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_database_outage_longer_than_the_ttl_sends_nothing_twice() {
-    use crate::support::metric;
-    use sluice_testkit::{Relay, Reply};
+    use sluice_testkit::{Relay, Reply, relay};
 
     let url = std::env::var("SLUICE_TEST_POSTGRES_URL").expect("SLUICE_TEST_POSTGRES_URL");
-    let server = url
-        .split('@')
-        .nth(1)
-        .and_then(|rest| rest.split('/').next())
-        .expect("host:port in the test server's URL");
-    let relay = Relay::start(server).await;
-    let through = url.replacen(server, &relay.addr().to_string(), 1);
-    let sep = if through.contains('?') { '&' } else { '?' };
-    let through = format!("{through}{sep}sslmode=disable");
+    let relay = Relay::start(relay::postgres_server(&url)).await;
+    let through = relay::postgres_url_through(&url, relay.addr());
 
     let dir = tempfile::tempdir().unwrap();
     let schema = unique_schema();
@@ -533,14 +525,7 @@ async fn a_database_outage_longer_than_the_ttl_sends_nothing_twice() {
         config.delivery.timeout_ms = 5_000;
         config
     };
-    let a = TestServer::start_with(config()).await;
-    let b = TestServer::start_with(config()).await;
-    for node in [&a, &b] {
-        eventually(15, || async {
-            (metric(&node.metrics().await, "sluice_cluster_nodes") == 2.0).then_some(())
-        })
-        .await;
-    }
+    let (a, b) = two_nodes(config).await;
     let (src, key) = a.source("shared").await;
     let rx = Receiver::start().await;
     // Answered 2 s after arriving: the outcomes are not written yet when

@@ -98,22 +98,16 @@ async fn unanswered_commit_is_released(late: Duration) {
 /// that long after.
 struct CommitCutter {
     addr: std::net::SocketAddr,
-    server: String,
     cut: Arc<AtomicBool>,
 }
 
 impl CommitCutter {
     async fn start(server_url: &str, late: Duration) -> CommitCutter {
-        let server = server_url
-            .split('@')
-            .nth(1)
-            .and_then(|rest| rest.split('/').next())
-            .expect("host:port in the test server's URL")
-            .to_owned();
+        let server = sluice_testkit::relay::postgres_server(server_url).to_owned();
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind relay");
         let addr = listener.local_addr().expect("relay address");
         let cut = Arc::new(AtomicBool::new(false));
-        let (to, done) = (server.clone(), Arc::clone(&cut));
+        let (to, done) = (server, Arc::clone(&cut));
         tokio::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
                 let Ok(upstream) = TcpStream::connect(&to).await else {
@@ -122,15 +116,13 @@ impl CommitCutter {
                 tokio::spawn(relay(client, upstream, Arc::clone(&done), late));
             }
         });
-        CommitCutter { addr, server, cut }
+        CommitCutter { addr, cut }
     }
 
     /// The test server's URL through the relay, in plain text so the relay
     /// reads the statements.
     fn url(&self) -> String {
-        let url = url().replacen(&self.server, &self.addr.to_string(), 1);
-        let sep = if url.contains('?') { '&' } else { '?' };
-        format!("{url}{sep}sslmode=disable")
+        sluice_testkit::relay::postgres_url_through(&url(), self.addr)
     }
 
     fn cut(&self) -> bool {
