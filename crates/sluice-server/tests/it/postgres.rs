@@ -48,6 +48,16 @@ pub(crate) async fn two_nodes(
     (a, b)
 }
 
+/// A source on `node` with a webhook to a new receiver that answers 200
+/// after `delay`: the source's id and write key, and the receiver.
+async fn slow_webhook(node: &TestServer, delay: Duration) -> (String, String, Receiver) {
+    let (src, key) = node.source("shared").await;
+    let rx = Receiver::start().await;
+    rx.set_default(sluice_testkit::Reply::status(200).delay(delay));
+    node.webhook(&src, json!([rx.url()]), None).await;
+    (src, key, rx)
+}
+
 /// A schema name of its own for one test's nodes.
 pub(crate) fn unique_schema() -> String {
     let nanos = std::time::SystemTime::now()
@@ -327,8 +337,6 @@ async fn a_write_key_created_on_one_node_is_good_on_the_other_at_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_nodes_share_one_destinations_concurrency_limit() {
-    use sluice_testkit::Reply;
-
     let dir = tempfile::tempdir().unwrap();
     let schema = unique_schema();
     let config = || {
@@ -338,11 +346,8 @@ async fn two_nodes_share_one_destinations_concurrency_limit() {
         config
     };
     let (a, b) = two_nodes(config).await;
-    let (src, key) = a.source("shared").await;
-    let rx = Receiver::start().await;
     // Every request is answered after 1.5 s: until then each holds a slot.
-    rx.set_default(Reply::status(200).delay(Duration::from_millis(1_500)));
-    a.webhook(&src, json!([rx.url()]), None).await;
+    let (_, key, rx) = slow_webhook(&a, Duration::from_millis(1_500)).await;
     let call = |i: usize| json!({"userId": "u", "event": "e", "messageId": format!("c-{i}")});
     eventually(15, || async {
         (b.collect("/v1/track", Some(&key), call(1000).to_string())
@@ -434,8 +439,6 @@ async fn a_batch_resent_through_another_node_is_delivered_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_stopping_cleanly_finishes_its_sends_and_no_other_node_repeats_them() {
-    use sluice_testkit::Reply;
-
     let dir = tempfile::tempdir().unwrap();
     let schema = unique_schema();
     let config = || {
@@ -444,11 +447,8 @@ async fn a_node_stopping_cleanly_finishes_its_sends_and_no_other_node_repeats_th
         config
     };
     let (a, b) = two_nodes(config).await;
-    let (src, key) = a.source("shared").await;
-    let rx = Receiver::start().await;
     // Answered 2 s after it arrives: node A is still sending when it stops.
-    rx.set_default(Reply::status(200).delay(Duration::from_secs(2)));
-    a.webhook(&src, json!([rx.url()]), None).await;
+    let (_, key, rx) = slow_webhook(&a, Duration::from_secs(2)).await;
     let call = json!({"userId": "u", "event": "e", "messageId": "in-flight"}).to_string();
     assert_eq!(a.collect("/v1/track", Some(&key), call).await.0, 200);
     rx.wait_for(1, Duration::from_secs(10)).await;
@@ -465,8 +465,6 @@ async fn a_node_stopping_cleanly_finishes_its_sends_and_no_other_node_repeats_th
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stopping_node_releases_the_deliveries_it_never_started() {
-    use sluice_testkit::Reply;
-
     let dir = tempfile::tempdir().unwrap();
     let schema = unique_schema();
     let mut config = pg_config(dir.path(), &schema);
@@ -475,10 +473,7 @@ async fn a_stopping_node_releases_the_deliveries_it_never_started() {
     config.delivery.concurrency_per_destination = 1;
     config.delivery.timeout_ms = 5_000;
     let node = TestServer::start_with(config).await;
-    let (src, key) = node.source("web").await;
-    let rx = Receiver::start().await;
-    rx.set_default(Reply::status(200).delay(Duration::from_millis(1_500)));
-    node.webhook(&src, json!([rx.url()]), None).await;
+    let (_, key, rx) = slow_webhook(&node, Duration::from_millis(1_500)).await;
     for i in 0..3 {
         let call = json!({"userId": "u", "event": "e", "messageId": format!("q-{i}")});
         let (status, _) = node
@@ -511,7 +506,7 @@ async fn a_stopping_node_releases_the_deliveries_it_never_started() {
 /// neither may take the other's deliveries and send them again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_database_outage_longer_than_the_ttl_sends_nothing_twice() {
-    use sluice_testkit::{Relay, Reply, relay};
+    use sluice_testkit::{Relay, relay};
 
     let url = std::env::var("SLUICE_TEST_POSTGRES_URL").expect("SLUICE_TEST_POSTGRES_URL");
     let relay = Relay::start(relay::postgres_server(&url)).await;
@@ -526,12 +521,9 @@ async fn a_database_outage_longer_than_the_ttl_sends_nothing_twice() {
         config
     };
     let (a, b) = two_nodes(config).await;
-    let (src, key) = a.source("shared").await;
-    let rx = Receiver::start().await;
     // Answered 2 s after arriving: the outcomes are not written yet when
     // the database goes.
-    rx.set_default(Reply::status(200).delay(Duration::from_secs(2)));
-    a.webhook(&src, json!([rx.url()]), None).await;
+    let (_, key, rx) = slow_webhook(&a, Duration::from_secs(2)).await;
     eventually(15, || async {
         let call = json!({"userId": "u", "event": "e", "messageId": "probe"}).to_string();
         (b.collect("/v1/track", Some(&key), call).await.0 == 200).then_some(())
