@@ -183,6 +183,9 @@ async fn a_busy_destinations_backlog_is_claimed_as_it_makes_room_not_handed_back
 
 #[tokio::test]
 async fn calls_are_not_handed_over_while_claims_hold_the_sending_permits() {
+    // 700 sends at once, and the receiver's end of each, in this process:
+    // more than a soft open-file limit of 1,024 allows.
+    let _ = sluice_server::rlimit::raise_nofile();
     let dir = tempfile::tempdir().expect("tempdir");
     let mut config = test_config(dir.path());
     // One lane may hold every permit (1,024), so only the engine's room is
