@@ -41,7 +41,16 @@ impl DestinationCache {
     pub(super) async fn get(&mut self, store: &dyn Store, id: &str) -> Lookup {
         let stale = self.loaded_at.is_none_or(|at| at.elapsed() >= self.ttl);
         if stale && !self.reload(store).await {
-            return Lookup::Unavailable;
+            // The store cannot be read (a blip, a failover): the copy
+            // loaded last is still the best answer, as no one changes a
+            // destination without the store either. Without it, each
+            // delivery dispatched meanwhile would wait out its lease. The
+            // next reload is tried a TTL later, not at every delivery.
+            self.loaded_at = Some(Instant::now());
+            return match self.by_id.get(id) {
+                Some(found) => Lookup::Found(found.clone()),
+                None => Lookup::Unavailable,
+            };
         }
         if let Some(found) = self.by_id.get(id) {
             return Lookup::Found(found.clone());
@@ -84,5 +93,44 @@ impl DestinationCache {
                 false
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use sluice_store::sqlite::{SqliteConfig, SqliteStore};
+    use sluice_store::{CatalogStore, NewDestination, WebhookSettings};
+
+    use super::*;
+
+    #[tokio::test]
+    async fn serves_the_copy_it_has_while_the_store_cannot_be_read() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = SqliteStore::open(SqliteConfig::new(dir.path().join("s.db")))
+            .await
+            .expect("open");
+        store
+            .create_destination(NewDestination {
+                id: "dst_1".into(),
+                name: "hook".into(),
+                kind: "Webhooks".into(),
+                enabled: true,
+                settings: WebhookSettings::default(),
+                source_ids: Vec::new(),
+            })
+            .await
+            .expect("create");
+        // Every lookup would reload.
+        let mut cache = DestinationCache::new(Duration::ZERO);
+        assert!(matches!(cache.get(&store, "dst_1").await, Lookup::Found(_)));
+
+        store.close().await;
+        let known = cache.get(&store, "dst_1").await;
+        assert!(
+            matches!(&known, Lookup::Found(d) if d.id == "dst_1"),
+            "the copy loaded before the store went"
+        );
+        let unknown = cache.get(&store, "dst_2").await;
+        assert!(matches!(unknown, Lookup::Unavailable), "nothing to go on");
     }
 }
