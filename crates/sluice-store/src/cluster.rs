@@ -4,8 +4,8 @@
 //! Each node records a heartbeat every few seconds; a node whose last
 //! heartbeat is older than the time-to-live is no longer counted, so a
 //! killed node drops out within that time, and a node that stops cleanly
-//! leaves at once. The embedded store serves one node, which it reports
-//! alone without writing anything.
+//! leaves once its delivery engine has finished. The embedded store serves
+//! one node, which it reports alone without writing anything.
 //!
 //! Deliveries are leased under the claiming node's id: when a node drops
 //! out, the others release its leases, so its deliveries move within the
