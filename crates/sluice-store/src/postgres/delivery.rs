@@ -138,9 +138,12 @@ fn effect(r: &AttemptReport) -> Effect {
     }
 }
 
-/// Records each report in one transaction: one more attempt round (none for
-/// a report without attempts, which only hands the delivery back), the lease
-/// released, the outcome, the attempts: in the delivery's row when they are
+/// Records each report of `node` in one transaction: one more attempt round
+/// (none for a report without attempts, which only hands the delivery back),
+/// the lease released unless another node holds it now (`node` was taken for
+/// gone and its delivery claimed again; the report of what `node` did still
+/// counts, but the new holder's lease stays, so no third node sends it
+/// meanwhile), the outcome, the attempts: in the delivery's row when they are
 /// its first round and settle it (`crate::settled`), else in `attempts`. A
 /// report for a delivery no longer pending (discarded while in flight) keeps
 /// its attempts but does not change the state; a report for an unknown
@@ -149,23 +152,33 @@ fn effect(r: &AttemptReport) -> Effect {
 /// Reports for distinct deliveries go in one multi-row `UPDATE ... FROM
 /// UNNEST`; a batch naming a delivery twice is applied one report at a time
 /// (a join would apply only one of the duplicates).
-pub(super) async fn report(client: &mut Client, reports: &[AttemptReport]) -> Result<()> {
+pub(super) async fn report(
+    client: &mut Client,
+    node: &str,
+    reports: &[AttemptReport],
+) -> Result<()> {
     if reports.is_empty() {
         return Ok(());
     }
     let tx = client.transaction().await.map_err(backend)?;
     let mut seen = HashSet::new();
     if reports.iter().all(|r| seen.insert(r.delivery_id)) {
-        apply(&tx, reports).await?;
+        apply(&tx, Some(node), reports).await?;
     } else {
         for r in reports {
-            apply(&tx, std::slice::from_ref(r)).await?;
+            apply(&tx, Some(node), std::slice::from_ref(r)).await?;
         }
     }
     tx.commit().await.map_err(backend)
 }
 
-pub(super) async fn apply(tx: &Transaction<'_>, reports: &[AttemptReport]) -> Result<()> {
+/// Applies `reports` of `node` (see [`report`]); `None` for rows this
+/// transaction wrote, which nobody holds.
+pub(super) async fn apply(
+    tx: &Transaction<'_>,
+    node: Option<&str>,
+    reports: &[AttemptReport],
+) -> Result<()> {
     let effects: Vec<Effect> = reports.iter().map(effect).collect();
     let ids: Vec<i64> = effects.iter().map(|e| e.id).collect();
     let ats: Vec<i64> = effects.iter().map(|e| e.at).collect();
@@ -181,7 +194,9 @@ pub(super) async fn apply(tx: &Transaction<'_>, reports: &[AttemptReport]) -> Re
         .prepare_cached(
             "UPDATE deliveries d SET
                  attempts = d.attempts + u.rounds,
-                 lease_until = NULL,
+                 lease_until = CASE WHEN d.lease_owner IS DISTINCT FROM $8::text
+                                         AND d.lease_until > u.at
+                                    THEN d.lease_until END,
                  first_attempt_at = CASE WHEN u.rounds > 0
                                          THEN COALESCE(d.first_attempt_at, u.at)
                                          ELSE d.first_attempt_at END,
@@ -205,7 +220,7 @@ pub(super) async fn apply(tx: &Transaction<'_>, reports: &[AttemptReport]) -> Re
     let rows = tx
         .query(
             &stmt,
-            &[&ids, &ats, &states, &nexts, &errors, &rounds, &logs],
+            &[&ids, &ats, &states, &nexts, &errors, &rounds, &logs, &node],
         )
         .await
         .map_err(backend)?;

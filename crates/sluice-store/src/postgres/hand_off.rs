@@ -163,7 +163,7 @@ async fn write_group(pool: &Pool, window: Option<Duration>, group: &[Job]) -> Re
                 }
             }
         }
-        super::delivery::apply(&tx, &applied).await?;
+        super::delivery::apply(&tx, None, &applied).await?;
         tx.commit().await.map_err(backend)?;
         return Ok(stored);
     }

@@ -143,7 +143,7 @@ impl DeliveryStore for PostgresStore {
     }
 
     async fn report(&self, reports: Vec<AttemptReport>) -> Result<()> {
-        delivery::report(&mut self.client().await?, &reports).await?;
+        delivery::report(&mut self.client().await?, &self.node, &reports).await?;
         self.vacuum.settled(reports.len());
         Ok(())
     }

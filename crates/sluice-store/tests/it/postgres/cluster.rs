@@ -63,3 +63,47 @@ async fn a_dropped_out_nodes_leases_are_released_and_claimed_at_once() {
     b.close().await;
     a.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_late_report_of_a_node_taken_for_gone_keeps_the_new_holders_lease() {
+    use sluice_store::{AttemptReport, DeliveryStore, EventStore, Outcome};
+    let (schema, a) = super::fresh().await;
+    let b = schema.open().await;
+    let c = schema.open().await;
+    a.append(super::request("src_1", &super::ids("m", 1), at(0)))
+        .await
+        .unwrap();
+    let lease = Duration::from_secs(60);
+    let held = a.claim_due(at(1), 10, lease).await.unwrap();
+    // a is taken for gone while still sending; b claims the delivery.
+    assert_eq!(b.release_leases(a.node_id(), at(2)).await.unwrap(), 1);
+    assert_eq!(b.claim_due(at(2), 10, lease).await.unwrap().len(), 1);
+
+    // a's attempt failed; its report comes in while b sends.
+    a.report(vec![AttemptReport {
+        delivery_id: held[0].delivery_id,
+        at: at(3),
+        attempts: Vec::new(),
+        outcome: Outcome::Retry { at: at(3) },
+    }])
+    .await
+    .unwrap();
+    assert!(
+        c.claim_due(at(4), 10, lease).await.unwrap().is_empty(),
+        "a third node took the delivery b is sending"
+    );
+
+    // b's own report ends its lease as always.
+    b.report(vec![AttemptReport {
+        delivery_id: held[0].delivery_id,
+        at: at(5),
+        attempts: Vec::new(),
+        outcome: Outcome::Retry { at: at(5) },
+    }])
+    .await
+    .unwrap();
+    assert_eq!(c.claim_due(at(6), 10, lease).await.unwrap().len(), 1);
+    for store in [a, b, c] {
+        store.close().await;
+    }
+}
