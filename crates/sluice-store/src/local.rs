@@ -74,7 +74,8 @@ pub struct Taken {
     local: Option<Arc<LocalDelivery>>,
     count: usize,
     due: Vec<DueDelivery>,
-    since: Instant,
+    /// When the units were taken: set whenever there are any.
+    since: Option<Instant>,
 }
 
 impl LocalDelivery {
@@ -116,7 +117,7 @@ impl LocalDelivery {
             local: Some(Arc::clone(self)),
             count,
             due: Vec::with_capacity(count),
-            since: Instant::now(),
+            since: Some(Instant::now()),
         }
     }
 
@@ -138,7 +139,7 @@ impl Taken {
             local: None,
             count: 0,
             due: Vec::new(),
-            since: Instant::now(),
+            since: None,
         }
     }
 
@@ -182,7 +183,7 @@ impl Taken {
             .map(|due| Handed {
                 due,
                 unit: Unit(Arc::clone(&local)),
-                since: self.since,
+                since: self.since.unwrap_or_else(Instant::now),
             })
             .collect();
         self.count -= handed.len();

@@ -66,7 +66,7 @@ async fn a_dropped_out_nodes_leases_are_released_and_claimed_at_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_late_report_of_a_node_taken_for_gone_keeps_the_new_holders_lease() {
-    use sluice_store::{AttemptReport, DeliveryStore, EventStore, Outcome};
+    use sluice_store::{DeliveryStore, EventStore};
     let (schema, a) = super::fresh().await;
     let b = schema.open().await;
     let c = schema.open().await;
@@ -80,30 +80,30 @@ async fn a_late_report_of_a_node_taken_for_gone_keeps_the_new_holders_lease() {
     assert_eq!(b.claim_due(at(2), 10, lease).await.unwrap().len(), 1);
 
     // a's attempt failed; its report comes in while b sends.
-    a.report(vec![AttemptReport {
-        delivery_id: held[0].delivery_id,
-        at: at(3),
-        attempts: Vec::new(),
-        outcome: Outcome::Retry { at: at(3) },
-    }])
-    .await
-    .unwrap();
+    a.report(vec![retry_now(held[0].delivery_id, at(3))])
+        .await
+        .unwrap();
     assert!(
         c.claim_due(at(4), 10, lease).await.unwrap().is_empty(),
         "a third node took the delivery b is sending"
     );
 
     // b's own report ends its lease as always.
-    b.report(vec![AttemptReport {
-        delivery_id: held[0].delivery_id,
-        at: at(5),
-        attempts: Vec::new(),
-        outcome: Outcome::Retry { at: at(5) },
-    }])
-    .await
-    .unwrap();
+    b.report(vec![retry_now(held[0].delivery_id, at(5))])
+        .await
+        .unwrap();
     assert_eq!(c.claim_due(at(6), 10, lease).await.unwrap().len(), 1);
     for store in [a, b, c] {
         store.close().await;
+    }
+}
+
+/// A report that a delivery is due again at once, with no attempt made.
+fn retry_now(delivery_id: i64, now: DateTime<Utc>) -> sluice_store::AttemptReport {
+    sluice_store::AttemptReport {
+        delivery_id,
+        at: now,
+        attempts: Vec::new(),
+        outcome: sluice_store::Outcome::Retry { at: now },
     }
 }
