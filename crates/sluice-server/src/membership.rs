@@ -9,24 +9,27 @@
 //! what it never sent. On the embedded store the node is always alone and
 //! nothing is written.
 //!
-//! When a node drops out, each node that counted it releases its delivery
-//! leases ([`ClusterStore::release_leases`]) and wakes its delivery engine:
-//! a killed node's deliveries are sent again within [`TTL`] plus one beat
-//! of the kill (9 s), not when their leases end.
+//! When a node falls silent, each live node releases its delivery leases
+//! ([`ClusterStore::release_leases`]) and wakes its delivery engine: a
+//! killed node's deliveries are sent again within [`TTL`] plus one beat of
+//! the kill (9 s), not when their leases end. That includes a node killed
+//! before this one started, as when a lone node is restarted: its old row
+//! is silent, and its leases are released one [`TTL`] after the start.
 //!
 //! Silence means death only while this node's own beats get through. When
 //! they failed too (the database was out of reach, restarting or failing
 //! over), the others' beats failed alike and their rows went stale while
 //! they kept sending; releasing their leases then would send all they hold
-//! a second time. So after a gap in its own beats a node counts nobody as
-//! gone for one [`TTL`]: a node still silent after that has gone after all.
+//! a second time. So after a gap in its own beats, and in its first
+//! [`TTL`] (it may start just as the database comes back), a node counts
+//! nobody as gone: a node still silent after that has gone after all.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
 use sluice_delivery::EngineHandle;
-use sluice_store::{ClusterStore, Store};
+use sluice_store::{ClusterStore, Members, Store};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
@@ -66,10 +69,10 @@ pub fn spawn(
                         break;
                     }
                 }
-                _ = tick.tick() => match store.heartbeat(&node, Utc::now(), TTL).await {
-                    Ok(live) => {
+                _ = tick.tick() => match store.heartbeat(&node, TTL).await {
+                    Ok(members) => {
                         let mut released = 0;
-                        for gone in watch.beat(&live, Instant::now()) {
+                        for gone in watch.beat(&members, Instant::now()) {
                             released += release(store.as_ref(), &gone).await;
                         }
                         if released > 0 {
@@ -95,34 +98,35 @@ pub fn spawn(
     })
 }
 
-/// Which counted nodes have gone, beat after beat. Pure: the caller brings
-/// the time and what the store answered.
+/// Which nodes have gone, beat after beat. Pure: the caller brings the
+/// time and what the store answered.
 #[derive(Debug, Default)]
 struct Watch {
     /// The nodes counted at the last beat (during a quiet period, every
     /// node heard from since it began).
     seen: Vec<String>,
+    /// Silent nodes whose leases were released, until they beat again.
+    released: Vec<String>,
     /// When this node's last beat reached the store.
     last_ok: Option<Instant>,
-    /// Until then nobody counts as gone: this node's own beats failed just
-    /// before (see the module notes).
+    /// Until then nobody counts as gone: this node has just started, or its
+    /// own beats failed just before (see the module notes).
     quiet_until: Option<Instant>,
 }
 
 impl Watch {
-    /// Takes a beat's answer (`live`, the nodes heard from within [`TTL`])
-    /// at `now`; returns the nodes gone since the last beat, whose leases
-    /// are to be released.
-    fn beat(&mut self, live: &[String], now: Instant) -> Vec<String> {
-        if self
+    /// Takes a beat's answer at `now`; returns the nodes gone since the
+    /// last beat, whose leases are to be released.
+    fn beat(&mut self, members: &Members, now: Instant) -> Vec<String> {
+        let missed = self
             .last_ok
-            .is_some_and(|last| now.saturating_duration_since(last) > MISSED)
-        {
+            .is_none_or(|last| now.saturating_duration_since(last) > MISSED);
+        if missed {
             self.quiet_until = Some(now + TTL);
         }
         self.last_ok = Some(now);
         if self.quiet_until.is_some_and(|until| now < until) {
-            for id in live {
+            for id in &members.live {
                 if !self.seen.contains(id) {
                     self.seen.push(id.clone());
                 }
@@ -130,8 +134,15 @@ impl Watch {
             return Vec::new();
         }
         self.quiet_until = None;
-        let gone = vanished(&self.seen, live).map(str::to_owned).collect();
-        self.seen = live.to_vec();
+        self.seen = members.live.clone();
+        self.released.retain(|id| members.silent.contains(id));
+        let gone: Vec<String> = members
+            .silent
+            .iter()
+            .filter(|id| !self.released.contains(id))
+            .cloned()
+            .collect();
+        self.released.extend(gone.iter().cloned());
         gone
     }
 
@@ -141,15 +152,7 @@ impl Watch {
     }
 }
 
-/// The nodes counted at the last beat that this one no longer counts.
-fn vanished<'a>(before: &'a [String], live: &[String]) -> impl Iterator<Item = &'a str> {
-    before
-        .iter()
-        .filter(|id| !live.contains(id))
-        .map(String::as_str)
-}
-
-/// Releases a vanished node's leases and returns how many; a failure is
+/// Releases a silent node's leases and returns how many; a failure is
 /// logged and the leases then end on their own.
 async fn release(store: &dyn Store, node: &str) -> u64 {
     match store.release_leases(node, Utc::now()).await {
@@ -173,57 +176,96 @@ async fn release(store: &dyn Store, node: &str) -> u64 {
 mod tests {
     use super::*;
 
+    fn members(live: &[&str], silent: &[&str]) -> Members {
+        let ids = |list: &[&str]| list.iter().map(|s| (*s).to_owned()).collect();
+        Members {
+            live: ids(live),
+            silent: ids(silent),
+        }
+    }
+
     fn ids(list: &[&str]) -> Vec<String> {
         list.iter().map(|s| (*s).to_owned()).collect()
     }
 
+    /// A watch one TTL past its start, having counted `live`.
+    fn started(live: &[&str], start: Instant) -> Watch {
+        let mut watch = Watch::default();
+        let mut t = start;
+        while t <= start + TTL {
+            assert!(watch.beat(&members(live, &[]), t).is_empty());
+            t += HEARTBEAT;
+        }
+        watch
+    }
+
     #[test]
-    fn a_node_that_stops_beating_is_released_at_the_next_beat() {
+    fn a_node_that_stops_beating_is_released_at_the_next_beat_and_once() {
+        let start = Instant::now();
+        let mut watch = started(&["a", "b"], start);
+        let t = start + TTL + 2 * HEARTBEAT;
+        assert_eq!(watch.beat(&members(&["a"], &["b"]), t), ids(&["b"]));
+        assert_eq!(watch.counted(), 1);
+        let next = t + HEARTBEAT;
+        assert!(watch.beat(&members(&["a"], &["b"]), next).is_empty());
+    }
+
+    #[test]
+    fn a_node_silent_since_before_the_start_is_released_a_ttl_after_it() {
         let start = Instant::now();
         let mut watch = Watch::default();
-        assert!(watch.beat(&ids(&["a", "b"]), start).is_empty());
-        let second = start + HEARTBEAT;
-        assert_eq!(watch.beat(&ids(&["a"]), second), ids(&["b"]));
-        assert_eq!(watch.counted(), 1);
+        let mut t = start;
+        while t < start + TTL {
+            assert!(watch.beat(&members(&["a"], &["old"]), t).is_empty());
+            t += HEARTBEAT;
+        }
+        assert_eq!(watch.beat(&members(&["a"], &["old"]), t), ids(&["old"]));
+        assert_eq!(watch.counted(), 1, "a silent node never shares the work");
+    }
+
+    #[test]
+    fn a_node_that_beats_again_and_falls_silent_again_is_released_again() {
+        let start = Instant::now();
+        let mut watch = started(&["a", "b"], start);
+        let mut t = start + TTL + 2 * HEARTBEAT;
+        assert_eq!(watch.beat(&members(&["a"], &["b"]), t), ids(&["b"]));
+        t += HEARTBEAT;
+        assert!(watch.beat(&members(&["a", "b"], &[]), t).is_empty());
+        assert_eq!(watch.counted(), 2);
+        t += HEARTBEAT;
+        assert_eq!(watch.beat(&members(&["a"], &["b"]), t), ids(&["b"]));
     }
 
     #[test]
     fn back_from_a_gap_in_its_own_beats_a_node_releases_no_one_for_a_ttl() {
         let start = Instant::now();
-        let mut watch = Watch::default();
-        watch.beat(&ids(&["a", "b"]), start);
+        let mut watch = started(&["a", "b"], start);
         // The database was gone for 12 s: b's row is stale, as a's was.
-        let back = start + Duration::from_secs(12);
-        assert!(watch.beat(&ids(&["a"]), back).is_empty(), "b released");
+        let back = start + TTL + Duration::from_secs(12);
+        assert!(
+            watch.beat(&members(&["a"], &["b"]), back).is_empty(),
+            "b released"
+        );
         assert_eq!(watch.counted(), 2, "b still shares the work");
         // b beats again: nothing to release, ever.
         let later = back + HEARTBEAT;
-        assert!(watch.beat(&ids(&["a", "b"]), later).is_empty());
+        assert!(watch.beat(&members(&["a", "b"], &[]), later).is_empty());
         let after = back + TTL + HEARTBEAT;
-        assert!(watch.beat(&ids(&["a", "b"]), after).is_empty());
+        assert!(watch.beat(&members(&["a", "b"], &[]), after).is_empty());
         assert_eq!(watch.counted(), 2);
     }
 
     #[test]
     fn a_node_silent_for_a_ttl_after_the_gap_has_gone_after_all() {
         let start = Instant::now();
-        let mut watch = Watch::default();
-        watch.beat(&ids(&["a", "b"]), start);
-        let back = start + Duration::from_secs(12);
+        let mut watch = started(&["a", "b"], start);
+        let back = start + TTL + Duration::from_secs(12);
         let mut t = back;
         while t < back + TTL {
-            assert!(watch.beat(&ids(&["a"]), t).is_empty());
+            assert!(watch.beat(&members(&["a"], &["b"]), t).is_empty());
             t += HEARTBEAT;
         }
-        assert_eq!(watch.beat(&ids(&["a"]), t), ids(&["b"]));
+        assert_eq!(watch.beat(&members(&["a"], &["b"]), t), ids(&["b"]));
         assert_eq!(watch.counted(), 1);
-    }
-
-    #[test]
-    fn a_node_no_longer_counted_has_vanished_and_a_new_one_has_not() {
-        let before = ids(&["a", "b", "c"]);
-        let live = ids(&["a", "c", "d"]);
-        assert_eq!(vanished(&before, &live).collect::<Vec<_>>(), vec!["b"]);
-        assert_eq!(vanished(&[], &live).count(), 0, "nothing seen yet");
     }
 }

@@ -74,7 +74,7 @@ use std::time::Duration;
 
 pub use audit::{AuditEntry, AuditQuery, AuditStore, NewAuditEntry};
 pub use catalog::CatalogStore;
-pub use cluster::ClusterStore;
+pub use cluster::{ClusterStore, Members};
 pub use delivery::DeliveryStore;
 pub use error::{ErrorKind, StoreError};
 pub use events::{EventLog, EventStore, StoreLog};

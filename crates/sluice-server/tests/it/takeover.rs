@@ -111,8 +111,14 @@ impl Beats {
 
     /// The id of a node other than `node` (there are two).
     async fn other_than(&self, node: &str) -> String {
+        self.other_than_if_any(node).await.expect("a second node")
+    }
+
+    /// The id of a node other than `node`, once one has beaten.
+    async fn other_than_if_any(&self, node: &str) -> Option<String> {
         let sql = format!("SELECT id FROM \"{}\".nodes WHERE id <> $1", self.schema);
-        self.client.query_one(&sql, &[&node]).await.unwrap().get(0)
+        let row = self.client.query_opt(&sql, &[&node]).await.ok()??;
+        Some(row.get(0))
     }
 
     /// The time of `node`'s last heartbeat (unix milliseconds).
@@ -221,5 +227,62 @@ async fn a_killed_nodes_deliveries_are_delivered_by_the_other_within_ten_seconds
             "{id} acknowledged and stored"
         );
     }
+    b.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lone_node_restarted_after_its_ttl_sends_what_it_held_within_ten_seconds() {
+    let dir = tempfile::tempdir().unwrap();
+    let schema = unique_schema();
+    let rx = Receiver::start().await;
+    rx.hang();
+    let mut config = pg_config(dir.path(), &schema);
+    config.delivery.timeout_ms = 120_000;
+    let (doomed, a) = Doomed::start(config).await;
+    let db = Beats::connect(&schema).await;
+    let a_id = eventually(15, || db.only_node()).await;
+    let (src, key) = a.source("restart").await;
+    a.webhook(&src, json!([rx.url()]), Some("restart-secret"))
+        .await;
+    let ids: Vec<String> = (0..10).map(|i| format!("restart-{i}")).collect();
+    let batch = json!({"batch": ids.iter()
+        .map(|id| json!({"type": "track", "userId": "u", "event": "e", "messageId": id}))
+        .collect::<Vec<_>>()});
+    let (status, body) = a.collect("/v1/batch", Some(&key), batch.to_string()).await;
+    assert_eq!(status, 200, "{body}");
+    // Every delivery is leased to A and held by the receiver when A dies.
+    rx.wait_for(ids.len(), Duration::from_secs(15)).await;
+    doomed.kill();
+    rx.set_default(Reply::status(200));
+
+    // The node comes back once its row is silent, as under a supervisor
+    // that waits before restarting: it has a new id, and no node that
+    // counted the old one is left to release its leases.
+    // Timed from when it answers `/ready`: it has beaten by then, and
+    // what it did before (opening the store, checking the schema) varies
+    // with the machine's load.
+    tokio::time::sleep(TTL + 2 * HEARTBEAT).await;
+    let b = TestServer::start_with(pg_config(dir.path(), &schema)).await;
+    let started = Instant::now();
+    // A new id: the restarted node cannot know its old one's leases.
+    eventually(15, || db.other_than_if_any(&a_id)).await;
+    let resent = |id: &str| {
+        rx.requests()
+            .iter()
+            .filter(|r| r.arrived > started && r.header("x-sluice-message-id") == Some(id))
+            .map(|r| r.arrived)
+            .next()
+    };
+    let last = eventually(70, || async {
+        let firsts: Option<Vec<Instant>> = ids.iter().map(|id| resent(id)).collect();
+        firsts?.into_iter().max()
+    })
+    .await;
+    let waited = last.duration_since(started);
+    eprintln!("restart: the old node's deliveries were sent {waited:?} after it was ready");
+    assert!(
+        waited <= BUDGET + MARGIN,
+        "the old node's deliveries waited {waited:?} after the restart (budget {BUDGET:?})"
+    );
     b.stop().await;
 }

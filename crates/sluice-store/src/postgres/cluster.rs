@@ -1,7 +1,14 @@
 //! Membership on the shared database: `nodes (id, heartbeat_at)`, one row
-//! per live node, upserted by its heartbeat. A row silent for
+//! per node, upserted by its heartbeat. A row silent for
 //! [`FORGET_AFTER_TTLS`] times the time-to-live is deleted by any node's
 //! heartbeat, so killed nodes do not pile up.
+//!
+//! `heartbeat_at` is the database's clock, not the node's: a node whose
+//! clock runs a few seconds behind would otherwise look silent to the
+//! others while it beats. And the membership has a connection of its own
+//! (`PostgresStore::membership`): a beat that waited for a pooled one
+//! behind busy ingest could wait longer than the time-to-live, and the
+//! others would take a live node for gone.
 
 use std::time::Duration;
 
@@ -9,8 +16,8 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use super::PostgresStore;
-use super::rows::{backend, get, ms};
-use crate::{ClusterStore, Result};
+use super::rows::{backend, get, ms, pool_error};
+use crate::{ClusterStore, Members, Result};
 
 /// Version 11.
 pub(super) const SCHEMA: &str = "
@@ -29,35 +36,42 @@ const FORGET_AFTER_TTLS: i64 = 60;
 
 #[async_trait]
 impl ClusterStore for PostgresStore {
-    async fn heartbeat(
-        &self,
-        node: &str,
-        now: DateTime<Utc>,
-        ttl: Duration,
-    ) -> Result<Vec<String>> {
-        let now_ms = ms(now);
+    async fn heartbeat(&self, node: &str, ttl: Duration) -> Result<Members> {
         let ttl_ms = i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX);
-        let client = self.client().await?;
+        let client = self.membership.get().await.map_err(pool_error)?;
         // One statement. Its select sees the table as it was before the
         // statement, so the node's own row comes from the upsert's RETURNING.
         let rows = client
             .query(
-                "WITH beat AS (
-                     INSERT INTO nodes (id, heartbeat_at) VALUES ($1, $2)
+                "WITH clock AS (
+                     SELECT (extract(epoch FROM statement_timestamp()) * 1000)::bigint AS now
+                 ), beat AS (
+                     INSERT INTO nodes (id, heartbeat_at) SELECT $1, now FROM clock
                      ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at
                      RETURNING id
                  ), forgotten AS (
                      DELETE FROM nodes
-                     WHERE heartbeat_at < $2::bigint - $3::bigint * $4::bigint AND id <> $1
+                     WHERE heartbeat_at < (SELECT now FROM clock) - $2::bigint * $3::bigint
+                       AND id <> $1
                  )
-                 SELECT id FROM nodes WHERE heartbeat_at >= $2::bigint - $3::bigint AND id <> $1
-                 UNION SELECT id FROM beat
-                 ORDER BY id",
-                &[&node, &now_ms, &ttl_ms, &FORGET_AFTER_TTLS],
+                 SELECT id, heartbeat_at >= (SELECT now FROM clock) - $2::bigint
+                 FROM nodes WHERE id <> $1
+                 UNION ALL SELECT id, true FROM beat
+                 ORDER BY 1",
+                &[&node, &ttl_ms, &FORGET_AFTER_TTLS],
             )
             .await
             .map_err(backend)?;
-        rows.iter().map(|r| get(r, 0)).collect()
+        let mut members = Members::default();
+        for row in &rows {
+            let id: String = get(row, 0)?;
+            if get::<bool>(row, 1)? {
+                members.live.push(id);
+            } else {
+                members.silent.push(id);
+            }
+        }
+        Ok(members)
     }
 
     fn node_id(&self) -> &str {
@@ -69,7 +83,7 @@ impl ClusterStore for PostgresStore {
     /// node's death makes worth doing. `lease_owner` is in no index, so
     /// claims stay heap-only updates.
     async fn release_leases(&self, node: &str, now: DateTime<Utc>) -> Result<u64> {
-        let client = self.client().await?;
+        let client = self.membership.get().await.map_err(pool_error)?;
         client
             .execute(
                 "UPDATE deliveries SET lease_until = NULL, lease_owner = NULL
@@ -82,7 +96,7 @@ impl ClusterStore for PostgresStore {
     }
 
     async fn leave(&self, node: &str) -> Result<()> {
-        let client = self.client().await?;
+        let client = self.membership.get().await.map_err(pool_error)?;
         client
             .execute("DELETE FROM nodes WHERE id = $1", &[&node])
             .await

@@ -93,6 +93,8 @@ const USAGE_SHARDS: i32 = 1024;
 /// The PostgreSQL implementation of [`crate::Store`].
 pub struct PostgresStore {
     pool: Pool,
+    /// One connection for the membership (`cluster.rs`), apart from `pool`.
+    membership: Pool,
     /// This node's id: in the membership and on the leases it holds.
     node: String,
     writer: Writer,
@@ -106,7 +108,10 @@ impl PostgresStore {
     /// Fails when the server cannot be reached within
     /// [`PostgresConfig::connect_timeout`].
     pub async fn open(config: PostgresConfig) -> Result<PostgresStore> {
-        let schema::Opened { pool, tls, guard } = schema::pool(&config)?;
+        let schema::Opened { pool, tls, guard } = schema::pool(&config, config.pool_size.max(2))?;
+        // The heartbeat's own connection: a beat never waits behind ingest
+        // for a pooled one (the wait may outlast the time-to-live).
+        let membership = schema::pool(&config, 1)?.pool;
         pooler::refuse_transaction_pooling(&pool)
             .await
             .map_err(|e| e.context(config.server_name()))?;
@@ -142,6 +147,7 @@ impl PostgresStore {
         );
         Ok(PostgresStore {
             pool: pool.clone(),
+            membership,
             node,
             writer,
             vacuum: vacuum::DrainVacuum::new(config.vacuum_after_settled),
@@ -154,6 +160,7 @@ impl PostgresStore {
     pub async fn close(&self) {
         self.writer.close().await;
         self.pool.close();
+        self.membership.close();
     }
 
     /// A pooled connection; `Closed` once the store is closed.

@@ -332,10 +332,10 @@ pub(super) struct Opened {
     pub(super) guard: SchemaGuard,
 }
 
-/// Builds the pool. Connections are made lazily; each one sets its
+/// Builds a pool of at most `size` connections. Connections are made lazily; each one sets its
 /// `search_path` to the configured schema first thing. A `SET` rather than
 /// the `options` startup parameter, which poolers such as PgBouncer refuse.
-pub(super) fn pool(config: &PostgresConfig) -> Result<Opened> {
+pub(super) fn pool(config: &PostgresConfig, size: usize) -> Result<Opened> {
     let (conn, tls) = super::tls::split(&config.url)
         .map_err(|e| StoreError::backend(ErrorKind::Config, format!("postgres URL: {e}")))?;
     let mut pg: tokio_postgres::Config = conn
@@ -373,7 +373,7 @@ pub(super) fn pool(config: &PostgresConfig) -> Result<Opened> {
             })
         }))
         .pre_recycle(Hook::sync_fn(move |_, _| on_recycle.check()))
-        .max_size(config.pool_size.max(2))
+        .max_size(size.max(1))
         // The connection used last is handed out first, so work keeps a
         // few connections warm and the rest age out (see `upkeep.rs`);
         // first-in-first-out would touch every one in turn and keep all.

@@ -7,17 +7,15 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use super::SqliteStore;
-use crate::{ClusterStore, Result};
+use crate::{ClusterStore, Members, Result};
 
 #[async_trait]
 impl ClusterStore for SqliteStore {
-    async fn heartbeat(
-        &self,
-        node: &str,
-        _now: DateTime<Utc>,
-        _ttl: Duration,
-    ) -> Result<Vec<String>> {
-        Ok(vec![node.to_owned()])
+    async fn heartbeat(&self, node: &str, _ttl: Duration) -> Result<Members> {
+        Ok(Members {
+            live: vec![node.to_owned()],
+            silent: Vec::new(),
+        })
     }
 
     async fn leave(&self, _node: &str) -> Result<()> {

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use sluice_store::ClusterStore;
+use sluice_store::{ClusterStore, Members};
 
 fn at(secs: i64) -> DateTime<Utc> {
     DateTime::from_timestamp(1_709_294_400 + secs, 0).expect("valid time")
@@ -15,15 +15,41 @@ const TTL: Duration = Duration::from_secs(10);
 async fn nodes_see_each_other_until_one_falls_silent_or_leaves() {
     let (schema, a) = super::fresh().await;
     let b = schema.open().await;
-    assert_eq!(a.heartbeat("a", at(0), TTL).await.unwrap(), ["a"]);
-    assert_eq!(b.heartbeat("b", at(1), TTL).await.unwrap(), ["a", "b"]);
-    assert_eq!(a.heartbeat("a", at(10), TTL).await.unwrap(), ["a", "b"]);
-    // b's last beat is now more than a TTL old: a killed node drops out.
-    assert_eq!(a.heartbeat("a", at(12), TTL).await.unwrap(), ["a"]);
-    // And comes back with its next beat; leaving takes it out at once.
-    assert_eq!(b.heartbeat("b", at(13), TTL).await.unwrap(), ["a", "b"]);
+    let sql = schema.sql().await;
+    let live = |list: &[&str]| Members {
+        live: list.iter().map(|s| (*s).to_owned()).collect(),
+        silent: Vec::new(),
+    };
+    assert_eq!(a.heartbeat("a", TTL).await.unwrap(), live(&["a"]));
+    assert_eq!(b.heartbeat("b", TTL).await.unwrap(), live(&["a", "b"]));
+    assert_eq!(a.heartbeat("a", TTL).await.unwrap(), live(&["a", "b"]));
+    // b's last beat is now more than a TTL old: a killed node is silent.
+    sql.execute(
+        "UPDATE nodes SET heartbeat_at = heartbeat_at - 11000 WHERE id = 'b'",
+        &[],
+    )
+    .await
+    .unwrap();
+    let seen = a.heartbeat("a", TTL).await.unwrap();
+    assert_eq!(
+        (seen.live, seen.silent),
+        (vec!["a".into()], vec!["b".into()])
+    );
+    // It is live again with its next beat; leaving takes it out at once.
+    assert_eq!(b.heartbeat("b", TTL).await.unwrap(), live(&["a", "b"]));
     b.leave("b").await.unwrap();
-    assert_eq!(a.heartbeat("a", at(14), TTL).await.unwrap(), ["a"]);
+    assert_eq!(a.heartbeat("a", TTL).await.unwrap(), live(&["a"]));
+    // A row silent for long is forgotten: the beat that deletes it still
+    // reports it, the next one does not.
+    b.heartbeat("b", TTL).await.unwrap();
+    sql.execute(
+        "UPDATE nodes SET heartbeat_at = heartbeat_at - 3600000 WHERE id = 'b'",
+        &[],
+    )
+    .await
+    .unwrap();
+    assert_eq!(a.heartbeat("a", TTL).await.unwrap().silent, ["b"]);
+    assert_eq!(a.heartbeat("a", TTL).await.unwrap(), live(&["a"]));
     b.close().await;
     a.close().await;
 }
