@@ -171,10 +171,14 @@ impl Taken {
     }
 
     /// Hands the leased deliveries, now committed, to the engine, each with
-    /// its unit, in the order of their ids.
-    pub fn hand(mut self) {
+    /// its unit, in the order of their ids. Returns the ids of those it
+    /// could not hand over because the engine has stopped (a group that
+    /// took its room just before): they stay leased to this node, and the
+    /// caller releases them for claims.
+    #[must_use = "deliveries not handed over stay leased until released"]
+    pub fn hand(mut self) -> Vec<i64> {
         let Some(local) = self.local.clone() else {
-            return;
+            return Vec::new();
         };
         let mut due = std::mem::take(&mut self.due);
         due.sort_by_key(|d| d.delivery_id);
@@ -187,10 +191,14 @@ impl Taken {
             })
             .collect();
         self.count -= handed.len();
-        if !handed.is_empty() {
-            // A closed channel drops the units, which give the room back; the
-            // rows wait for their lease to end, as any engine's would.
-            let _ = local.handed.send(handed);
+        if handed.is_empty() {
+            return Vec::new();
+        }
+        // A closed channel hands the batch back; dropping it gives the
+        // room back.
+        match local.handed.send(handed) {
+            Ok(()) => Vec::new(),
+            Err(mpsc::error::SendError(back)) => back.iter().map(|h| h.due.delivery_id).collect(),
         }
     }
 }
@@ -245,7 +253,7 @@ mod tests {
         let mut taken = local.take(3);
         taken.lease(due(1));
         taken.lease(due(2));
-        taken.hand();
+        assert!(taken.hand().is_empty());
         // The third unit was not used, so it came back at once.
         assert_eq!(local.room(), 2);
         let handed = rx.try_recv().unwrap_or_default();
@@ -262,7 +270,7 @@ mod tests {
         let after_take = Instant::now();
         taken.lease(due(1));
         std::thread::sleep(Duration::from_millis(20));
-        taken.hand();
+        assert!(taken.hand().is_empty());
         let handed = rx.try_recv().unwrap_or_default();
         let since = handed.first().map(|h| h.since);
         // The engine measures the lease from here, not from when it looks.
@@ -280,6 +288,17 @@ mod tests {
         local.open(true);
         drop(rx);
         assert_eq!(local.take(2).count(), 0);
+        assert_eq!(local.room(), 4);
+    }
+
+    #[test]
+    fn deliveries_for_an_engine_that_stopped_after_the_take_come_back_by_id() {
+        let (local, rx) = LocalDelivery::new(4, LEASE);
+        let mut taken = local.take(2);
+        taken.lease(due(7));
+        taken.lease(due(3));
+        drop(rx);
+        assert_eq!(taken.hand(), [3, 7]);
         assert_eq!(local.room(), 4);
     }
 }

@@ -120,7 +120,10 @@ pub(super) async fn append_batch(
             }
             return Err(BatchError::Unknown(backend(e)));
         }
-        leased.taken.hand();
+        let stopped = leased.taken.hand();
+        if let Some(local) = local.filter(|_| !stopped.is_empty()) {
+            leased::release_committed(pool, stopped, local.node, leased.until).await;
+        }
         return Ok(outcomes);
     }
 }

@@ -183,10 +183,16 @@ pub(super) fn release_unanswered(pool: &Pool, leased: Leased, node: &str) {
     let ids = leased.taken.delivery_ids();
     // The units go back now: nothing is handed over.
     drop(leased.taken);
+    release_in_background(pool, ids, node, leased.until);
+}
+
+/// Releases `ids`, leased to `node` until `until`, in the background, tried
+/// until they are released or the lease has ended by itself.
+fn release_in_background(pool: &Pool, ids: Vec<i64>, node: &str, until: i64) {
     if ids.is_empty() {
         return;
     }
-    let (pool, node, until) = (pool.clone(), node.to_owned(), leased.until);
+    let (pool, node) = (pool.clone(), node.to_owned());
     tokio::spawn(async move {
         let mut pause = RELEASE_FIRST_PAUSE;
         while ms(Utc::now()) < until {
@@ -208,6 +214,21 @@ pub(super) fn release_unanswered(pool: &Pool, leased: Leased, node: &str) {
             pause = (pause * 2).min(RELEASE_LAST_PAUSE);
         }
     });
+}
+
+/// Releases for claims the deliveries of a committed group that the engine
+/// stopped before taking (a clean stop, between the group's take of room
+/// and its commit): without this they would wait for their lease, since a
+/// node that leaves cleanly is not taken over. Tried once on the writer's
+/// way; when that fails, in the background as after an unanswered commit.
+pub(super) async fn release_committed(pool: &Pool, ids: Vec<i64>, node: &str, until: i64) {
+    match release(pool, &ids, node, until).await {
+        Ok(released) => tracing::debug!(
+            released,
+            "deliveries committed as the delivery engine stopped released for claims"
+        ),
+        Err(_) => release_in_background(pool, ids, node, until),
+    }
 }
 
 async fn release(pool: &Pool, ids: &[i64], node: &str, until: i64) -> Result<u64> {

@@ -1,6 +1,7 @@
 //! Deliveries leased at ingest to one node's engine: no other node's claim
-//! takes them, and a group whose commit went unanswered releases them at
-//! once (the rest of the contract is in the conformance suite).
+//! takes them, and a group whose commit went unanswered, or that committed
+//! as the engine stopped, releases them at once (the rest of the contract
+//! is in the conformance suite).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -91,18 +92,64 @@ async fn unanswered_commit_is_released(late: Duration) {
     assert_eq!(claimed, ["u0", "u1"]);
 }
 
-/// A TCP relay to the test server that drops the first connection whose
-/// ingest group (it prepared the insert into `events`) sends `COMMIT`:
-/// the server gets the `COMMIT` and commits, the client never hears it.
-/// With `late`, the client is cut off first and the `COMMIT` forwarded
-/// that long after.
+/// A group takes its room, then the engine stops (a clean stop) while the
+/// group's `COMMIT` is on its way: the group commits, nothing can take its
+/// deliveries, and they are released for any node's claim instead of
+/// waiting a minute for their lease.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deliveries_committed_as_the_engine_stops_are_claimable_at_once() {
+    let schema = TestSchema::new();
+    let relay = CommitCutter::start_with(&url(), Commit::Delay(Duration::from_millis(500))).await;
+    let node_a = Arc::new(schema.open_at(relay.url()).await);
+    let node_b = schema.open().await;
+    let (local, handed) = LocalDelivery::new(8, LEASE);
+    assert!(node_a.deliver_locally(local));
+
+    let appending = {
+        let node_a = Arc::clone(&node_a);
+        tokio::spawn(async move { node_a.append(request("src_s", &ids("s", 2), at(0))).await })
+    };
+    while !relay.cut() {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    drop(handed);
+    let answer = appending.await.expect("append task");
+    assert!(answer.is_ok(), "the group committed: {answer:?}");
+
+    let claimed = node_b
+        .claim_due(Utc::now(), 10, LEASE)
+        .await
+        .expect("claim");
+    let mut claimed: Vec<String> = claimed.into_iter().map(|d| d.message_id).collect();
+    claimed.sort();
+    assert_eq!(claimed, ["s0", "s1"]);
+}
+
+/// A TCP relay to the test server that acts on the first ingest group
+/// (it prepared the insert into `events`) to send `COMMIT`, as [`Commit`]
+/// says. [`CommitCutter::cut`] turns true once it has seen that `COMMIT`.
 struct CommitCutter {
     addr: std::net::SocketAddr,
     cut: Arc<AtomicBool>,
 }
 
+/// What the relay does with the first ingest group's `COMMIT`.
+#[derive(Clone, Copy)]
+enum Commit {
+    /// The server gets the `COMMIT` and commits, the client never hears
+    /// it: the connection drops. With a `late` above zero, the client is
+    /// cut off first and the `COMMIT` forwarded that long after.
+    Cut { late: Duration },
+    /// Forwarded after this long, and answered as usual.
+    Delay(Duration),
+}
+
 impl CommitCutter {
     async fn start(server_url: &str, late: Duration) -> CommitCutter {
+        CommitCutter::start_with(server_url, Commit::Cut { late }).await
+    }
+
+    async fn start_with(server_url: &str, commit: Commit) -> CommitCutter {
         let server = sluice_testkit::relay::postgres_server(server_url).to_owned();
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind relay");
         let addr = listener.local_addr().expect("relay address");
@@ -113,7 +160,7 @@ impl CommitCutter {
                 let Ok(upstream) = TcpStream::connect(&to).await else {
                     continue;
                 };
-                tokio::spawn(relay(client, upstream, Arc::clone(&done), late));
+                tokio::spawn(relay(client, upstream, Arc::clone(&done), commit));
             }
         });
         CommitCutter { addr, cut }
@@ -130,7 +177,7 @@ impl CommitCutter {
     }
 }
 
-async fn relay(client: TcpStream, upstream: TcpStream, done: Arc<AtomicBool>, late: Duration) {
+async fn relay(client: TcpStream, upstream: TcpStream, done: Arc<AtomicBool>, commit: Commit) {
     let (mut client_rx, mut client_tx) = client.into_split();
     let (mut server_rx, mut server_tx) = upstream.into_split();
     let hold = Arc::new(AtomicBool::new(false));
@@ -150,19 +197,28 @@ async fn relay(client: TcpStream, upstream: TcpStream, done: Arc<AtomicBool>, la
     while let Ok(n @ 1..) = client_rx.read(&mut buf).await {
         let chunk = &buf[..n];
         ingest |= contains(chunk, b"INSERT INTO events");
-        let commit = ingest && contains(chunk, b"COMMIT") && !done.load(Ordering::SeqCst);
-        if commit {
-            hold.store(true, Ordering::SeqCst);
-            done.store(true, Ordering::SeqCst);
-            if !late.is_zero() {
-                back.abort();
-                tokio::time::sleep(late).await;
+        let first = ingest && contains(chunk, b"COMMIT") && !done.load(Ordering::SeqCst);
+        let cut = match commit {
+            Commit::Cut { late } if first => {
+                hold.store(true, Ordering::SeqCst);
+                done.store(true, Ordering::SeqCst);
+                if !late.is_zero() {
+                    back.abort();
+                    tokio::time::sleep(late).await;
+                }
+                true
             }
-        }
+            Commit::Delay(delay) if first => {
+                done.store(true, Ordering::SeqCst);
+                tokio::time::sleep(delay).await;
+                false
+            }
+            _ => false,
+        };
         if server_tx.write_all(chunk).await.is_err() {
             break;
         }
-        if commit {
+        if cut {
             tokio::time::sleep(Duration::from_millis(300)).await;
             break;
         }
