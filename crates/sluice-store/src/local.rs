@@ -21,12 +21,15 @@
 //!
 //! While the engine drains a backlog it closes the door: due rows go out
 //! oldest first through claims, and a fresh call does not jump the queue.
-//! So it does while some destination has no free sending slot: a call for
-//! it would wait in the engine, or be handed back, a write more than the
-//! claim it saved.
+//! A destination with no free sending slot is closed on its own
+//! ([`LocalDelivery::set_busy`]): a call for it would wait in the engine,
+//! or be handed back, a write more than the claim it saved. Its rows are
+//! left for claims, and calls for every other destination still come
+//! straight through.
 
-use std::sync::Arc;
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
@@ -43,6 +46,8 @@ pub struct LocalDelivery {
     open: AtomicBool,
     /// How long a row leased at ingest stays the engine's: its claims' lease.
     lease: Duration,
+    /// Destinations the engine takes no deliveries of from ingest now.
+    busy: Mutex<Arc<HashSet<String>>>,
     handed: mpsc::UnboundedSender<Vec<Handed>>,
 }
 
@@ -76,6 +81,8 @@ pub struct Taken {
     due: Vec<DueDelivery>,
     /// When the units were taken: set whenever there are any.
     since: Option<Instant>,
+    /// The busy destinations when the units were taken.
+    busy: Arc<HashSet<String>>,
 }
 
 impl LocalDelivery {
@@ -90,6 +97,7 @@ impl LocalDelivery {
             room: AtomicUsize::new(room),
             open: AtomicBool::new(true),
             lease,
+            busy: Mutex::default(),
             handed,
         };
         (Arc::new(local), rx)
@@ -100,10 +108,25 @@ impl LocalDelivery {
         self.open.store(open, Ordering::Release);
     }
 
-    /// Takes up to `want` units of room: none while closed or when the
-    /// engine has stopped listening.
-    pub fn take(self: &Arc<Self>, want: usize) -> Taken {
-        if want == 0 || !self.open.load(Ordering::Acquire) || self.handed.is_closed() {
+    /// Sets the destinations whose deliveries the engine does not take
+    /// from ingest (see the module notes).
+    pub fn set_busy(&self, busy: HashSet<String>) {
+        *self.busy.lock().unwrap_or_else(PoisonError::into_inner) = Arc::new(busy);
+    }
+
+    /// Takes a unit of room for each of `destinations` (a group's rows)
+    /// that is not busy, as far as the room goes: none while closed or when
+    /// the engine has stopped listening.
+    pub fn take<'a>(self: &Arc<Self>, destinations: impl IntoIterator<Item = &'a str>) -> Taken {
+        if !self.open.load(Ordering::Acquire) || self.handed.is_closed() {
+            return Taken::none();
+        }
+        let busy = Arc::clone(&self.busy.lock().unwrap_or_else(PoisonError::into_inner));
+        let want = destinations
+            .into_iter()
+            .filter(|id| !busy.contains(*id))
+            .count();
+        if want == 0 {
             return Taken::none();
         }
         let mut count = 0;
@@ -118,6 +141,7 @@ impl LocalDelivery {
             count,
             due: Vec::with_capacity(count),
             since: Some(Instant::now()),
+            busy,
         }
     }
 
@@ -140,6 +164,7 @@ impl Taken {
             count: 0,
             due: Vec::new(),
             since: None,
+            busy: Arc::default(),
         }
     }
 
@@ -151,6 +176,29 @@ impl Taken {
     /// Whether another row may be leased.
     pub fn has_room(&self) -> bool {
         self.due.len() < self.count
+    }
+
+    /// Whether the engine takes `destination`'s deliveries from ingest
+    /// (room aside).
+    pub fn open_for(&self, destination: &str) -> bool {
+        !self.busy.contains(destination)
+    }
+
+    /// Whether a row for `destination` may be leased now.
+    pub fn takes(&self, destination: &str) -> bool {
+        self.has_room() && self.open_for(destination)
+    }
+
+    /// Keeps at most `need` units not leased yet and gives the rest back
+    /// (a call of the group turned out to be a duplicate, so fewer rows
+    /// are left to lease): another group may take them before this one
+    /// commits.
+    pub fn keep_for(&mut self, need: usize) {
+        let spare = (self.count - self.due.len()).saturating_sub(need);
+        if let (Some(local), 1..) = (&self.local, spare) {
+            self.count -= spare;
+            local.room.fetch_add(spare, Ordering::AcqRel);
+        }
     }
 
     /// Keeps `due`, a row leased to this node, for the hand-over.
@@ -232,25 +280,30 @@ mod tests {
         }
     }
 
+    /// `n` rows, all for destination "d".
+    fn rows(n: usize) -> Vec<&'static str> {
+        vec!["d"; n]
+    }
+
     #[test]
     fn takes_no_more_than_the_room_left() {
         let (local, _rx) = LocalDelivery::new(3, LEASE);
-        let first = local.take(2);
-        let second = local.take(5);
+        let first = local.take(rows(2));
+        let second = local.take(rows(5));
         assert_eq!((first.count(), second.count(), local.room()), (2, 1, 0));
     }
 
     #[test]
     fn a_group_that_fails_gives_its_units_back() {
         let (local, _rx) = LocalDelivery::new(4, LEASE);
-        drop(local.take(3));
+        drop(local.take(rows(3)));
         assert_eq!(local.room(), 4);
     }
 
     #[test]
     fn each_handed_delivery_returns_its_unit_when_done() {
         let (local, mut rx) = LocalDelivery::new(4, LEASE);
-        let mut taken = local.take(3);
+        let mut taken = local.take(rows(3));
         taken.lease(due(1));
         taken.lease(due(2));
         assert!(taken.hand().is_empty());
@@ -266,7 +319,7 @@ mod tests {
     fn a_handed_delivery_carries_when_its_room_was_taken() {
         let (local, mut rx) = LocalDelivery::new(2, LEASE);
         let before = Instant::now();
-        let mut taken = local.take(1);
+        let mut taken = local.take(rows(1));
         let after_take = Instant::now();
         taken.lease(due(1));
         std::thread::sleep(Duration::from_millis(20));
@@ -284,21 +337,57 @@ mod tests {
     fn a_closed_door_or_a_stopped_engine_takes_nothing() {
         let (local, rx) = LocalDelivery::new(4, LEASE);
         local.open(false);
-        assert_eq!(local.take(2).count(), 0);
+        assert_eq!(local.take(rows(2)).count(), 0);
         local.open(true);
         drop(rx);
-        assert_eq!(local.take(2).count(), 0);
+        assert_eq!(local.take(rows(2)).count(), 0);
         assert_eq!(local.room(), 4);
     }
 
     #[test]
     fn deliveries_for_an_engine_that_stopped_after_the_take_come_back_by_id() {
         let (local, rx) = LocalDelivery::new(4, LEASE);
-        let mut taken = local.take(2);
+        let mut taken = local.take(rows(2));
         taken.lease(due(7));
         taken.lease(due(3));
         drop(rx);
         assert_eq!(taken.hand(), [3, 7]);
         assert_eq!(local.room(), 4);
+    }
+
+    #[test]
+    fn units_given_back_are_free_before_the_group_commits() {
+        let (local, _rx) = LocalDelivery::new(4, LEASE);
+        let mut taken = local.take(rows(3));
+        taken.lease(due(1));
+        taken.keep_for(1);
+        assert_eq!(
+            (taken.count(), local.room()),
+            (2, 2),
+            "one leased, one kept"
+        );
+        taken.keep_for(5);
+        assert_eq!(taken.count(), 2, "never takes more");
+        taken.keep_for(0);
+        assert_eq!(
+            (taken.count(), local.room()),
+            (1, 3),
+            "the leased one stays"
+        );
+        assert!(!taken.has_room());
+        drop(taken);
+        assert_eq!(local.room(), 4);
+    }
+
+    #[test]
+    fn takes_no_room_for_a_busy_destination_and_leases_none_of_its_rows() {
+        let (local, _rx) = LocalDelivery::new(4, LEASE);
+        local.set_busy(HashSet::from(["slow".to_owned()]));
+        let taken = local.take(["slow", "d", "slow", "d"]);
+        assert_eq!((taken.count(), local.room()), (2, 2));
+        assert!(!taken.takes("slow") && taken.takes("d"));
+        assert_eq!(local.take(["slow"]).count(), 0);
+        local.set_busy(HashSet::new());
+        assert!(local.take(["slow"]).takes("slow"), "open again");
     }
 }

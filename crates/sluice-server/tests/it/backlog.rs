@@ -197,24 +197,7 @@ async fn calls_are_not_handed_over_while_claims_hold_the_sending_permits() {
     let fast = Receiver::start().await;
     let slow = Receiver::start().await;
     slow.set_default(sluice_testkit::Reply::status(200).delay(Duration::from_secs(3)));
-    for (rx, event) in [(&fast, "fast"), (&slow, "slow")] {
-        let dst = s.webhook(&src, json!([rx.url()]), None).await;
-        let only = json!({"filters": [{"name": "one event", "action": "drop",
-            "when": {"field": "event", "op": "not_in", "values": [event]}}]});
-        let (status, body) = s
-            .admin(
-                Method::PUT,
-                &format!("/destinations/{dst}/filters"),
-                Some(only),
-            )
-            .await;
-        assert_eq!(status, 200, "{body}");
-    }
-    let calls = |event: &str, prefix: &str, n: usize| -> Vec<Value> {
-        (0..n)
-            .map(|i| json!({"type": "track", "userId": "u", "event": event, "messageId": format!("{prefix}-{i}")}))
-            .collect()
-    };
+    webhook_per_event(&s, &src, [(&fast, "fast"), (&slow, "slow")]).await;
     // The first 512 deliveries (the engine's room) go to it from ingest
     // and end at once; the 700 slow ones are claimed and hold 700 of the
     // 1,024 sending permits for 3 s, while the room is free again.
@@ -234,4 +217,64 @@ async fn calls_are_not_handed_over_while_claims_hold_the_sending_permits() {
     let handed_back = metric(&s.metrics().await, "sluice_delivery_handed_back_total ");
     assert_eq!(handed_back, 0.0, "deliveries handed back");
     assert_eq!(fast.requests().len(), 912, "each sent once");
+}
+
+#[tokio::test]
+async fn calls_for_other_destinations_come_from_ingest_while_one_sends_all_it_may() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut config = test_config(dir.path());
+    config.delivery.concurrency_per_destination = 2;
+    config.delivery.timeout_ms = 10_000;
+    let s = TestServer::start_with(config).await;
+    let (src, key) = s.source("web").await;
+    let fast = Receiver::start().await;
+    let slow = Receiver::start().await;
+    slow.set_default(sluice_testkit::Reply::status(200).delay(Duration::from_secs(3)));
+    webhook_per_event(&s, &src, [(&fast, "fast"), (&slow, "slow")]).await;
+
+    // The slow destination sends all it may (2 at once) for 3 s.
+    let body = json!({"batch": calls("slow", "slow", 2)}).to_string();
+    assert_eq!(s.collect("/v1/batch", Some(&key), body).await.0, 200);
+    slow.wait_for(2, Duration::from_secs(10)).await;
+    let from_ingest = || async { metric(&s.metrics().await, "sluice_delivery_from_ingest_total ") };
+    let before = from_ingest().await;
+    for call in calls("fast", "fast", 20) {
+        let (status, _) = s.collect("/v1/track", Some(&key), call.to_string()).await;
+        assert_eq!(status, 200);
+    }
+    fast.wait_for(20, Duration::from_secs(10)).await;
+    assert!(
+        slow.requests().len() == 2,
+        "the slow sends were still in flight"
+    );
+    // Each went to the engine from ingest, none through a claim.
+    assert_eq!(from_ingest().await - before, 20.0);
+}
+
+/// `n` track calls of `event`, with message ids `prefix-0`, `prefix-1`, ….
+fn calls(event: &str, prefix: &str, n: usize) -> Vec<Value> {
+    (0..n)
+        .map(|i| json!({"type": "track", "userId": "u", "event": event, "messageId": format!("{prefix}-{i}")}))
+        .collect()
+}
+
+/// A webhook to each receiver, each taking only the calls of its event.
+async fn webhook_per_event<const N: usize>(
+    s: &TestServer,
+    src: &str,
+    receivers: [(&Receiver, &str); N],
+) {
+    for (rx, event) in receivers {
+        let dst = s.webhook(src, json!([rx.url()]), None).await;
+        let only = json!({"filters": [{"name": "one event", "action": "drop",
+            "when": {"field": "event", "op": "not_in", "values": [event]}}]});
+        let (status, body) = s
+            .admin(
+                Method::PUT,
+                &format!("/destinations/{dst}/filters"),
+                Some(only),
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+    }
 }

@@ -83,7 +83,8 @@ impl<'a> Rows<'a> {
 }
 
 /// Inserts `rows` as pending deliveries, the first of them leased to
-/// `local`'s engine as far as its room allows.
+/// `local`'s engine as far as its room allows, except those for a busy
+/// destination.
 pub(super) async fn insert(
     tx: &Transaction<'_>,
     rows: &Rows<'_>,
@@ -94,7 +95,7 @@ pub(super) async fn insert(
         return Ok(none(Taken::none()));
     }
     let mut taken = match local {
-        Some(local) => local.delivery.take(rows.len()),
+        Some(local) => local.delivery.take(rows.dests.iter().copied()),
         None => Taken::none(),
     };
     let params: [&(dyn tokio_postgres::types::ToSql + Sync); 5] = [
@@ -104,7 +105,7 @@ pub(super) async fn insert(
         &rows.at,
         &rows.bodies,
     ];
-    let (Some(local), n @ 1..) = (local, taken.count()) else {
+    let (Some(local), 1..) = (local, taken.count()) else {
         // Rows come out of UNNEST in array order, so delivery ids follow
         // event order: `claim_due` breaks ties by id.
         let stmt = tx
@@ -127,26 +128,37 @@ pub(super) async fn insert(
                                          next_attempt_at, updated_at, body, lease_until,
                                          lease_owner)
                  SELECT s, d, src, 'pending', 0, t, t, b,
-                        CASE WHEN o <= $6 THEN $7::bigint END,
-                        CASE WHEN o <= $6 THEN $8::text END
-                 FROM UNNEST($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[])
-                      WITH ORDINALITY AS u(s, d, src, t, b, o)
+                        CASE WHEN l THEN $7::bigint END,
+                        CASE WHEN l THEN $8::text END
+                 FROM UNNEST($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[],
+                             $6::bool[])
+                      AS u(s, d, src, t, b, l)
                  RETURNING id, event_seq, destination_id, lease_owner)
              SELECT id, event_seq, destination_id FROM ins WHERE lease_owner IS NOT NULL",
         )
         .await
         .map_err(backend)?;
     let lease_until = ms(Utc::now()).saturating_add(big(local.delivery.lease().as_millis()));
-    let leased_rows = big(n);
+    // The first rows the room allows, skipping busy destinations.
+    let mut room = taken.count();
+    let leasing: Vec<bool> = (rows.dests.iter())
+        .map(|dest| {
+            let lease = room > 0 && taken.open_for(dest);
+            room -= usize::from(lease);
+            lease
+        })
+        .collect();
     let mut all = params.to_vec();
     all.extend([
-        &leased_rows as &(dyn tokio_postgres::types::ToSql + Sync),
+        &leasing as &(dyn tokio_postgres::types::ToSql + Sync),
         &lease_until,
         &local.node,
     ]);
     let returned = tx.query(&stmt, &all).await.map_err(backend)?;
-    let index: HashMap<(i64, &str), usize> =
-        (0..n).map(|i| ((rows.seqs[i], rows.dests[i]), i)).collect();
+    let index: HashMap<(i64, &str), usize> = (0..rows.len())
+        .filter(|&i| leasing[i])
+        .map(|i| ((rows.seqs[i], rows.dests[i]), i))
+        .collect();
     for row in &returned {
         let (id, seq, dest): (i64, i64, String) = (get(row, 0)?, get(row, 1)?, get(row, 2)?);
         let Some(&i) = index.get(&(seq, dest.as_str())) else {

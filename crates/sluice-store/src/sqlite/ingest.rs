@@ -49,10 +49,20 @@ pub(super) fn append(
                                  next_attempt_at, updated_at, body)
          VALUES (?1, ?2, '', 'pending', 0, ?3, ?5, ?4)",
     )?;
+    let destinations =
+        || (request.events.iter()).flat_map(|e| e.destination_ids.iter().map(String::as_str));
     let mut leased = match local {
-        Some(local) => local.take(request.events.iter().map(|e| e.destination_ids.len()).sum()),
+        Some(local) => local.take(destinations()),
         None => Taken::none(),
     };
+    // Rows still to write that may be leased: as duplicates turn up, the
+    // room taken beyond them goes back at once.
+    let open = |leased: &Taken, event: &NewEvent| {
+        (event.destination_ids.iter())
+            .filter(|id| leased.open_for(id))
+            .count()
+    };
+    let mut wanted: usize = request.events.iter().map(|e| open(&leased, e)).sum();
     let mut insert_leased = match leased.count() {
         0 => None,
         _ => Some(conn.prepare_cached(
@@ -75,10 +85,12 @@ pub(super) fn append(
         window.prefetch(keys);
     }
     for (i, event) in request.events.iter().enumerate() {
+        wanted -= open(&leased, event);
         let key = match (window.as_deref(), keys.get(i)) {
             (Some(window), Some(&key)) => {
                 if dedup::is_duplicate(conn, window, key, &request.source_id, &event.message_id)? {
                     outcome.duplicates += 1;
+                    leased.keep_for(wanted);
                     continue;
                 }
                 Some(key)
@@ -105,7 +117,7 @@ pub(super) fn append(
         for destination_id in &event.destination_ids {
             let body = event.own_body(destination_id);
             rows += 1;
-            if let (Some(insert), true) = (insert_leased.as_mut(), leased.has_room()) {
+            if let (Some(insert), true) = (insert_leased.as_mut(), leased.takes(destination_id)) {
                 let id =
                     insert.insert(params![seq, destination_id, received_at, body, lease_until])?;
                 leased.lease(DueDelivery::unattempted(

@@ -2,6 +2,7 @@
 //! (`sluice_store::local`): taken between claims and during every wait, so
 //! a call its node accepts goes out at once and without a claim.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
@@ -27,6 +28,34 @@ impl Dispatcher {
     pub(super) fn open_door(&self, open: bool) {
         if let Some(local) = &self.local {
             local.open(open && self.global.available_permits() >= local.room());
+        }
+    }
+
+    /// Shuts the door to `destination` alone: its lane sends all it may.
+    pub(super) fn close_for(&mut self, destination: &str) {
+        let Some(local) = &self.local else {
+            return;
+        };
+        if !self.busy.contains(destination) {
+            self.busy.insert(destination.to_owned());
+            local.set_busy(self.busy.clone());
+        }
+    }
+
+    /// After a claim, tells ingest which destinations to leave to claims:
+    /// those whose lane handed back for want of room, or sends all it may.
+    pub(super) fn publish_busy(&mut self) {
+        let Some(local) = &self.local else {
+            return;
+        };
+        let per_dest = self.per_dest();
+        let full = (self.lanes.iter())
+            .filter(|(_, lane)| lane.held.load(Ordering::SeqCst) >= per_dest)
+            .map(|(id, _)| id);
+        let busy: HashSet<String> = self.saturated.iter().chain(full).cloned().collect();
+        if busy != self.busy {
+            local.set_busy(busy.clone());
+            self.busy = busy;
         }
     }
 

@@ -64,6 +64,8 @@ pub(super) struct Dispatcher {
     handed: Option<mpsc::UnboundedReceiver<Vec<Handed>>>,
     /// The door those come through: shut while a backlog is claimed.
     local: Option<Arc<LocalDelivery>>,
+    /// The destinations that door is shut to, as last told to ingest.
+    busy: HashSet<String>,
 }
 
 impl Dispatcher {
@@ -87,6 +89,7 @@ impl Dispatcher {
             sender: Arc::new(sender),
             lanes: HashMap::new(),
             saturated: HashSet::new(),
+            busy: HashSet::new(),
             focus: Vec::new(),
             waiting_since: None,
             freed: Arc::new(Notify::new()),
@@ -163,11 +166,9 @@ impl Dispatcher {
             self.saturated.retain(|id| lanes.contains_key(id));
             // A backlog goes out oldest first, through claims; and calls for
             // a destination sending all it may would only queue here or be
-            // handed back.
-            let per_dest = self.per_dest();
-            let sending_freely =
-                (self.lanes.values()).all(|lane| lane.held.load(Ordering::SeqCst) < per_dest);
-            self.open_door(!full && self.saturated.is_empty() && sending_freely);
+            // handed back, so ingest leaves those to claims too.
+            self.publish_busy();
+            self.open_door(!full);
             if full && taken == 0 {
                 // Everything due belongs to saturated destinations and was
                 // handed back: wait for a send to finish rather than spin.
@@ -235,7 +236,7 @@ impl Dispatcher {
         if lane.held.load(Ordering::SeqCst) >= per_dest + self.config.max_queued_per_destination {
             tracing::debug!(destination = %due.destination_id, "destination saturated; delivery handed back");
             self.saturated.insert(due.destination_id.clone());
-            self.open_door(false);
+            self.close_for(&due.destination_id);
             self.hand_back(due.delivery_id);
             return false;
         }
@@ -249,6 +250,7 @@ impl Dispatcher {
             && self.global.available_permits() <= reserve
         {
             self.saturated.insert(due.destination_id.clone());
+            self.close_for(&due.destination_id);
             self.open_door(false);
             self.hand_back(due.delivery_id);
             return false;
@@ -259,9 +261,9 @@ impl Dispatcher {
             return false;
         };
         if lane.held.fetch_add(1, Ordering::SeqCst) + 1 >= per_dest {
-            // Its next delivery would queue: new calls wait in the store,
-            // so that a backlog builds where claims take it in order.
-            self.open_door(false);
+            // Its next delivery would queue: new calls for it wait in the
+            // store, so that a backlog builds where claims take it in order.
+            self.close_for(&due.destination_id);
         }
         // Measured from the lease's start, not from now: a delivery handed
         // over from ingest may have waited in the channel.
