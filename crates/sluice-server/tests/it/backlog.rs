@@ -187,17 +187,9 @@ async fn calls_are_not_handed_over_while_claims_hold_the_sending_permits() {
     // more than a soft open-file limit of 1,024 allows.
     let _ = sluice_server::rlimit::raise_nofile();
     let dir = tempfile::tempdir().expect("tempdir");
-    let mut config = test_config(dir.path());
     // One lane may hold every permit (1,024), so only the engine's room is
     // in play; sends that hang for 3 s stay within the timeout.
-    config.delivery.concurrency_per_destination = 2_000;
-    config.delivery.timeout_ms = 5_000;
-    let s = TestServer::start_with(config).await;
-    let (src, key) = s.source("web").await;
-    let fast = Receiver::start().await;
-    let slow = Receiver::start().await;
-    slow.set_default(sluice_testkit::Reply::status(200).delay(Duration::from_secs(3)));
-    webhook_per_event(&s, &src, [(&fast, "fast"), (&slow, "slow")]).await;
+    let FastAndSlow { s, key, fast, slow } = FastAndSlow::start(dir.path(), 2_000, 5_000).await;
     // The first 512 deliveries (the engine's room) go to it from ingest
     // and end at once; the 700 slow ones are claimed and hold 700 of the
     // 1,024 sending permits for 3 s, while the room is free again.
@@ -222,15 +214,7 @@ async fn calls_are_not_handed_over_while_claims_hold_the_sending_permits() {
 #[tokio::test]
 async fn calls_for_other_destinations_come_from_ingest_while_one_sends_all_it_may() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let mut config = test_config(dir.path());
-    config.delivery.concurrency_per_destination = 2;
-    config.delivery.timeout_ms = 10_000;
-    let s = TestServer::start_with(config).await;
-    let (src, key) = s.source("web").await;
-    let fast = Receiver::start().await;
-    let slow = Receiver::start().await;
-    slow.set_default(sluice_testkit::Reply::status(200).delay(Duration::from_secs(3)));
-    webhook_per_event(&s, &src, [(&fast, "fast"), (&slow, "slow")]).await;
+    let FastAndSlow { s, key, fast, slow } = FastAndSlow::start(dir.path(), 2, 10_000).await;
 
     // The slow destination sends all it may (2 at once) for 3 s.
     let body = json!({"batch": calls("slow", "slow", 2)}).to_string();
@@ -258,23 +242,39 @@ fn calls(event: &str, prefix: &str, n: usize) -> Vec<Value> {
         .collect()
 }
 
-/// A webhook to each receiver, each taking only the calls of its event.
-async fn webhook_per_event<const N: usize>(
-    s: &TestServer,
-    src: &str,
-    receivers: [(&Receiver, &str); N],
-) {
-    for (rx, event) in receivers {
-        let dst = s.webhook(src, json!([rx.url()]), None).await;
-        let only = json!({"filters": [{"name": "one event", "action": "drop",
-            "when": {"field": "event", "op": "not_in", "values": [event]}}]});
-        let (status, body) = s
-            .admin(
-                Method::PUT,
-                &format!("/destinations/{dst}/filters"),
-                Some(only),
-            )
-            .await;
-        assert_eq!(status, 200, "{body}");
+/// A server with two webhooks on one source: `fast` takes the calls of
+/// event "fast" and answers at once, `slow` those of "slow", answered after
+/// 3 s.
+struct FastAndSlow {
+    s: TestServer,
+    key: String,
+    fast: Receiver,
+    slow: Receiver,
+}
+
+impl FastAndSlow {
+    async fn start(dir: &std::path::Path, concurrency: usize, timeout_ms: u64) -> FastAndSlow {
+        let mut config = test_config(dir);
+        config.delivery.concurrency_per_destination = concurrency;
+        config.delivery.timeout_ms = timeout_ms;
+        let s = TestServer::start_with(config).await;
+        let (src, key) = s.source("web").await;
+        let fast = Receiver::start().await;
+        let slow = Receiver::start().await;
+        slow.set_default(sluice_testkit::Reply::status(200).delay(Duration::from_secs(3)));
+        for (rx, event) in [(&fast, "fast"), (&slow, "slow")] {
+            let dst = s.webhook(&src, json!([rx.url()]), None).await;
+            let only = json!({"filters": [{"name": "one event", "action": "drop",
+                "when": {"field": "event", "op": "not_in", "values": [event]}}]});
+            let (status, body) = s
+                .admin(
+                    Method::PUT,
+                    &format!("/destinations/{dst}/filters"),
+                    Some(only),
+                )
+                .await;
+            assert_eq!(status, 200, "{body}");
+        }
+        FastAndSlow { s, key, fast, slow }
     }
 }

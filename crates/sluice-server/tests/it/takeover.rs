@@ -131,32 +131,60 @@ impl Beats {
     }
 }
 
+/// Node A alone, holding ten sends that `rx` leaves hanging.
+struct Holding {
+    doomed: Doomed,
+    db: Beats,
+    a_id: String,
+    src: String,
+    ids: Vec<String>,
+}
+
+impl Holding {
+    async fn start(dir: &std::path::Path, schema: &str, rx: &Receiver, name: &str) -> Holding {
+        rx.hang();
+        // Node A waits up to two minutes for an answer, so its sends are
+        // still in flight, and its leases (sized to outlast that) far from
+        // ending, when it is killed.
+        let mut config = pg_config(dir, schema);
+        config.delivery.timeout_ms = 120_000;
+        let (doomed, a) = Doomed::start(config).await;
+        let db = Beats::connect(schema).await;
+        // A is alone: the one row of the membership is its own.
+        let a_id = eventually(15, || db.only_node()).await;
+        let (src, key) = a.source(name).await;
+        a.webhook(&src, json!([rx.url()]), Some("takeover-secret"))
+            .await;
+        let ids: Vec<String> = (0..10).map(|i| format!("{name}-{i}")).collect();
+        let batch = json!({"batch": ids.iter()
+            .map(|id| json!({"type": "track", "userId": "u", "event": "e", "messageId": id}))
+            .collect::<Vec<_>>()});
+        let (status, body) = a.collect("/v1/batch", Some(&key), batch.to_string()).await;
+        assert_eq!(status, 200, "{body}");
+        // Every delivery is leased to A and held by the receiver.
+        rx.wait_for(ids.len(), Duration::from_secs(15)).await;
+        Holding {
+            doomed,
+            db,
+            a_id,
+            src,
+            ids,
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_nodes_deliveries_are_delivered_by_the_other_within_ten_seconds() {
     let dir = tempfile::tempdir().unwrap();
     let schema = unique_schema();
     let rx = Receiver::start().await;
-    rx.hang();
-    // Node A waits up to two minutes for an answer, so its sends are still
-    // in flight, and its leases (sized to outlast that) far from ending,
-    // when it is killed.
-    let mut config = pg_config(dir.path(), &schema);
-    config.delivery.timeout_ms = 120_000;
-    let (doomed, a) = Doomed::start(config).await;
-    let db = Beats::connect(&schema).await;
-    // A is alone: the one row of the membership is its own.
-    let a_id = eventually(15, || db.only_node()).await;
-    let (src, key) = a.source("takeover").await;
-    a.webhook(&src, json!([rx.url()]), Some("takeover-secret"))
-        .await;
-    let ids: Vec<String> = (0..10).map(|i| format!("takeover-{i}")).collect();
-    let batch = json!({"batch": ids.iter()
-        .map(|id| json!({"type": "track", "userId": "u", "event": "e", "messageId": id}))
-        .collect::<Vec<_>>()});
-    let (status, body) = a.collect("/v1/batch", Some(&key), batch.to_string()).await;
-    assert_eq!(status, 200, "{body}");
-    // Every delivery is claimed by A and held by the receiver.
-    rx.wait_for(ids.len(), Duration::from_secs(15)).await;
+    let Holding {
+        doomed,
+        db,
+        a_id,
+        src,
+        ids,
+    } = Holding::start(dir.path(), &schema, &rx, "takeover").await;
 
     // Node B joins with the defaults and counts A: it has seen A alive.
     let b = TestServer::start_with(pg_config(dir.path(), &schema)).await;
@@ -235,23 +263,13 @@ async fn a_lone_node_restarted_after_its_ttl_sends_what_it_held_within_ten_secon
     let dir = tempfile::tempdir().unwrap();
     let schema = unique_schema();
     let rx = Receiver::start().await;
-    rx.hang();
-    let mut config = pg_config(dir.path(), &schema);
-    config.delivery.timeout_ms = 120_000;
-    let (doomed, a) = Doomed::start(config).await;
-    let db = Beats::connect(&schema).await;
-    let a_id = eventually(15, || db.only_node()).await;
-    let (src, key) = a.source("restart").await;
-    a.webhook(&src, json!([rx.url()]), Some("restart-secret"))
-        .await;
-    let ids: Vec<String> = (0..10).map(|i| format!("restart-{i}")).collect();
-    let batch = json!({"batch": ids.iter()
-        .map(|id| json!({"type": "track", "userId": "u", "event": "e", "messageId": id}))
-        .collect::<Vec<_>>()});
-    let (status, body) = a.collect("/v1/batch", Some(&key), batch.to_string()).await;
-    assert_eq!(status, 200, "{body}");
-    // Every delivery is leased to A and held by the receiver when A dies.
-    rx.wait_for(ids.len(), Duration::from_secs(15)).await;
+    let Holding {
+        doomed,
+        db,
+        a_id,
+        ids,
+        ..
+    } = Holding::start(dir.path(), &schema, &rx, "restart").await;
     doomed.kill();
     rx.set_default(Reply::status(200));
 
