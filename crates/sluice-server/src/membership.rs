@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use chrono::Utc;
 use sluice_delivery::EngineHandle;
 use sluice_store::{ClusterStore, Members, Store};
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
 /// How often a node says it is alive: one row update a second per node.
@@ -62,6 +62,10 @@ pub fn spawn(
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut counted = 0;
         let mut watch = Watch::default();
+        // Releases run beside the beats (a release walks the due
+        // deliveries, which a backlog makes long); those that failed come
+        // back here and are tried again at the next beat.
+        let (failed_tx, mut failed) = mpsc::unbounded_channel::<Vec<String>>();
         loop {
             tokio::select! {
                 changed = stop.changed() => {
@@ -71,12 +75,22 @@ pub fn spawn(
                 }
                 _ = tick.tick() => match store.heartbeat(&node, TTL).await {
                     Ok(members) => {
-                        let mut released = 0;
-                        for gone in watch.beat(&members, Instant::now()) {
-                            released += release(store.as_ref(), &gone).await;
+                        while let Ok(nodes) = failed.try_recv() {
+                            watch.not_released(&nodes);
                         }
-                        if released > 0 {
-                            engine.notify();
+                        let gone = watch.beat(&members, Instant::now());
+                        if !gone.is_empty() {
+                            let (store, engine) = (Arc::clone(&store), engine.clone());
+                            let failed_tx = failed_tx.clone();
+                            tokio::spawn(async move {
+                                match release(store.as_ref(), &gone).await {
+                                    Some(0) => {}
+                                    Some(_) => engine.notify(),
+                                    None => {
+                                        let _ = failed_tx.send(gone);
+                                    }
+                                }
+                            });
                         }
                         if watch.counted() != counted {
                             counted = watch.counted();
@@ -134,16 +148,28 @@ impl Watch {
             return Vec::new();
         }
         self.quiet_until = None;
-        self.seen = members.live.clone();
+        let before = std::mem::replace(&mut self.seen, members.live.clone());
         self.released.retain(|id| members.silent.contains(id));
-        let gone: Vec<String> = members
-            .silent
-            .iter()
+        // Silent rows, and nodes counted last time whose row is gone (they
+        // left cleanly, and may have stopped sends their grace cut short).
+        let left = (before.into_iter())
+            .filter(|id| !members.live.contains(id) && !members.silent.contains(id));
+        let silent = (members.silent.iter())
             .filter(|id| !self.released.contains(id))
-            .cloned()
-            .collect();
-        self.released.extend(gone.iter().cloned());
+            .cloned();
+        let gone: Vec<String> = silent.chain(left).collect();
+        self.released.extend(
+            (gone.iter())
+                .filter(|id| members.silent.contains(id))
+                .cloned(),
+        );
         gone
+    }
+
+    /// Takes back the release of `gone`, which failed: the silent ones are
+    /// released at the next beat instead.
+    fn not_released(&mut self, gone: &[String]) {
+        self.released.retain(|id| !gone.contains(id));
     }
 
     /// The nodes sharing the work: those counted at the last beat.
@@ -152,22 +178,22 @@ impl Watch {
     }
 }
 
-/// Releases a silent node's leases and returns how many; a failure is
-/// logged and the leases then end on their own.
-async fn release(store: &dyn Store, node: &str) -> u64 {
-    match store.release_leases(node, Utc::now()).await {
-        Ok(0) => 0,
+/// Releases the leases of the nodes `gone`, in one statement, and returns
+/// how many; `None` when that failed (it is logged).
+async fn release(store: &dyn Store, gone: &[String]) -> Option<u64> {
+    match store.release_leases(gone, Utc::now()).await {
+        Ok(0) => Some(0),
         Ok(released) => {
             tracing::info!(
-                node,
+                nodes = ?gone,
                 released,
-                "released the delivery leases of a node that dropped out"
+                "released the delivery leases of nodes that dropped out"
             );
-            released
+            Some(released)
         }
         Err(e) => {
-            tracing::warn!(node, error = %e, "releasing the leases of a node that dropped out; they end on their own");
-            0
+            tracing::warn!(nodes = ?gone, error = %e, "releasing the leases of nodes that dropped out; trying again at the next beat");
+            None
         }
     }
 }
@@ -267,5 +293,27 @@ mod tests {
         }
         assert_eq!(watch.beat(&members(&["a"], &["b"]), t), ids(&["b"]));
         assert_eq!(watch.counted(), 1);
+    }
+
+    #[test]
+    fn a_node_that_left_is_released_at_the_next_beat() {
+        let start = Instant::now();
+        let mut watch = started(&["a", "b"], start);
+        let t = start + TTL + 2 * HEARTBEAT;
+        assert_eq!(watch.beat(&members(&["a"], &[]), t), ids(&["b"]));
+        assert_eq!(watch.counted(), 1);
+        assert!(watch.beat(&members(&["a"], &[]), t + HEARTBEAT).is_empty());
+    }
+
+    #[test]
+    fn a_release_that_failed_is_tried_again_at_the_next_beat() {
+        let start = Instant::now();
+        let mut watch = started(&["a", "b"], start);
+        let t = start + TTL + 2 * HEARTBEAT;
+        let gone = watch.beat(&members(&["a"], &["b"]), t);
+        assert_eq!(gone, ids(&["b"]));
+        watch.not_released(&gone);
+        let next = t + HEARTBEAT;
+        assert_eq!(watch.beat(&members(&["a"], &["b"]), next), ids(&["b"]));
     }
 }

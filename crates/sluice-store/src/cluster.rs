@@ -45,10 +45,10 @@ pub trait ClusterStore: Send + Sync {
     /// membership, so the others can tell whose leases they are.
     fn node_id(&self) -> &str;
 
-    /// Ends the leases `node` holds on deliveries due by `now`, because it
-    /// dropped out of the membership: its deliveries are claimed again at
+    /// Ends the leases `nodes` hold on deliveries due by `now`, because they
+    /// dropped out of the membership: their deliveries are claimed again at
     /// once instead of when their leases would have ended. Returns how many
     /// were released. A node cut off rather than dead may still send some
     /// of them: delivery stays at least once.
-    async fn release_leases(&self, node: &str, now: DateTime<Utc>) -> Result<u64>;
+    async fn release_leases(&self, nodes: &[String], now: DateTime<Utc>) -> Result<u64>;
 }

@@ -8,16 +8,20 @@
 //! others while it beats. And the membership has a connection of its own
 //! (`PostgresStore::membership`): a beat that waited for a pooled one
 //! behind busy ingest could wait longer than the time-to-live, and the
-//! others would take a live node for gone.
+//! others would take a live node for gone. A beat that takes longer than
+//! half the time-to-live fails, and its connection is dropped rather than
+//! reused (it may hang on a dead peer until TCP gives up).
 
 use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
+use deadpool_postgres::Object;
+
 use super::PostgresStore;
 use super::rows::{backend, get, ms, pool_error};
-use crate::{ClusterStore, Members, Result};
+use crate::{ClusterStore, ErrorKind, Members, Result, StoreError};
 
 /// Version 11.
 pub(super) const SCHEMA: &str = "
@@ -38,12 +42,19 @@ const FORGET_AFTER_TTLS: i64 = 60;
 impl ClusterStore for PostgresStore {
     async fn heartbeat(&self, node: &str, ttl: Duration) -> Result<Members> {
         let ttl_ms = i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX);
-        let client = self.membership.get().await.map_err(pool_error)?;
+        let limit = ttl / 2;
+        let late =
+            || StoreError::backend(ErrorKind::Timeout, format!("heartbeat took over {limit:?}"));
+        let client = tokio::time::timeout(limit, self.membership.get())
+            .await
+            .map_err(|_| late())?
+            .map_err(pool_error)?;
         // One statement. Its select sees the table as it was before the
         // statement, so the node's own row comes from the upsert's RETURNING.
-        let rows = client
-            .query(
-                "WITH clock AS (
+        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 3] =
+            [&node, &ttl_ms, &FORGET_AFTER_TTLS];
+        let beat = client.query(
+            "WITH clock AS (
                      SELECT (extract(epoch FROM statement_timestamp()) * 1000)::bigint AS now
                  ), beat AS (
                      INSERT INTO nodes (id, heartbeat_at) SELECT $1, now FROM clock
@@ -58,10 +69,16 @@ impl ClusterStore for PostgresStore {
                  FROM nodes WHERE id <> $1
                  UNION ALL SELECT id, true FROM beat
                  ORDER BY 1",
-                &[&node, &ttl_ms, &FORGET_AFTER_TTLS],
-            )
-            .await
-            .map_err(backend)?;
+            &params,
+        );
+        let answer = tokio::time::timeout(limit, beat).await;
+        let rows = match answer {
+            Ok(rows) => rows.map_err(backend)?,
+            Err(_) => {
+                drop(Object::take(client));
+                return Err(late());
+            }
+        };
         let mut members = Members::default();
         for row in &rows {
             let id: String = get(row, 0)?;
@@ -82,14 +99,15 @@ impl ClusterStore for PostgresStore {
     /// index: a leased delivery was due when it was claimed), which only a
     /// node's death makes worth doing. `lease_owner` is in no index, so
     /// claims stay heap-only updates.
-    async fn release_leases(&self, node: &str, now: DateTime<Utc>) -> Result<u64> {
-        let client = self.membership.get().await.map_err(pool_error)?;
+    async fn release_leases(&self, nodes: &[String], now: DateTime<Utc>) -> Result<u64> {
+        // A pooled connection: a long walk must not hold up the beats.
+        let client = self.client().await?;
         client
             .execute(
                 "UPDATE deliveries SET lease_until = NULL, lease_owner = NULL
                  WHERE state = 'pending' AND next_attempt_at <= $2
-                   AND lease_owner = $1 AND lease_until > $2",
-                &[&node, &ms(now)],
+                   AND lease_owner = ANY($1) AND lease_until > $2",
+                &[&nodes, &ms(now)],
             )
             .await
             .map_err(backend)

@@ -122,7 +122,7 @@ pub(super) async fn append_batch(
         }
         let stopped = leased.taken.hand();
         if let Some(local) = local.filter(|_| !stopped.is_empty()) {
-            leased::release_committed(pool, stopped, local.node, leased.until).await;
+            leased::release_committed(&client, pool, stopped, local.node, leased.until).await;
         }
         return Ok(outcomes);
     }
@@ -212,7 +212,7 @@ pub(super) async fn write(
     let mut outcomes = vec![Appended::default(); requests.len()];
     let mut deliveries = leased::Rows::default();
     // Each request's end in `deliveries`: it was wholly handed over when
-    // every row up to there was leased.
+    // every row of its own was leased.
     let mut ends = Vec::with_capacity(requests.len());
     let mut at_ingest = AtIngest::default();
     // BTreeMap: one row per key (an upsert may not touch a row twice) and a
@@ -237,8 +237,11 @@ pub(super) async fn write(
         counters.2 += i64::try_from(outcomes[r].duplicates).unwrap_or(i64::MAX);
     }
     let leased = leased::insert(tx, &deliveries, local).await?;
+    let mut start = 0;
     for (outcome, end) in outcomes.iter_mut().zip(ends) {
-        outcome.handed = leased.taken.leased() > 0 && end <= leased.taken.leased();
+        let rows = leased.rows.get(start..end).unwrap_or_default();
+        outcome.handed = !rows.is_empty() && rows.iter().all(|&leased| leased);
+        start = end;
     }
     at_ingest.write(tx, opts.usage_shard).await?;
     if !opts.usage {

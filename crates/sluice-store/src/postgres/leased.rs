@@ -18,14 +18,15 @@
 //!   rolled back releases nothing; the release names this node and the
 //!   lease it wrote, so it never clears a lease anyone took since.
 //! - **In order, within the room.** The first rows of the group are leased,
-//!   as many as the engine has room for; the rest are left to claims, due
-//!   at once as before.
+//!   as many as the engine has room for, skipping those of a destination
+//!   the engine is too busy to take from ingest; the rest are left to
+//!   claims, due at once as before.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use deadpool_postgres::{Pool, Transaction};
+use deadpool_postgres::{GenericClient, Pool, Transaction};
 
 use super::rows::{backend, big, get, ms, pool_error};
 use crate::local::{LocalDelivery, Taken};
@@ -43,6 +44,8 @@ pub(super) struct Leased {
     pub taken: Taken,
     /// Their `lease_until` (ms); 0 when none was leased.
     pub until: i64,
+    /// Which of the group's rows were leased, in order; empty when none.
+    pub rows: Vec<bool>,
 }
 
 /// The pending deliveries of one group, as arrays bound to `UNNEST`, with
@@ -90,7 +93,11 @@ pub(super) async fn insert(
     rows: &Rows<'_>,
     local: Option<Local<'_>>,
 ) -> Result<Leased> {
-    let none = |taken| Leased { taken, until: 0 };
+    let none = |taken| Leased {
+        taken,
+        until: 0,
+        rows: Vec::new(),
+    };
     if rows.len() == 0 {
         return Ok(none(Taken::none()));
     }
@@ -176,6 +183,7 @@ pub(super) async fn insert(
     Ok(Leased {
         taken,
         until: lease_until,
+        rows: leasing,
     })
 }
 
@@ -230,11 +238,18 @@ fn release_in_background(pool: &Pool, ids: Vec<i64>, node: &str, until: i64) {
 
 /// Releases for claims the deliveries of a committed group that the engine
 /// stopped before taking (a clean stop, between the group's take of room
-/// and its commit): without this they would wait for their lease, since a
-/// node that leaves cleanly is not taken over. Tried once on the writer's
-/// way; when that fails, in the background as after an unanswered commit.
-pub(super) async fn release_committed(pool: &Pool, ids: Vec<i64>, node: &str, until: i64) {
-    match release(pool, &ids, node, until).await {
+/// and its commit): otherwise they would wait for the other nodes' next
+/// beat, or for their lease when no other node runs. Tried once on `c`,
+/// the group's own connection; when that fails, in the background as
+/// after an unanswered commit.
+pub(super) async fn release_committed(
+    c: &impl GenericClient,
+    pool: &Pool,
+    ids: Vec<i64>,
+    node: &str,
+    until: i64,
+) {
+    match release_on(c, &ids, node, until).await {
         Ok(released) => tracing::debug!(
             released,
             "deliveries committed as the delivery engine stopped released for claims"
@@ -245,12 +260,15 @@ pub(super) async fn release_committed(pool: &Pool, ids: Vec<i64>, node: &str, un
 
 async fn release(pool: &Pool, ids: &[i64], node: &str, until: i64) -> Result<u64> {
     let client = pool.get().await.map_err(pool_error)?;
-    client
-        .execute(
-            "UPDATE deliveries SET lease_until = NULL, lease_owner = NULL
-             WHERE id = ANY($1) AND state = 'pending' AND lease_owner = $2 AND lease_until = $3",
-            &[&ids, &node, &until],
-        )
-        .await
-        .map_err(backend)
+    release_on(&client, ids, node, until).await
+}
+
+async fn release_on(c: &impl GenericClient, ids: &[i64], node: &str, until: i64) -> Result<u64> {
+    c.execute(
+        "UPDATE deliveries SET lease_until = NULL, lease_owner = NULL
+         WHERE id = ANY($1) AND state = 'pending' AND lease_owner = $2 AND lease_until = $3",
+        &[&ids, &node, &until],
+    )
+    .await
+    .map_err(backend)
 }

@@ -108,10 +108,13 @@ impl PostgresStore {
     /// Fails when the server cannot be reached within
     /// [`PostgresConfig::connect_timeout`].
     pub async fn open(config: PostgresConfig) -> Result<PostgresStore> {
-        let schema::Opened { pool, tls, guard } = schema::pool(&config, config.pool_size.max(2))?;
+        let guard = schema::guard();
+        let schema::Opened { pool, tls } = schema::pool(&config, config.pool_size.max(2), &guard)?;
         // The heartbeat's own connection: a beat never waits behind ingest
-        // for a pooled one (the wait may outlast the time-to-live).
-        let membership = schema::pool(&config, 1)?.pool;
+        // for a pooled one (the wait may outlast the time-to-live). It
+        // shares the guard, so a node that finds a newer schema stops
+        // beating too, and the others take its work.
+        let membership = schema::pool(&config, 1, &guard)?.pool;
         pooler::refuse_transaction_pooling(&pool)
             .await
             .map_err(|e| e.context(config.server_name()))?;

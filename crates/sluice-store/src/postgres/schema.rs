@@ -327,15 +327,18 @@ const MIGRATION_LOCK: i32 = 0x534c_5549;
 pub(super) struct Opened {
     pub(super) pool: Pool,
     pub(super) tls: TlsParams,
-    /// Refuses the pool's connections once the schema is newer than
-    /// [`MIGRATIONS`] (see `upkeep.rs`).
-    pub(super) guard: SchemaGuard,
+}
+
+/// A guard that refuses a pool's connections once the schema is newer than
+/// [`MIGRATIONS`] (see `upkeep.rs`); every pool of a store shares one.
+pub(super) fn guard() -> SchemaGuard {
+    SchemaGuard::new(i32::try_from(MIGRATIONS.len()).unwrap_or(i32::MAX))
 }
 
 /// Builds a pool of at most `size` connections. Connections are made lazily; each one sets its
 /// `search_path` to the configured schema first thing. A `SET` rather than
 /// the `options` startup parameter, which poolers such as PgBouncer refuse.
-pub(super) fn pool(config: &PostgresConfig, size: usize) -> Result<Opened> {
+pub(super) fn pool(config: &PostgresConfig, size: usize, guard: &SchemaGuard) -> Result<Opened> {
     let (conn, tls) = super::tls::split(&config.url)
         .map_err(|e| StoreError::backend(ErrorKind::Config, format!("postgres URL: {e}")))?;
     let mut pg: tokio_postgres::Config = conn
@@ -356,7 +359,6 @@ pub(super) fn pool(config: &PostgresConfig, size: usize) -> Result<Opened> {
             recycling_method: RecyclingMethod::Fast,
         },
     );
-    let guard = SchemaGuard::new(i32::try_from(MIGRATIONS.len()).unwrap_or(i32::MAX));
     let (on_create, on_recycle) = (guard.clone(), guard.clone());
     Pool::builder(manager)
         .post_create(Hook::async_fn(move |client, _| {
@@ -382,7 +384,7 @@ pub(super) fn pool(config: &PostgresConfig, size: usize) -> Result<Opened> {
         .wait_timeout(Some(config.connect_timeout))
         .create_timeout(Some(config.connect_timeout))
         .build()
-        .map(|pool| Opened { pool, tls, guard })
+        .map(|pool| Opened { pool, tls })
         .map_err(|e| StoreError::backend(ErrorKind::Config, format!("postgres pool: {e}")))
 }
 

@@ -27,7 +27,7 @@ impl ClusterStore for SqliteStore {
     }
 
     /// Nothing to release: no other node holds leases on this file.
-    async fn release_leases(&self, _node: &str, _now: DateTime<Utc>) -> Result<u64> {
+    async fn release_leases(&self, _nodes: &[String], _now: DateTime<Utc>) -> Result<u64> {
         Ok(0)
     }
 }

@@ -29,8 +29,9 @@ pub(super) fn weight(request: &AppendRequest) -> usize {
 /// `keys` are the events' keys in it, hashed by the caller (see
 /// [`dedup::Keyer`]).
 /// With `local`, the first deliveries, as many as its engine has room for,
-/// are written leased to it; they are to be handed over once the group
-/// commits ([`Taken::hand`]).
+/// are written leased to it, except those for a destination it is too busy
+/// to take from ingest; they are to be handed over once the group commits
+/// ([`Taken::hand`]).
 pub(super) fn append(
     conn: &Connection,
     request: &AppendRequest,

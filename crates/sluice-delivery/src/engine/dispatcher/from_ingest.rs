@@ -43,7 +43,8 @@ impl Dispatcher {
     }
 
     /// After a claim, tells ingest which destinations to leave to claims:
-    /// those whose lane handed back for want of room, or sends all it may.
+    /// those sending all they may, and those that handed back for want of
+    /// room since their lane last emptied.
     pub(super) fn publish_busy(&mut self) {
         let Some(local) = &self.local else {
             return;

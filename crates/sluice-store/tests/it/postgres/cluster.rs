@@ -75,11 +75,26 @@ async fn a_dropped_out_nodes_leases_are_released_and_claimed_at_once() {
         "leased to a"
     );
     // Releasing another node's leases, or b's own (none), frees nothing.
-    assert_eq!(b.release_leases("node_other", at(3)).await.unwrap(), 0);
-    assert_eq!(b.release_leases(b.node_id(), at(3)).await.unwrap(), 0);
+    assert_eq!(
+        b.release_leases(&["node_other".to_owned()], at(3))
+            .await
+            .unwrap(),
+        0
+    );
+    assert_eq!(
+        b.release_leases(&[b.node_id().to_owned()], at(3))
+            .await
+            .unwrap(),
+        0
+    );
     // a drops out: b releases a's leases and claims the deliveries long
     // before the 60 s lease would have ended.
-    assert_eq!(b.release_leases(a.node_id(), at(3)).await.unwrap(), 5);
+    assert_eq!(
+        b.release_leases(&[a.node_id().to_owned()], at(3))
+            .await
+            .unwrap(),
+        5
+    );
     let taken = b.claim_due(at(3), 10, lease).await.unwrap();
     let mut ids: Vec<i64> = taken.iter().map(|d| d.delivery_id).collect();
     let mut before: Vec<i64> = held.iter().map(|d| d.delivery_id).collect();
@@ -102,7 +117,12 @@ async fn a_late_report_of_a_node_taken_for_gone_keeps_the_new_holders_lease() {
     let lease = Duration::from_secs(60);
     let held = a.claim_due(at(1), 10, lease).await.unwrap();
     // a is taken for gone while still sending; b claims the delivery.
-    assert_eq!(b.release_leases(a.node_id(), at(2)).await.unwrap(), 1);
+    assert_eq!(
+        b.release_leases(&[a.node_id().to_owned()], at(2))
+            .await
+            .unwrap(),
+        1
+    );
     assert_eq!(b.claim_due(at(2), 10, lease).await.unwrap().len(), 1);
 
     // a's attempt failed; its report comes in while b sends.
