@@ -464,6 +464,33 @@ async fn a_node_stopping_cleanly_finishes_its_sends_and_no_other_node_repeats_th
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_send_cut_short_by_a_clean_stop_is_sent_by_the_other_node_at_its_next_beat() {
+    let dir = tempfile::tempdir().unwrap();
+    let schema = unique_schema();
+    let config = || {
+        let mut config = pg_config(dir.path(), &schema);
+        config.delivery.timeout_ms = 60_000;
+        config
+    };
+    let (a, b) = two_nodes(config).await;
+    // Never answered while A runs: its shutdown grace (10 s) ends with the
+    // send still open, and the delivery keeps A's lease, which outlasts
+    // the test.
+    let (_, key, rx) = slow_webhook(&a, Duration::from_secs(600)).await;
+    let call = json!({"userId": "u", "event": "e", "messageId": "cut-short"}).to_string();
+    assert_eq!(a.collect("/v1/track", Some(&key), call).await.0, 200);
+    rx.wait_for(1, Duration::from_secs(10)).await;
+    rx.set_default(sluice_testkit::Reply::status(200));
+
+    a.stop().await;
+    let stopped = std::time::Instant::now();
+    // A left the membership; B releases what it still held at its next beat.
+    rx.wait_for(2, Duration::from_secs(5)).await;
+    eprintln!("sent again {:?} after the stop", stopped.elapsed());
+    b.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stopping_node_releases_the_deliveries_it_never_started() {
     let dir = tempfile::tempdir().unwrap();
     let schema = unique_schema();
