@@ -56,14 +56,15 @@ pub(super) fn append(
         Some(local) => local.take(destinations()),
         None => Taken::none(),
     };
-    // Rows still to write that may be leased: as duplicates turn up, the
-    // room taken beyond them goes back at once.
-    let open = |leased: &Taken, event: &NewEvent| {
-        (event.destination_ids.iter())
+    // The rows after event `i` that may be leased: when event `i` is a
+    // duplicate, the room taken beyond them goes back at once. Counted only
+    // then, off the path of calls stored.
+    let still_open = |leased: &Taken, i: usize| -> usize {
+        (request.events.iter().skip(i + 1))
+            .flat_map(|e| e.destination_ids.iter())
             .filter(|id| leased.open_for(id))
             .count()
     };
-    let mut wanted: usize = request.events.iter().map(|e| open(&leased, e)).sum();
     let mut insert_leased = match leased.count() {
         0 => None,
         _ => Some(conn.prepare_cached(
@@ -86,12 +87,13 @@ pub(super) fn append(
         window.prefetch(keys);
     }
     for (i, event) in request.events.iter().enumerate() {
-        wanted -= open(&leased, event);
         let key = match (window.as_deref(), keys.get(i)) {
             (Some(window), Some(&key)) => {
                 if dedup::is_duplicate(conn, window, key, &request.source_id, &event.message_id)? {
                     outcome.duplicates += 1;
-                    leased.keep_for(wanted);
+                    if leased.count() > 0 {
+                        leased.keep_for(still_open(&leased, i));
+                    }
                     continue;
                 }
                 Some(key)
