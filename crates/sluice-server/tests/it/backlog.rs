@@ -214,21 +214,23 @@ async fn calls_are_not_handed_over_while_claims_hold_the_sending_permits() {
 #[tokio::test]
 async fn calls_for_other_destinations_come_from_ingest_while_one_sends_all_it_may() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let FastAndSlow { s, key, fast, slow } = FastAndSlow::start(dir.path(), 2, 10_000).await;
+    let FastAndSlow { s, key, fast, slow } = FastAndSlow::start(dir.path(), 4, 10_000).await;
 
-    // The slow destination sends all it may (2 at once) for 3 s.
-    let body = json!({"batch": calls("slow", "slow", 2)}).to_string();
+    // The slow destination sends all it may (4 at once) for 3 s.
+    let body = json!({"batch": calls("slow", "slow", 4)}).to_string();
     assert_eq!(s.collect("/v1/batch", Some(&key), body).await.0, 200);
-    slow.wait_for(2, Duration::from_secs(10)).await;
+    slow.wait_for(4, Duration::from_secs(10)).await;
     let from_ingest = || async { metric(&s.metrics().await, "sluice_delivery_from_ingest_total ") };
     let before = from_ingest().await;
-    for call in calls("fast", "fast", 20) {
+    // One at a time, each sent before the next is made: the fast
+    // destination never nears its own limit.
+    for (i, call) in calls("fast", "fast", 20).into_iter().enumerate() {
         let (status, _) = s.collect("/v1/track", Some(&key), call.to_string()).await;
         assert_eq!(status, 200);
+        fast.wait_for(i + 1, Duration::from_secs(10)).await;
     }
-    fast.wait_for(20, Duration::from_secs(10)).await;
     assert!(
-        slow.requests().len() == 2,
+        slow.requests().len() == 4,
         "the slow sends were still in flight"
     );
     // Each went to the engine from ingest, none through a claim.
