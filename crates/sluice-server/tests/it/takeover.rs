@@ -162,7 +162,7 @@ impl Holding {
         let (status, body) = a.collect("/v1/batch", Some(&key), batch.to_string()).await;
         assert_eq!(status, 200, "{body}");
         // Every delivery is leased to A and held by the receiver.
-        rx.wait_for(ids.len(), Duration::from_secs(15)).await;
+        rx.wait_for(ids.len(), Duration::from_secs(30)).await;
         Holding {
             doomed,
             db,
