@@ -121,6 +121,15 @@ pub(super) const GENERIC_PLAN: &str = "SET LOCAL plan_cache_mode = force_generic
 /// the planner may turn `NOT EXISTS` into an anti-join, and on a table it
 /// has not analysed yet (a new one, as when Sluice starts on an empty
 /// database) it hashes every event with a bucket to do so.
+///
+/// And the lookup can only be one of the unique index: the source and the
+/// receive time are compared as expressions (`|| ''`, `+ 0`), which no
+/// index serves. On a table not analysed yet the planner otherwise picks
+/// `events_source_seq` (or `events_received_at`), and the generic plan
+/// keeps that choice until the table is analysed, up to a minute later:
+/// each inserted row then read every event of its source, and a group of
+/// a hundred calls took seconds instead of a millisecond. The unique
+/// index's first column, the messageId, finds the few rows to compare.
 pub(super) async fn insert(
     tx: &Transaction<'_>,
     events: &Columns,
@@ -152,9 +161,9 @@ pub(super) async fn insert(
                          $6::text[], $7::text[], $8::smallint[]) AS u(s, src, mid, ty, t, b, bl, p)
              WHERE NOT EXISTS (
                  SELECT 1 FROM events o
-                 WHERE o.message_id = u.mid AND o.source_id = u.src
-                   AND o.dedup_bucket IS NOT NULL
-                   AND o.received_at >= u.t - $9::bigint AND o.received_at <= u.t + $9::bigint
+                 WHERE o.message_id = u.mid AND o.dedup_bucket IS NOT NULL
+                   AND o.source_id || '' = u.src
+                   AND o.received_at + 0 BETWEEN u.t - $9::bigint AND u.t + $9::bigint
                  OFFSET 0)
              RETURNING seq",
         )

@@ -121,3 +121,48 @@ async fn an_event_bucketed_by_the_upgrade_drops_its_resend() {
         "m-upgraded is dropped; m-older, without a bucket, is stored"
     );
 }
+
+/// On a database whose `events` was never analysed (a new install), the
+/// check looks each id up in the unique index: it never walks the source's
+/// events (`events_source_seq`), which made each call of a group read every
+/// event of its source until the table was first analysed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_database_checks_each_id_in_the_unique_index_not_the_sources_events() {
+    let schema = TestSchema::new();
+    let store = schema.open().await;
+    for round in 0..20 {
+        store
+            .append(request("src_1", &ids(&format!("r{round}-"), 50), at(round)))
+            .await
+            .expect("append");
+    }
+    store.close().await;
+    drop(store);
+    // A connection's index counts reach the statistics when it ends.
+    let sql = schema.sql().await;
+    let read = |index: &'static str| {
+        let sql = &sql;
+        async move {
+            let row = sql
+                .query_one(
+                    "SELECT idx_scan, idx_tup_read FROM pg_stat_user_indexes
+                     WHERE schemaname = current_schema() AND indexrelname = $1",
+                    &[&index],
+                )
+                .await
+                .expect("index statistics");
+            (row.get::<_, i64>(0), row.get::<_, i64>(1))
+        }
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while read("events_message_id_once").await.0 < 20 * 50
+        && std::time::Instant::now() < deadline
+    {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(
+        read("events_message_id_once").await.0 >= 20 * 50,
+        "every id was looked up in the unique index"
+    );
+    assert_eq!(read("events_source_seq").await, (0, 0));
+}
