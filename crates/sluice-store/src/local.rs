@@ -9,7 +9,8 @@
 //! them to the engine over a channel. Nothing else changes for the rows: a
 //! report settles them as it settles claimed ones, and a node that dies
 //! with them leased leaves them to the membership and lease expiry, as a
-//! claim would.
+//! claim would. (PostgreSQL goes further and writes most of them only with
+//! their outcome: `postgres::rowless`.)
 //!
 //! # Room
 //! The engine says how many deliveries it can take ([`LocalDelivery::open`]

@@ -20,6 +20,7 @@ use chrono::{DateTime, Utc};
 use deadpool_postgres::Object;
 
 use super::PostgresStore;
+use super::rowless;
 use super::rows::{backend, get, ms, pool_error};
 use crate::{ClusterStore, ErrorKind, Members, Result, StoreError};
 
@@ -51,14 +52,18 @@ impl ClusterStore for PostgresStore {
             .map_err(pool_error)?;
         // One statement. Its select sees the table as it was before the
         // statement, so the node's own row comes from the upsert's RETURNING.
-        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 3] =
-            [&node, &ttl_ms, &FORGET_AFTER_TTLS];
+        // The floor is read before the beat: it only rises, so the value
+        // written is never above the one that holds when it lands.
+        let floor = self.rowless.floor();
+        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] =
+            [&node, &ttl_ms, &FORGET_AFTER_TTLS, &floor];
         let beat = client.query(
             "WITH clock AS (
                      SELECT (extract(epoch FROM statement_timestamp()) * 1000)::bigint AS now
                  ), beat AS (
-                     INSERT INTO nodes (id, heartbeat_at) SELECT $1, now FROM clock
-                     ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at
+                     INSERT INTO nodes (id, heartbeat_at, handed_from) SELECT $1, now, $4 FROM clock
+                     ON CONFLICT (id) DO UPDATE
+                     SET heartbeat_at = excluded.heartbeat_at, handed_from = excluded.handed_from
                      RETURNING id
                  ), forgotten AS (
                      DELETE FROM nodes
@@ -79,6 +84,7 @@ impl ClusterStore for PostgresStore {
                 return Err(late());
             }
         };
+        self.restore_overdue();
         let mut members = Members::default();
         for row in &rows {
             let id: String = get(row, 0)?;
@@ -102,7 +108,7 @@ impl ClusterStore for PostgresStore {
     async fn release_leases(&self, nodes: &[String], now: DateTime<Utc>) -> Result<u64> {
         // A pooled connection: a long walk must not hold up the beats.
         let client = self.client().await?;
-        client
+        let released = client
             .execute(
                 "UPDATE deliveries SET lease_until = NULL, lease_owner = NULL
                  WHERE state = 'pending' AND next_attempt_at <= $2
@@ -110,15 +116,54 @@ impl ClusterStore for PostgresStore {
                 &[&nodes, &ms(now)],
             )
             .await
-            .map_err(backend)
+            .map_err(backend)?;
+        let restored = rowless::restore_silent(&client, nodes).await?;
+        Ok(released + restored)
     }
 
     async fn leave(&self, node: &str) -> Result<()> {
+        // What the engine handed back as it stopped has its rows by now;
+        // anything else is written here. While some are left the row
+        // stays, and the others restore them once it falls silent.
+        let left = self.rowless.overdue(true);
+        if !left.is_empty() {
+            rowless::restore(&self.client().await?, node, &left).await?;
+            self.rowless.written(left.iter().map(|(id, _)| *id));
+        }
         let client = self.membership.get().await.map_err(pool_error)?;
         client
             .execute("DELETE FROM nodes WHERE id = $1", &[&node])
             .await
             .map_err(backend)?;
         Ok(())
+    }
+}
+
+impl PostgresStore {
+    /// Writes, in the background, the rows of the handed deliveries whose
+    /// report has not come within the engine's lease, as a claimed row's
+    /// lease would end (see `rowless`).
+    fn restore_overdue(&self) {
+        let overdue = self.rowless.overdue(false);
+        if overdue.is_empty() {
+            return;
+        }
+        let (pool, rowless, node) = (self.pool.clone(), self.rowless.clone(), self.node.clone());
+        tokio::spawn(async move {
+            let Ok(client) = pool.get().await else {
+                return;
+            };
+            match rowless::restore(&client, &node, &overdue).await {
+                Ok(found) => {
+                    rowless.written(overdue.iter().map(|(id, _)| *id));
+                    tracing::warn!(
+                        deliveries = overdue.len(),
+                        found,
+                        "deliveries with no report within their lease written for claims"
+                    );
+                }
+                Err(e) => tracing::debug!(error = %e, "writing overdue deliveries; retrying"),
+            }
+        });
     }
 }

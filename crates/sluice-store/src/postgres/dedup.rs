@@ -134,6 +134,7 @@ pub(super) async fn insert(
     tx: &Transaction<'_>,
     events: &Columns,
     window: Option<Duration>,
+    node: &str,
 ) -> Result<HashSet<i64>> {
     if events.seqs.is_empty() {
         return Ok(HashSet::new());
@@ -142,23 +143,32 @@ pub(super) async fn insert(
         let stmt = tx
             .prepare_cached(
                 "INSERT INTO events (seq, source_id, message_id, event_type, received_at, body,
-                                     blocked, person)
-                 SELECT * FROM UNNEST($1::bigint[], $2::text[], $3::text[], $4::text[],
-                                      $5::bigint[], $6::text[], $7::text[], $8::smallint[])",
+                                     blocked, person, handed, handed_by)
+                 SELECT u.*, CASE WHEN u.h IS NOT NULL THEN $10::text END
+                 FROM UNNEST($1::bigint[], $2::text[], $3::text[], $4::text[], $5::bigint[],
+                             $6::text[], $7::text[], $8::smallint[], $9::text[])
+                      AS u(s, src, mid, ty, t, b, bl, p, h)",
             )
             .await
             .map_err(backend)?;
-        tx.execute(&stmt, &events.params()).await.map_err(backend)?;
+        let mut params = events.params();
+        params.extend([
+            &events.handed as &(dyn tokio_postgres::types::ToSql + Sync),
+            &node,
+        ]);
+        tx.execute(&stmt, &params).await.map_err(backend)?;
         return Ok(events.seqs.iter().copied().collect());
     };
     let span = i64::try_from(window.as_millis()).unwrap_or(i64::MAX).max(1);
     let stmt = tx
         .prepare_cached(
             "INSERT INTO events (seq, source_id, message_id, event_type, received_at, body,
-                                 blocked, person, dedup_bucket)
-             SELECT u.s, u.src, u.mid, u.ty, u.t, u.b, u.bl, u.p, u.t / $9::bigint
+                                 blocked, person, dedup_bucket, handed, handed_by)
+             SELECT u.s, u.src, u.mid, u.ty, u.t, u.b, u.bl, u.p, u.t / $9::bigint, u.h,
+                    CASE WHEN u.h IS NOT NULL THEN $11::text END
              FROM UNNEST($1::bigint[], $2::text[], $3::text[], $4::text[], $5::bigint[],
-                         $6::text[], $7::text[], $8::smallint[]) AS u(s, src, mid, ty, t, b, bl, p)
+                         $6::text[], $7::text[], $8::smallint[], $10::text[])
+                  AS u(s, src, mid, ty, t, b, bl, p, h)
              WHERE NOT EXISTS (
                  SELECT 1 FROM events o
                  WHERE o.message_id = u.mid AND o.dedup_bucket IS NOT NULL
@@ -170,7 +180,11 @@ pub(super) async fn insert(
         .await
         .map_err(backend)?;
     let mut params = events.params();
-    params.push(&span);
+    params.extend([
+        &span as &(dyn tokio_postgres::types::ToSql + Sync),
+        &events.handed,
+        &node,
+    ]);
     let rows = tx.query(&stmt, &params).await.map_err(|e| {
         if e.code() == Some(&SqlState::UNIQUE_VIOLATION) {
             StoreError::Conflict("an id another node stored at the same moment".into())

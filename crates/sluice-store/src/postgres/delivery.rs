@@ -6,12 +6,13 @@
 //! never handed to two workers; once committed, `lease_until` keeps it from
 //! everyone until the lease ends or a report releases it.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use deadpool_postgres::{Client, Transaction};
 
+use super::rowless::{Held, Rowless};
 use super::rows::{backend, big, get, ms, opt_time, time, unsigned};
 use crate::records::last_error;
 use crate::settled;
@@ -152,24 +153,126 @@ fn effect(r: &AttemptReport) -> Effect {
 /// Reports for distinct deliveries go in one multi-row `UPDATE ... FROM
 /// UNNEST`; a batch naming a delivery twice is applied one report at a time
 /// (a join would apply only one of the duplicates).
+///
+/// A report for a delivery handed without a row (`rowless`) inserts the
+/// row in the state the report gives ([`settle_rowless`]); one whose row
+/// is there already (restored meanwhile) is applied as above.
 pub(super) async fn report(
     client: &mut Client,
     node: &str,
     reports: &[AttemptReport],
+    rowless: &Rowless,
 ) -> Result<()> {
     if reports.is_empty() {
         return Ok(());
     }
+    let mut held = rowless.held(reports.iter().map(|r| r.delivery_id));
+    let handed: Vec<i64> = held.keys().copied().collect();
     let tx = client.transaction().await.map_err(backend)?;
     let mut seen = HashSet::new();
     if reports.iter().all(|r| seen.insert(r.delivery_id)) {
-        apply(&tx, Some(node), reports).await?;
+        apply_held(&tx, node, reports, &mut held).await?;
     } else {
         for r in reports {
-            apply(&tx, Some(node), std::slice::from_ref(r)).await?;
+            apply_held(&tx, node, std::slice::from_ref(r), &mut held).await?;
         }
     }
-    tx.commit().await.map_err(backend)
+    tx.commit().await.map_err(backend)?;
+    rowless.written(handed);
+    Ok(())
+}
+
+/// [`apply`], with the rows of the `held` deliveries inserted instead;
+/// those inserted leave `held`.
+async fn apply_held(
+    tx: &Transaction<'_>,
+    node: &str,
+    reports: &[AttemptReport],
+    held: &mut HashMap<i64, Held>,
+) -> Result<()> {
+    if !reports.iter().any(|r| held.contains_key(&r.delivery_id)) {
+        return apply(tx, Some(node), reports).await;
+    }
+    let (first, rest): (Vec<&AttemptReport>, Vec<&AttemptReport>) = reports
+        .iter()
+        .partition(|r| held.contains_key(&r.delivery_id));
+    let inserted = settle_rowless(tx, &first, held).await?;
+    for id in &inserted {
+        held.remove(id);
+    }
+    let others: Vec<AttemptReport> = (rest.into_iter().chain(first))
+        .filter(|r| !inserted.contains(&r.delivery_id))
+        .cloned()
+        .collect();
+    if others.is_empty() {
+        return Ok(());
+    }
+    apply(tx, Some(node), &others).await
+}
+
+/// Inserts the rows of `reports`' deliveries, handed without a row (their
+/// event seq and destination in `held`), in the state each report gives:
+/// what [`apply`] would make of a pending row never attempted. Returns the
+/// ids inserted: not those whose row is there already, nor those whose
+/// event is gone (purged).
+async fn settle_rowless(
+    tx: &Transaction<'_>,
+    reports: &[&AttemptReport],
+    held: &HashMap<i64, Held>,
+) -> Result<HashSet<i64>> {
+    let effects: Vec<Effect> = reports.iter().map(|r| effect(r)).collect();
+    let ids: Vec<i64> = effects.iter().map(|e| e.id).collect();
+    let ats: Vec<i64> = effects.iter().map(|e| e.at).collect();
+    let rounds: Vec<i64> = effects.iter().map(|e| e.rounds).collect();
+    let states: Vec<&str> = effects.iter().map(|e| e.state).collect();
+    let nexts: Vec<Option<i64>> = effects.iter().map(|e| e.next_attempt_at).collect();
+    let errors: Vec<Option<&str>> = effects.iter().map(|e| e.error.as_deref()).collect();
+    let logs: Vec<Option<&str>> = effects.iter().map(|e| e.settled.as_deref()).collect();
+    let (mut seqs, mut dests) = (Vec::with_capacity(ids.len()), Vec::with_capacity(ids.len()));
+    for id in &ids {
+        let h = held
+            .get(id)
+            .ok_or_else(|| crate::StoreError::internal("a rowless report without its delivery"))?;
+        seqs.push(h.seq);
+        dests.push(h.destination.as_str());
+    }
+    let stmt = tx
+        .prepare_cached(
+            "INSERT INTO deliveries (id, event_seq, destination_id, source_id, state, attempts,
+                                     next_attempt_at, first_attempt_at, last_error, updated_at,
+                                     settled_attempts)
+             SELECT u.id, e.seq, u.dest, e.source_id, u.state, u.rounds, u.next,
+                    CASE WHEN u.rounds > 0 THEN u.at END, u.err, u.at, u.log
+             FROM UNNEST($1::bigint[], $2::bigint[], $3::text[], $4::bigint[], $5::text[],
+                         $6::bigint[], $7::text[], $8::bigint[], $9::text[])
+                  AS u(id, at, state, next, err, rounds, log, seq, dest)
+             JOIN events e ON e.seq = u.seq
+             ON CONFLICT (id) DO NOTHING
+             RETURNING id",
+        )
+        .await
+        .map_err(backend)?;
+    let rows = tx
+        .query(
+            &stmt,
+            &[
+                &ids, &ats, &states, &nexts, &errors, &rounds, &logs, &seqs, &dests,
+            ],
+        )
+        .await
+        .map_err(backend)?;
+    let inserted = rows
+        .iter()
+        .map(|r| get::<i64>(r, 0))
+        .collect::<Result<HashSet<i64>>>()?;
+    // Attempts not kept in the row go to `attempts`, as `apply` does.
+    let (delivery_ids, attempts): (Vec<i64>, Vec<&Attempt>) = (reports.iter())
+        .zip(&logs)
+        .filter(|(r, log)| log.is_none() && inserted.contains(&r.delivery_id))
+        .flat_map(|(r, _)| r.attempts.iter().map(move |a| (r.delivery_id, a)))
+        .unzip();
+    insert_attempts(tx, &delivery_ids, &attempts).await?;
+    Ok(inserted)
 }
 
 /// Applies `reports` of `node` (see [`report`]); `None` for rows this

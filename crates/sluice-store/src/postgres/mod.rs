@@ -5,11 +5,12 @@
 //!   after its transaction has committed on the server; durability is then
 //!   the server's (`synchronous_commit`, replication) — keep the defaults.
 //! - **Outbox.** One `append` writes its events, one pending delivery per
-//!   (event, destination) due at `received_at`, and the source's usage
-//!   counters for that UTC day, in one transaction.
+//!   (event, destination) due at `received_at` (or, for those handed to
+//!   this node's engine, their ids in the event row), and the source's
+//!   usage counters for that UTC day, in one transaction.
 //! - **Group commit.** A writer task folds concurrent `append` calls into one
 //!   transaction of four multi-row statements (`UNNEST` of arrays), however
-//!   many requests and events it holds (see `writer.rs`, `ingest.rs`). A
+//!   many requests and events it holds (see `writer.rs`, `ingest/`). A
 //!   failing request is retried alone, so it never fails its neighbours.
 //! - **Hand-off.** A call the Kafka shape's consumer could not deliver on
 //!   its first attempt enters retry state with those attempts in one
@@ -19,10 +20,12 @@
 //!   where a read decides a write (patches, destination ↔ source links).
 //! - **Leases, not locks.** `claim_due` stamps `lease_until`; a delivery whose
 //!   worker (or whole node) died is handed out again once its lease ends.
-//! - **Delivered by the node that accepted it.** The writer stores a group's
-//!   deliveries already leased to this node's engine, as many as it has
-//!   room for, and hands them over after the commit (`leased.rs`,
-//!   [`crate::local`]): no claim for a call delivered at once.
+//! - **Delivered by the node that accepted it.** The writer gives a group's
+//!   deliveries to this node's engine, as many as it has room for, and
+//!   hands them over after the commit (`leased/`, [`crate::local`]): no
+//!   claim for a call delivered at once. Most get no row until their
+//!   outcome; their event names them, so the others can write them if this
+//!   node dies (`rowless.rs`).
 //!
 //! # Tables
 //! `meta`, `sources`, `destinations`, `destination_sources`, `events`,
@@ -67,6 +70,7 @@ mod leased;
 mod pooler;
 pub(crate) mod profiles;
 mod regulations;
+mod rowless;
 pub(crate) mod rows;
 mod schema;
 mod seen;
@@ -80,6 +84,8 @@ mod vacuum;
 mod writer;
 
 pub use config::PostgresConfig;
+
+use std::sync::Arc;
 
 use deadpool_postgres::{Object, Pool};
 
@@ -98,6 +104,8 @@ pub struct PostgresStore {
     /// This node's id: in the membership and on the leases it holds.
     node: String,
     writer: Writer,
+    /// This node's deliveries handed to its engine without a row.
+    rowless: Arc<rowless::Rowless>,
     vacuum: vacuum::DrainVacuum,
     /// Writes calls handed off from the event log to retry state.
     hand_offs: hand_off::HandOffs,
@@ -136,7 +144,11 @@ impl PostgresStore {
             usage_shard: rand::random_range(0..USAGE_SHARDS),
         };
         let node = crate::keys::new_id("node");
-        let writer = Writer::spawn(pool.clone(), limits, node.clone());
+        let rowless = Arc::new(rowless::Rowless::default());
+        let client = pool.get().await.map_err(rows::pool_error)?;
+        rowless.start_after(rowless::last_seq(&client).await?);
+        drop(client);
+        let writer = Writer::spawn(pool.clone(), limits, node.clone(), rowless.clone());
         upkeep::spawn(
             pool.clone(),
             guard,
@@ -153,6 +165,7 @@ impl PostgresStore {
             membership,
             node,
             writer,
+            rowless,
             vacuum: vacuum::DrainVacuum::new(config.vacuum_after_settled),
             hand_offs: hand_off::HandOffs::spawn(pool, config.dedup_window),
         })

@@ -306,6 +306,7 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "first rounds of attempts in their deliveries",
         SETTLED_ATTEMPTS,
     ),
+    ("deliveries handed without a row", super::rowless::SCHEMA),
 ];
 
 /// Version 25: each page of `deliveries` keeps half its space free, so that

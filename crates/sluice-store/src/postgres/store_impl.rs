@@ -135,6 +135,7 @@ impl DeliveryStore for PostgresStore {
     }
 
     fn deliver_locally(&self, local: Arc<LocalDelivery>) -> bool {
+        self.rowless.set_lease(local.lease());
         self.writer.deliver_locally(local)
     }
 
@@ -143,7 +144,13 @@ impl DeliveryStore for PostgresStore {
     }
 
     async fn report(&self, reports: Vec<AttemptReport>) -> Result<()> {
-        delivery::report(&mut self.client().await?, &self.node, &reports).await?;
+        delivery::report(
+            &mut self.client().await?,
+            &self.node,
+            &reports,
+            &self.rowless,
+        )
+        .await?;
         self.vacuum.settled(reports.len());
         Ok(())
     }

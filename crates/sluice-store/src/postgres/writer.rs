@@ -31,6 +31,7 @@ use tokio::task::JoinHandle;
 
 use super::ingest::{BatchError, GroupOptions, append_batch};
 use super::leased::Local;
+use super::rowless::Rowless;
 use crate::error::ErrorKind;
 use crate::local::LocalDelivery;
 use crate::{AppendRequest, Appended, Result, StoreError};
@@ -74,10 +75,15 @@ enum Msg {
 impl Writer {
     /// Starts the writer task on the current tokio runtime; `node` owns
     /// the deliveries it leases to this node's engine.
-    pub(super) fn spawn(pool: Pool, limits: GroupLimits, node: String) -> Writer {
+    pub(super) fn spawn(
+        pool: Pool,
+        limits: GroupLimits,
+        node: String,
+        rowless: Arc<Rowless>,
+    ) -> Writer {
         let (queue, rx) = mpsc::channel(QUEUE_DEPTH);
         let local = Arc::new(OnceLock::new());
-        let task = tokio::spawn(writer_loop(pool, rx, limits, local.clone(), node));
+        let task = tokio::spawn(writer_loop(pool, rx, limits, local.clone(), node, rowless));
         Writer {
             queue,
             task: Mutex::new(Some(task)),
@@ -133,6 +139,7 @@ async fn writer_loop(
     limits: GroupLimits,
     local: Arc<OnceLock<Arc<LocalDelivery>>>,
     node: String,
+    rowless: Arc<Rowless>,
 ) {
     let mut group: Vec<Job> = Vec::new();
     while let Some(first) = rx.recv().await {
@@ -168,6 +175,7 @@ async fn writer_loop(
         let local = local.get().map(|delivery| Local {
             delivery,
             node: &node,
+            rowless: &rowless,
         });
         commit_group(&pool, &mut group, opts, local).await;
         if closing {

@@ -21,6 +21,7 @@ mod hand_off;
 mod local;
 mod partitions;
 mod pooler;
+mod rowless;
 mod tls;
 mod upkeep;
 mod usage;

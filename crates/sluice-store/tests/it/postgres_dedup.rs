@@ -155,9 +155,7 @@ async fn a_new_database_checks_each_id_in_the_unique_index_not_the_sources_event
         }
     };
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while read("events_message_id_once").await.0 < 20 * 50
-        && std::time::Instant::now() < deadline
-    {
+    while read("events_message_id_once").await.0 < 20 * 50 && std::time::Instant::now() < deadline {
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
     assert!(

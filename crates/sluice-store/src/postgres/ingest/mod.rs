@@ -6,8 +6,16 @@ use std::collections::{BTreeMap, HashSet};
 use deadpool_postgres::{Client, Pool};
 
 use super::leased::{self, Local};
-use super::rows::{backend, big, day, get, ms, pool_error, sql_limit, time};
+use super::rowless;
+use super::rows::{backend, big, day, get, pool_error, sql_limit, time};
+use crate::local::Taken;
 use crate::{AppendRequest, Appended, Result, StoreError, StoredEvent};
+
+mod at_ingest;
+mod columns;
+
+use at_ingest::AtIngest;
+pub(super) use columns::Columns;
 
 /// Why a group failed, which decides whether retrying its requests one by
 /// one is safe.
@@ -19,69 +27,6 @@ pub(super) enum BatchError {
     /// `COMMIT` itself failed or its answer was lost: the group may or may
     /// not be stored, so it must not be written again.
     Unknown(StoreError),
-}
-
-/// The events of one group, as arrays bound to `UNNEST`.
-#[derive(Default)]
-pub(super) struct Columns {
-    pub(super) seqs: Vec<i64>,
-    source_ids: Vec<String>,
-    message_ids: Vec<String>,
-    event_types: Vec<String>,
-    received_ats: Vec<i64>,
-    bodies: Vec<String>,
-    blocked: Vec<Option<String>>,
-    persons: Vec<i16>,
-}
-
-impl Columns {
-    fn push(&mut self, seq: i64, request: &AppendRequest, event: &crate::NewEvent) {
-        self.seqs.push(seq);
-        self.source_ids.push(request.source_id.clone());
-        self.message_ids.push(event.message_id.clone());
-        self.event_types.push(event.event_type.clone());
-        self.received_ats.push(ms(request.received_at));
-        self.bodies.push(event.body.clone());
-        self.persons.push(i16::try_from(event.person).unwrap_or(0));
-        self.blocked
-            .push(event.blocked.as_ref().map(|b| b.rule.clone()));
-    }
-
-    /// `$1` … `$8` of the events insert.
-    pub(super) fn params(&self) -> Vec<&(dyn tokio_postgres::types::ToSql + Sync)> {
-        vec![
-            &self.seqs,
-            &self.source_ids,
-            &self.message_ids,
-            &self.event_types,
-            &self.received_ats,
-            &self.bodies,
-            &self.blocked,
-            &self.persons,
-        ]
-    }
-
-    /// Puts the rows in (messageId, source) order, the order in which
-    /// concurrent groups lock the same ids.
-    pub(super) fn sort_by_id(&mut self) {
-        let mut order: Vec<usize> = (0..self.seqs.len()).collect();
-        order.sort_unstable_by(|&a, &b| {
-            (&self.message_ids[a], &self.source_ids[a])
-                .cmp(&(&self.message_ids[b], &self.source_ids[b]))
-        });
-        fn apply<T: Default>(v: &mut Vec<T>, order: &[usize]) {
-            let mut taken: Vec<T> = order.iter().map(|&i| std::mem::take(&mut v[i])).collect();
-            std::mem::swap(v, &mut taken);
-        }
-        apply(&mut self.seqs, &order);
-        apply(&mut self.source_ids, &order);
-        apply(&mut self.message_ids, &order);
-        apply(&mut self.event_types, &order);
-        apply(&mut self.received_ats, &order);
-        apply(&mut self.bodies, &order);
-        apply(&mut self.blocked, &order);
-        apply(&mut self.persons, &order);
-    }
 }
 
 /// Commits `requests` in one transaction: reserve one seq per event (in
@@ -100,6 +45,9 @@ pub(super) async fn append_batch(
         .get()
         .await
         .map_err(|e| BatchError::NotWritten(pool_error(e)))?;
+    // Held from before the seqs are reserved until the rowless deliveries
+    // are (`rowless`): the floor stays below every seq this group gets.
+    let floor = local.map(|l| l.rowless.group());
     let mut tries = 0;
     loop {
         tries += 1;
@@ -114,15 +62,23 @@ pub(super) async fn append_batch(
             Err(StoreError::Conflict(_)) if tries < CONFLICT_TRIES => continue,
             Err(e) => return Err(BatchError::NotWritten(e)),
         };
-        if let Err(e) = tx.commit().await {
+        let committed = tx.commit().await;
+        // Committed or maybe committed: the rowless deliveries are this
+        // node's to see written from now on.
+        if let Some(local) = local {
+            local.rowless.hold(leased.rowless.iter().cloned());
+        }
+        drop(floor);
+        if let Err(e) = committed {
             if let Some(local) = local {
-                leased::release_unanswered(pool, leased, local.node);
+                leased::release_unanswered(pool, leased, local);
             }
             return Err(BatchError::Unknown(backend(e)));
         }
+        let given = leased::split(&leased);
         let stopped = leased.taken.hand();
         if let Some(local) = local.filter(|_| !stopped.is_empty()) {
-            leased::release_committed(&client, pool, stopped, local.node, leased.until).await;
+            leased::release_committed(&client, pool, given, stopped, local).await;
         }
         return Ok(outcomes);
     }
@@ -146,6 +102,10 @@ pub(super) struct GroupOptions {
     /// event log is handed to retry state (`hand_off`).
     pub usage: bool,
 }
+
+/// An event's seq and its deliveries' plans; `None` for a repeat within
+/// its group.
+type Planned = Option<(i64, Vec<leased::Plan>)>;
 
 /// Writes `requests` into `tx`: their events, deliveries (the first leased
 /// to `local`'s engine as its room allows) and usage. The leased
@@ -174,20 +134,57 @@ pub(super) async fn write(
         })
         .collect();
     let total = firsts.iter().flatten().filter(|first| **first).count();
-    let seqs = if opts.window.is_some() {
+    // Which deliveries go to the engine, decided before the insert: the
+    // events insert names those handed without a row (`rowless`).
+    let stored_events = || {
+        requests.iter().zip(&firsts).flat_map(|(request, firsts)| {
+            (request.events.iter().zip(firsts))
+                .filter(|(_, first)| **first)
+                .map(|(event, _)| event)
+        })
+    };
+    let taken = match local {
+        Some(local) => local.delivery.take(
+            stored_events().flat_map(|event| event.destination_ids.iter().map(String::as_str)),
+        ),
+        None => Taken::none(),
+    };
+    let mut plans = leased::plan(
+        &taken,
+        stored_events().flat_map(|event| {
+            (event.destination_ids.iter()).map(|d| (d.as_str(), event.own_body(d).is_some()))
+        }),
+    );
+    let handing = plans
+        .iter()
+        .filter(|p| matches!(p, leased::Plan::Rowless(_)))
+        .count();
+    let (seqs, ids) = if opts.window.is_some() {
         // Sent together: the setting costs no round trip of its own.
-        let (generic, seqs) = tokio::join!(
+        let (generic, reserved) = tokio::join!(
             tx.batch_execute(super::dedup::GENERIC_PLAN),
-            reserve_seqs(tx, total)
+            reserve(tx, total, handing)
         );
         generic.map_err(backend)?;
-        seqs?
+        reserved?
     } else {
-        reserve_seqs(tx, total).await?
+        reserve(tx, total, handing).await?
     };
+    if let (Some(local), Some(last)) = (local, seqs.last()) {
+        local.rowless.saw(*last);
+    }
+    let mut ids = ids.into_iter();
+    for plan in &mut plans {
+        if let leased::Plan::Rowless(id) = plan {
+            *id = ids
+                .next()
+                .ok_or_else(|| StoreError::internal("fewer delivery ids reserved than handed"))?;
+        }
+    }
+    let mut plans = plans.into_iter();
     let mut seq_iter = seqs.into_iter();
     let mut events = Columns::default();
-    let mut seq_of: Vec<Vec<Option<i64>>> = Vec::with_capacity(requests.len());
+    let mut seq_of: Vec<Vec<Planned>> = Vec::with_capacity(requests.len());
     for (request, firsts) in requests.iter().zip(&firsts) {
         let mut of_request = Vec::with_capacity(request.events.len());
         for (event, first) in request.events.iter().zip(firsts) {
@@ -199,20 +196,32 @@ pub(super) async fn write(
                 .next()
                 .ok_or_else(|| StoreError::internal("fewer seqs reserved than events"))?;
             events.push(seq, request, event);
-            of_request.push(Some(seq));
+            let planned: Vec<leased::Plan> =
+                plans.by_ref().take(event.destination_ids.len()).collect();
+            let handed = rowless::encode((planned.iter().zip(&event.destination_ids)).filter_map(
+                |(plan, dest)| match plan {
+                    leased::Plan::Rowless(id) => Some((*id, dest.as_str())),
+                    _ => None,
+                },
+            ));
+            if let (Some(slot), false) = (events.handed.last_mut(), handed.is_empty()) {
+                *slot = Some(handed);
+            }
+            of_request.push(Some((seq, planned)));
         }
         seq_of.push(of_request);
     }
     if opts.window.is_some() {
         events.sort_by_id();
     }
-    let stored = super::dedup::insert(tx, &events, opts.window).await?;
+    let node = local.map_or("", |l| l.node);
+    let stored = super::dedup::insert(tx, &events, opts.window, node).await?;
     drop(events);
-    let kept = |r: usize, e: usize| seq_of[r][e].filter(|s| stored.contains(s));
+    let kept = |r: usize, e: usize| seq_of[r][e].as_ref().filter(|(s, _)| stored.contains(s));
     let mut outcomes = vec![Appended::default(); requests.len()];
     let mut deliveries = leased::Rows::default();
     // Each request's end in `deliveries`: it was wholly handed over when
-    // every row of its own was leased.
+    // every row of its own went to the engine.
     let mut ends = Vec::with_capacity(requests.len());
     let mut at_ingest = AtIngest::default();
     // BTreeMap: one row per key (an upsert may not touch a row twice) and a
@@ -220,13 +229,13 @@ pub(super) async fn write(
     let mut usage: BTreeMap<(&str, String), (i64, i64, i64)> = BTreeMap::new();
     for (r, request) in requests.iter().enumerate() {
         for (e, event) in request.events.iter().enumerate() {
-            let Some(seq) = kept(r, e) else {
+            let Some((seq, planned)) = kept(r, e) else {
                 outcomes[r].duplicates += 1;
                 continue;
             };
             outcomes[r].stored += 1;
-            deliveries.add(request, event, seq);
-            at_ingest.add(request, event, seq);
+            deliveries.add(request, event, *seq, planned);
+            at_ingest.add(request, event, *seq);
         }
         ends.push(deliveries.len());
         let counters = usage
@@ -236,7 +245,7 @@ pub(super) async fn write(
         counters.1 += i64::try_from(outcomes[r].stored).unwrap_or(i64::MAX);
         counters.2 += i64::try_from(outcomes[r].duplicates).unwrap_or(i64::MAX);
     }
-    let leased = leased::insert(tx, &deliveries, local).await?;
+    let leased = leased::insert(tx, &deliveries, taken, local).await?;
     let mut start = 0;
     for (outcome, end) in outcomes.iter_mut().zip(ends) {
         let rows = leased.rows.get(start..end).unwrap_or_default();
@@ -284,102 +293,49 @@ pub(super) async fn write(
     Ok((outcomes, leased))
 }
 
-/// What rules and filters decided at ingest, for a whole group: `filtered`
-/// deliveries (the filter's name in `last_error`) and blocked calls per
-/// (source, day, event). Both statements run only when there is something
-/// to write, so a group without rules pays nothing.
-#[derive(Default)]
-struct AtIngest<'a> {
-    f_seqs: Vec<i64>,
-    f_dests: Vec<&'a str>,
-    f_sources: Vec<&'a str>,
-    f_filters: Vec<&'a str>,
-    f_at: Vec<i64>,
-    blocked: BTreeMap<(&'a str, String, &'a str), i64>,
-}
-
-impl<'a> AtIngest<'a> {
-    fn add(&mut self, request: &'a AppendRequest, event: &'a crate::NewEvent, seq: i64) {
-        for (destination_id, filter) in &event.filtered {
-            self.f_seqs.push(seq);
-            self.f_dests.push(destination_id);
-            self.f_sources.push(&request.source_id);
-            self.f_filters.push(filter);
-            self.f_at.push(ms(request.received_at));
-        }
-        if let Some(b) = &event.blocked {
-            let key = (
-                request.source_id.as_str(),
-                day(request.received_at),
-                b.event.as_str(),
-            );
-            *self.blocked.entry(key).or_default() += 1;
-        }
+/// `events` fresh event seqs and `deliveries` fresh delivery ids, each
+/// ascending, in one statement.
+async fn reserve(
+    tx: &deadpool_postgres::Transaction<'_>,
+    events: usize,
+    deliveries: usize,
+) -> Result<(Vec<i64>, Vec<i64>)> {
+    if events == 0 {
+        return Ok((Vec::new(), Vec::new()));
     }
-
-    async fn write(self, tx: &deadpool_postgres::Transaction<'_>, shard: i32) -> Result<()> {
-        if !self.f_seqs.is_empty() {
-            let insert = tx
-                .prepare_cached(
-                    "INSERT INTO deliveries (event_seq, destination_id, source_id, state, attempts,
-                                             last_error, updated_at)
-                     SELECT s, d, src, 'filtered', 0, f, t
-                     FROM UNNEST($1::bigint[], $2::text[], $3::text[], $4::text[], $5::bigint[])
-                          AS u(s, d, src, f, t)",
-                )
-                .await
-                .map_err(backend)?;
-            let params: [&(dyn tokio_postgres::types::ToSql + Sync); 5] = [
-                &self.f_seqs,
-                &self.f_dests,
-                &self.f_sources,
-                &self.f_filters,
-                &self.f_at,
-            ];
-            tx.execute(&insert, &params).await.map_err(backend)?;
-        }
-        if !self.blocked.is_empty() {
-            let (mut sources, mut days, mut names, mut counts) = (vec![], vec![], vec![], vec![]);
-            for ((source, day, event), n) in &self.blocked {
-                sources.push(*source);
-                days.push(day.as_str());
-                names.push(*event);
-                counts.push(*n);
-            }
-            let upsert = tx
-                .prepare_cached(
-                    "INSERT INTO usage_blocked AS u (source_id, day, event, count, shard)
-                     SELECT *, $5::integer
-                     FROM UNNEST($1::text[], $2::text[], $3::text[], $4::bigint[])
-                     ON CONFLICT (source_id, day, event, shard)
-                     DO UPDATE SET count = u.count + excluded.count",
-                )
-                .await
-                .map_err(backend)?;
-            tx.execute(&upsert, &[&sources, &days, &names, &counts, &shard])
-                .await
-                .map_err(backend)?;
-        }
-        Ok(())
-    }
-}
-
-/// `n` fresh event seqs, ascending.
-async fn reserve_seqs(tx: &deadpool_postgres::Transaction<'_>, n: usize) -> Result<Vec<i64>> {
-    if n == 0 {
-        return Ok(Vec::new());
+    if deliveries == 0 {
+        let stmt = tx
+            .prepare_cached("SELECT nextval('events_seq') FROM generate_series(1, $1::bigint)")
+            .await
+            .map_err(backend)?;
+        let rows = tx.query(&stmt, &[&big(events)]).await.map_err(backend)?;
+        return Ok((sorted(&rows, 0)?, Vec::new()));
     }
     let stmt = tx
-        .prepare_cached("SELECT nextval('events_seq') FROM generate_series(1, $1::bigint)")
+        .prepare_cached(
+            "SELECT CASE WHEN g <= $1 THEN nextval('events_seq') END,
+                    CASE WHEN g <= $2 THEN nextval('deliveries_id_seq') END
+             FROM generate_series(1, greatest($1::bigint, $2::bigint)) AS g",
+        )
         .await
         .map_err(backend)?;
-    let rows = tx.query(&stmt, &[&big(n)]).await.map_err(backend)?;
-    let mut seqs = rows
-        .iter()
-        .map(|r| get::<i64>(r, 0))
-        .collect::<Result<Vec<_>>>()?;
-    seqs.sort_unstable();
-    Ok(seqs)
+    let rows = tx
+        .query(&stmt, &[&big(events), &big(deliveries)])
+        .await
+        .map_err(backend)?;
+    Ok((sorted(&rows, 0)?, sorted(&rows, 1)?))
+}
+
+/// Column `i`'s values that are not NULL, ascending.
+fn sorted(rows: &[tokio_postgres::Row], i: usize) -> Result<Vec<i64>> {
+    let mut out = Vec::with_capacity(rows.len());
+    for row in rows {
+        if let Some(v) = get::<Option<i64>>(row, i)? {
+            out.push(v);
+        }
+    }
+    out.sort_unstable();
+    Ok(out)
 }
 
 pub(super) async fn recent_events(
