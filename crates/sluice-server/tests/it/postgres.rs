@@ -80,25 +80,26 @@ async fn two_nodes_share_sources_and_deliver_each_event_once() {
 
     // Node B learns of the source and its destination within its routing
     // refresh. Routing happens at ingest, so B is ready once a probe it
-    // accepts gets a delivery row.
+    // accepted reaches the receiver (a delivery handed to B's engine has
+    // no row until its outcome, so the delivery log is no earlier sign).
     let call = |id: String| json!({"userId": "u", "event": "e", "messageId": id}).to_string();
+    let probed = || {
+        rx.requests().iter().any(|r| {
+            r.header("x-sluice-message-id")
+                .is_some_and(|m| m.starts_with("probe-"))
+        })
+    };
     let mut probe = 0;
     eventually(15, || {
         probe += 1;
         let id = format!("probe-{probe}");
-        let (b, key, call) = (&b, &key, &call);
+        let (b, key, call, probed) = (&b, &key, &call, &probed);
         async move {
-            if b.collect("/v1/track", Some(key), call(id.clone())).await.0 != 200 {
+            if b.collect("/v1/track", Some(key), call(id)).await.0 != 200 {
                 return None;
             }
-            let (_, rows) = b
-                .admin(
-                    reqwest::Method::GET,
-                    &format!("/deliveries?message_id={id}"),
-                    None,
-                )
-                .await;
-            (!rows["data"].as_array()?.is_empty()).then_some(())
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            probed().then_some(())
         }
     })
     .await;
