@@ -108,7 +108,20 @@ DROP TABLE message_keys;
 /// BENCHMARKS.md "Deduplication"): 2,000 inserts of 5 new ids took 345–363
 /// µs each planned afresh against 257–286 µs generic (229–249 µs without
 /// the check).
-pub(super) const GENERIC_PLAN: &str = "SET LOCAL plan_cache_mode = force_generic_plan";
+///
+/// And without JIT compilation or a bitmap scan. Until `events` is first
+/// analysed the planner has no statistics for the messageId, assumes each
+/// one is shared by 0.5 % of the rows (the source is not compared through
+/// the index, see [`insert`]), and so plans a bitmap scan whose estimated
+/// cost, once the table is large, passes `jit_above_cost`: every execution
+/// then compiled the plan first, 5–11 ms per group of single calls, which
+/// ran at a third of their rate (`--backend postgres --only ingest`,
+/// 2026-11-30, `auto_explain` showing `JIT: Functions: 25`). The check
+/// reads a row or two per call: a plain index scan, never compiled. One
+/// statement sets all three for the transaction.
+pub(super) const GENERIC_PLAN: &str =
+    "SELECT set_config('plan_cache_mode', 'force_generic_plan', true),
+        set_config('jit', 'off', true), set_config('enable_bitmapscan', 'off', true)";
 
 /// Inserts `events` and returns the seqs stored: all of them without a
 /// `window`; with one, those whose (source, messageId) no event within the
