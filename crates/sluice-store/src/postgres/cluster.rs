@@ -69,10 +69,14 @@ impl ClusterStore for PostgresStore {
                      DELETE FROM nodes
                      WHERE heartbeat_at < (SELECT now FROM clock) - $2::bigint * $3::bigint
                        AND id <> $1
+                 ), given AS (
+                     SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END AS seq
+                     FROM events_seq
                  )
-                 SELECT id, heartbeat_at >= (SELECT now FROM clock) - $2::bigint
+                 SELECT id, heartbeat_at >= (SELECT now FROM clock) - $2::bigint,
+                        (SELECT seq FROM given)
                  FROM nodes WHERE id <> $1
-                 UNION ALL SELECT id, true FROM beat
+                 UNION ALL SELECT id, true, (SELECT seq FROM given) FROM beat
                  ORDER BY 1",
             &params,
         );
@@ -84,6 +88,12 @@ impl ClusterStore for PostgresStore {
                 return Err(late());
             }
         };
+        // Every seq up to the sequence's value was given out before this
+        // node reads it, so the floor may rise to it while nothing is held:
+        // a node that ingests little keeps a recent floor.
+        if let Some(row) = rows.first() {
+            self.rowless.saw(get::<i64>(row, 2)?);
+        }
         self.restore_overdue();
         let mut members = Members::default();
         for row in &rows {

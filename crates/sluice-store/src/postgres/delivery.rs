@@ -121,6 +121,31 @@ struct Effect {
     settled: Option<String>,
 }
 
+/// Effects as the arrays a statement binds, one element per report.
+struct Bound<'a> {
+    ids: Vec<i64>,
+    ats: Vec<i64>,
+    rounds: Vec<i64>,
+    states: Vec<&'static str>,
+    nexts: Vec<Option<i64>>,
+    errors: Vec<Option<&'a str>>,
+    logs: Vec<Option<&'a str>>,
+}
+
+impl<'a> Bound<'a> {
+    fn of(effects: &'a [Effect]) -> Bound<'a> {
+        Bound {
+            ids: effects.iter().map(|e| e.id).collect(),
+            ats: effects.iter().map(|e| e.at).collect(),
+            rounds: effects.iter().map(|e| e.rounds).collect(),
+            states: effects.iter().map(|e| e.state).collect(),
+            nexts: effects.iter().map(|e| e.next_attempt_at).collect(),
+            errors: effects.iter().map(|e| e.error.as_deref()).collect(),
+            logs: effects.iter().map(|e| e.settled.as_deref()).collect(),
+        }
+    }
+}
+
 fn effect(r: &AttemptReport) -> Effect {
     let (state, next_attempt_at, error) = match &r.outcome {
         Outcome::Succeeded => ("succeeded", None, None),
@@ -221,13 +246,15 @@ async fn settle_rowless(
     held: &HashMap<i64, Held>,
 ) -> Result<HashSet<i64>> {
     let effects: Vec<Effect> = reports.iter().map(|r| effect(r)).collect();
-    let ids: Vec<i64> = effects.iter().map(|e| e.id).collect();
-    let ats: Vec<i64> = effects.iter().map(|e| e.at).collect();
-    let rounds: Vec<i64> = effects.iter().map(|e| e.rounds).collect();
-    let states: Vec<&str> = effects.iter().map(|e| e.state).collect();
-    let nexts: Vec<Option<i64>> = effects.iter().map(|e| e.next_attempt_at).collect();
-    let errors: Vec<Option<&str>> = effects.iter().map(|e| e.error.as_deref()).collect();
-    let logs: Vec<Option<&str>> = effects.iter().map(|e| e.settled.as_deref()).collect();
+    let Bound {
+        ids,
+        ats,
+        rounds,
+        states,
+        nexts,
+        errors,
+        logs,
+    } = Bound::of(&effects);
     let (mut seqs, mut dests) = (Vec::with_capacity(ids.len()), Vec::with_capacity(ids.len()));
     for id in &ids {
         let h = held
@@ -283,13 +310,15 @@ pub(super) async fn apply(
     reports: &[AttemptReport],
 ) -> Result<()> {
     let effects: Vec<Effect> = reports.iter().map(effect).collect();
-    let ids: Vec<i64> = effects.iter().map(|e| e.id).collect();
-    let ats: Vec<i64> = effects.iter().map(|e| e.at).collect();
-    let rounds: Vec<i64> = effects.iter().map(|e| e.rounds).collect();
-    let states: Vec<&str> = effects.iter().map(|e| e.state).collect();
-    let nexts: Vec<Option<i64>> = effects.iter().map(|e| e.next_attempt_at).collect();
-    let errors: Vec<Option<&str>> = effects.iter().map(|e| e.error.as_deref()).collect();
-    let logs: Vec<Option<&str>> = effects.iter().map(|e| e.settled.as_deref()).collect();
+    let Bound {
+        ids,
+        ats,
+        rounds,
+        states,
+        nexts,
+        errors,
+        logs,
+    } = Bound::of(&effects);
     // The SET expressions read the row as it was: a round is kept in the
     // row when the delivery was pending with no attempt before it. RETURNING
     // reads the row as written; its second column is true exactly then.

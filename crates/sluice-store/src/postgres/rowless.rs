@@ -19,10 +19,11 @@
 //!   `nodes.handed_from` has all its rows. The heartbeat writes the floor
 //!   ([`Rowless::floor`]): the lowest seq of a delivery handed without a
 //!   row and not yet reported, or, when there is none, of a group being
-//!   written, or else one past the highest seq this node has been given.
-//!   A group registers before it reserves its seqs, and the sequence only
-//!   grows, so no later group of this node can get a seq below a floor
-//!   already written.
+//!   written, or else one past the highest seq given out when this node
+//!   last looked (its own groups' seqs, and the sequence's value each beat
+//!   reads). A group registers before it reserves its seqs, and the
+//!   sequence only grows, so no later group of this node can get a seq
+//!   below a floor already written.
 //! - **Restored when its node is gone.** A node that finds another silent
 //!   restores that node's handed deliveries from its floor on
 //!   (`ClusterStore::release_leases`): one range of the events' primary
@@ -291,6 +292,17 @@ mod tests {
         assert_eq!(r.floor(), 15);
         r.written([7]);
         assert_eq!(r.floor(), 21);
+    }
+
+    #[test]
+    fn the_sequence_read_at_a_beat_lifts_an_idle_floor_but_not_past_a_group() {
+        let r = Rowless::default();
+        r.start_after(10);
+        let g = r.group();
+        r.saw(1000);
+        assert_eq!(r.floor(), 11, "the group may still get any seq above 10");
+        drop(g);
+        assert_eq!(r.floor(), 1001);
     }
 
     #[test]
