@@ -1,7 +1,8 @@
-//! Membership on the shared database: `nodes (id, heartbeat_at)`, one row
-//! per node, upserted by its heartbeat. A row silent for
-//! [`FORGET_AFTER_TTLS`] times the time-to-live is deleted by any node's
-//! heartbeat, so killed nodes do not pile up.
+//! Membership on the shared database: `nodes (id, heartbeat_at,
+//! handed_from)`, one row per node, upserted by its heartbeat. A row silent
+//! for [`FORGET_AFTER_TTLS`] times the time-to-live is deleted by any node's
+//! heartbeat, so killed nodes do not pile up, once another node has
+//! restored the deliveries it handed without rows (`rowless`).
 //!
 //! `heartbeat_at` is the database's clock, not the node's: a node whose
 //! clock runs a few seconds behind would otherwise look silent to the
@@ -68,7 +69,7 @@ impl ClusterStore for PostgresStore {
                  ), forgotten AS (
                      DELETE FROM nodes
                      WHERE heartbeat_at < (SELECT now FROM clock) - $2::bigint * $3::bigint
-                       AND id <> $1
+                       AND id <> $1 AND handed_from IS NULL
                  ), given AS (
                      SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END AS seq
                      FROM events_seq

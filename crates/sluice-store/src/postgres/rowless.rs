@@ -27,7 +27,9 @@
 //! - **Restored when its node is gone.** A node that finds another silent
 //!   restores that node's handed deliveries from its floor on
 //!   (`ClusterStore::release_leases`): one range of the events' primary
-//!   key, from the floor to the end.
+//!   key, from the floor to the end. The restore clears the floor, and a
+//!   membership row is forgotten only once its floor is clear, so no
+//!   silent row's deliveries are dropped with it.
 //! - **Restored when overdue.** A handed delivery whose report has not
 //!   committed within the engine's lease is restored by its own node
 //!   ([`Rowless::overdue`]), as a claimed row's lease would end: a report
@@ -254,17 +256,33 @@ pub(super) async fn restore(
 }
 
 /// Writes the missing rows of everything `nodes` handed from their floors
-/// on (they are silent). Returns the rows written.
+/// on (they are silent), and clears their floors: a row whose floor is
+/// set is never forgotten (`cluster.rs`), so a node's handed deliveries
+/// are restored even when nobody ran while its row aged past forgetting
+/// (a lone node restarted a quarter of an hour after a crash). Returns
+/// the rows written.
 pub(super) async fn restore_silent(c: &impl GenericClient, nodes: &[String]) -> Result<u64> {
+    // The rows are locked, so a beat of one of them (alive after all)
+    // lands after this and writes its floor again.
     let sql = format!(
-        "INSERT INTO deliveries (id, event_seq, destination_id, source_id, state, attempts,
-                                 next_attempt_at, updated_at)
-         SELECT h.id, e.seq, h.dest, e.source_id, 'pending', 0, e.received_at, e.received_at
-         FROM nodes n JOIN events e ON e.seq >= n.handed_from AND e.handed_by = n.id {PAIRS}
-         WHERE n.id = ANY($1)
-         ON CONFLICT (id) DO NOTHING"
+        "WITH n AS (
+             SELECT id, handed_from FROM nodes
+             WHERE id = ANY($1) AND handed_from IS NOT NULL
+             FOR UPDATE
+         ), ins AS (
+             INSERT INTO deliveries (id, event_seq, destination_id, source_id, state, attempts,
+                                     next_attempt_at, updated_at)
+             SELECT h.id, e.seq, h.dest, e.source_id, 'pending', 0, e.received_at, e.received_at
+             FROM n JOIN events e ON e.seq >= n.handed_from AND e.handed_by = n.id {PAIRS}
+             ON CONFLICT (id) DO NOTHING
+             RETURNING 1
+         ), done AS (
+             UPDATE nodes SET handed_from = NULL FROM n WHERE nodes.id = n.id
+         )
+         SELECT count(*) FROM ins"
     );
-    c.execute(&sql, &[&nodes]).await.map_err(backend)
+    let row = c.query_one(&sql, &[&nodes]).await.map_err(backend)?;
+    Ok(u64::try_from(get::<i64>(&row, 0)?).unwrap_or(0))
 }
 
 #[cfg(test)]

@@ -203,3 +203,50 @@ async fn a_handed_delivery_with_no_report_within_its_lease_is_written_for_claims
     node_a.heartbeat(&a, TTL).await.expect("beat");
     assert_eq!(claim_all(&node_b, 2).await, ["o0", "o1"]);
 }
+
+/// A node killed with sends it never reported, and nobody running until
+/// its row is far past the age at which silent rows are forgotten (a lone
+/// node restarted a quarter of an hour after a crash): the row stays until
+/// its deliveries are restored, and they are.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_silent_nodes_row_stays_until_its_handed_deliveries_are_written() {
+    let schema = TestSchema::new();
+    let node_a = schema.open().await;
+    let (local, mut handed) = LocalDelivery::new(4, LEASE);
+    assert!(node_a.deliver_locally(local));
+    let a = node_a.node_id().to_owned();
+    node_a.heartbeat(&a, TTL).await.expect("beat");
+    let _unsent = hand(&node_a, &mut handed, "k", 2).await;
+    drop(node_a);
+    let sql = schema.sql().await;
+    sql.execute(
+        "UPDATE nodes SET heartbeat_at = heartbeat_at - 3600000 WHERE id = $1",
+        &[&a],
+    )
+    .await
+    .expect("age the row");
+
+    let node_b = schema.open().await;
+    let b = node_b.node_id().to_owned();
+    for _ in 0..2 {
+        let members = node_b.heartbeat(&b, TTL).await.expect("beat");
+        assert_eq!(
+            members.silent,
+            std::slice::from_ref(&a),
+            "kept, not forgotten"
+        );
+    }
+    let restored = node_b.release_leases(std::slice::from_ref(&a), Utc::now());
+    assert_eq!(restored.await.expect("release"), 2);
+    assert_eq!(claim_all(&node_b, 2).await, ["k0", "k1"]);
+    // Restored, the row goes at the next beat.
+    node_b.heartbeat(&b, TTL).await.expect("beat");
+    assert!(
+        node_b
+            .heartbeat(&b, TTL)
+            .await
+            .expect("beat")
+            .silent
+            .is_empty()
+    );
+}
