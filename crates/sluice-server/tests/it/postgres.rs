@@ -38,14 +38,19 @@ pub(crate) async fn two_nodes(
 ) -> (TestServer, TestServer) {
     let a = TestServer::start_with(config()).await;
     let b = TestServer::start_with(config()).await;
-    for node in [&a, &b] {
+    both_count_two(&a, &b).await;
+    (a, b)
+}
+
+/// Waits until each of `a` and `b` counts both (their heartbeats crossed).
+async fn both_count_two(a: &TestServer, b: &TestServer) {
+    for node in [a, b] {
         eventually(15, || async {
             let metrics = node.metrics().await;
             (crate::support::metric(&metrics, "sluice_cluster_nodes") == 2.0).then_some(())
         })
         .await;
     }
-    (a, b)
 }
 
 /// A source on `node` with a webhook to a new receiver that answers 200
@@ -465,7 +470,7 @@ async fn a_node_stopping_cleanly_finishes_its_sends_and_no_other_node_repeats_th
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_send_cut_short_by_a_clean_stop_is_sent_by_the_other_node_at_its_next_beat() {
+async fn a_send_cut_short_by_a_clean_stop_is_sent_by_the_other_node() {
     let dir = tempfile::tempdir().unwrap();
     let schema = unique_schema();
     let config = || {
@@ -473,21 +478,24 @@ async fn a_send_cut_short_by_a_clean_stop_is_sent_by_the_other_node_at_its_next_
         config.delivery.timeout_ms = 60_000;
         config
     };
-    let (a, b) = two_nodes(config).await;
-    // Never answered while A runs: its shutdown grace (10 s) ends with the
-    // send still open, and the delivery keeps A's lease, which outlasts
-    // the test.
+    // A runs alone when the call comes, so A sends it, handed at ingest or
+    // claimed. The send is never answered while A runs: its shutdown grace
+    // (10 s) ends with the send still open, and the delivery stays A's.
+    let a = TestServer::start_with(config()).await;
     let (_, key, rx) = slow_webhook(&a, Duration::from_secs(600)).await;
     let call = json!({"userId": "u", "event": "e", "messageId": "cut-short"}).to_string();
     assert_eq!(a.collect("/v1/track", Some(&key), call).await.0, 200);
     rx.wait_for(1, Duration::from_secs(10)).await;
+    let b = TestServer::start_with(config()).await;
+    both_count_two(&a, &b).await;
     rx.set_default(sluice_testkit::Reply::status(200));
 
     a.stop().await;
     let stopped = std::time::Instant::now();
-    // A left the membership; B releases what it still held at its next beat
-    // (later when B's own beats lag on a loaded machine, but long before
-    // the lease would end).
+    // A left the membership: a delivery handed without a row was written
+    // free as A left, and a claimed one B releases at its next beat (later
+    // when B's own beats lag on a loaded machine, but long before the
+    // lease would end).
     rx.wait_for(2, Duration::from_secs(30)).await;
     eprintln!("sent again {:?} after the stop", stopped.elapsed());
     b.stop().await;
