@@ -156,11 +156,11 @@ pub(super) async fn insert(
         let stmt = tx
             .prepare_cached(
                 "INSERT INTO events (seq, source_id, message_id, event_type, received_at, body,
-                                     blocked, person, handed, handed_by)
-                 SELECT u.*, CASE WHEN u.h IS NOT NULL THEN $10::text END
+                                     blocked, person, counts, handed, handed_by)
+                 SELECT u.*, CASE WHEN u.h IS NOT NULL THEN $11::text END
                  FROM UNNEST($1::bigint[], $2::text[], $3::text[], $4::text[], $5::bigint[],
-                             $6::text[], $7::text[], $8::smallint[], $9::text[])
-                      AS u(s, src, mid, ty, t, b, bl, p, h)",
+                             $6::text[], $7::text[], $8::smallint[], $9::smallint[], $10::text[])
+                      AS u(s, src, mid, ty, t, b, bl, p, n, h)",
             )
             .await
             .map_err(backend)?;
@@ -176,17 +176,17 @@ pub(super) async fn insert(
     let stmt = tx
         .prepare_cached(
             "INSERT INTO events (seq, source_id, message_id, event_type, received_at, body,
-                                 blocked, person, dedup_bucket, handed, handed_by)
-             SELECT u.s, u.src, u.mid, u.ty, u.t, u.b, u.bl, u.p, u.t / $9::bigint, u.h,
-                    CASE WHEN u.h IS NOT NULL THEN $11::text END
+                                 blocked, person, counts, dedup_bucket, handed, handed_by)
+             SELECT u.s, u.src, u.mid, u.ty, u.t, u.b, u.bl, u.p, u.n, u.t / $10::bigint, u.h,
+                    CASE WHEN u.h IS NOT NULL THEN $12::text END
              FROM UNNEST($1::bigint[], $2::text[], $3::text[], $4::text[], $5::bigint[],
-                         $6::text[], $7::text[], $8::smallint[], $10::text[])
-                  AS u(s, src, mid, ty, t, b, bl, p, h)
+                         $6::text[], $7::text[], $8::smallint[], $9::smallint[], $11::text[])
+                  AS u(s, src, mid, ty, t, b, bl, p, n, h)
              WHERE NOT EXISTS (
                  SELECT 1 FROM events o
                  WHERE o.message_id = u.mid AND o.dedup_bucket IS NOT NULL
                    AND o.source_id || '' = u.src
-                   AND o.received_at + 0 BETWEEN u.t - $9::bigint AND u.t + $9::bigint
+                   AND o.received_at + 0 BETWEEN u.t - $10::bigint AND u.t + $10::bigint
                  OFFSET 0)
              RETURNING seq",
         )

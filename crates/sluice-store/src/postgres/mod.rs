@@ -6,10 +6,12 @@
 //!   the server's (`synchronous_commit`, replication) — keep the defaults.
 //! - **Outbox.** One `append` writes its events, one pending delivery per
 //!   (event, destination) due at `received_at` (or, for those handed to
-//!   this node's engine, their ids in the event row), and the source's
-//!   usage counters for that UTC day, in one transaction.
+//!   this node's engine, their ids in the event row), each event saying
+//!   what it counts in usage, in one transaction. Usage is added up from
+//!   the events within a second and read exactly meanwhile
+//!   (`usage_feed.rs`).
 //! - **Group commit.** A writer task folds concurrent `append` calls into one
-//!   transaction of four multi-row statements (`UNNEST` of arrays), however
+//!   transaction of three or four multi-row statements (`UNNEST` of arrays), however
 //!   many requests and events it holds (see `writer.rs`, `ingest/`). A
 //!   failing request is retried alone, so it never fails its neighbours.
 //! - **Hand-off.** A call the Kafka shape's consumer could not deliver on
@@ -30,7 +32,8 @@
 //! # Tables
 //! `meta`, `sources`, `destinations`, `destination_sources`, `events`,
 //! `deliveries` (a settling first round of attempts in the row, see
-//! `crate::settled`), `attempts`, `usage`, the profile engine's tables (see
+//! `crate::settled`), `attempts`, `usage` (read through the view
+//! `usage_days`), the profile engine's tables (see
 //! [`crate::profiles`]; `events.xact` orders its reads), plus
 //! `schema_migrations` (see `schema.rs`). Times are `bigint` unix milliseconds, UTC, as in SQLite;
 //! event bodies are `text`, kept byte for byte. They live in
@@ -80,6 +83,7 @@ mod tally;
 mod team;
 mod tls;
 mod upkeep;
+mod usage_feed;
 mod vacuum;
 mod writer;
 
@@ -149,6 +153,7 @@ impl PostgresStore {
         rowless.start_after(rowless::last_seq(&client).await?);
         drop(client);
         let writer = Writer::spawn(pool.clone(), limits, node.clone(), rowless.clone());
+        usage_feed::spawn(pool.clone());
         upkeep::spawn(
             pool.clone(),
             guard,

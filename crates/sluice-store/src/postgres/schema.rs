@@ -307,6 +307,7 @@ const MIGRATIONS: &[(&str, &str)] = &[
         SETTLED_ATTEMPTS,
     ),
     ("deliveries handed without a row", super::rowless::SCHEMA),
+    ("usage counted from the events", super::usage_feed::SCHEMA),
 ];
 
 /// Version 25: each page of `deliveries` keeps half its space free, so that

@@ -58,7 +58,11 @@ impl CatalogStore for PostgresStore {
     }
 
     async fn delete_source(&self, id: &str) -> Result<bool> {
-        sources::delete_source(&mut self.db().await?, id).await
+        let deleted = sources::delete_source(&mut self.db().await?, id).await?;
+        if deleted {
+            super::usage_feed::forget_source(&self.pool, id).await?;
+        }
+        Ok(deleted)
     }
 
     async fn create_destination(&self, new: NewDestination) -> Result<Destination> {

@@ -136,10 +136,11 @@ pub(crate) async fn usage(
     to: &str,
 ) -> Result<Vec<UsageDay>> {
     db.query_map(
-        // Summed: PostgreSQL nodes count into rows of their own.
+        // Summed: PostgreSQL nodes count into rows of their own, and the
+        // view adds the calls not yet counted there.
         "SELECT day, CAST(sum(api_calls) AS bigint), CAST(sum(events) AS bigint),
                 CAST(sum(duplicates) AS bigint)
-         FROM usage WHERE source_id = $1 AND day >= $2 AND day <= $3
+         FROM usage_days WHERE source_id = $1 AND day >= $2 AND day <= $3
          GROUP BY day ORDER BY day",
         args![source_id, from, to],
         |mut r| {

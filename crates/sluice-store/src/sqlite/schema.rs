@@ -316,6 +316,13 @@ CREATE TABLE revoked_sessions (
 /// them in its row (`crate::settled`), not in `attempts`.
 const SETTLED_ATTEMPTS: &str = "ALTER TABLE deliveries ADD COLUMN settled_attempts TEXT;";
 
+/// Version 24: usage read through the view PostgreSQL also has, where it
+/// adds the calls not yet counted into `usage` (`postgres/usage_feed.rs`).
+const USAGE_DAYS: &str = "
+CREATE VIEW usage_days AS
+SELECT source_id, day, api_calls, events, duplicates FROM usage;
+";
+
 /// Every migration, oldest first.
 pub(super) static MIGRATIONS: LazyLock<Migrations<'static>> = LazyLock::new(|| {
     Migrations::new(vec![
@@ -342,6 +349,7 @@ pub(super) static MIGRATIONS: LazyLock<Migrations<'static>> = LazyLock::new(|| {
         M::up(super::seen::SCHEMA),
         M::up(super::tally::SCHEMA),
         M::up(SETTLED_ATTEMPTS),
+        M::up(USAGE_DAYS),
     ])
 });
 

@@ -16,6 +16,8 @@ pub(in crate::postgres) struct Columns {
     persons: Vec<i16>,
     /// `events.handed` (`rowless`): the deliveries handed without a row.
     pub(in crate::postgres) handed: Vec<Option<String>>,
+    /// `events.counts` (`usage_feed`): what each event adds to usage.
+    pub(in crate::postgres) counts: Vec<Option<i16>>,
 }
 
 impl Columns {
@@ -30,9 +32,10 @@ impl Columns {
         self.blocked
             .push(event.blocked.as_ref().map(|b| b.rule.clone()));
         self.handed.push(None);
+        self.counts.push(None);
     }
 
-    /// `$1` … `$8` of the events insert.
+    /// `$1` … `$9` of the events insert.
     pub(in crate::postgres) fn params(&self) -> Vec<&(dyn tokio_postgres::types::ToSql + Sync)> {
         vec![
             &self.seqs,
@@ -43,6 +46,7 @@ impl Columns {
             &self.bodies,
             &self.blocked,
             &self.persons,
+            &self.counts,
         ]
     }
 
@@ -67,5 +71,6 @@ impl Columns {
         apply(&mut self.blocked, &order);
         apply(&mut self.persons, &order);
         apply(&mut self.handed, &order);
+        apply(&mut self.counts, &order);
     }
 }

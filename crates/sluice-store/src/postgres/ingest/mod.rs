@@ -1,5 +1,6 @@
-//! The ingest outbox: events, their deliveries and usage, many requests per
-//! transaction, a fixed handful of statements per group.
+//! The ingest outbox: events (each saying what it counts in usage, see
+//! `usage_feed`) and their deliveries, many requests per transaction, a
+//! fixed handful of statements per group.
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -31,8 +32,9 @@ pub(super) enum BatchError {
 
 /// Commits `requests` in one transaction: reserve one seq per event (in
 /// order, so a request's events keep their order), insert all events, all
-/// deliveries, then the usage counters summed per (source, day). Statements
-/// per group: 4, whatever the number of requests and events. With a
+/// deliveries, then, when there were repeats or requests with no stored
+/// call, the usage the events cannot count, summed per (source, day).
+/// Statements per group: 3 or 4, whatever the number of requests and events. With a
 /// deduplication `window` the events insert decides which events are stored
 /// (`dedup::insert`); the answer says so per request.
 pub(super) async fn append_batch(
@@ -185,8 +187,12 @@ pub(super) async fn write(
     let mut seq_iter = seqs.into_iter();
     let mut events = Columns::default();
     let mut seq_of: Vec<Vec<Planned>> = Vec::with_capacity(requests.len());
+    // The event of each request that counts the request in usage, when it
+    // is stored (`usage_feed`).
+    let mut counts_request: Vec<Option<i64>> = Vec::with_capacity(requests.len());
     for (request, firsts) in requests.iter().zip(&firsts) {
         let mut of_request = Vec::with_capacity(request.events.len());
+        let mut marked = None;
         for (event, first) in request.events.iter().zip(firsts) {
             if !first {
                 of_request.push(None);
@@ -196,6 +202,10 @@ pub(super) async fn write(
                 .next()
                 .ok_or_else(|| StoreError::internal("fewer seqs reserved than events"))?;
             events.push(seq, request, event);
+            if let (true, Some(slot)) = (opts.usage, events.counts.last_mut()) {
+                *slot = Some(if marked.is_none() { 2 } else { 1 });
+                marked.get_or_insert(seq);
+            }
             let planned: Vec<leased::Plan> =
                 plans.by_ref().take(event.destination_ids.len()).collect();
             let handed = rowless::encode((planned.iter().zip(&event.destination_ids)).filter_map(
@@ -210,6 +220,7 @@ pub(super) async fn write(
             of_request.push(Some((seq, planned)));
         }
         seq_of.push(of_request);
+        counts_request.push(marked);
     }
     if opts.window.is_some() {
         events.sort_by_id();
@@ -224,9 +235,11 @@ pub(super) async fn write(
     // every row of its own went to the engine.
     let mut ends = Vec::with_capacity(requests.len());
     let mut at_ingest = AtIngest::default();
-    // BTreeMap: one row per key (an upsert may not touch a row twice) and a
-    // fixed lock order, so two nodes updating the same counters never deadlock.
-    let mut usage: BTreeMap<(&str, String), (i64, i64, i64)> = BTreeMap::new();
+    // What the stored events do not count (`usage_feed`): requests whose
+    // counting event was not stored, and repeats. BTreeMap: one row per
+    // key (an upsert may not touch a row twice) and a fixed lock order, so
+    // two nodes updating the same counters never deadlock.
+    let mut usage: BTreeMap<(&str, String), (i64, i64)> = BTreeMap::new();
     for (r, request) in requests.iter().enumerate() {
         for (e, event) in request.events.iter().enumerate() {
             let Some((seq, planned)) = kept(r, e) else {
@@ -238,12 +251,14 @@ pub(super) async fn write(
             at_ingest.add(request, event, *seq);
         }
         ends.push(deliveries.len());
-        let counters = usage
-            .entry((request.source_id.as_str(), day(request.received_at)))
-            .or_default();
-        counters.0 += 1;
-        counters.1 += i64::try_from(outcomes[r].stored).unwrap_or(i64::MAX);
-        counters.2 += i64::try_from(outcomes[r].duplicates).unwrap_or(i64::MAX);
+        let counted = counts_request[r].is_some_and(|seq| stored.contains(&seq));
+        if !counted || outcomes[r].duplicates > 0 {
+            let counters = usage
+                .entry((request.source_id.as_str(), day(request.received_at)))
+                .or_default();
+            counters.0 += i64::from(!counted);
+            counters.1 += i64::try_from(outcomes[r].duplicates).unwrap_or(i64::MAX);
+        }
     }
     let leased = leased::insert(tx, &deliveries, taken, local).await?;
     let mut start = 0;
@@ -253,40 +268,32 @@ pub(super) async fn write(
         start = end;
     }
     at_ingest.write(tx, opts.usage_shard).await?;
-    if !opts.usage {
+    if !opts.usage || usage.is_empty() {
         return Ok((outcomes, leased));
     }
     let mut u_sources = Vec::with_capacity(usage.len());
     let mut u_days = Vec::with_capacity(usage.len());
-    let (mut u_calls, mut u_events, mut u_dups) = (Vec::new(), Vec::new(), Vec::new());
-    for ((source_id, day), (calls, count, dups)) in usage {
+    let (mut u_calls, mut u_dups) = (Vec::new(), Vec::new());
+    for ((source_id, day), (calls, dups)) in usage {
         u_sources.push(source_id);
         u_days.push(day);
         u_calls.push(calls);
-        u_events.push(count);
         u_dups.push(dups);
     }
     let upsert = tx
         .prepare_cached(
             "INSERT INTO usage AS u (source_id, day, api_calls, events, duplicates, shard)
-             SELECT *, $6::integer FROM UNNEST($1::text[], $2::text[], $3::bigint[],
-                                               $4::bigint[], $5::bigint[])
+             SELECT s, d, c, 0, r, $5::integer
+             FROM UNNEST($1::text[], $2::text[], $3::bigint[], $4::bigint[]) AS x(s, d, c, r)
              ON CONFLICT (source_id, day, shard) DO UPDATE
-             SET api_calls = u.api_calls + excluded.api_calls, events = u.events + excluded.events,
+             SET api_calls = u.api_calls + excluded.api_calls,
                  duplicates = u.duplicates + excluded.duplicates",
         )
         .await
         .map_err(backend)?;
     tx.execute(
         &upsert,
-        &[
-            &u_sources,
-            &u_days,
-            &u_calls,
-            &u_events,
-            &u_dups,
-            &opts.usage_shard,
-        ],
+        &[&u_sources, &u_days, &u_calls, &u_dups, &opts.usage_shard],
     )
     .await
     .map_err(backend)?;
