@@ -44,6 +44,8 @@ const FORGET_AFTER_TTLS: i64 = 60;
 impl ClusterStore for PostgresStore {
     async fn heartbeat(&self, node: &str, ttl: Duration) -> Result<Members> {
         let ttl_ms = i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX);
+        // Before the beat is sent: the row's time is no earlier than this.
+        let sent = std::time::Instant::now();
         let limit = ttl / 2;
         let late =
             || StoreError::backend(ErrorKind::Timeout, format!("heartbeat took over {limit:?}"));
@@ -95,6 +97,7 @@ impl ClusterStore for PostgresStore {
         if let Some(row) = rows.first() {
             self.rowless.saw(get::<i64>(row, 2)?);
         }
+        self.rowless.beat(sent, ttl);
         self.restore_overdue();
         let mut members = Members::default();
         for row in &rows {

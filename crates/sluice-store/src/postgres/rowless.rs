@@ -24,6 +24,15 @@
 //!   reads). A group registers before it reserves its seqs, and the
 //!   sequence only grows, so no later group of this node can get a seq
 //!   below a floor already written.
+//! - **Handed only while the heartbeat is recent.** A node hands
+//!   deliveries without a row only within half a time-to-live of the start
+//!   of a heartbeat that landed; otherwise ingest leases rows as a claim
+//!   would ([`super::leased`]). Before its first beat a node has no row the
+//!   others could find, and once its beats fail the others restore what it
+//!   handed only once, at the silence they see: a delivery handed later
+//!   would have nobody to restore it. Half a time-to-live leaves the group
+//!   that decided to hand the other half to commit before the others can
+//!   count the node as silent.
 //! - **Restored when its node is gone.** A node that finds another silent
 //!   restores that node's handed deliveries from its floor on
 //!   (`ClusterStore::release_leases`): one range of the events' primary
@@ -75,6 +84,8 @@ struct State {
     groups: BTreeMap<u64, i64>,
     next_token: u64,
     held: HashMap<i64, Held>,
+    /// Until when this node's last heartbeat counts as recent.
+    beating_until: Option<Instant>,
 }
 
 /// This node's handed deliveries without a row (see the module notes).
@@ -126,6 +137,23 @@ impl Rowless {
     pub(super) fn start_after(&self, last_seq: i64) {
         let mut s = self.state();
         s.last_seq = s.last_seq.max(last_seq);
+    }
+
+    /// A heartbeat sent at `sent` landed: this node's row counts as alive
+    /// for `ttl` from about then, and its deliveries go without a row for
+    /// half of that.
+    pub(super) fn beat(&self, sent: Instant, ttl: Duration) {
+        let mut s = self.state();
+        let until = sent + ttl / 2;
+        s.beating_until = Some(s.beating_until.map_or(until, |u| u.max(until)));
+    }
+
+    /// Whether the last heartbeat is recent enough to hand deliveries
+    /// without a row (see the module notes).
+    pub(super) fn beating(&self) -> bool {
+        self.state()
+            .beating_until
+            .is_some_and(|until| Instant::now() < until)
     }
 
     pub(super) fn set_lease(&self, lease: Duration) {
@@ -288,6 +316,24 @@ pub(super) async fn restore_silent(c: &impl GenericClient, nodes: &[String]) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hands_without_a_row_only_within_half_a_ttl_of_a_beat_that_landed() {
+        let rowless = Rowless::default();
+        assert!(!rowless.beating(), "no beat yet");
+        let ttl = Duration::from_secs(8);
+        rowless.beat(Instant::now(), ttl);
+        assert!(rowless.beating());
+        let long_ago = Instant::now()
+            .checked_sub(ttl)
+            .expect("an instant a ttl ago");
+        let stale = Rowless::default();
+        stale.beat(long_ago, ttl);
+        assert!(!stale.beating(), "a beat sent a ttl ago is not recent");
+        // A late answer to an older beat does not shorten a newer one.
+        rowless.beat(long_ago, ttl);
+        assert!(rowless.beating());
+    }
 
     #[test]
     fn floor_is_past_the_last_seq_when_nothing_is_held() {

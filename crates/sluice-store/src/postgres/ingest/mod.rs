@@ -151,8 +151,10 @@ pub(super) async fn write(
         ),
         None => Taken::none(),
     };
+    let rowless = local.is_some_and(|l| l.rowless.beating());
     let mut plans = leased::plan(
         &taken,
+        rowless,
         stored_events().flat_map(|event| {
             (event.destination_ids.iter()).map(|d| (d.as_str(), event.own_body(d).is_some()))
         }),

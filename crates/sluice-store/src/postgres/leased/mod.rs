@@ -77,10 +77,13 @@ pub(super) enum Plan {
 
 /// Decides, in order, which of a group's deliveries to `destinations` go
 /// to the engine: the first ones the room allows, skipping busy
-/// destinations; those with a body of their own (`own`) keep a leased row.
-/// The ids of the rowless ones are assigned later (`Plan::Rowless(0)`).
+/// destinations; those with a body of their own (`own`) keep a leased row,
+/// and so does every one unless `rowless` (this node's heartbeat is
+/// recent, see `rowless`). The ids of the rowless ones are assigned later
+/// (`Plan::Rowless(0)`).
 pub(super) fn plan<'a>(
     taken: &Taken,
+    rowless: bool,
     destinations: impl IntoIterator<Item = (&'a str, bool)>,
 ) -> Vec<Plan> {
     let mut room = taken.count();
@@ -91,7 +94,7 @@ pub(super) fn plan<'a>(
                 return Plan::Claim;
             }
             room -= 1;
-            if own || !super::rowless::encodable(dest) {
+            if own || !rowless || !super::rowless::encodable(dest) {
                 Plan::Lease
             } else {
                 Plan::Rowless(0)
@@ -294,6 +297,7 @@ mod tests {
         let taken = local.take(["dst_a", "dst_busy", "dst_b", "dst_c", "dst_d"]);
         let plans = plan(
             &taken,
+            true,
             [
                 ("dst_a", false),
                 ("dst_busy", false),
@@ -316,7 +320,15 @@ mod tests {
 
     #[test]
     fn nothing_goes_to_an_engine_without_room() {
-        let plans = plan(&Taken::none(), [("dst_a", false)]);
+        let plans = plan(&Taken::none(), true, [("dst_a", false)]);
         assert_eq!(plans, [Plan::Claim]);
+    }
+
+    #[test]
+    fn every_delivery_keeps_a_leased_row_while_the_heartbeat_is_not_recent() {
+        let (local, _rx) = LocalDelivery::new(3, Duration::from_secs(60));
+        let taken = local.take(["dst_a", "dst_b"]);
+        let plans = plan(&taken, false, [("dst_a", false), ("dst_b", false)]);
+        assert_eq!(plans, [Plan::Lease, Plan::Lease]);
     }
 }

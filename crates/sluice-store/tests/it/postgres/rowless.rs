@@ -69,6 +69,8 @@ async fn a_delivery_handed_at_ingest_gets_its_row_only_with_its_outcome() {
     let sql = schema.sql().await;
     let (local, mut handed) = LocalDelivery::new(4, LEASE);
     assert!(node.deliver_locally(local));
+    let id = node.node_id().to_owned();
+    node.heartbeat(&id, TTL).await.expect("beat");
     let batch = hand(&node, &mut handed, "h", 2).await;
     assert_eq!(count(&sql, "SELECT count(*) FROM deliveries").await, 0);
 
@@ -196,10 +198,11 @@ async fn a_handed_delivery_with_no_report_within_its_lease_is_written_for_claims
     let node_b = schema.open().await;
     let (local, mut handed) = LocalDelivery::new(4, Duration::from_millis(200));
     assert!(node_a.deliver_locally(local));
+    let a = node_a.node_id().to_owned();
+    node_a.heartbeat(&a, TTL).await.expect("beat");
     let _dropped = hand(&node_a, &mut handed, "o", 2).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     // The beat finds them overdue and writes them in the background.
-    let a = node_a.node_id().to_owned();
     node_a.heartbeat(&a, TTL).await.expect("beat");
     assert_eq!(claim_all(&node_b, 2).await, ["o0", "o1"]);
 }
@@ -248,5 +251,39 @@ async fn a_long_silent_nodes_row_stays_until_its_handed_deliveries_are_written()
             .expect("beat")
             .silent
             .is_empty()
+    );
+}
+
+/// Before its first beat, and once its beats have failed for half a
+/// time-to-live, a node's row cannot tell the others what it hands: its
+/// ingest leases rows instead, which a claim takes once the lease ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_without_a_recent_beat_leases_rows_instead_of_handing_without_one() {
+    let schema = TestSchema::new();
+    let node = schema.open().await;
+    let sql = schema.sql().await;
+    let (local, mut handed) = LocalDelivery::new(8, LEASE);
+    assert!(node.deliver_locally(local));
+    let id = node.node_id().to_owned();
+    let leased = format!("SELECT count(*) FROM deliveries WHERE lease_owner = '{id}'");
+
+    let _before = hand(&node, &mut handed, "b", 2).await;
+    assert_eq!(count(&sql, &leased).await, 2, "no beat yet: rows leased");
+
+    let short = Duration::from_millis(400);
+    node.heartbeat(&id, short).await.expect("beat");
+    let _beating = hand(&node, &mut handed, "r", 2).await;
+    assert_eq!(
+        count(&sql, &leased).await,
+        2,
+        "beating: handed without rows"
+    );
+
+    tokio::time::sleep(short / 2).await;
+    let _stale = hand(&node, &mut handed, "s", 2).await;
+    assert_eq!(
+        count(&sql, &leased).await,
+        4,
+        "no beat for half a ttl: rows leased"
     );
 }
