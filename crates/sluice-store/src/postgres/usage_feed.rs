@@ -110,41 +110,32 @@ pub(super) fn spawn(pool: Pool) {
     });
 }
 
-/// One round: the events counted (0 when another node holds the cursor).
-async fn round(pool: &Pool) -> Result<i64> {
-    let mut client = pool.get().await.map_err(pool_error)?;
-    let tx = client.transaction().await.map_err(backend)?;
-    let counted = count(&tx).await?;
-    tx.commit().await.map_err(backend)?;
-    Ok(counted)
-}
-
-/// Adds every event past the cursor and below the oldest running
-/// transaction to `usage`, and moves the cursor to that transaction,
-/// inside the caller's transaction. Returns the events counted; 0 when the
-/// cursor is locked by another round.
+/// One round, in a transaction of its own: adds every event past the
+/// cursor and below the oldest running transaction to `usage`, and moves
+/// the cursor to that transaction; nothing when another node holds the
+/// cursor.
 ///
 /// A round is bounded by transaction, not by rows: every event below
 /// `upto` is final, so the cursor moves to `(upto, 0)` (seqs start at 1)
 /// without finding the last event walked, and the walk streams into one
 /// aggregate of a row per (source, day) whatever its length.
-pub(super) async fn count(c: &impl GenericClient) -> Result<i64> {
-    let Some(at) = c
+async fn round(pool: &Pool) -> Result<()> {
+    let mut client = pool.get().await.map_err(pool_error)?;
+    let tx = client.transaction().await.map_err(backend)?;
+    let at = tx
         .query_opt(
             "SELECT xact, seq FROM usage_read WHERE id = 1 FOR UPDATE SKIP LOCKED",
             &[],
         )
         .await
-        .map_err(backend)?
-    else {
-        return Ok(0);
-    };
-    let (xact, seq): (i64, i64) = (get(&at, 0)?, get(&at, 1)?);
-    let row = c
-        .query_one(COUNT, &[&xact, &seq, &SHARD])
-        .await
         .map_err(backend)?;
-    get(&row, 0)
+    if let Some(at) = at {
+        let (xact, seq): (i64, i64) = (get(&at, 0)?, get(&at, 1)?);
+        tx.execute(COUNT, &[&xact, &seq, &SHARD])
+            .await
+            .map_err(backend)?;
+    }
+    tx.commit().await.map_err(backend)
 }
 
 /// The round's statement: `$1`, `$2` the cursor, `$3` the [`SHARD`].
@@ -169,7 +160,7 @@ const COUNT: &str = concat!(
          UPDATE usage_read r SET xact = b.upto, seq = 0 FROM b
          WHERE r.id = 1 AND (b.upto, 0::bigint) > (r.xact, r.seq)
      )
-     SELECT coalesce(sum(n), 0)::bigint FROM g"
+     SELECT 1"
 );
 
 /// Stops counting the deleted source `source_id`: deletes its counter rows
